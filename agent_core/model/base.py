@@ -1,0 +1,115 @@
+"""The `ChatModel` protocol every model client implements, and what a call streams back.
+
+A client only talks to its model: it never writes traces. It yields `StreamItem`s, raw and
+in order; `agent_core.model.recording.RecordingModel` turns them into trace events. The
+assembled message at the end comes from the one shared assembler, whatever the transport.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """Exactly what is sent to the model for one turn (OpenAI chat-completions shapes)."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
+    stream: bool = True
+
+
+@dataclass(frozen=True)
+class ToolCallPart:
+    id: str
+    name: str
+    arguments: str  # raw argument string as the model sent it ("" when none)
+
+
+@dataclass(frozen=True)
+class AssembledResponse:
+    content: str | None
+    tool_calls: list[ToolCallPart]
+    finish_reason: str | None
+    usage: dict[str, Any] | None
+    reasoning: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_message(self) -> dict[str, Any]:
+        """The assistant message as it is kept verbatim in history."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }
+                for call in self.tool_calls
+            ]
+        return message
+
+
+@dataclass(frozen=True)
+class AttemptStarted:
+    attempt: int
+
+
+@dataclass(frozen=True)
+class RawChunk:
+    attempt: int
+    index: int
+    elapsed_ms: float
+    data: dict[str, Any]
+    text_delta: str = ""  # visible text this chunk added, for live printing
+
+
+@dataclass(frozen=True)
+class AttemptFailed:
+    attempt: int
+    kind: str  # e.g. connection, status, timeout, stream_error, bad_response
+    message: str
+    retriable: bool
+    status_code: int | None = None
+    will_retry: bool = False
+
+
+@dataclass(frozen=True)
+class Completed:
+    attempt: int
+    response: AssembledResponse
+    ttft_ms: float | None
+    latency_ms: float
+    chunks: int
+
+
+StreamItem: TypeAlias = AttemptStarted | RawChunk | AttemptFailed | Completed
+
+
+class ModelError(Exception):
+    """The model call failed for good (retries exhausted or not retriable)."""
+
+    def __init__(self, kind: str, message: str, *, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status_code = status_code
+
+
+class ModelTimeout(ModelError):
+    def __init__(self, message: str) -> None:
+        super().__init__("timeout", message)
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """Anything that answers chat-completion calls: real endpoint, scripted, replayed."""
+
+    name: str
+    base_url: str | None
+
+    def stream(self, call: ModelCall) -> AsyncIterator[StreamItem]:
+        """Yield the attempt's items; end with `Completed` or raise `ModelError`."""
+        ...

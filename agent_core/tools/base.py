@@ -1,0 +1,50 @@
+"""Tools as the agent sees them: a schema to offer the model and a way to run a call.
+
+`Toolset` is the small protocol that builtin tools, user modules, MCP servers and the
+mocking/replay wrappers all implement, so the loop never knows which one it is using.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any]  # JSON Schema for the arguments
+    read_only: bool = False
+    return_direct: bool = False
+    source: str = "builtin"  # builtin | user | mcp:<server>
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    ok: bool
+    text: str  # what the model reads; short and readable, never a stack trace
+    error: str | None = None
+    truncated: bool = False
+    mocked: bool = False
+    replayed: bool = False
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Toolset(Protocol):
+    def specs(self) -> list[ToolSpec]: ...
+
+    async def call(self, name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
+        """Run one call with already-parsed arguments. Must not raise for tool failures."""
+        ...

@@ -1,0 +1,77 @@
+"""The layer rules of SPEC "Layers", checked two ways: import-linter contracts in
+pyproject.toml, and a fresh interpreter per core module that must not load Textual."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _modules(package: str) -> list[str]:
+    module = importlib.import_module(package)
+    found = [package]
+    for info in pkgutil.walk_packages(module.__path__, prefix=f"{package}."):
+        found.append(info.name)
+    return found
+
+
+CORE_MODULES = [
+    name
+    for package in ("traces", "agent_core", "workbench.engine", "workbench.cli")
+    for name in _modules(package)
+]
+
+
+@pytest.mark.parametrize("module", CORE_MODULES)
+def test_core_module_never_loads_textual(module: str) -> None:
+    code = (
+        f"import sys, {module}\n"
+        "bad = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.'))\n"
+        "assert not bad, bad[:3]\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_import_linter_contracts_hold() -> None:
+    lint_imports = Path(sys.executable).with_name("lint-imports")
+    result = subprocess.run(
+        [str(lint_imports), "--config", str(ROOT / "pyproject.toml")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "Contracts: 3 kept, 0 broken" in result.stdout
+
+
+def test_single_module_imports_the_openai_and_mcp_sdks() -> None:
+    importers: dict[str, list[str]] = {"openai": [], "mcp": []}
+    for path in (ROOT / "agent_core").rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        for sdk in importers:
+            if f"\nimport {sdk}" in text or f"\nfrom {sdk}" in text or f"\nfrom {sdk}." in text:
+                importers[sdk].append(str(path.relative_to(ROOT)))
+    for sdk, files in importers.items():
+        assert len(files) <= 1, f"{sdk} imported in {files}"
+    for path in (ROOT / "traces").rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert "import openai" not in text and "from mcp" not in text
+
+
+def test_duckdb_is_imported_only_in_traces_store() -> None:
+    offenders = [
+        str(path.relative_to(ROOT))
+        for package in ("traces", "agent_core", "workbench")
+        for path in (ROOT / package).rglob("*.py")
+        if "import duckdb" in path.read_text(encoding="utf-8")
+        and (ROOT / "traces" / "store") not in path.parents
+    ]
+    assert offenders == []

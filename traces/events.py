@@ -1,0 +1,265 @@
+"""The trace contract: every event an agent run records, one pydantic model per type.
+
+Writer and reader share these models. `Event` is the discriminated union on `type`;
+`EVENT_ADAPTER` validates one decoded JSON line into the right model.
+
+Schema versions (bump on any change of an event's shape, add a migration in
+`traces.reader`, and add golden traces under tests/fixtures/traces/vN/):
+    1 — first release.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_serializer
+
+SCHEMA_VERSION = 1
+SCHEMA_VERSIONS: dict[int, str] = {
+    1: "first release: run_start … run_end, model chunks, tool calls, MCP frames, trims",
+}
+
+RunStatus: TypeAlias = Literal[
+    "completed",
+    "max_turns",
+    "duplicate_tool_calls",
+    "token_budget",
+    "timeout",
+    "cancelled",
+    "error",
+]
+# What the store reports for a run; `incomplete` means the trace has no run_end.
+RunState: TypeAlias = RunStatus | Literal["incomplete"]
+RUN_STATUSES: tuple[str, ...] = (
+    "completed",
+    "max_turns",
+    "duplicate_tool_calls",
+    "token_budget",
+    "timeout",
+    "cancelled",
+    "error",
+    "incomplete",
+)
+TimeoutLayer: TypeAlias = Literal["model", "tool", "run"]
+ErrorWhere: TypeAlias = Literal["model", "tool", "mcp", "history", "run"]
+McpDirection: TypeAlias = Literal["send", "recv"]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class EventBase(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    run_id: str
+    seq: int = Field(ge=0, description="0-based, gapless per run")
+    ts: datetime = Field(description="UTC, microsecond precision")
+    turn: int | None = Field(
+        default=None, ge=1, description="1-based turn number; null outside a turn"
+    )
+
+    @field_serializer("ts")
+    def _ts_iso(self, ts: datetime) -> str:
+        return ts.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+class Limits(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_turns: int = 10
+    token_budget: int = 50_000
+    model_timeout_s: float = 60.0
+    tool_timeout_s: float = 30.0
+    run_timeout_s: float = 300.0
+    context_window: int = 128_000
+    keep_rounds: int = 6
+    max_tools: int = 8
+    max_result_chars: int = 20_000
+
+
+class Edit(BaseModel):
+    """One change a fork applied to its parent's recording."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["system", "user", "tool_description", "tool_schema", "mock_result"]
+    target: str | None = Field(default=None, description="tool name or tool call id")
+    value: Any = None
+
+
+class Totals(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    turns: int = 0
+    model_calls: int = 0
+    tool_calls: int = 0
+    tool_errors: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    duration_ms: float = 0.0
+
+
+class RunStart(EventBase):
+    type: Literal["run_start"] = "run_start"
+    schema_version: int = SCHEMA_VERSION
+    task: str
+    system_prompt: str | None = None
+    model: str
+    base_url: str | None = Field(default=None, description="without credentials")
+    params: dict[str, Any] = Field(default_factory=dict)
+    limits: Limits = Field(default_factory=Limits)
+    tools: list[dict[str, Any]] = Field(
+        default_factory=list, description="every tool schema offered, in OpenAI format"
+    )
+    tool_sources: dict[str, str] = Field(
+        default_factory=dict, description="tool name -> builtin | user | mcp:<server>"
+    )
+    parent_run_id: str | None = None
+    fork_turn: int | None = None
+    edits: list[Edit] = Field(default_factory=list)
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+class ModelRequest(EventBase):
+    type: Literal["model_request"] = "model_request"
+    attempt: int = 1
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    params: dict[str, Any] = Field(default_factory=dict)
+    stream: bool = True
+    estimated_tokens: int = 0
+
+
+class ModelChunk(EventBase):
+    type: Literal["model_chunk"] = "model_chunk"
+    attempt: int = 1
+    index: int = Field(ge=0, description="chunk number within the attempt")
+    elapsed_ms: float = Field(description="since the request was sent")
+    data: dict[str, Any] = Field(description="the raw chunk as received")
+
+
+class ModelResponse(EventBase):
+    type: Literal["model_response"] = "model_response"
+    attempt: int = 1
+    message: dict[str, Any] = Field(description="the assembled assistant message")
+    finish_reason: str | None = None
+    usage: dict[str, Any] | None = None
+    ttft_ms: float | None = None
+    latency_ms: float = 0.0
+    chunks: int = 0
+
+
+class ToolStart(EventBase):
+    type: Literal["tool_start"] = "tool_start"
+    call_id: str
+    name: str
+    arguments_raw: str
+    arguments: dict[str, Any] | None = None
+    parse_error: str | None = None
+    source: str = Field(default="builtin", description="builtin | user | mcp:<server>")
+    reasoning: str | None = None
+
+
+class ToolEnd(EventBase):
+    type: Literal["tool_end"] = "tool_end"
+    call_id: str
+    name: str
+    ok: bool
+    result: str
+    error: str | None = None
+    duration_ms: float = 0.0
+    truncated: bool = False
+    mocked: bool = False
+    replayed: bool = False
+
+
+class McpMessage(EventBase):
+    type: Literal["mcp_message"] = "mcp_message"
+    server: str
+    direction: McpDirection
+    frame: dict[str, Any] = Field(description="the raw JSON-RPC frame")
+
+
+class HistoryTrimmed(EventBase):
+    type: Literal["history_trimmed"] = "history_trimmed"
+    tokens_before: int
+    tokens_after: int
+    messages_before: int
+    messages_after: int
+    rounds_kept: int
+    rounds_dropped: int
+    summary: str | None = None
+
+
+class Error(EventBase):
+    type: Literal["error"] = "error"
+    where: ErrorWhere
+    kind: str
+    message: str
+    retriable: bool = False
+    attempt: int | None = None
+    status_code: int | None = None
+
+
+class RunEnd(EventBase):
+    type: Literal["run_end"] = "run_end"
+    status: RunStatus
+    reason: str = ""
+    timeout_layer: TimeoutLayer | None = None
+    final_answer: str | None = None
+    totals: Totals = Field(default_factory=Totals)
+
+
+Event: TypeAlias = Annotated[
+    RunStart
+    | ModelRequest
+    | ModelChunk
+    | ModelResponse
+    | ToolStart
+    | ToolEnd
+    | McpMessage
+    | HistoryTrimmed
+    | Error
+    | RunEnd,
+    Field(discriminator="type"),
+]
+EVENT_TYPES: tuple[type[EventBase], ...] = (
+    RunStart,
+    ModelRequest,
+    ModelChunk,
+    ModelResponse,
+    ToolStart,
+    ToolEnd,
+    McpMessage,
+    HistoryTrimmed,
+    Error,
+    RunEnd,
+)
+EventType: TypeAlias = Literal[
+    "run_start",
+    "model_request",
+    "model_chunk",
+    "model_response",
+    "tool_start",
+    "tool_end",
+    "mcp_message",
+    "history_trimmed",
+    "error",
+    "run_end",
+]
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def event_to_json(event: EventBase) -> str:
+    return event.model_dump_json()
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of one trace line (what `workbench schema` prints)."""
+    schema = EVENT_ADAPTER.json_schema(mode="serialization")
+    schema["title"] = "agent workbench trace event"
+    schema["description"] = f"One JSON Lines record; schema_version {SCHEMA_VERSION}."
+    return schema

@@ -1,0 +1,70 @@
+"""The one place events are stamped: run id, gapless seq, UTC time, turn.
+
+Whoever observes something during a run (the model wrapper, the tool runner, the MCP
+client, the loop) calls `Recorder.emit`; the event goes to every sink at once and into an
+outbox that the loop drains and yields, so the JSONL file, the CLI printer and the TUI all
+see the same stream. A failing sink is reported once and never fails the run.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import deque
+from typing import Any, TypeVar
+
+from traces.events import Event, EventBase, utc_now
+from traces.writer import Sink
+
+E = TypeVar("E", bound=EventBase)
+_KEEP_TURN: Any = object()
+
+
+class Recorder:
+    def __init__(self, run_id: str, sinks: list[Sink] | None = None) -> None:
+        self.run_id = run_id
+        self.sinks: list[Sink] = list(sinks or [])
+        self.turn: int | None = None
+        self._seq = 0
+        self._outbox: deque[Any] = deque()
+        self.sink_errors: list[str] = []
+
+    @property
+    def next_seq(self) -> int:
+        return self._seq
+
+    def emit(self, cls: type[E], *, turn: int | None = _KEEP_TURN, **fields: Any) -> E:
+        """Build an event of type `cls`, stamp it, write it to every sink and queue it."""
+        event = cls(
+            run_id=self.run_id,
+            seq=self._seq,
+            ts=utc_now(),
+            turn=self.turn if turn is _KEEP_TURN else turn,
+            **fields,
+        )
+        self._seq += 1
+        for sink in self.sinks:
+            try:
+                sink.write(event)  # type: ignore[arg-type]
+            except Exception as exc:  # a broken sink must not end the run
+                message = f"trace sink {type(sink).__name__} failed: {exc}"
+                if message not in self.sink_errors:
+                    self.sink_errors.append(message)
+                    print(f"workbench: {message}", file=sys.stderr)
+        self._outbox.append(event)
+        return event
+
+    def push(self, item: Any) -> None:
+        """Queue an in-memory item (e.g. a text delta) that is streamed but not recorded."""
+        self._outbox.append(item)
+
+    def drain(self) -> list[Event | Any]:
+        items = list(self._outbox)
+        self._outbox.clear()
+        return items
+
+    def close(self) -> None:
+        for sink in self.sinks:
+            try:
+                sink.close()
+            except Exception as exc:
+                print(f"workbench: closing trace sink failed: {exc}", file=sys.stderr)

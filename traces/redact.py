@@ -1,0 +1,50 @@
+"""Secret redaction applied at write time, so no secret ever reaches a trace file.
+
+Placeholders are stable: the same secret always becomes the same placeholder within a
+redactor, so two redacted lines can still be compared.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+_AUTH_KEYS = frozenset({"authorization", "proxy-authorization", "api_key", "api-key", "x-api-key"})
+# Bearer tokens and common key shapes, wherever they appear inside text.
+_BEARER = re.compile(r"(?i)\bBearer\s+[A-Za-z0-9._~+/=-]{8,}")
+
+
+class Redactor:
+    def __init__(self, secrets: Iterable[str] = (), patterns: Iterable[str] = ()) -> None:
+        self._secrets = [s for s in secrets if s and len(s) >= 4]
+        self._patterns = [re.compile(p) for p in patterns]
+
+    def add_secret(self, secret: str | None) -> None:
+        if secret and len(secret) >= 4 and secret not in self._secrets:
+            self._secrets.append(secret)
+
+    def text(self, value: str) -> str:
+        for secret in self._secrets:
+            if secret in value:
+                value = value.replace(secret, "[REDACTED:api_key]")
+        value = _BEARER.sub("Bearer [REDACTED:authorization]", value)
+        for number, pattern in enumerate(self._patterns, start=1):
+            value = pattern.sub(f"[REDACTED:pattern-{number}]", value)
+        return value
+
+    def value(self, value: Any) -> Any:
+        """Redact every string inside a JSON-like value (dicts, lists, scalars)."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            out: dict[str, Any] = {}
+            for key, item in value.items():
+                if isinstance(key, str) and key.lower() in _AUTH_KEYS and isinstance(item, str):
+                    out[key] = "[REDACTED:authorization]"
+                else:
+                    out[key] = self.value(item)
+            return out
+        if isinstance(value, list):
+            return [self.value(item) for item in value]
+        return value

@@ -1,0 +1,67 @@
+"""The `workbench` command. Bare `workbench` opens the TUI.
+
+Each group of subcommands lives in its own module with a `register(subparsers)` function;
+handlers return the exit code and raise `CliError` for a one-line failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from workbench.cli.common import CliError
+
+# Modules that add subcommands, in the order they appear in --help.
+COMMAND_MODULES = (
+    "workbench.cli.read_cmds",
+    "workbench.cli.run_cmds",
+    "workbench.cli.mcp_cmds",
+    "workbench.cli.engine_cmds",
+    "workbench.cli.test_cmds",
+    "workbench.cli.tui_cmds",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="workbench",
+        description=(
+            "Trace-and-replay workbench for LLM agents. Run `workbench` alone to open the "
+            "TUI, or `workbench demo` to record example runs offline and explore them."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--home",
+        default=None,
+        help="workbench folder (default: $WORKBENCH_HOME, else ./.workbench)",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:  # a command group not built yet
+                continue
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        args = parser.parse_args([*(sys.argv[1:] if argv is None else argv), "tui"])
+    try:
+        return int(args.func(args) or 0)
+    except CliError as exc:
+        print(f"workbench: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("workbench: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,47 @@
+"""Helpers shared by the CLI command modules."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from traces.home import home_dir
+
+
+class CliError(Exception):
+    """A failure shown as one line on stderr, with an exit code."""
+
+    def __init__(self, message: str, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def add_home(parser: argparse.ArgumentParser) -> None:
+    """Accept --home after the subcommand too (it is also a global option)."""
+    parser.add_argument(
+        "--home",
+        default=argparse.SUPPRESS,
+        help="workbench folder (default: $WORKBENCH_HOME, else ./.workbench)",
+    )
+
+
+def resolve_home(args: argparse.Namespace) -> Path:
+    return home_dir(getattr(args, "home", None))
+
+
+def print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, default=str, ensure_ascii=False) + "\n")
+
+
+def text_or_file(value: str) -> str:
+    """`TEXT` or `@FILE`, as the --system, --user and --tool-description flags take."""
+    if value.startswith("@"):
+        path = Path(value[1:])
+        try:
+            return path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise CliError(f"cannot read {path}: {exc.strerror}") from exc
+    return value
