@@ -1,0 +1,57 @@
+"""Toolsets for regression samples: offer the real schemas, run almost nothing.
+
+A case checks what the model decides, so a sample must never change the world. The guard
+answers a call from the recording when one matches, runs it only when the tool is
+read-only and the case needs the result (a sequence), and otherwise refuses it with a
+short, model-readable result.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_core.tools.base import ToolResult, Toolset, ToolSpec
+from workbench.engine.regress_context import call_key
+
+REFUSED = "not executed: a regression sample runs only read-only or recorded tools"
+
+
+class GuardedToolset:
+    def __init__(
+        self,
+        inner: Toolset,
+        *,
+        recorded: dict[str, ToolResult] | None = None,
+        run_read_only: bool = False,
+    ) -> None:
+        self.inner = inner
+        self.recorded = recorded or {}
+        self.run_read_only = run_read_only
+        self._specs: dict[str, ToolSpec] = {}
+
+    def specs(self) -> list[ToolSpec]:
+        specs = self.inner.specs()
+        self._specs = {spec.name: spec for spec in specs}
+        return specs
+
+    async def call(self, name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
+        recorded = self.recorded.get(call_key(name, arguments))
+        if recorded is not None:
+            return recorded
+        spec = self._specs.get(name)
+        if self.run_read_only and spec is not None and spec.read_only:
+            return await self.inner.call(name, arguments, call_id)
+        return ToolResult(ok=False, text=REFUSED, error="refused")
+
+
+class RecordedToolset:
+    """The tool schemas of a recorded run, for suites that name no tools of their own."""
+
+    def __init__(self, specs: list[ToolSpec]) -> None:
+        self._specs = specs
+
+    def specs(self) -> list[ToolSpec]:
+        return list(self._specs)
+
+    async def call(self, name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
+        return ToolResult(ok=False, text=REFUSED, error="refused")
