@@ -27,6 +27,9 @@ class ToolCallPart:
     id: str
     name: str
     arguments: str  # raw argument string as the model sent it ("" when none)
+    # Provider fields on the call that must be echoed back verbatim on the next request
+    # (e.g. Gemini's `extra_content.google.thought_signature`).
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ class AssembledResponse:
         if self.tool_calls:
             message["tool_calls"] = [
                 {
+                    **call.extra,
                     "id": call.id,
                     "type": "function",
                     "function": {"name": call.name, "arguments": call.arguments},

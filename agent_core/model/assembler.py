@@ -1,0 +1,192 @@
+"""The one assembler that turns chat-completion chunks into an `AssembledResponse`.
+
+Streaming and non-streaming answers both go through it: a non-streamed completion is first
+turned into a single chunk-like dict by `chunk_from_completion`. It works on the raw JSON
+dicts as received, so provider quirks are handled here once:
+
+- tool-call fragments are keyed by `index`; without an index by `id`; with neither they
+  continue the last call (or start the only one);
+- `id: ""` and `name: ""` on continuation deltas are ignored, never overwrite a real value;
+- two entries for the same index in one delta are merged, not appended;
+- `arguments: null` counts as empty;
+- empty `choices`, usage on its own chunk or only under `x_groq`, `reasoning` or
+  `reasoning_content`, a `finish_reason` sent twice (the last one wins) or never.
+
+Ids the provider supplies pass through untouched. Only when a call arrives with no id at all
+is one generated (`call_<position>`, independent of the turn so replays match), and every
+generated id is listed in `AssembledResponse.extra["generated_ids"]`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_core.model.base import AssembledResponse, ToolCallPart
+
+# Keys of a tool-call delta entry that the assembler interprets itself; anything else the
+# provider put on the entry (e.g. Gemini's `extra_content`) is kept and echoed back.
+_CALL_KEYS = frozenset({"index", "id", "type", "function"})
+
+
+class _CallBuilder:
+    __slots__ = ("id", "name", "arguments", "extra")
+
+    def __init__(self, call_id: str | None) -> None:
+        self.id = call_id
+        self.name = ""
+        self.arguments: list[str] = []
+        self.extra: dict[str, Any] = {}
+
+
+class StreamAssembler:
+    """Feed it every chunk dict in arrival order with `add`, then call `result`."""
+
+    def __init__(self) -> None:
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._calls: list[_CallBuilder] = []
+        self._by_index: dict[Any, _CallBuilder] = {}
+        self._by_id: dict[str, _CallBuilder] = {}
+        self.finish_reason: str | None = None
+        self.usage: dict[str, Any] | None = None
+        self.chunks = 0
+        self.saw_output = False  # any text, reasoning or tool-call data yet (for TTFT)
+
+    def add(self, chunk: dict[str, Any]) -> str:
+        """Fold one chunk in; return the visible text it added ("" when none)."""
+        self.chunks += 1
+        usage = chunk.get("usage")
+        if usage:
+            self.usage = usage
+        elif self.usage is None:
+            x_groq = chunk.get("x_groq")
+            if x_groq and x_groq.get("usage"):
+                self.usage = x_groq["usage"]
+        choices = chunk.get("choices")
+        if not choices:
+            return ""
+        choice = choices[0]
+        # Only the first choice is assembled (the agent never asks for n > 1).
+        if len(choices) > 1 or choice.get("index", 0) != 0:
+            for candidate in choices:
+                if candidate.get("index", 0) == 0:
+                    choice = candidate
+                    break
+            else:
+                return ""
+        finish = choice.get("finish_reason")
+        if finish:
+            self.finish_reason = finish
+        delta = choice.get("delta")
+        if not delta:
+            return ""
+        text = delta.get("content")
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if reasoning:
+            self._reasoning.append(reasoning)
+            self.saw_output = True
+        tool_calls = delta.get("tool_calls")
+        if tool_calls:
+            self.saw_output = True
+            for entry in tool_calls:
+                if entry:
+                    self._add_call_fragment(entry)
+        if text:
+            self._text.append(text)
+            self.saw_output = True
+            return str(text)
+        return ""
+
+    def _add_call_fragment(self, entry: dict[str, Any]) -> None:
+        index = entry.get("index")
+        call_id = entry.get("id") or None
+        function = entry.get("function") or {}
+        call = self._find_call(index, call_id, bool(function.get("name")))
+        if call is None:
+            call = _CallBuilder(call_id)
+            self._calls.append(call)
+            if index is not None:
+                self._by_index[index] = call
+        if call_id and call.id is None:
+            call.id = call_id
+        if call.id is not None:
+            self._by_id.setdefault(call.id, call)
+        name = function.get("name")
+        if name and not call.name:
+            call.name = name
+        arguments = function.get("arguments")
+        if arguments:
+            call.arguments.append(arguments)
+        if not _CALL_KEYS.issuperset(entry):
+            for key, value in entry.items():
+                if key not in _CALL_KEYS:
+                    call.extra[key] = value
+
+    def _find_call(self, index: Any, call_id: str | None, has_name: bool) -> _CallBuilder | None:
+        if index is not None:
+            call = self._by_index.get(index)
+            # A different id with a new name at a known index is a new call: some providers
+            # reuse index 0 for every call. A fragment with the same or no id continues it.
+            if (
+                call is not None
+                and call_id is not None
+                and call.id is not None
+                and call_id != call.id
+                and has_name
+            ):
+                return None
+            return call
+        if call_id is not None:
+            return self._by_id.get(call_id)
+        return self._calls[-1] if self._calls else None
+
+    def result(self) -> AssembledResponse:
+        parts: list[ToolCallPart] = []
+        generated: list[str] = []
+        for position, call in enumerate(self._calls):
+            call_id = call.id
+            if call_id is None:
+                call_id = f"call_{position}"
+                generated.append(call_id)
+            parts.append(ToolCallPart(call_id, call.name, "".join(call.arguments), call.extra))
+        extra: dict[str, Any] = {"generated_ids": generated} if generated else {}
+        text = "".join(self._text)
+        return AssembledResponse(
+            content=text or None,
+            tool_calls=parts,
+            finish_reason=self.finish_reason,
+            usage=self.usage,
+            reasoning="".join(self._reasoning) or None,
+            extra=extra,
+        )
+
+
+def chunk_from_completion(body: dict[str, Any]) -> dict[str, Any]:
+    """Turn a non-streamed chat completion into one chunk-shaped dict for the assembler."""
+    chunk = {key: value for key, value in body.items() if key != "choices"}
+    choices = []
+    for choice in body.get("choices") or []:
+        message = dict(choice.get("message") or {})
+        calls = message.get("tool_calls")
+        if calls:
+            message["tool_calls"] = [
+                {**call, "index": position} if call.get("index") is None else call
+                for position, call in enumerate(calls)
+                if call
+            ]
+        choices.append(
+            {
+                "index": choice.get("index", 0),
+                "delta": message,
+                "finish_reason": choice.get("finish_reason"),
+            }
+        )
+    chunk["choices"] = choices
+    return chunk
+
+
+def assemble(chunks: list[dict[str, Any]]) -> AssembledResponse:
+    assembler = StreamAssembler()
+    for chunk in chunks:
+        assembler.add(chunk)
+    return assembler.result()

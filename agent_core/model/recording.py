@@ -1,0 +1,88 @@
+"""`RecordingModel`: wraps any `ChatModel` and turns what it streams into trace events.
+
+Clients never write traces; this wrapper does, through the run's `Recorder`:
+    AttemptStarted -> model_request (exact messages, tools, params, stream flag)
+    RawChunk       -> model_chunk, plus a `TextDelta` pushed for any visible text
+    AttemptFailed  -> error (where="model")
+    Completed      -> model_response
+Every item is re-yielded unchanged so the loop still sees the stream. The turn comes from
+`recorder.turn`, which the loop sets. The loop passes its prompt estimate per call:
+
+    async for item in recording.stream(call, estimated_tokens=estimate): ...
+
+(when the call goes through hooks, bind it with `functools.partial`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from agent_core.agent import TextDelta
+from agent_core.model.base import (
+    AttemptFailed,
+    AttemptStarted,
+    ChatModel,
+    Completed,
+    ModelCall,
+    RawChunk,
+    StreamItem,
+)
+from traces.events import Error, ModelChunk, ModelRequest, ModelResponse
+from traces.recorder import Recorder
+
+
+class RecordingModel:
+    def __init__(self, inner: ChatModel, recorder: Recorder) -> None:
+        self.inner = inner
+        self.recorder = recorder
+        self.name = inner.name
+        self.base_url = inner.base_url
+
+    async def stream(
+        self, call: ModelCall, *, estimated_tokens: int = 0
+    ) -> AsyncIterator[StreamItem]:
+        recorder = self.recorder
+        async for item in self.inner.stream(call):
+            if isinstance(item, RawChunk):
+                recorder.emit(
+                    ModelChunk,
+                    attempt=item.attempt,
+                    index=item.index,
+                    elapsed_ms=item.elapsed_ms,
+                    data=item.data,
+                )
+                if item.text_delta:
+                    recorder.push(TextDelta(recorder.turn or 0, item.text_delta))
+            elif isinstance(item, AttemptStarted):
+                recorder.emit(
+                    ModelRequest,
+                    attempt=item.attempt,
+                    messages=call.messages,
+                    tools=call.tools,
+                    params=call.params,
+                    stream=call.stream,
+                    estimated_tokens=estimated_tokens,
+                )
+            elif isinstance(item, AttemptFailed):
+                recorder.emit(
+                    Error,
+                    where="model",
+                    kind=item.kind,
+                    message=item.message,
+                    retriable=item.retriable,
+                    attempt=item.attempt,
+                    status_code=item.status_code,
+                )
+            elif isinstance(item, Completed):
+                response = item.response
+                recorder.emit(
+                    ModelResponse,
+                    attempt=item.attempt,
+                    message=response.to_message(),
+                    finish_reason=response.finish_reason,
+                    usage=response.usage,
+                    ttft_ms=item.ttft_ms,
+                    latency_ms=item.latency_ms,
+                    chunks=item.chunks,
+                )
+            yield item

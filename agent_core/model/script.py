@@ -1,0 +1,228 @@
+"""Model scripts: the steps a scripted model answers with, and their OpenAI wire shapes.
+
+One format serves the in-process `ScriptedModel`, the demo and `workbench serve-model
+--script` (documented in docs/script-format.md). A step becomes the same chunk dicts a real
+endpoint would stream, so scripted answers go through the real assembler.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agent_core.model.base import ModelCall, ModelError
+
+
+class ScriptExhaustedError(ModelError):
+    """The script has no step left for a call the agent made."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("script_exhausted", message)
+
+
+class ScriptError(ValueError):
+    """A script file that cannot be loaded; the message is one line for the user."""
+
+
+class ScriptedToolCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    # A dict is sent as compact JSON; a string is sent verbatim (e.g. broken JSON on purpose).
+    arguments: dict[str, Any] | str = Field(default_factory=dict)
+    id: str | None = None
+
+    def arguments_text(self) -> str:
+        if isinstance(self.arguments, str):
+            return self.arguments
+        return json.dumps(self.arguments, ensure_ascii=False, separators=(",", ":"))
+
+
+class ScriptedError(BaseModel):
+    """A failed attempt: an HTTP status, or a connection drop / timeout with no status."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: int | None = None
+    message: str = "scripted failure"
+    kind: str | None = None  # status | connection | timeout | stream_error (default from status)
+    retry_after: float | None = None  # seconds; sent as a Retry-After header by the server
+
+    def effective_kind(self) -> str:
+        return self.kind or ("status" if self.status is not None else "connection")
+
+
+class ScriptStep(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    content: str | None = None
+    reasoning: str | None = None
+    tool_calls: list[ScriptedToolCall] = Field(default_factory=list)
+    finish_reason: str | None = None
+    usage: dict[str, Any] | None = None
+    error: ScriptedError | None = None
+    delay_ms: float = 0.0  # wait before the first chunk
+    chunk_size: int = Field(default=24, ge=1)  # characters of text or arguments per chunk
+    when_last_tool_result_contains: str | None = None
+
+    def matches(self, call: ModelCall) -> bool:
+        needle = self.when_last_tool_result_contains
+        if needle is None:
+            return True
+        for message in reversed(call.messages):
+            if message.get("role") == "tool":
+                return needle in str(message.get("content") or "")
+        return False
+
+
+def _steps_from_data(data: Any, origin: str) -> list[ScriptStep]:
+    raw = data.get("steps") if isinstance(data, dict) else data
+    if not isinstance(raw, list):
+        raise ScriptError(f"{origin}: expected a list of steps or a 'steps' list")
+    try:
+        return [ScriptStep.model_validate(step) for step in raw]
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ScriptError(f"{origin}: step field {where}: {first['msg']}") from None
+
+
+def load_script(path: str | Path) -> tuple[list[ScriptStep], dict[str, Any]]:
+    """Read a JSON or TOML script; return its steps and its top-level settings (e.g. name)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScriptError(f"cannot read script {path}: {exc.strerror or exc}") from None
+    try:
+        data: Any = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ScriptError(
+            f"script {path} is not valid {path.suffix[1:] or 'JSON'}: {exc}"
+        ) from None
+    settings = {k: v for k, v in data.items() if k != "steps"} if isinstance(data, dict) else {}
+    return _steps_from_data(data, f"script {path}"), settings
+
+
+class Script:
+    """The remaining steps, taken in order; a step with a `when_…` condition is taken only
+    by a call that matches it. Thread-safe, so the HTTP server can share one."""
+
+    def __init__(self, steps: list[ScriptStep | dict[str, Any]]) -> None:
+        self._steps = [
+            s if isinstance(s, ScriptStep) else ScriptStep.model_validate(s) for s in steps
+        ]
+        self._lock = threading.Lock()
+        self.calls = 0
+
+    def next_step(self, call: ModelCall) -> ScriptStep:
+        with self._lock:
+            self.calls += 1
+            for position, step in enumerate(self._steps):
+                if step.matches(call):
+                    return self._steps.pop(position)
+            if self._steps:
+                raise ScriptExhaustedError(
+                    f"call {self.calls}: none of the {len(self._steps)} remaining script steps "
+                    "matches this request"
+                )
+            raise ScriptExhaustedError(f"call {self.calls}: the script has no steps left")
+
+    @property
+    def remaining(self) -> list[ScriptStep]:
+        with self._lock:
+            return list(self._steps)
+
+    def assert_done(self) -> None:
+        left = self.remaining
+        if left:
+            raise AssertionError(f"{len(left)} script step(s) were never used")
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def step_chunks(
+    step: ScriptStep, *, model: str, response_id: str, call_number: int
+) -> list[dict[str, Any]]:
+    """The chunk dicts an OpenAI-compatible endpoint would stream for this step."""
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            "id": response_id,
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    size = step.chunk_size
+    if step.reasoning:
+        chunks += [chunk({"reasoning_content": piece}) for piece in _pieces(step.reasoning, size)]
+    if step.content:
+        chunks += [chunk({"content": piece}) for piece in _pieces(step.content, size)]
+    for index, call in enumerate(step.tool_calls):
+        opener = {
+            "index": index,
+            "id": call.id or f"call_s{call_number}_{index}",
+            "type": "function",
+            "function": {"name": call.name, "arguments": ""},
+        }
+        chunks.append(chunk({"tool_calls": [opener]}))
+        for piece in _pieces(call.arguments_text(), size):
+            fragment = {"index": index, "function": {"arguments": piece}}
+            chunks.append(chunk({"tool_calls": [fragment]}))
+    finish = step.finish_reason or ("tool_calls" if step.tool_calls else "stop")
+    chunks.append(chunk({}, finish))
+    if step.usage is not None:
+        usage_chunk = chunk({})
+        usage_chunk["choices"] = []
+        usage_chunk["usage"] = step.usage
+        chunks.append(usage_chunk)
+    return chunks
+
+
+def step_completion(
+    step: ScriptStep, *, model: str, response_id: str, call_number: int
+) -> dict[str, Any]:
+    """The JSON body a non-streaming endpoint would return for this step."""
+    message: dict[str, Any] = {"role": "assistant", "content": step.content}
+    if step.reasoning:
+        message["reasoning_content"] = step.reasoning
+    if step.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": call.id or f"call_s{call_number}_{index}",
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments_text()},
+            }
+            for index, call in enumerate(step.tool_calls)
+        ]
+    body: dict[str, Any] = {
+        "id": response_id,
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": step.finish_reason
+                or ("tool_calls" if step.tool_calls else "stop"),
+            }
+        ],
+    }
+    if step.usage is not None:
+        body["usage"] = step.usage
+    return body
+
+
+def error_body(error: ScriptedError) -> dict[str, Any]:
+    return {"error": {"message": error.message, "type": "scripted_error", "code": error.status}}
