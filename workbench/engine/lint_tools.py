@@ -109,7 +109,8 @@ def _lint_name(name: str) -> list[Finding]:
         found.append(
             Finding("warning", name, "long-name", f"name longer than {MAX_NAME_LEN} characters")
         )
-    if _UNSTABLE_NAME.search(name.lower().replace("-", "_")):
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower().replace("-", "_")
+    if _UNSTABLE_NAME.search(words):
         found.append(
             Finding(
                 "warning",

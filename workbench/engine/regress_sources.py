@@ -1,0 +1,99 @@
+"""Where a suite's or a lint's tools come from: builtin, `module:registry`, an MCP config,
+a JSON file of schemas, or the schemas a recorded run offered.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from agent_core.tools.base import Toolset
+from traces.events import RunStart
+from traces.reader import NewerSchemaError, read_trace
+from traces.recorder import Recorder
+
+
+class ToolSourceError(Exception):
+    """The tools cannot be loaded; one line saying what to do."""
+
+
+def is_mcp_config(path: Path) -> bool:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and "mcpServers" in data
+
+
+@asynccontextmanager
+async def open_tools(
+    reference: str, *, root: Path, recorder: Recorder | None = None
+) -> AsyncIterator[list[Toolset]]:
+    """The toolsets named by `reference`, open for the duration of the block."""
+    if reference == "builtin":
+        from agent_core.tools.builtin import builtin_tools
+
+        yield [builtin_tools(root)]
+        return
+    path = Path(reference)
+    if path.suffix == ".json":
+        if not path.is_file():
+            raise ToolSourceError(f"tools {reference!r}: no such file")
+        if not is_mcp_config(path):
+            raise ToolSourceError(
+                f"tools {reference!r}: not an MCP config (no mcpServers); a schema file "
+                "can be linted but not run"
+            )
+        from agent_core.mcp_tools import open_mcp_toolsets
+
+        recorder = recorder or Recorder("regress-mcp")
+        async with open_mcp_toolsets(path, recorder) as toolsets:
+            yield list(toolsets)
+        return
+    from agent_core.tools.loader import ToolLoadError, load_toolset
+
+    # `workbench` runs as a console script; user tool modules live in the working folder.
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    try:
+        yield [load_toolset(reference)]
+    except ToolLoadError as exc:
+        raise ToolSourceError(str(exc)) from None
+
+
+def schemas_of(toolsets: list[Toolset]) -> list[dict[str, Any]]:
+    return [spec.to_openai() for toolset in toolsets for spec in toolset.specs()]
+
+
+def schemas_from_file(path: Path) -> list[dict[str, Any]]:
+    """Tool schemas from JSON: a list, `{"tools": [...]}` (MCP tools/list), or one tool."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ToolSourceError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except ValueError as exc:
+        raise ToolSourceError(f"{path}: not valid JSON ({exc})") from exc
+    if isinstance(data, dict) and isinstance(data.get("tools"), list):
+        data = data["tools"]
+    elif isinstance(data, dict) and ("name" in data or "function" in data):
+        data = [data]
+    if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
+        raise ToolSourceError(f'{path}: expected a list of tool schemas or {{"tools": [...]}}')
+    return data
+
+
+def schemas_from_run(path: Path) -> list[dict[str, Any]]:
+    try:
+        events = read_trace(path).events
+    except NewerSchemaError as exc:
+        raise ToolSourceError(str(exc)) from exc
+    except OSError as exc:
+        raise ToolSourceError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    start = next((e for e in events if isinstance(e, RunStart)), None)
+    if start is None:
+        raise ToolSourceError(f"{path}: no run_start; not a recorded run")
+    return list(start.tools)
