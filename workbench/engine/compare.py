@@ -1,0 +1,107 @@
+"""Field-level comparison of a recorded event with its replayed counterpart.
+
+Two runs of the same decisions never agree on wall-clock facts (timestamps, latencies,
+durations) or on identity (run id), and a replayed tool result is flagged `replayed`; those
+fields are left out. Everything else must be equal, down to each chunk's payload.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from traces.events import EventBase
+
+# Event fields that legitimately differ between a recording and its replay. `seq` is left
+# out because events are compared by position once transport-only events are set aside.
+IGNORED_FIELDS: frozenset[str] = frozenset(
+    {"run_id", "seq", "ts", "elapsed_ms", "latency_ms", "ttft_ms", "duration_ms", "replayed"}
+)
+# Events that only exist because a real transport ran (MCP frames, MCP-level errors);
+# a replay serves MCP results from the recording without starting a server.
+TRANSPORT_ONLY_TYPES: frozenset[str] = frozenset({"mcp_message"})
+
+
+@dataclass(frozen=True)
+class FieldDiff:
+    """One differing field: a dotted path (list items as [i]) and both values."""
+
+    path: str
+    recorded: Any
+    replayed: Any
+    absent: Literal["recorded", "replayed"] | None = None  # which side lacks the field
+
+    def to_json(self) -> dict[str, Any]:
+        data = {"path": self.path, "recorded": self.recorded, "replayed": self.replayed}
+        if self.absent:
+            data["absent"] = self.absent
+        return data
+
+    def render(self, width: int = 160) -> str:
+        left = "<absent>" if self.absent == "recorded" else describe(self.recorded, width)
+        right = "<absent>" if self.absent == "replayed" else describe(self.replayed, width)
+        return f"{self.path}: recorded {left} | replayed {right}"
+
+
+_MISSING: Any = type("_Missing", (), {"__repr__": lambda self: "<absent>"})()
+
+
+def is_transport_only(event: EventBase) -> bool:
+    kind = getattr(event, "type", "")
+    mcp_error = kind == "error" and getattr(event, "where", "") == "mcp"
+    return kind in TRANSPORT_ONLY_TYPES or mcp_error
+
+
+def comparable(event: EventBase) -> dict[str, Any]:
+    """The event as plain JSON without the fields a replay may change."""
+    data = {k: v for k, v in event.model_dump(mode="json").items() if k not in IGNORED_FIELDS}
+    totals = data.get("totals")
+    if isinstance(totals, dict):
+        data["totals"] = {k: v for k, v in totals.items() if k != "duration_ms"}
+    return data
+
+
+def diff_events(recorded: EventBase, replayed: EventBase) -> list[FieldDiff]:
+    """Every field that differs, in document order; empty when the events match."""
+    return diff_values(comparable(recorded), comparable(replayed))
+
+
+def diff_values(recorded: Any, replayed: Any, path: str = "", limit: int = 50) -> list[FieldDiff]:
+    found: list[FieldDiff] = []
+    _walk(recorded, replayed, path, found, limit)
+    return found
+
+
+def _walk(a: Any, b: Any, path: str, out: list[FieldDiff], limit: int) -> None:
+    if len(out) >= limit:
+        return
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in list(a) + [k for k in b if k not in a]:
+            sub = f"{path}.{key}" if path else str(key)
+            _walk(a.get(key, _MISSING), b.get(key, _MISSING), sub, out, limit)
+        return
+    if isinstance(a, list) and isinstance(b, list):
+        for i in range(max(len(a), len(b))):
+            left = a[i] if i < len(a) else _MISSING
+            right = b[i] if i < len(b) else _MISSING
+            _walk(left, right, f"{path}[{i}]", out, limit)
+        return
+    # JSON equality, except that true is not 1.
+    if a != b or isinstance(a, bool) != isinstance(b, bool):
+        absent: Literal["recorded", "replayed"] | None = None
+        if a is _MISSING:
+            absent = "recorded"
+        elif b is _MISSING:
+            absent = "replayed"
+        out.append(FieldDiff(path or "(value)", _plain(a), _plain(b), absent))
+
+
+def _plain(value: Any) -> Any:
+    return None if value is _MISSING else value
+
+
+def describe(value: Any, width: int = 160) -> str:
+    """A one-line rendering of a value for the text report."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -1,0 +1,213 @@
+"""Run-vs-run diffs: the tool schemas two runs offered, and their decision chains.
+
+    tools = diff_tools(recording_a, recording_b)     # traces.schema_diff.ToolSchemaDiff
+    chain = diff_chains(recording_a, recording_b)    # ChainDiff, aligned by turn
+
+A decision chain is, per turn, the tool calls the model chose (name and arguments) and what
+came back (a digest of the result and ok/error), or the answer it gave instead. Two chains
+are aligned turn by turn; the first turn that differs is marked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from workbench.engine.recording_io import Recording, TurnRecord
+
+TurnOutcome = Literal["tools", "answer", "model_error", "incomplete"]
+
+
+def digest(text: str | None) -> str | None:
+    if text is None:
+        return None
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class ChainCall:
+    name: str
+    arguments: Any  # parsed arguments, or the raw string when they did not parse
+    result_digest: str | None
+    status: Literal["ok", "error", "missing"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "arguments": self.arguments,
+            "result_digest": self.result_digest,
+            "status": self.status,
+        }
+
+    def label(self) -> str:
+        args = json.dumps(self.arguments, ensure_ascii=False, sort_keys=True)
+        if len(args) > 60:
+            args = args[:59] + "…"
+        return f"{self.name}({args}) → {self.status} {self.result_digest or '-'}"
+
+
+@dataclass(frozen=True)
+class ChainTurn:
+    turn: int
+    outcome: TurnOutcome
+    calls: tuple[ChainCall, ...] = ()
+    answer_digest: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "turn": self.turn,
+            "outcome": self.outcome,
+            "calls": [call.to_json() for call in self.calls],
+            "answer_digest": self.answer_digest,
+        }
+
+    def label(self) -> str:
+        if self.outcome == "tools":
+            return "; ".join(call.label() for call in self.calls)
+        if self.outcome == "answer":
+            return f"answer {self.answer_digest or '-'}"
+        return self.outcome.replace("_", " ")
+
+
+def chain_of(recording: Recording) -> list[ChainTurn]:
+    return [_chain_turn(record) for record in recording.turns.values() if record.requests]
+
+
+def _chain_turn(record: TurnRecord) -> ChainTurn:
+    calls = []
+    for start in record.tool_starts:
+        end = record.tool_end_for(start.call_id)
+        arguments: Any = start.arguments if start.arguments is not None else start.arguments_raw
+        status: Literal["ok", "error", "missing"] = (
+            "missing" if end is None else ("ok" if end.ok else "error")
+        )
+        calls.append(ChainCall(start.name, arguments, digest(end.result) if end else None, status))
+    if calls:
+        return ChainTurn(record.turn, "tools", tuple(calls))
+    if record.response is not None:
+        content = record.response.message.get("content")
+        return ChainTurn(record.turn, "answer", answer_digest=digest(content or ""))
+    if record.model_errors:
+        return ChainTurn(record.turn, "model_error")
+    return ChainTurn(record.turn, "incomplete")
+
+
+@dataclass(frozen=True)
+class ChainRow:
+    turn: int
+    a: ChainTurn | None
+    b: ChainTurn | None
+    differences: tuple[str, ...] = ()  # what differs: "tool", "arguments", "result", ...
+    first_divergence: bool = False
+
+    @property
+    def same(self) -> bool:
+        return not self.differences
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "turn": self.turn,
+            "a": self.a.to_json() if self.a else None,
+            "b": self.b.to_json() if self.b else None,
+            "same": self.same,
+            "differences": list(self.differences),
+            "first_divergence": self.first_divergence,
+        }
+
+
+@dataclass(frozen=True)
+class ChainDiff:
+    run_a: str
+    run_b: str
+    rows: list[ChainRow]
+    status_a: str
+    status_b: str
+    first_divergence: int | None = None  # turn number
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def is_equal(self) -> bool:
+        return self.first_divergence is None and self.status_a == self.status_b
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_a": self.run_a,
+            "run_b": self.run_b,
+            "equal": self.is_equal,
+            "first_divergence_turn": self.first_divergence,
+            "status_a": self.status_a,
+            "status_b": self.status_b,
+            "turns": [row.to_json() for row in self.rows],
+        }
+
+
+def _run_status(recording: Recording) -> str:
+    return recording.run_end.status if recording.run_end is not None else "incomplete"
+
+
+def diff_chains(a: Recording, b: Recording) -> ChainDiff:
+    turns_a = {turn.turn: turn for turn in chain_of(a)}
+    turns_b = {turn.turn: turn for turn in chain_of(b)}
+    rows: list[ChainRow] = []
+    first: int | None = None
+    for number in sorted(set(turns_a) | set(turns_b)):
+        left, right = turns_a.get(number), turns_b.get(number)
+        differences = tuple(_turn_differences(left, right))
+        marked = bool(differences) and first is None
+        if marked:
+            first = number
+        rows.append(ChainRow(number, left, right, differences, marked))
+    return ChainDiff(a.run_id, b.run_id, rows, _run_status(a), _run_status(b), first)
+
+
+def _turn_differences(a: ChainTurn | None, b: ChainTurn | None) -> list[str]:
+    if a is None or b is None:
+        return ["missing in A" if a is None else "missing in B"]
+    if a.outcome != b.outcome:
+        return ["outcome"]
+    found: list[str] = []
+    if len(a.calls) != len(b.calls):
+        found.append("call count")
+    for left, right in zip(a.calls, b.calls, strict=False):
+        if left.name != right.name:
+            found.append("tool")
+        elif left.arguments != right.arguments:
+            found.append("arguments")
+        elif left.status != right.status:
+            found.append("status")
+        elif left.result_digest != right.result_digest:
+            found.append("result")
+    if a.answer_digest != b.answer_digest:
+        found.append("answer")
+    return list(dict.fromkeys(found))
+
+
+def render_chain(diff: ChainDiff) -> list[str]:
+    """The aligned chains as text lines, the first divergence marked with `>>`."""
+    lines = [f"decision chains: A {diff.run_a[:12]} vs B {diff.run_b[:12]}"]
+    for row in diff.rows:
+        mark = ">>" if row.first_divergence else ("  " if row.same else " ~")
+        verdict = "same" if row.same else "differs: " + ", ".join(row.differences)
+        lines.append(f"{mark} turn {row.turn}: {verdict}")
+        if row.same:
+            lines.append(f"      {row.a.label() if row.a else '-'}")
+        else:
+            lines.append(f"      A {row.a.label() if row.a else '-'}")
+            lines.append(f"      B {row.b.label() if row.b else '-'}")
+    lines.append(f"   end: A {diff.status_a} | B {diff.status_b}")
+    if diff.is_equal:
+        lines.append("the decision chains are the same")
+    elif diff.first_divergence is not None:
+        lines.append(f"first divergence at turn {diff.first_divergence}")
+    else:
+        lines.append("the chains match turn by turn but the runs ended differently")
+    return lines
+
+
+def diff_tools(a: Recording, b: Recording) -> Any:
+    """The tool-schema diff between the two runs' run_start tools (a ToolSchemaDiff)."""
+    from traces.schema_diff import diff_tool_schemas
+
+    return diff_tool_schemas(a.run_start.tools, b.run_start.tools)

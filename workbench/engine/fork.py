@@ -1,0 +1,236 @@
+"""Fork a recorded run at turn N: rebuild its history, apply edits, continue live.
+
+    plan = plan_fork(parent, ForkRequest(turn=3, mocks={"call_7": "no such file"}))
+    agent = fork_agent(plan, model, live_toolsets=[builtin_tools(root)], sinks=[writer])
+    async for item in agent.run_stream(): ...
+
+The history at the start of turn N is the exact message list the parent sent in turn N, so
+turns before N are never sent to a model again. Edits change that history (system prompt,
+last user message, a tool result) or the tools offered (description, parameter schema).
+In the fork, a tool call the parent already made with the same arguments gets the recorded
+result back; a new call runs live only when the tool is read-only, or when side effects
+are allowed; otherwise the model reads a refusal. The fork is a new run whose run_start
+names the parent, the fork turn and every edit.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from agent_core.agent import Agent, AgentConfig, Hooks
+from agent_core.model.base import ChatModel
+from agent_core.tools.base import ToolResult, Toolset, ToolSpec
+from traces.events import Edit
+from traces.writer import Sink
+from workbench.engine.recording_io import Recording
+from workbench.engine.replay_model import recorded_read_only, recorded_specs
+
+REFUSED = "side_effects_refused"
+
+
+class ForkError(Exception):
+    """A fork request that does not fit the recording; one line saying what to fix."""
+
+
+@dataclass
+class ForkRequest:
+    turn: int
+    system: str | None = None
+    user: str | None = None
+    tool_descriptions: dict[str, str] = field(default_factory=dict)
+    tool_schemas: dict[str, dict[str, Any]] = field(default_factory=dict)
+    mocks: dict[str, str] = field(default_factory=dict)  # recorded tool call id -> result
+    allow_side_effects: bool = False
+
+
+@dataclass
+class ForkPlan:
+    parent: Recording
+    turn: int
+    messages: list[dict[str, Any]]  # the history sent as turn N, edits applied
+    specs: list[ToolSpec]  # the tools offered, edits applied
+    edits: list[Edit]
+    mocks: dict[str, str]
+    allow_side_effects: bool
+    task: str
+    system_prompt: str | None
+
+    def config(self, **overrides: Any) -> AgentConfig:
+        start = self.parent.run_start
+        request = self.parent.turns[self.turn].request
+        config = AgentConfig(
+            task=self.task,
+            system_prompt=self.system_prompt,
+            limits=start.limits,
+            params=dict(start.params),
+            stream=request.stream if request is not None else True,
+            offer_reasoning=bool(start.meta.get("offer_reasoning", False)),
+            initial_messages=[dict(m) for m in self.messages],
+            start_turn=self.turn,
+            parent_run_id=self.parent.run_id,
+            fork_turn=self.turn,
+            edits=list(self.edits),
+            meta=dict(start.meta),
+        )
+        for name, value in overrides.items():
+            setattr(config, name, value)
+        return config
+
+
+def mockable_call_ids(messages: list[dict[str, Any]]) -> list[str]:
+    return [
+        str(m["tool_call_id"]) for m in messages if m.get("role") == "tool" and "tool_call_id" in m
+    ]
+
+
+def plan_fork(parent: Recording, request: ForkRequest) -> ForkPlan:
+    """Check the request against the recording and rebuild the history with the edits."""
+    turns = parent.model_turns
+    if not turns:
+        raise ForkError(f"run {parent.run_id[:12]} has no model turn to fork from")
+    if request.turn < 1 or request.turn not in turns:
+        raise ForkError(
+            f"turn {request.turn} is outside run {parent.run_id[:12]}: pick a turn from "
+            f"{turns[0]} to {turns[-1]}"
+        )
+    recorded = parent.turns[request.turn].request
+    assert recorded is not None
+    messages = [dict(message) for message in recorded.messages]
+    edits: list[Edit] = []
+    start = parent.run_start
+    task, system_prompt = start.task, start.system_prompt
+
+    specs = recorded_specs(parent)
+    names = [spec.name for spec in specs]
+    for name in [*request.tool_descriptions, *request.tool_schemas]:
+        if name not in names:
+            known = ", ".join(names) or "none"
+            raise ForkError(f"run {parent.run_id[:12]} offered no tool {name!r}; tools: {known}")
+    valid_ids = mockable_call_ids(messages)
+    for call_id in request.mocks:
+        if call_id not in valid_ids:
+            listed = ", ".join(valid_ids) if valid_ids else "none before this turn"
+            raise ForkError(
+                f"no tool call {call_id!r} in the history of turn {request.turn}; "
+                f"valid ids: {listed}"
+            )
+
+    if request.system is not None:
+        system_prompt = request.system
+        if messages and messages[0].get("role") == "system":
+            messages[0] = {**messages[0], "content": request.system}
+        else:
+            messages.insert(0, {"role": "system", "content": request.system})
+        edits.append(Edit(kind="system", value=request.system))
+    if request.user is not None:
+        users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+        if not users:
+            raise ForkError(f"turn {request.turn} has no user message to edit")
+        messages[users[-1]] = {**messages[users[-1]], "content": request.user}
+        if len(users) == 1:
+            task = request.user  # the only user message is the task
+        edits.append(Edit(kind="user", value=request.user))
+    for name, text in request.tool_descriptions.items():
+        specs = [replace(s, description=text) if s.name == name else s for s in specs]
+        edits.append(Edit(kind="tool_description", target=name, value=text))
+    for name, schema in request.tool_schemas.items():
+        specs = [replace(s, parameters=schema) if s.name == name else s for s in specs]
+        edits.append(Edit(kind="tool_schema", target=name, value=schema))
+    for call_id, text in request.mocks.items():
+        messages = [
+            {**m, "content": text}
+            if m.get("role") == "tool" and m.get("tool_call_id") == call_id
+            else m
+            for m in messages
+        ]
+        edits.append(Edit(kind="mock_result", target=call_id, value=text))
+    return ForkPlan(
+        parent=parent,
+        turn=request.turn,
+        messages=messages,
+        specs=specs,
+        edits=edits,
+        mocks=dict(request.mocks),
+        allow_side_effects=request.allow_side_effects,
+        task=task,
+        system_prompt=system_prompt,
+    )
+
+
+def _call_key(name: str, arguments: Any) -> str:
+    return name + "\x00" + json.dumps(arguments, sort_keys=True, ensure_ascii=False)
+
+
+class ForkToolset:
+    """Recorded results for repeated calls; live calls only when they change nothing."""
+
+    def __init__(self, plan: ForkPlan, live: list[Toolset] | None = None) -> None:
+        self._specs = plan.specs
+        self._live: dict[str, Toolset] = {}
+        live_read_only: dict[str, bool] = {}
+        for toolset in live or []:
+            for spec in toolset.specs():
+                self._live.setdefault(spec.name, toolset)
+                live_read_only.setdefault(spec.name, spec.read_only)
+        recorded_flags = recorded_read_only(plan.parent)
+        self._read_only = {
+            spec.name: live_read_only.get(spec.name, spec.name in recorded_flags)
+            for spec in self._specs
+        }
+        self._specs = [replace(s, read_only=self._read_only[s.name]) for s in self._specs]
+        self._allow = plan.allow_side_effects
+        self._recorded: dict[str, ToolResult] = {}
+        for _, start, end in plan.parent.tool_calls():
+            if end is None or start.arguments is None:
+                continue
+            mocked = plan.mocks.get(start.call_id)
+            result = ToolResult(
+                ok=True if mocked is not None else end.ok,
+                text=mocked if mocked is not None else end.result,
+                error=None if mocked is not None else end.error,
+                truncated=end.truncated and mocked is None,
+                mocked=mocked is not None,
+                replayed=mocked is None,
+            )
+            self._recorded.setdefault(_call_key(start.name, start.arguments), result)
+
+    def specs(self) -> list[ToolSpec]:
+        return list(self._specs)
+
+    async def call(self, name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
+        recorded = self._recorded.get(_call_key(name, arguments))
+        if recorded is not None:
+            return recorded
+        if not self._read_only.get(name, False) and not self._allow:
+            return ToolResult(
+                ok=False,
+                text=(
+                    f"refused: {name} may change things and the parent run never made this "
+                    "call, so the fork does not run it (allow it with --allow-side-effects)"
+                ),
+                error=REFUSED,
+            )
+        toolset = self._live.get(name)
+        if toolset is None:
+            return ToolResult(
+                ok=False,
+                text=f"{name} is not available in this fork (only recorded results are)",
+                error="unavailable",
+            )
+        return await toolset.call(name, arguments, call_id)
+
+
+def fork_agent(
+    plan: ForkPlan,
+    model: ChatModel,
+    *,
+    live_toolsets: list[Toolset] | None = None,
+    sinks: list[Sink] | None = None,
+    hooks: Hooks | None = None,
+    **config_overrides: Any,
+) -> Agent:
+    """The agent that runs the fork from turn N; drive it with `run_stream()` or `run()`."""
+    toolset = ForkToolset(plan, live_toolsets)
+    return Agent(model, [toolset], plan.config(**config_overrides), sinks=sinks, hooks=hooks)

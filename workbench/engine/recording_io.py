@@ -1,0 +1,210 @@
+"""Load a recorded run for the engine and index it by turn.
+
+A run is named by a trace file path or by a run id (or unique prefix) known to the store
+of the home folder. The events come from the JSONL file itself, read by `traces.reader`,
+so replay sees exactly what was written. Anything that makes a recording unusable is a
+`RecordingError` with one line saying why and what to do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from traces.events import (
+    Error,
+    Event,
+    ModelChunk,
+    ModelRequest,
+    ModelResponse,
+    RunEnd,
+    RunStart,
+    ToolEnd,
+    ToolStart,
+)
+from traces.home import traces_dir
+
+
+class RecordingError(Exception):
+    """The run cannot be used: unknown, newer schema, corrupt or empty. One line."""
+
+
+@dataclass
+class TurnRecord:
+    """Everything one turn recorded, split by kind for the replay model and toolset."""
+
+    turn: int
+    events: list[Event] = field(default_factory=list)
+    requests: list[ModelRequest] = field(default_factory=list)  # one per attempt
+    chunks: dict[int, list[ModelChunk]] = field(default_factory=dict)  # attempt -> chunks
+    model_errors: list[Error] = field(default_factory=list)
+    response: ModelResponse | None = None
+    tool_starts: list[ToolStart] = field(default_factory=list)
+    tool_ends: list[ToolEnd] = field(default_factory=list)
+
+    @property
+    def request(self) -> ModelRequest | None:
+        """The request of the last attempt: what the model finally answered."""
+        return self.requests[-1] if self.requests else None
+
+    def tool_end_for(self, call_id: str) -> ToolEnd | None:
+        for end in self.tool_ends:
+            if end.call_id == call_id:
+                return end
+        return None
+
+    @property
+    def complete(self) -> bool:
+        if self.response is None:
+            return False
+        ended = {end.call_id for end in self.tool_ends}
+        return all(start.call_id in ended for start in self.tool_starts)
+
+
+@dataclass
+class Recording:
+    run_id: str
+    events: list[Event]
+    run_start: RunStart
+    run_end: RunEnd | None
+    turns: dict[int, TurnRecord]
+    path: Path | None = None
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return self.run_end is not None
+
+    @property
+    def model_turns(self) -> list[int]:
+        """Turns in which a request reached the model, in order."""
+        return [n for n, record in self.turns.items() if record.requests]
+
+    def turn(self, number: int) -> TurnRecord | None:
+        return self.turns.get(number)
+
+    def tool_calls(self) -> Iterator[tuple[int, ToolStart, ToolEnd | None]]:
+        for number, record in self.turns.items():
+            for start in record.tool_starts:
+                yield number, start, record.tool_end_for(start.call_id)
+
+    @property
+    def stop_point(self) -> str | None:
+        """Where an unfinished recording stops, for messages; None when it has run_end."""
+        if self.run_end is not None:
+            return None
+        if not self.turns:
+            return "before its first turn"
+        last = max(self.turns)
+        state = "complete" if self.turns[last].complete else "incomplete"
+        return f"inside turn {last} ({state} turn, no run_end)"
+
+
+def index_events(events: list[Event], *, path: Path | None = None) -> Recording:
+    """Split a run's events by turn. Raises RecordingError when there is no run_start."""
+    if not events or not isinstance(events[0], RunStart):
+        where = f" in {path}" if path else ""
+        raise RecordingError(f"no run_start event{where}; this is not a complete trace header")
+    run_start = events[0]
+    turns: dict[int, TurnRecord] = {}
+    run_end: RunEnd | None = None
+    for event in events:
+        if isinstance(event, RunEnd):
+            run_end = event
+        if event.turn is None:
+            continue
+        record = turns.setdefault(event.turn, TurnRecord(event.turn))
+        record.events.append(event)
+        if isinstance(event, ModelRequest):
+            record.requests.append(event)
+        elif isinstance(event, ModelChunk):
+            record.chunks.setdefault(event.attempt, []).append(event)
+        elif isinstance(event, ModelResponse):
+            record.response = event
+        elif isinstance(event, Error) and event.where == "model":
+            record.model_errors.append(event)
+        elif isinstance(event, ToolStart):
+            record.tool_starts.append(event)
+        elif isinstance(event, ToolEnd):
+            record.tool_ends.append(event)
+    return Recording(run_start.run_id, events, run_start, run_end, turns, path)
+
+
+def read_recording_file(path: Path) -> Recording:
+    """Read one trace file; a bad line before the last one makes it corrupt."""
+    from traces.reader import NewerSchemaError, read_trace
+
+    if not path.is_file():
+        raise RecordingError(f"no trace file at {path}")
+    try:
+        result = read_trace(path)
+    except NewerSchemaError as exc:
+        raise RecordingError(f"{path.name}: {exc}; upgrade the workbench to replay it") from exc
+    except (OSError, ValueError) as exc:
+        raise RecordingError(f"cannot read {path}: {exc}") from exc
+    problems = [str(problem) for problem in result.problems]
+    events = list(result.events)
+    last_line = _line_count(path)
+    for problem in result.problems:
+        line = getattr(problem, "line", None)
+        # A killed run may leave a half-written last line; anything else is damage.
+        if line is None or line < last_line:
+            raise RecordingError(f"corrupt recording {path}: {problem}")
+    _check_sequence(events, path)
+    recording = index_events(events, path=path)
+    recording.problems = problems
+    return recording
+
+
+def _line_count(path: Path) -> int:
+    with path.open("rb") as handle:
+        data = handle.read()
+    count = data.count(b"\n")
+    return count + (0 if data.endswith(b"\n") or not data else 1)
+
+
+def _check_sequence(events: list[Event], path: Path) -> None:
+    if not events:
+        raise RecordingError(f"corrupt recording {path}: no events")
+    run_id = events[0].run_id
+    for expected, event in enumerate(events):
+        if event.run_id != run_id:
+            raise RecordingError(
+                f"corrupt recording {path}: seq {event.seq} belongs to run {event.run_id}"
+            )
+        if event.seq != expected:
+            raise RecordingError(
+                f"corrupt recording {path}: expected seq {expected}, found {event.seq}"
+            )
+
+
+def load_recording(ref: str | Path, home: Path) -> Recording:
+    """A run by trace path, or by run id / unique prefix from the home folder's store."""
+    path = Path(ref)
+    if path.suffix == ".jsonl" or path.is_file():
+        return read_recording_file(path)
+    direct = traces_dir(home) / f"{ref}.jsonl"
+    if direct.is_file():
+        return read_recording_file(direct)
+    run_id = _resolve_in_store(str(ref), home)
+    return read_recording_file(traces_dir(home) / f"{run_id}.jsonl")
+
+
+def _resolve_in_store(prefix: str, home: Path) -> str:
+    from traces.store import TraceStore
+
+    store = TraceStore.for_home(home)
+    try:
+        store.ingest_home(home)
+        run_id = store.resolve_run(prefix)
+    except (LookupError, ValueError) as exc:
+        message = str(exc).splitlines()[0] if str(exc) else f"unknown run {prefix}"
+        raise RecordingError(message) from None
+    finally:
+        close = getattr(store, "close", None)
+        if close is not None:
+            close()
+    if not run_id:
+        raise RecordingError(f"unknown run {prefix}; `workbench runs` lists the recorded runs")
+    return str(getattr(run_id, "run_id", run_id))

@@ -1,0 +1,228 @@
+"""The model and the tools of a replay: both answer from a recording, never from the world.
+
+`ReplayModel` serves turn k's recorded attempts (chunks re-emitted in order through the
+shared assembler, failed attempts as they failed) and checks the incoming request against
+the recorded `model_request`. `ReplayToolset` offers the recorded tool schemas and serves the
+recorded `tool_end` of each call, MCP tools included, so no server starts and no tool runs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent_core.model.assembler import StreamAssembler, chunk_from_completion
+from agent_core.model.base import (
+    AttemptFailed,
+    AttemptStarted,
+    Completed,
+    ModelCall,
+    ModelError,
+    ModelTimeout,
+    RawChunk,
+    StreamItem,
+)
+from agent_core.tools.base import ToolResult, ToolSpec
+from traces.events import ModelRequest, ToolEnd
+from workbench.engine.compare import FieldDiff, diff_values
+from workbench.engine.recording_io import Recording, TurnRecord
+
+
+def request_view(
+    messages: list[dict[str, Any]], tools: list[dict[str, Any]], params: dict[str, Any]
+) -> dict[str, Any]:
+    return {"messages": messages, "tools": tools, "params": params}
+
+
+def diff_request(recorded: ModelRequest, call: ModelCall) -> list[FieldDiff]:
+    """How the request the loop built differs from the one the recording sent."""
+    want = request_view(recorded.messages, recorded.tools, recorded.params)
+    # Round-trip through JSON so both sides are plain values, as the trace stores them.
+    got = json.loads(json.dumps(request_view(call.messages, call.tools, call.params)))
+    return [] if want == got else diff_values(want, got)
+
+
+@dataclass(frozen=True)
+class RequestMismatch:
+    turn: int
+    diffs: list[FieldDiff]
+
+
+class ReplayModel:
+    """A `ChatModel` that answers the k-th call with the k-th recorded model turn."""
+
+    def __init__(self, recording: Recording) -> None:
+        self.name = recording.run_start.model
+        self.base_url = recording.run_start.base_url
+        self._turns: list[TurnRecord] = [recording.turns[n] for n in recording.model_turns]
+        self._cursor = 0
+        self.current_turn: int | None = None
+        self.mismatch: RequestMismatch | None = None
+
+    @property
+    def calls_served(self) -> int:
+        return self._cursor
+
+    async def stream(self, call: ModelCall) -> AsyncIterator[StreamItem]:
+        if self._cursor >= len(self._turns):
+            raise ModelError(
+                "replay_exhausted", "the recording has no further model call to replay"
+            )
+        record = self._turns[self._cursor]
+        self._cursor += 1
+        self.current_turn = record.turn
+        request = record.request
+        assert request is not None  # model_turns only lists turns with a request
+        diffs = diff_request(request, call)
+        attempts = _attempt_numbers(record)
+        for position, attempt in enumerate(attempts):
+            yield AttemptStarted(attempt)
+            if diffs:
+                self.mismatch = RequestMismatch(record.turn, diffs)
+                raise ModelError(
+                    "replay_divergence",
+                    f"turn {record.turn}: the request differs from the recording at "
+                    f"{diffs[0].path}",
+                )
+            assembler = StreamAssembler()
+            for chunk in record.chunks.get(attempt, []):
+                # A non-streamed answer is recorded as the one completion body it was.
+                data = chunk.data if request.stream else chunk_from_completion(chunk.data)
+                text = assembler.add(data)
+                yield RawChunk(attempt, chunk.index, chunk.elapsed_ms, chunk.data, text)
+            response = record.response
+            if response is not None and response.attempt == attempt:
+                yield Completed(
+                    attempt,
+                    assembler.result(),
+                    response.ttft_ms,
+                    response.latency_ms,
+                    response.chunks,
+                )
+                return
+            error = next((e for e in record.model_errors if e.attempt == attempt), None)
+            if error is None:
+                # The recording stops inside this attempt (a killed run).
+                raise ModelError("replay_exhausted", f"turn {record.turn} was not recorded whole")
+            last = position == len(attempts) - 1
+            yield AttemptFailed(
+                attempt,
+                error.kind,
+                error.message,
+                error.retriable,
+                error.status_code,
+                will_retry=not last,
+            )
+            if last:
+                if error.kind == "timeout":
+                    raise ModelTimeout(error.message)
+                raise ModelError(error.kind, error.message, status_code=error.status_code)
+
+
+def _attempt_numbers(record: TurnRecord) -> list[int]:
+    numbers = {request.attempt for request in record.requests}
+    numbers.update(record.chunks)
+    numbers.update(e.attempt for e in record.model_errors if e.attempt is not None)
+    if record.response is not None:
+        numbers.add(record.response.attempt)
+    return sorted(numbers)
+
+
+def recorded_specs(recording: Recording, read_only: set[str] | None = None) -> list[ToolSpec]:
+    """The tools the run offered, exactly as recorded in run_start."""
+    start = recording.run_start
+    flags = read_only if read_only is not None else recorded_read_only(recording)
+    specs = []
+    for schema in start.tools:
+        function = schema.get("function", {})
+        name = function.get("name", "")
+        specs.append(
+            ToolSpec(
+                name=name,
+                description=function.get("description", ""),
+                parameters=function.get("parameters") or {"type": "object", "properties": {}},
+                read_only=name in flags,
+                source=start.tool_sources.get(name, "builtin"),
+            )
+        )
+    return specs
+
+
+def recorded_read_only(recording: Recording) -> set[str]:
+    """Names of read-only tools: as the run recorded them, else the built-in flags."""
+    meta = recording.run_start.meta.get("read_only_tools")
+    if isinstance(meta, list):
+        return {str(name) for name in meta}
+    return builtin_read_only()
+
+
+def builtin_read_only() -> set[str]:
+    try:
+        from agent_core.tools.builtin import builtin_tools
+    except ImportError:
+        return set()
+    try:
+        return {spec.name for spec in builtin_tools(Path(".")).specs() if spec.read_only}
+    except Exception:
+        return set()
+
+
+class ReplayToolset:
+    """Serves each call the result the recording has for it; nothing is executed."""
+
+    def __init__(self, recording: Recording, model: ReplayModel | None = None) -> None:
+        self._recording = recording
+        self._model = model
+        self._specs = recorded_specs(recording)
+        self._served: set[tuple[int, str]] = set()
+
+    def specs(self) -> list[ToolSpec]:
+        return list(self._specs)
+
+    async def call(self, name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
+        turn = self._model.current_turn if self._model is not None else None
+        found = self._find(turn, name, arguments, call_id)
+        if found is None:
+            return ToolResult(
+                ok=False,
+                text=f"replay: the recording has no result for {name} (call {call_id})",
+                error="not_recorded",
+                replayed=True,
+            )
+        found_turn, end = found
+        self._served.add((found_turn, end.call_id))
+        return ToolResult(
+            ok=end.ok,
+            text=end.result,
+            error=end.error,
+            truncated=end.truncated,
+            mocked=end.mocked,
+            replayed=True,
+        )
+
+    def _find(
+        self, turn: int | None, name: str, arguments: dict[str, Any], call_id: str
+    ) -> tuple[int, ToolEnd] | None:
+        calls = list(self._recording.tool_calls())
+        # The same call id in the current turn, then anywhere; then the same name and
+        # arguments not served yet (ids a provider did not send are regenerated).
+        for number, start, end in calls:
+            same = end is not None and start.call_id == call_id and start.name == name
+            if same and (turn is None or number == turn):
+                assert end is not None
+                return number, end
+        for number, start, end in calls:
+            if end is not None and start.call_id == call_id and start.name == name:
+                return number, end
+        for number, start, end in calls:
+            if (
+                end is not None
+                and start.name == name
+                and start.arguments == arguments
+                and (number, start.call_id) not in self._served
+            ):
+                return number, end
+        return None
