@@ -25,16 +25,16 @@ from agent_core.model.base import ChatModel
 from agent_core.tools.base import Toolset
 from traces.events import Limits, ModelResponse, RunStart
 from traces.writer import JsonlWriter
+from workbench.engine.fork import ForkToolset
 from workbench.engine.regress_context import (
     RecordedContext,
     ToolCall,
     find_trace,
     load_context,
     parse_calls,
-    spec_from_schema,
 )
 from workbench.engine.regress_suite import Case, Suite, SuiteError
-from workbench.engine.regress_tools import GuardedToolset, RecordedToolset
+from workbench.engine.regress_tools import GuardedToolset
 
 CaseStatus = Literal["pass", "fail", "regressed", "error"]
 
@@ -184,10 +184,9 @@ def prepare_contexts(suite: Suite, folders: list[Path]) -> dict[str, RecordedCon
     search = [*folders, suite.path.parent / "traces", suite.path.parent]
     for case in suite.cases:
         if case.from_run is not None and case.turn is not None:
-            path = Path(case.from_run)
-            if path.suffix != ".jsonl":
-                path = find_trace(case.from_run, search)
-            contexts[case.id] = load_context(path, case.turn)
+            path = find_trace(case.from_run, search)
+            system = case.system_prompt or suite.system_prompt
+            contexts[case.id] = load_context(path, case.turn, system=system)
     return contexts
 
 
@@ -279,13 +278,10 @@ async def _run_sample(
 ) -> tuple[SampleResult, list[dict[str, Any]]]:
     # A sequence needs its tools' results; a single decision needs no tool to run at all.
     run_read_only = len(case.expect_sequence) > 1
+    base: list[Toolset] = list(toolsets)
+    if not base and context is not None:
+        base = [ForkToolset(context.plan)]  # recorded results only
     recorded = context.results if context is not None else {}
-    if toolsets:
-        base: list[Toolset] = list(toolsets)
-    elif context is not None:
-        base = [RecordedToolset([spec_from_schema(s) for s in context.tools])]
-    else:
-        base = []
     guarded: list[Toolset] = [
         GuardedToolset(t, recorded=recorded, run_read_only=run_read_only) for t in base
     ]
@@ -295,25 +291,30 @@ async def _run_sample(
         model_timeout_s=options.model_timeout_s,
         **({"max_tools": suite.max_tools} if suite.max_tools else {}),
     )
-    config = AgentConfig(
-        task=case.task if case.task is not None else (context.task if context else ""),
-        system_prompt=case.system_prompt or suite.system_prompt,
-        limits=limits,
-        params=dict(options.params),
-        tool_descriptions=dict(options.tool_descriptions),
-        initial_messages=list(context.messages) if context is not None else None,
-        start_turn=start_turn,
-        parent_run_id=context.run_id if context is not None else None,
-        fork_turn=context.turn if context is not None else None,
-        meta={
-            "regress": {
-                "suite": suite.name,
-                "suite_run": suite_run_id,
-                "case": case.id,
-                "sample": number,
-            }
-        },
-    )
+    meta = {
+        "regress": {
+            "suite": suite.name,
+            "suite_run": suite_run_id,
+            "case": case.id,
+            "sample": number,
+        }
+    }
+    if context is not None:
+        config = context.plan.config(
+            limits=limits,
+            tool_descriptions=dict(options.tool_descriptions),
+            meta=meta,
+            **({"params": dict(options.params)} if options.params else {}),
+        )
+    else:
+        config = AgentConfig(
+            task=case.task or "",
+            system_prompt=case.system_prompt or suite.system_prompt,
+            limits=limits,
+            params=dict(options.params),
+            tool_descriptions=dict(options.tool_descriptions),
+            meta=meta,
+        )
     sinks = [JsonlWriter(options.traces_dir, config.run_id)] if options.traces_dir else []
     agent = Agent(model, guarded, config, sinks=sinks)
     turns: dict[int, list[ToolCall]] = {}

@@ -42,16 +42,3 @@ class GuardedToolset:
         if self.run_read_only and spec is not None and spec.read_only:
             return await self.inner.call(name, arguments, call_id)
         return ToolResult(ok=False, text=REFUSED, error="refused")
-
-
-class RecordedToolset:
-    """The tool schemas of a recorded run, for suites that name no tools of their own."""
-
-    def __init__(self, specs: list[ToolSpec]) -> None:
-        self._specs = specs
-
-    def specs(self) -> list[ToolSpec]:
-        return list(self._specs)
-
-    async def call(self, name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
-        return ToolResult(ok=False, text=REFUSED, error="refused")
