@@ -1,0 +1,173 @@
+"""The built-in tools: read_file, list_dir, search_files and calculator.
+
+File tools see only the folder given as root. Descriptions say when to use a tool, when
+not to, and what it fails on, because that text is all the model knows about it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from agent_core.tools.calculator import evaluate, format_number
+from agent_core.tools.paths import Root
+from agent_core.tools.registry import ToolFailure, ToolRegistry
+
+MAX_READ_BYTES = 1_000_000
+MAX_LIST_ENTRIES = 500
+SKIP_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv"})
+
+
+class ReadFileArgs(BaseModel):
+    path: str = Field(description="file path relative to the root, e.g. 'docs/notes.md'")
+    start_line: int = Field(default=1, ge=1, description="first line to return (1-based)")
+    max_lines: int = Field(default=400, ge=1, le=5_000, description="how many lines at most")
+
+
+class ListDirArgs(BaseModel):
+    path: str = Field(default=".", description="folder relative to the root; '.' is the root")
+
+
+class SearchFilesArgs(BaseModel):
+    query: str = Field(min_length=1, description="text to find (case-insensitive)")
+    path: str = Field(default=".", description="folder to search in, relative to the root")
+    regex: bool = Field(default=False, description="treat query as a Python regular expression")
+    glob: str = Field(default="*", description="only files whose name matches, e.g. '*.py'")
+    max_results: int = Field(default=50, ge=1, le=500)
+
+
+class CalculatorArgs(BaseModel):
+    expression: str = Field(description="arithmetic such as '(17.5 * 4) / 3' or 'sqrt(2) ** 3'")
+
+
+def builtin_tools(root: Path) -> ToolRegistry:
+    """A toolset with the four built-ins, file tools confined to `root`."""
+    confined = Root(root)
+    tools = ToolRegistry(source="builtin")
+
+    @tools.tool(
+        ReadFileArgs,
+        read_only=True,
+        description=(
+            "Read a text file inside the project folder and return its lines, numbered. "
+            "Use it when you know which file holds the answer (find it first with list_dir "
+            "or search_files). Do not use it for folders or to search many files. Fails on "
+            "paths outside the project folder, missing files, folders and binary files; "
+            "large files are cut, so page with start_line."
+        ),
+    )
+    def read_file(args: ReadFileArgs) -> str:
+        path = confined.resolve(args.path)
+        if not path.exists():
+            raise ToolFailure(f"no file {args.path!r}; use list_dir to see what exists")
+        if path.is_dir():
+            raise ToolFailure(f"{args.path!r} is a folder; use list_dir for folders")
+        data = path.read_bytes()[:MAX_READ_BYTES]
+        if b"\0" in data[:8192]:
+            raise ToolFailure(f"{args.path!r} is a binary file; only text files can be read")
+        lines = data.decode("utf-8", errors="replace").splitlines()
+        if not lines:
+            return f"{args.path} is empty"
+        first = args.start_line - 1
+        if first >= len(lines):
+            raise ToolFailure(f"{args.path!r} has only {len(lines)} lines")
+        chosen = lines[first : first + args.max_lines]
+        body = "\n".join(f"{first + n + 1}: {line}" for n, line in enumerate(chosen))
+        rest = len(lines) - first - len(chosen)
+        if rest > 0:
+            body += f"\n[{rest} more lines; call again with start_line={first + len(chosen) + 1}]"
+        return body
+
+    @tools.tool(
+        ListDirArgs,
+        read_only=True,
+        description=(
+            "List the files and folders directly inside a folder of the project (folders end "
+            "with '/', files show their size in bytes). Use it to find out what exists before "
+            "reading. Do not use it to look inside files. Fails on paths outside the project "
+            "folder and on paths that are not folders."
+        ),
+    )
+    def list_dir(args: ListDirArgs) -> str:
+        path = confined.resolve(args.path)
+        if not path.is_dir():
+            raise ToolFailure(f"{args.path!r} is not a folder")
+        entries = sorted(path.iterdir(), key=lambda item: item.name)
+        lines = []
+        for entry in entries[:MAX_LIST_ENTRIES]:
+            if entry.is_dir():
+                lines.append(f"{entry.name}/")
+            else:
+                size = entry.stat().st_size if entry.exists() else 0
+                lines.append(f"{entry.name}  {size}")
+        if len(entries) > MAX_LIST_ENTRIES:
+            lines.append(f"[{len(entries) - MAX_LIST_ENTRIES} more entries not shown]")
+        return "\n".join(lines) if lines else f"{confined.relative(path)} is empty"
+
+    @tools.tool(
+        SearchFilesArgs,
+        read_only=True,
+        description=(
+            "Search the text files under a folder of the project for a word or phrase and "
+            "return matching lines as 'path:line: text'. Use it when you do not know which "
+            "file mentions something. Do not use it to read a whole file (use read_file). "
+            "Fails on paths outside the project folder and on invalid regular expressions."
+        ),
+    )
+    def search_files(args: SearchFilesArgs) -> str:
+        base = confined.resolve(args.path)
+        if not base.is_dir():
+            raise ToolFailure(f"{args.path!r} is not a folder")
+        try:
+            pattern = re.compile(args.query if args.regex else re.escape(args.query), re.I)
+        except re.error as exc:
+            raise ToolFailure(f"invalid regular expression: {exc}") from None
+        hits: list[str] = []
+        for file in _walk(base):
+            if not file.match(args.glob):
+                continue
+            real = file.resolve()
+            if not real.is_relative_to(confined.path):
+                continue  # a symlink out of the root: never read it
+            try:
+                data = real.read_bytes()[:MAX_READ_BYTES]
+            except OSError:
+                continue
+            if b"\0" in data[:8192]:
+                continue
+            for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+                if pattern.search(line):
+                    hits.append(f"{confined.relative(file)}:{number}: {line.strip()[:200]}")
+                    if len(hits) >= args.max_results:
+                        return "\n".join(hits) + "\n[more matches not shown; narrow the query]"
+        return "\n".join(hits) if hits else f"no matches for {args.query!r}"
+
+    @tools.tool(
+        CalculatorArgs,
+        read_only=True,
+        description=(
+            "Evaluate an arithmetic expression exactly: numbers, + - * / // % **, "
+            "parentheses, sqrt, log, exp, abs, round, min, max, floor, ceil, pi, e. Use it "
+            "for any calculation instead of doing arithmetic in your head. Do not use it for "
+            "code, units or variables. Fails on anything that is not arithmetic, division by "
+            "zero and results too large to compute."
+        ),
+    )
+    def calculator(args: CalculatorArgs) -> str:
+        return format_number(evaluate(args.expression))
+
+    return tools
+
+
+def _walk(base: Path) -> list[Path]:
+    """Files under `base` in a stable order, skipping VCS and cache folders."""
+    found: list[Path] = []
+    for entry in sorted(base.iterdir(), key=lambda item: item.name):
+        if entry.is_dir() and not entry.is_symlink():
+            if entry.name not in SKIP_DIRS:
+                found.extend(_walk(entry))
+        elif entry.is_file():
+            found.append(entry)
+    return found

@@ -1,0 +1,165 @@
+"""Tools defined once: a function plus a pydantic model for its arguments.
+
+The model gives both the JSON Schema offered to the LLM and the validation of each call, so
+the two can never disagree. A `ToolRegistry` is a `Toolset`:
+
+    tools = ToolRegistry()
+
+    class AddArgs(BaseModel):
+        a: float
+        b: float
+
+    @tools.tool(AddArgs, description="Add two numbers. ...", read_only=True)
+    def add(args: AddArgs) -> str:
+        return str(args.a + args.b)
+
+Handlers may be sync (run in a worker thread so a slow one can time out) or async. A
+handler signals a failure the model should read by raising `ToolFailure`; any other
+exception becomes a one-line error result too, never a stack trace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from agent_core.tools.base import ToolResult, ToolSpec
+
+Handler = Callable[[Any], Any] | Callable[[Any], Awaitable[Any]]
+
+
+class ToolFailure(Exception):
+    """Raised by a handler for a failure the model can act on; the message is the result."""
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    args_model: type[BaseModel]
+    handler: Handler
+    read_only: bool = False
+    return_direct: bool = False
+
+    def spec(self, source: str) -> ToolSpec:
+        return ToolSpec(
+            name=self.name,
+            description=self.description,
+            parameters=schema_for(self.args_model),
+            read_only=self.read_only,
+            return_direct=self.return_direct,
+            source=source,
+        )
+
+
+def schema_for(args_model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON Schema in the plain shape chat APIs accept (no titles)."""
+    schema = args_model.model_json_schema()
+    return _strip_titles(schema)
+
+
+def _strip_titles(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            key: _strip_titles(item)
+            for key, item in value.items()
+            if not (key == "title" and isinstance(item, str))
+        }
+    if isinstance(value, list):
+        return [_strip_titles(item) for item in value]
+    return value
+
+
+def validation_message(exc: ValidationError) -> str:
+    """One line per bad field, the way a model can fix its call."""
+    parts = []
+    for error in exc.errors()[:5]:
+        where = ".".join(str(item) for item in error.get("loc", ())) or "arguments"
+        parts.append(f"{where}: {error.get('msg', 'invalid')}")
+    return "; ".join(parts)
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """Error text for the model: one line, bounded."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+class ToolRegistry:
+    """A named set of tools; implements the `Toolset` protocol."""
+
+    def __init__(self, source: str = "user") -> None:
+        self.source = source
+        self._tools: dict[str, Tool] = {}
+
+    def add(self, tool: Tool) -> Tool:
+        if tool.name in self._tools:
+            raise ValueError(f"tool {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+        return tool
+
+    def tool(
+        self,
+        args_model: type[BaseModel],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        read_only: bool = False,
+        return_direct: bool = False,
+    ) -> Callable[[Handler], Handler]:
+        """Decorator: register `fn(args) -> str` under its own name (or `name`)."""
+
+        def register(fn: Handler) -> Handler:
+            text = description or inspect.getdoc(fn) or ""
+            self.add(
+                Tool(
+                    name=name or fn.__name__,
+                    description=text.strip(),
+                    args_model=args_model,
+                    handler=fn,
+                    read_only=read_only,
+                    return_direct=return_direct,
+                )
+            )
+            return fn
+
+        return register
+
+    @property
+    def tools(self) -> list[Tool]:
+        return list(self._tools.values())
+
+    def specs(self) -> list[ToolSpec]:
+        return [tool.spec(self.source) for tool in self._tools.values()]
+
+    async def call(self, name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
+        tool = self._tools.get(name)
+        if tool is None:
+            known = ", ".join(self._tools) or "none"
+            return ToolResult(
+                False, f"Error: unknown tool {name!r}. Tools: {known}.", "unknown_tool"
+            )
+        try:
+            args = tool.args_model.model_validate(arguments)
+        except ValidationError as exc:
+            message = validation_message(exc)
+            return ToolResult(
+                False, f"Error: invalid arguments for {name}: {message}", "bad_arguments"
+            )
+        try:
+            if inspect.iscoroutinefunction(tool.handler):
+                value = await tool.handler(args)
+            else:
+                # A thread, so the loop's timeout can stop waiting for a slow sync handler.
+                value = await asyncio.to_thread(tool.handler, args)
+        except ToolFailure as exc:
+            return ToolResult(False, f"Error: {one_line(str(exc))}", "tool_failure")
+        except Exception as exc:
+            detail = one_line(f"{type(exc).__name__}: {exc}")
+            return ToolResult(False, f"Error: {name} failed: {detail}", "exception")
+        return ToolResult(True, value if isinstance(value, str) else str(value))

@@ -1,0 +1,230 @@
+"""Running the tool calls of one turn: parse, record, hook, time out, cap, record.
+
+The loop decides the order (serial, or concurrent when every call is read-only) and yields
+events between the steps; this module does each step. Nothing here raises for a tool's own
+failure: bad arguments, an unknown tool, an exception or a timeout all become a short error
+result the model can read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from agent_core.model.repair import parse_arguments
+from agent_core.tools.base import ToolResult, Toolset, ToolSpec
+from agent_core.tools.selection import select_tools
+from traces.events import ToolEnd, ToolStart
+from traces.recorder import Recorder
+
+REASONING_ARG = "reasoning"
+REASONING_SCHEMA = {
+    "type": "string",
+    "description": "Optional: one sentence on why you call this tool now (logged, not used).",
+}
+
+
+class ToolConfigError(ValueError):
+    """The toolsets or overrides given to a run do not fit together."""
+
+
+ToolCaller = Callable[[Any], Awaitable[ToolResult]]
+
+
+@dataclass
+class PendingCall:
+    call_id: str
+    name: str
+    arguments_raw: str
+    arguments: dict[str, Any] | None
+    parse_error: str | None
+    reasoning: str | None
+    spec: ToolSpec | None
+    toolset: Toolset | None
+
+    @property
+    def read_only(self) -> bool:
+        return self.spec is not None and self.spec.read_only
+
+    @property
+    def return_direct(self) -> bool:
+        return self.spec is not None and self.spec.return_direct
+
+
+class ToolBox:
+    """Every registered tool by name, with per-run description overrides applied."""
+
+    def __init__(
+        self,
+        toolsets: list[Toolset],
+        overrides: dict[str, str] | None = None,
+        offer_reasoning: bool = False,
+    ) -> None:
+        self.offer_reasoning = offer_reasoning
+        self._entries: dict[str, tuple[ToolSpec, Toolset]] = {}
+        for toolset in toolsets:
+            for spec in toolset.specs():
+                if spec.name in self._entries:
+                    other = self._entries[spec.name][0].source
+                    raise ToolConfigError(
+                        f"tool {spec.name!r} is provided by both {other} and {spec.source}; "
+                        "rename or drop one"
+                    )
+                self._entries[spec.name] = (spec, toolset)
+        for name, description in (overrides or {}).items():
+            if name not in self._entries:
+                known = ", ".join(sorted(self._entries)) or "none"
+                raise ToolConfigError(f"no tool named {name!r} to override (tools: {known})")
+            spec, toolset = self._entries[name]
+            self._entries[name] = (replace(spec, description=description), toolset)
+
+    @property
+    def specs(self) -> list[ToolSpec]:
+        return [spec for spec, _ in self._entries.values()]
+
+    def offer(self, query: str, max_tools: int) -> list[ToolSpec]:
+        return select_tools(self.specs, query, max_tools)
+
+    def schema(self, spec: ToolSpec) -> dict[str, Any]:
+        """The spec in OpenAI format, with the optional reasoning argument when offered."""
+        schema = spec.to_openai()
+        if self._adds_reasoning(spec):
+            parameters = dict(spec.parameters)
+            properties = dict(parameters.get("properties") or {})
+            properties[REASONING_ARG] = REASONING_SCHEMA
+            parameters["properties"] = properties
+            parameters.setdefault("type", "object")
+            schema["function"]["parameters"] = parameters
+        return schema
+
+    def _adds_reasoning(self, spec: ToolSpec) -> bool:
+        # A schema that already carries our own reasoning property (a replayed recording)
+        # still counts as offered, so the argument is stripped the same way again.
+        existing = (spec.parameters.get("properties") or {}).get(REASONING_ARG)
+        return self.offer_reasoning and (existing is None or existing == REASONING_SCHEMA)
+
+    def prepare(self, call_id: str, name: str, raw: str, offered: set[str]) -> PendingCall:
+        parsed = parse_arguments(raw)
+        arguments, parse_error = parsed.value, parsed.error
+        entry = self._entries.get(name) if name in offered else None
+        spec, toolset = entry if entry else (None, None)
+        reasoning = None
+        if arguments is not None and spec is not None and self._adds_reasoning(spec):
+            value = arguments.pop(REASONING_ARG, None)
+            reasoning = value if isinstance(value, str) else None
+        return PendingCall(call_id, name, raw, arguments, parse_error, reasoning, spec, toolset)
+
+
+def record_start(recorder: Recorder, call: PendingCall) -> None:
+    recorder.emit(
+        ToolStart,
+        call_id=call.call_id,
+        name=call.name,
+        arguments_raw=call.arguments_raw,
+        arguments=call.arguments,
+        parse_error=call.parse_error,
+        source=call.spec.source if call.spec else "unknown",
+        reasoning=call.reasoning,
+    )
+
+
+def record_end(recorder: Recorder, call: PendingCall, result: ToolResult, ms: float) -> None:
+    recorder.emit(
+        ToolEnd,
+        call_id=call.call_id,
+        name=call.name,
+        ok=result.ok,
+        result=result.text,
+        error=result.error,
+        duration_ms=round(ms, 3),
+        truncated=result.truncated,
+        mocked=result.mocked,
+        replayed=result.replayed,
+    )
+
+
+async def execute(
+    call: PendingCall,
+    turn: int,
+    hooks: list[Callable[..., Awaitable[ToolResult]]],
+    timeout_s: float,
+    max_chars: int,
+    offered: list[str],
+) -> tuple[ToolResult, float]:
+    """Run one call through the hooks under its timeout; (result, duration in ms)."""
+    started = time.perf_counter()
+    result = await _execute(call, turn, hooks, timeout_s, offered)
+    return cap(result, max_chars), (time.perf_counter() - started) * 1000
+
+
+async def _execute(
+    call: PendingCall,
+    turn: int,
+    hooks: list[Callable[..., Awaitable[ToolResult]]],
+    timeout_s: float,
+    offered: list[str],
+) -> ToolResult:
+    if call.spec is None or call.toolset is None:
+        names = ", ".join(offered) or "none"
+        return ToolResult(
+            False, f"Error: unknown tool {call.name!r}. Tools: {names}.", "unknown_tool"
+        )
+    if call.arguments is None:
+        return ToolResult(False, f"Error: {call.name}: {call.parse_error}", "bad_json")
+    toolset = call.toolset
+
+    async def base(invocation: Any) -> ToolResult:
+        return await toolset.call(invocation.name, invocation.arguments, invocation.call_id)
+
+    chain: Callable[[Any], Awaitable[ToolResult]] = base
+    for hook in reversed(hooks):
+        chain = _wrap(hook, chain)
+    invocation = _invocation(call, turn)
+    try:
+        async with asyncio.timeout(timeout_s):
+            return await chain(invocation)
+    except TimeoutError:
+        return ToolResult(
+            False,
+            f"Error: {call.name} timed out after {timeout_s:g} s",
+            "timeout",
+            meta={"timeout": True},
+        )
+    except Exception as exc:  # a toolset or hook broke its promise not to raise
+        text = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        return ToolResult(False, f"Error: {call.name} failed: {text}", "exception")
+
+
+def _wrap(
+    hook: Callable[..., Awaitable[ToolResult]], inner: Callable[[Any], Awaitable[ToolResult]]
+) -> Callable[[Any], Awaitable[ToolResult]]:
+    async def wrapped(invocation: Any) -> ToolResult:
+        return await hook(invocation, inner)
+
+    return wrapped
+
+
+def _invocation(call: PendingCall, turn: int) -> Any:
+    # The public hook type lives in agent_core.agent; import late to keep this module leaf-like.
+    from agent_core.agent import ToolInvocation
+
+    return ToolInvocation(call.call_id, call.name, dict(call.arguments or {}), turn)
+
+
+def cap(result: ToolResult, max_chars: int) -> ToolResult:
+    if max_chars <= 0 or len(result.text) <= max_chars:
+        return result
+    hidden = len(result.text) - max_chars
+    note = f"\n[truncated: {hidden} more characters not shown; ask for a narrower part]"
+    return replace(result, text=result.text[:max_chars] + note, truncated=True)
+
+
+def call_key(call: PendingCall) -> tuple[str, str]:
+    """Name and canonical arguments, to spot the same call made twice in a row."""
+    if call.arguments is not None:
+        return call.name, json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)
+    return call.name, call.arguments_raw
