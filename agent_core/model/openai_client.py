@@ -1,0 +1,265 @@
+"""The real model client: any OpenAI-compatible endpoint through the official SDK.
+
+This is the only module that imports `openai`. Every attempt is ours and visible: the SDK's
+own retries are off, and each try yields `AttemptStarted`, its raw chunks, and either
+`Completed` or `AttemptFailed`. Chunks are taken as the JSON dicts the server sent (the SDK
+decodes the SSE stream, we ask it not to build models), so non-standard fields such as
+`x_groq` or `reasoning` survive into the trace. Streaming and non-streaming answers both go
+through the shared assembler.
+
+Timeouts: `timeout_s` bounds connecting and any silence between bytes (a stalled stream);
+`retry.deadline_s` bounds the whole call, waits between attempts included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import openai
+
+from agent_core.model.assembler import StreamAssembler, chunk_from_completion
+from agent_core.model.base import (
+    AttemptFailed,
+    AttemptStarted,
+    Completed,
+    ModelCall,
+    ModelError,
+    ModelTimeout,
+    RawChunk,
+    StreamItem,
+)
+from agent_core.model.retry import RetryPolicy, parse_retry_after, retriable_status
+
+_SECRET_QUERY_WORDS = ("key", "token", "secret", "sig", "auth", "password")
+_RETRIABLE_ERROR_TYPES = frozenset({"server_error", "overloaded_error", "rate_limit_error"})
+
+
+def public_url(url: str) -> str:
+    """The URL without credentials: no user:password, no key-like query parameters."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    query = [
+        (name, value)
+        for name, value in parse_qsl(parts.query, keep_blank_values=True)
+        if not any(word in name.lower() for word in _SECRET_QUERY_WORDS)
+    ]
+    return urlunsplit((parts.scheme, host, parts.path, urlencode(query), ""))
+
+
+@dataclass(frozen=True)
+class _Failure:
+    kind: str
+    message: str
+    retriable: bool
+    status_code: int | None = None
+    retry_after_s: float | None = None
+
+
+class _EmptyResponse(Exception):
+    pass
+
+
+class OpenAIChatModel:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None,
+        model: str,
+        *,
+        stream: bool = True,
+        timeout_s: float = 60.0,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.name = model
+        self.model = model
+        self.base_url: str | None = public_url(base_url)
+        self.stream_enabled = stream  # False forces the non-streaming path (--no-stream)
+        self.timeout_s = timeout_s
+        self.retry = retry or RetryPolicy()
+        self._base_url = base_url
+        # Local servers need no key, but the SDK insists on one; the placeholder is harmless.
+        self._api_key = api_key or "no-key"
+        self._client: openai.AsyncOpenAI | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    def _sdk(self) -> openai.AsyncOpenAI:
+        # The SDK's connection pool belongs to one event loop; tests and the CLI may use several.
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            self._client = openai.AsyncOpenAI(
+                base_url=self._base_url,
+                api_key=self._api_key,
+                max_retries=0,
+                timeout=openai.Timeout(self.timeout_s, connect=min(self.timeout_s, 10.0)),
+            )
+            self._client_loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    def _body(self, call: ModelCall, stream: bool) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.model, "messages": call.messages}
+        if call.tools:
+            body["tools"] = call.tools
+        body.update(call.params)
+        body["stream"] = stream
+        if stream and "stream_options" not in body:
+            body["stream_options"] = {"include_usage": True}
+        return body
+
+    async def stream(self, call: ModelCall) -> AsyncIterator[StreamItem]:
+        policy = self.retry
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + policy.deadline_s
+        streaming = call.stream and self.stream_enabled
+        body = self._body(call, streaming)
+        attempt = 0
+        while True:
+            attempt += 1
+            yield AttemptStarted(attempt)
+            try:
+                async for item in self._attempt(body, streaming, attempt, deadline):
+                    yield item
+                return
+            except TimeoutError:  # our own deadline, not the SDK's stall timeout
+                message = f"model call exceeded its {policy.deadline_s:g} s deadline"
+                yield AttemptFailed(attempt, "timeout", message, retriable=False)
+                raise ModelTimeout(message) from None
+            except (openai.APIError, json.JSONDecodeError, _EmptyResponse) as exc:
+                failure = self._classify(exc)
+            wait_s = policy.backoff_s(attempt, failure.retry_after_s)
+            too_late = loop.time() + wait_s >= deadline
+            will_retry = failure.retriable and attempt < policy.max_attempts and not too_late
+            if (
+                failure.retry_after_s is not None
+                and failure.retry_after_s > policy.max_retry_after_s
+            ):
+                will_retry = False
+            yield AttemptFailed(
+                attempt,
+                failure.kind,
+                failure.message,
+                failure.retriable,
+                failure.status_code,
+                will_retry,
+            )
+            if will_retry:
+                await asyncio.sleep(wait_s)
+                continue
+            reason = failure.message
+            if failure.retriable:
+                reason = f"{reason} (gave up after {attempt} attempt{'s' if attempt > 1 else ''})"
+            if failure.kind == "timeout":
+                raise ModelTimeout(reason)
+            raise ModelError(failure.kind, reason, status_code=failure.status_code)
+
+    async def _attempt(
+        self, body: dict[str, Any], streaming: bool, attempt: int, deadline: float
+    ) -> AsyncIterator[StreamItem]:
+        client = self._sdk()
+        options: Any = {"security": {"bearer_auth": True}}
+        sent = time.monotonic()
+        assembler = StreamAssembler()
+        ttft_ms: float | None = None
+        if not streaming:
+            async with asyncio.timeout_at(deadline):
+                data = await client.post(
+                    "/chat/completions", body=body, cast_to=object, options=options
+                )
+            if not isinstance(data, dict) or "choices" not in data:
+                raise _EmptyResponse(f"response is not a chat completion: {str(data)[:200]}")
+            elapsed_ms = (time.monotonic() - sent) * 1000.0
+            text = assembler.add(chunk_from_completion(data))
+            yield RawChunk(attempt, 0, elapsed_ms, data, text)
+            yield Completed(attempt, assembler.result(), elapsed_ms, elapsed_ms, 1)
+            return
+        async with asyncio.timeout_at(deadline):
+            sdk_stream = await client.post(
+                "/chat/completions",
+                body=body,
+                cast_to=object,
+                options=options,
+                stream=True,
+                stream_cls=openai.AsyncStream[object],
+            )
+        try:
+            chunks = sdk_stream.__aiter__()
+            index = 0
+            while True:
+                # The deadline covers only our awaits, never the consumer's time at `yield`.
+                async with asyncio.timeout_at(deadline):
+                    try:
+                        data = await chunks.__anext__()
+                    except StopAsyncIteration:
+                        break
+                elapsed_ms = (time.monotonic() - sent) * 1000.0
+                if not isinstance(data, dict):
+                    continue  # e.g. a bare JSON value; nothing to assemble or record
+                text = assembler.add(data)
+                if ttft_ms is None and assembler.saw_output:
+                    ttft_ms = elapsed_ms
+                yield RawChunk(attempt, index, elapsed_ms, data, text)
+                index += 1
+        finally:
+            await sdk_stream.close()
+        if index == 0:
+            raise _EmptyResponse("the stream ended without a single chunk")
+        latency_ms = (time.monotonic() - sent) * 1000.0
+        yield Completed(attempt, assembler.result(), ttft_ms, latency_ms, index)
+
+    def _classify(self, exc: Exception) -> _Failure:
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            detail = _error_detail(exc.body) or exc.response.reason_phrase or "error"
+            return _Failure(
+                "status",
+                self._scrub(f"HTTP {status}: {detail}"),
+                retriable_status(status),
+                status,
+                parse_retry_after(dict(exc.response.headers)),
+            )
+        if isinstance(exc, openai.APITimeoutError):
+            message = f"no response within {self.timeout_s:g} s (connect or stalled stream)"
+            return _Failure("timeout", message, True)
+        if isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__ or exc.__context__
+            detail = f"{exc.message} {cause}" if cause else exc.message
+            return _Failure("connection", self._scrub(detail.strip()), True)
+        if isinstance(exc, openai.APIError):
+            # An error event inside a 200 stream: the status (if any) is in the payload.
+            payload = exc.body if isinstance(exc.body, dict) else {}
+            raw_status = payload.get("status_code", payload.get("code"))
+            event_status = raw_status if isinstance(raw_status, int) else None
+            retriable = (
+                retriable_status(event_status) or payload.get("type") in _RETRIABLE_ERROR_TYPES
+            )
+            message = self._scrub(f"error event in the stream: {exc.message}")
+            return _Failure("stream_error", message, retriable, event_status)
+        if isinstance(exc, json.JSONDecodeError):
+            return _Failure("bad_response", f"a chunk is not valid JSON: {exc.msg}", False)
+        return _Failure("bad_response", self._scrub(str(exc)), True)
+
+    def _scrub(self, text: str) -> str:
+        if self._api_key and self._api_key != "no-key":
+            text = text.replace(self._api_key, "[redacted]")
+        return text
+
+
+def _error_detail(body: object) -> str:
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict):
+            return str(error.get("message") or "")[:300]
+        return str(error)[:300]
+    return str(body)[:300] if body else ""
