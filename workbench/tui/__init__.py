@@ -1,1 +1,18 @@
-"""The Textual workbench: the only package that imports Textual."""
+"""The Textual workbench: the only package that imports Textual.
+
+`run_app(home)` opens it on a home folder; `WorkbenchApp` is the App for Pilot tests.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from workbench.tui.app import WorkbenchApp
+
+__all__ = ["WorkbenchApp", "run_app"]
+
+
+def run_app(home: Path) -> int:
+    home.mkdir(parents=True, exist_ok=True)
+    WorkbenchApp(home).run()
+    return 0

@@ -1,0 +1,94 @@
+"""The workbench App: global bindings, the command palette, and the one error handler.
+
+Screens do one task each (runs, one run, replay, diffs, fork); the App only routes between
+them and turns any failure into a notification, so nothing a store or engine call raises
+can take the terminal down.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import ClassVar
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+
+from workbench.tui.backend import Backend, NotAvailable
+from workbench.tui.help import HelpScreen
+from workbench.tui.runs_screen import RunsScreen
+
+
+def error_line(exc: BaseException) -> str:
+    """One readable line for a notification: the message, never a traceback."""
+    if isinstance(exc, NotAvailable):
+        return str(exc)
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 240 else text[:239] + "…"
+
+
+class WorkbenchApp(App[None]):
+    TITLE = "agent workbench"
+    CSS_PATH = "workbench.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("q", "quit", "Quit"),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+    ]
+
+    def __init__(self, home: Path, *, backend: Backend | None = None, ingest: bool = True) -> None:
+        super().__init__()
+        self.home = home
+        self.backend = backend or Backend(home)
+        self.ingest_on_start = ingest
+
+    def on_mount(self) -> None:
+        self.push_screen(RunsScreen())
+
+    # ------------------------------------------------------------------ errors
+
+    def report_error(self, exc: BaseException) -> None:
+        severity = "warning" if isinstance(exc, NotAvailable) else "error"
+        self.notify(error_line(exc), severity=severity, timeout=8)
+
+    # ------------------------------------------------------------------ actions
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
+    def open_run(self, run_id: str, *, jump_to_error: bool = False) -> None:
+        from workbench.tui.run_screen import RunScreen
+
+        self.push_screen(RunScreen(run_id, jump_to_error=jump_to_error))
+
+    def open_replay(self, run_id: str, seq: int = 0, *, verify: bool = False) -> None:
+        from workbench.tui.replay_screen import ReplayScreen
+
+        self.push_screen(ReplayScreen(run_id, seq, verify=verify))
+
+    def open_schema_diff(self, run_a: str, run_b: str) -> None:
+        from workbench.tui.diff_screens import SchemaDiffScreen
+
+        self.push_screen(SchemaDiffScreen(run_a, run_b))
+
+    def open_compare(self, run_a: str, run_b: str) -> None:
+        from workbench.tui.diff_screens import ChainCompareScreen
+
+        self.push_screen(ChainCompareScreen(run_a, run_b))
+
+    def open_fork(self, run_id: str, turn: int) -> None:
+        from workbench.tui.fork_screen import ForkScreen
+
+        self.push_screen(ForkScreen(run_id, turn))
+
+    # ------------------------------------------------------------------ palette
+
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Help", "Keys and what each screen does", self.action_help)
+        commands = getattr(screen, "palette_commands", None)
+        if commands is not None:
+            for title, help_text, callback in commands():
+                yield SystemCommand(title, help_text, callback)

@@ -1,0 +1,152 @@
+"""The one door from the TUI to the store and the engine.
+
+Screens call these methods from thread workers only. Each is a direct call into
+`traces.store` or `workbench.engine`; the TUI adds no logic of its own. Engine features
+that are not importable yet raise `NotAvailable`, which the app shows as a notification.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from traces.events import Event
+from workbench.tui.render import event_is_failure
+
+
+class NotAvailable(Exception):
+    """An engine feature this build does not have; shown as one line, never a crash."""
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    text: str = ""
+    status: str | None = None
+    failed_only: bool = False
+
+    def kwargs(self) -> dict[str, Any]:
+        return {"text": self.text or None, "status": self.status, "failed_only": self.failed_only}
+
+
+@dataclass(frozen=True)
+class Outline:
+    row: Any  # the store's RunRow
+    start: Event | None
+    end: Event | None
+    turns: int
+    events: int
+
+
+def _engine(module: str, name: str) -> Any:
+    try:
+        found = importlib.import_module(f"workbench.engine.{module}")
+    except ModuleNotFoundError as exc:
+        raise NotAvailable(f"{module} is not available in this build yet") from exc
+    function = getattr(found, name, None)
+    if function is None:
+        raise NotAvailable(f"engine {module}.{name} is not available in this build yet")
+    return function
+
+
+class Backend:
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self._store: Any = None
+
+    @property
+    def store(self) -> Any:
+        if self._store is None:
+            from traces.store import TraceStore
+
+            self._store = TraceStore.for_home(self.home)
+        return self._store
+
+    def ingest(self) -> Any:
+        """Load new traces from the home folder (every read starts with this)."""
+        return self.store.ingest_home(self.home)
+
+    # ------------------------------------------------------------------ runs
+
+    def count_runs(self, where: RunFilter) -> int:
+        return int(self.store.count_runs(**where.kwargs()))
+
+    def runs(self, where: RunFilter, offset: int, limit: int) -> list[Any]:
+        return list(self.store.runs(**where.kwargs(), limit=limit, offset=offset))
+
+    def run(self, run_id: str) -> Any:
+        return self.store.run(run_id)
+
+    # ------------------------------------------------------------------ events
+
+    def count_events(self, run_id: str) -> int:
+        return int(self.store.count_events(run_id))
+
+    def events(
+        self, run_id: str, offset: int = 0, limit: int = 200, types: list[str] | None = None
+    ) -> list[Event]:
+        return list(self.store.events(run_id, offset=offset, limit=limit, types=types))
+
+    def event(self, run_id: str, seq: int) -> Event | None:
+        found = self.events(run_id, offset=seq, limit=1)
+        return found[0] if found else None
+
+    def turn_events(self, run_id: str, turn: int, types: list[str]) -> list[Event]:
+        return list(self.store.events(run_id, turn=turn, types=types, limit=100_000))
+
+    def outline(self, run_id: str) -> Outline:
+        """What a run screen shows before anything is expanded: header row, first and last event."""
+        row = self.store.run(run_id)
+        if row is None:
+            raise LookupError(
+                f"run {run_id} is not in the store; press g on the runs screen to reload"
+            )
+        total = self.count_events(run_id)
+        first = self.events(run_id, 0, 1)
+        tail = self.events(run_id, max(total - 3, 0), 3)
+        end = tail[-1] if tail and tail[-1].type == "run_end" else None
+        last_turn = max((e.turn for e in tail if e.turn is not None), default=0)
+        turns = max(int(row.turns or 0), last_turn)
+        return Outline(row, first[0] if first else None, end, turns, total)
+
+    def first_failure(self, run_id: str) -> Event | None:
+        """The first error, failed tool call or unparsable arguments; else a non-completed end."""
+        types = ["error", "tool_start", "tool_end", "run_end"]
+        offset, page = 0, 500
+        while True:
+            found = self.events(run_id, offset, page, types)
+            for event in found:
+                if event_is_failure(event):
+                    return event
+            if len(found) < page:
+                return None
+            offset += page
+
+    def tool_schemas(self, run_id: str) -> Any:
+        return self.store.tool_schemas(run_id)
+
+    # ------------------------------------------------------------------ engine
+
+    def recording(self, run_id: str) -> Any:
+        return _engine("recording_io", "load_recording")(run_id, self.home)
+
+    def schema_diff(self, run_a: str, run_b: str) -> Any:
+        """`traces.schema_diff.ToolSchemaDiff` of the tools the two runs offered."""
+        diff_tools = _engine("diff", "diff_tools")
+        return diff_tools(self.recording(run_a), self.recording(run_b))
+
+    def chain_diff(self, run_a: str, run_b: str) -> Any:
+        """`workbench.engine.diff.ChainDiff`: the decision chains aligned by turn."""
+        diff_chains = _engine("diff", "diff_chains")
+        return diff_chains(self.recording(run_a), self.recording(run_b))
+
+    def verify_replay(self, run_id: str) -> Any:
+        """`workbench.engine.replay.ReplayOutcome` of an offline replay, run to completion.
+
+        Called from a thread worker, so the replay gets its own event loop there.
+        """
+        replay_run = _engine("replay", "replay_run")
+        recording = self.recording(run_id)
+        return asyncio.run(replay_run(recording, pace="fast"))

@@ -1,0 +1,370 @@
+"""Run screen: the decision-chain tree of one run beside the detail of the selected node."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
+from textual.widgets import Footer, Header, Static, Tree
+from textual.widgets.tree import TreeNode
+
+from traces.events import Event, McpMessage, ModelChunk
+from workbench.tui.backend import Outline
+from workbench.tui.chain_view import (
+    SKELETON_TYPES,
+    ChainNode,
+    end_node,
+    find_node,
+    start_node,
+    turn_children,
+    turn_label,
+    turn_node,
+)
+from workbench.tui.render import (
+    event_summary,
+    fmt_count,
+    fmt_ms,
+    one_line,
+    render_chunks,
+    render_event,
+    short_id,
+    status_badge,
+)
+from workbench.tui.screens import PaletteCommand, WorkbenchScreen
+
+CHUNKS_SHOWN = 400  # the rest are a keypress away in the replay stepper
+
+
+def run_summary(outline: Outline) -> Text:
+    row = outline.row
+    parent = (
+        f"  fork of {short_id(row.parent_run_id)} at turn {row.fork_turn}"
+        if row.parent_run_id
+        else ""
+    )
+    return Text.assemble(
+        ("run ", "dim"),
+        (short_id(row.run_id), "bold"),
+        "  ",
+        status_badge(row.status),
+        ("  " + one_line(row.task, 70), ""),
+        (f"\n{row.model}  ·  {row.turns} turns  ·  {row.tool_calls} tool calls", "dim"),
+        (f" ({row.tool_errors} failed)" if row.tool_errors else "", "red"),
+        (f"  ·  {fmt_count(row.total_tokens)} tokens  ·  {fmt_ms(row.duration_ms)}", "dim"),
+        (f"  ·  {outline.events} events{parent}", "dim"),
+    )
+
+
+class RunScreen(WorkbenchScreen):
+    """Run: the decision chain (turns → model call → tool calls) and what each step saw."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("e", "first_error", "First error"),
+        Binding("r", "replay", "Replay"),
+        Binding("v", "verify", "Verify replay"),
+        Binding("f", "fork", "Fork turn"),
+        Binding("c", "compare_parent", "Compare parent"),
+        Binding("tab", "app.focus_next", "Switch pane", show=False),
+    ]
+
+    class Outlined(Message):
+        def __init__(self, outline: Outline) -> None:
+            super().__init__()
+            self.outline = outline
+
+    class TurnLoaded(Message):
+        def __init__(self, turn: int, children: list[ChainNode], focus_seq: int | None) -> None:
+            super().__init__()
+            self.turn = turn
+            self.children = children
+            self.focus_seq = focus_seq
+
+    class DetailReady(Message):
+        def __init__(self, renderable: RenderableType) -> None:
+            super().__init__()
+            self.renderable = renderable
+
+    class FailureFound(Message):
+        def __init__(self, event: Event | None) -> None:
+            super().__init__()
+            self.event = event
+
+    def __init__(self, run_id: str, *, jump_to_error: bool = False) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.jump_to_error = jump_to_error
+        self.outline: Outline | None = None
+        self._turns: dict[int, TreeNode[ChainNode]] = {}
+        self._loading: set[int] = set()
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(
+            Text(f"run {short_id(self.run_id)} · loading…"), classes="summary", id="run-summary"
+        )
+        with Horizontal():
+            tree: Tree[ChainNode] = Tree("decision chain", id="chain-tree")
+            tree.show_root = False
+            tree.auto_expand = True
+            yield tree
+            with VerticalScroll(id="detail"):
+                yield Static(
+                    Text("Select a step to see what it sent and received.", style="dim"),
+                    id="detail-body",
+                )
+        yield Footer()
+
+    @property
+    def tree(self) -> Tree[ChainNode]:
+        return self.query_one("#chain-tree", Tree)
+
+    def on_mount(self) -> None:
+        self.tree.focus()
+        self._load_outline()
+
+    # ------------------------------------------------------------------ outline
+
+    @work(thread=True, exclusive=True, group="outline", exit_on_error=False)
+    def _load_outline(self) -> None:
+        self.post_message(self.Outlined(self.backend.outline(self.run_id)))
+
+    def on_run_screen_outlined(self, message: Outlined) -> None:
+        outline = self.outline = message.outline
+        self.query_one("#run-summary", Static).update(run_summary(outline))
+        self.sub_title = f"{short_id(self.run_id)} · {outline.row.status}"
+        root = self.tree.root
+        root.remove_children()
+        if outline.start is not None:
+            start = start_node(outline.start)  # type: ignore[arg-type]
+            root.add_leaf(start.label, data=start)
+        for number in range(1, outline.turns + 1):
+            node = turn_node(number)
+            self._turns[number] = root.add(node.label, data=node, allow_expand=True)
+        end = end_node(outline.end, outline.row.status)  # type: ignore[arg-type]
+        root.add_leaf(end.label, data=end)
+        root.expand()
+        self.tree.call_after_refresh(self.tree.move_cursor_to_line, 0)
+        if self.jump_to_error:
+            self.jump_to_error = False
+            self.action_first_error()
+
+    # ------------------------------------------------------------------ turns
+
+    @on(Tree.NodeExpanded, "#chain-tree")
+    def _expanded(self, event: Tree.NodeExpanded[ChainNode]) -> None:
+        data = event.node.data
+        if data is not None and data.kind == "turn" and not event.node.children:
+            self._request_turn(data.turn or 0)
+
+    def _request_turn(self, turn: int, focus_seq: int | None = None) -> None:
+        if turn in self._loading and focus_seq is None:
+            return
+        self._loading.add(turn)
+        self._load_turn(turn, focus_seq)
+
+    @work(thread=True, group="turns", exit_on_error=False)
+    def _load_turn(self, turn: int, focus_seq: int | None) -> None:
+        events = self.backend.turn_events(self.run_id, turn, SKELETON_TYPES)
+        self.post_message(self.TurnLoaded(turn, turn_children(events), focus_seq))
+
+    def on_run_screen_turn_loaded(self, message: TurnLoaded) -> None:
+        self._loading.discard(message.turn)
+        parent = self._turns.get(message.turn)
+        if parent is None:
+            return
+        if not parent.children:
+            self._fill(parent, message.children)
+            assert parent.data is not None
+            parent.data.children = message.children
+            parent.data.failed = any(n.failed for n in message.children)
+            parent.set_label(turn_label(message.turn, message.children))
+        parent.expand()
+        if message.focus_seq is not None:
+            self._select_seq(parent, message.focus_seq)
+
+    def _fill(self, parent: TreeNode[ChainNode], children: list[ChainNode]) -> None:
+        for child in children:
+            if child.children:
+                branch = parent.add(child.label, data=child, expand=child.failed)
+                self._fill(branch, child.children)
+            else:
+                parent.add_leaf(child.label, data=child)
+
+    def _select_seq(self, parent: TreeNode[ChainNode], seq: int) -> None:
+        assert parent.data is not None
+        target = find_node(parent.data.children, seq)
+        for node in _walk(parent):
+            if node.data is target:
+                for ancestor in _ancestors(node):
+                    ancestor.expand()
+                self.tree.call_after_refresh(self._move_to, node)
+                return
+
+    def _move_to(self, node: TreeNode[ChainNode]) -> None:
+        self.tree.move_cursor(node)
+        self.tree.scroll_to_node(node, animate=False)
+        self.tree.focus()
+
+    # ------------------------------------------------------------------ detail
+
+    @on(Tree.NodeHighlighted, "#chain-tree")
+    def _highlighted(self, event: Tree.NodeHighlighted[ChainNode]) -> None:
+        data = event.node.data
+        if data is None:
+            return
+        if data.kind in {"request", "chunks", "model_call"} or (
+            data.kind == "tool" and data.seq_end
+        ):
+            self._show(Text("loading…", style="dim"))
+            self._load_detail(data)
+        else:
+            try:
+                self._show(self._local_detail(data))
+            except Exception as exc:  # a damaged event must not take the screen down
+                self.workbench.report_error(exc)
+
+    def _local_detail(self, node: ChainNode) -> RenderableType:
+        if node.kind == "turn":
+            if not node.children:
+                return Text(f"turn {node.turn}: press enter to open", style="dim")
+            return Group(
+                Text(f"turn {node.turn}", style="bold"),
+                *(Text("  " + event_summary(e)) for c in node.children for e in c.events),
+            )
+        if node.kind == "end" and not node.events:
+            return Text(
+                "The trace has no run_end: the run was killed or is still going.", style="cyan"
+            )
+        return Group(*(render_event(e) for e in node.events)) if node.events else Text("")
+
+    @work(thread=True, exclusive=True, group="detail", exit_on_error=False)
+    def _load_detail(self, node: ChainNode) -> None:
+        backend = self.backend
+        renderable: RenderableType
+        if node.kind == "chunks":
+            assert node.seq is not None
+            count = min(node.count, CHUNKS_SHOWN)
+            chunks = [
+                e
+                for e in backend.events(self.run_id, node.seq, count + 4)
+                if isinstance(e, ModelChunk)
+            ]
+            renderable = render_chunks(chunks[:count], node.count)
+        elif node.kind == "tool":
+            assert node.seq is not None and node.seq_end is not None
+            span = backend.events(self.run_id, node.seq, node.seq_end - node.seq + 1)
+            frames = [e for e in span if isinstance(e, McpMessage)]
+            renderable = Group(
+                *(render_event(e) for e in node.events),
+                *([Text(f"\nMCP frames ({len(frames)})", style="bold dim")] if frames else []),
+                *(render_event(e) for e in frames),
+            )
+        else:
+            assert node.seq is not None
+            request = (
+                node.children[0].seq if node.kind == "model_call" and node.children else node.seq
+            )
+            event = backend.event(self.run_id, request or 0)
+            shown = [event] if event is not None else []
+            if node.kind == "model_call":
+                shown = [*node.events, *shown]
+            renderable = Group(*(render_event(e) for e in shown))
+        self.post_message(self.DetailReady(renderable))
+
+    def on_run_screen_detail_ready(self, message: DetailReady) -> None:
+        self._show(message.renderable)
+
+    def _show(self, renderable: RenderableType) -> None:
+        self.query_one("#detail-body", Static).update(renderable)
+        self.query_one("#detail", VerticalScroll).scroll_home(animate=False)
+
+    # ------------------------------------------------------------------ actions
+
+    def action_first_error(self) -> None:
+        self._find_failure()
+
+    @work(thread=True, exclusive=True, group="find", exit_on_error=False)
+    def _find_failure(self) -> None:
+        self.post_message(self.FailureFound(self.backend.first_failure(self.run_id)))
+
+    def on_run_screen_failure_found(self, message: FailureFound) -> None:
+        event = message.event
+        if event is None:
+            if self.outline is not None and self.outline.end is None:
+                self.notify("No error recorded; the trace stops without a run_end.")
+                self._select_top("end")
+            else:
+                self.notify("No errors in this run.")
+            return
+        if event.turn is None:
+            self._select_top("end")
+            return
+        parent = self._turns.get(event.turn)
+        if parent is None:
+            return
+        if parent.children:
+            parent.expand()
+            self._select_seq(parent, event.seq)
+        else:
+            self._request_turn(event.turn, focus_seq=event.seq)
+
+    def _select_top(self, kind: str) -> None:
+        for node in self.tree.root.children:
+            if node.data is not None and node.data.kind == kind:
+                self.tree.call_after_refresh(self._move_to, node)
+
+    def _selected(self) -> ChainNode | None:
+        node = self.tree.cursor_node
+        return node.data if node is not None else None
+
+    def action_replay(self) -> None:
+        node = self._selected()
+        self.workbench.open_replay(self.run_id, node.seq or 0 if node else 0)
+
+    def action_verify(self) -> None:
+        self.workbench.open_replay(self.run_id, 0, verify=True)
+
+    def action_fork(self) -> None:
+        node = self._selected()
+        if node is None or node.turn is None:
+            self.notify("Select a turn (or a step inside one) to fork from.")
+            return
+        self.workbench.open_fork(self.run_id, node.turn)
+
+    def action_compare_parent(self) -> None:
+        row = self.outline.row if self.outline else None
+        if row is None or not row.parent_run_id:
+            self.notify("This run is not a fork; mark two runs on the runs screen to compare.")
+            return
+        self.workbench.open_compare(row.parent_run_id, self.run_id)
+
+    def palette_commands(self) -> Iterator[PaletteCommand]:
+        yield ("Jump to the first error", "Select the first failing step", self.action_first_error)
+        yield ("Replay from here", "Step through events from the selected node", self.action_replay)
+        yield ("Verify replay", "Re-run offline and show the first divergence", self.action_verify)
+        yield ("Fork this turn", "Edit the prompt, a tool or a result and re-run", self.action_fork)
+        yield (
+            "Compare with parent",
+            "Decision chains of the fork and its parent",
+            self.action_compare_parent,
+        )
+
+
+def _walk(node: TreeNode[Any]) -> Iterator[TreeNode[Any]]:
+    for child in node.children:
+        yield child
+        yield from _walk(child)
+
+
+def _ancestors(node: TreeNode[Any]) -> Iterator[TreeNode[Any]]:
+    parent = node.parent
+    while parent is not None:
+        yield parent
+        parent = parent.parent

@@ -1,0 +1,212 @@
+"""Runs screen: every recorded run, newest first, filtered in DuckDB and paged on scroll."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.widgets import Checkbox, Footer, Header, Input, Select, Static
+
+from traces.events import RUN_STATUSES
+from workbench.tui.backend import RunFilter
+from workbench.tui.paged_list import PagedList
+from workbench.tui.render import run_row_line, runs_header, short_id
+from workbench.tui.screens import PaletteCommand, WorkbenchScreen
+
+
+class RunsHeader(Static):
+    def render(self) -> Text:
+        return runs_header(self.size.width)
+
+
+class RunsScreen(WorkbenchScreen):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "focus_filter", "Filter", key_display="/"),
+        Binding("f", "toggle_failed", "Failed only"),
+        Binding("space", "mark", "Mark"),
+        Binding("c", "compare", "Compare marked"),
+        Binding("d", "schema_diff", "Schema diff"),
+        Binding("e", "first_failed", "First failure"),
+        Binding("g", "reload", "Reload"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+    ]
+
+    class Counted(Message):
+        def __init__(self, total: int, ingested: Any = None) -> None:
+            super().__init__()
+            self.total = total
+            self.ingested = ingested
+
+    class FirstFailed(Message):
+        def __init__(self, run_id: str | None) -> None:
+            super().__init__()
+            self.run_id = run_id
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.where = RunFilter()
+        self.marked: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="run-filters"):
+            yield Input(placeholder="filter by task, model or run id…  (/)", id="filter-text")
+            options = [(status, status) for status in RUN_STATUSES]
+            yield Select(options, prompt="any status", id="filter-status")
+            yield Checkbox("failed only (f)", id="filter-failed")
+            yield Static("loading…", id="runs-count")
+        yield RunsHeader(id="runs-header")
+        yield PagedList(self._fetch, self._render_row, id="runs-list")
+        yield Footer()
+
+    @property
+    def runs_list(self) -> PagedList[Any]:
+        return self.query_one("#runs-list", PagedList)
+
+    def on_mount(self) -> None:
+        self.runs_list.focus()
+        self._count(ingest=self.workbench.ingest_on_start)
+
+    # ------------------------------------------------------------------ data
+
+    def _fetch(self, offset: int, limit: int) -> list[Any]:
+        return self.backend.runs(self.where, offset, limit)
+
+    def _render_row(self, row: Any, index: int, width: int) -> Text:
+        return run_row_line(row, width, marked=row.run_id in self.marked)
+
+    @work(thread=True, exclusive=True, group="count", exit_on_error=False)
+    def _count(self, ingest: bool = False) -> None:
+        ingested = self.backend.ingest() if ingest else None
+        self.post_message(self.Counted(self.backend.count_runs(self.where), ingested))
+
+    def on_runs_screen_counted(self, message: Counted) -> None:
+        self.runs_list.reset(message.total)
+        shown = f"{message.total:,} run{'s' if message.total != 1 else ''}"
+        if self.marked:
+            shown += f" · marked {', '.join(short_id(r) for r in self.marked)}"
+        self.query_one("#runs-count", Static).update(shown)
+        problems = getattr(message.ingested, "problems", None)
+        if problems:
+            self.notify(
+                f"{len(problems)} bad trace line(s) skipped; first: {problems[0]}",
+                severity="warning",
+            )
+
+    def worker_failed(self, worker: Any) -> None:
+        self.query_one("#runs-count", Static).update("could not load runs")
+
+    def _apply(self, **changes: Any) -> None:
+        self.where = RunFilter(**{**self.where.__dict__, **changes})
+        self._count()
+
+    # ------------------------------------------------------------------ filters
+
+    @on(Input.Changed, "#filter-text")
+    def _text_changed(self, event: Input.Changed) -> None:
+        self._apply(text=event.value.strip())
+
+    @on(Input.Submitted, "#filter-text")
+    def _text_submitted(self) -> None:
+        self.runs_list.focus()
+
+    @on(Select.Changed, "#filter-status")
+    def _status_changed(self, event: Select.Changed) -> None:
+        value = event.value
+        self._apply(status=value if isinstance(value, str) else None)
+
+    @on(Checkbox.Changed, "#filter-failed")
+    def _failed_changed(self, event: Checkbox.Changed) -> None:
+        self._apply(failed_only=event.value)
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#filter-text", Input).focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#filter-text", Input)
+        if box.value:
+            box.value = ""
+        self.runs_list.focus()
+
+    def action_toggle_failed(self) -> None:
+        box = self.query_one("#filter-failed", Checkbox)
+        box.value = not box.value
+
+    def action_reload(self) -> None:
+        self._count(ingest=True)
+
+    # ------------------------------------------------------------------ runs
+
+    def _current(self) -> Any | None:
+        return self.runs_list.row(self.runs_list.cursor)
+
+    @on(PagedList.Selected, "#runs-list")
+    def _open(self, event: PagedList.Selected) -> None:
+        if event.row is not None:
+            self.workbench.open_run(event.row.run_id)
+
+    def action_mark(self) -> None:
+        row = self._current()
+        if row is None:
+            return
+        if row.run_id in self.marked:
+            self.marked.remove(row.run_id)
+        else:
+            self.marked = [*self.marked[-1:], row.run_id]
+        self.runs_list.refresh_rows()
+        count = self.query_one("#runs-count", Static)
+        total = f"{self.runs_list.total:,} runs"
+        marks = ", ".join(short_id(r) for r in self.marked)
+        count.update(f"{total} · marked {marks}" if marks else total)
+
+    def _pair(self) -> tuple[str, str] | None:
+        if len(self.marked) == 2:
+            return self.marked[0], self.marked[1]
+        row = self._current()
+        if len(self.marked) == 1 and row is not None and row.run_id != self.marked[0]:
+            return self.marked[0], row.run_id
+        if row is not None and row.parent_run_id:
+            return row.parent_run_id, row.run_id  # a fork compares with its parent
+        self.notify("Mark two runs with space first (a fork compares with its parent).")
+        return None
+
+    def action_compare(self) -> None:
+        pair = self._pair()
+        if pair:
+            self.workbench.open_compare(*pair)
+
+    def action_schema_diff(self) -> None:
+        pair = self._pair()
+        if pair:
+            self.workbench.open_schema_diff(*pair)
+
+    def action_first_failed(self) -> None:
+        self._find_first_failed()
+
+    @work(thread=True, exclusive=True, group="find", exit_on_error=False)
+    def _find_first_failed(self) -> None:
+        found = self.backend.runs(RunFilter(failed_only=True), 0, 1)
+        self.post_message(self.FirstFailed(found[0].run_id if found else None))
+
+    def on_runs_screen_first_failed(self, message: FirstFailed) -> None:
+        if message.run_id is None:
+            self.notify("No failed runs.")
+        else:
+            self.workbench.open_run(message.run_id, jump_to_error=True)
+
+    def palette_commands(self) -> Iterator[PaletteCommand]:
+        yield ("Open the newest failed run", "Jump to its first error", self.action_first_failed)
+        yield (
+            "Toggle failed only",
+            "Show only runs that did not complete",
+            self.action_toggle_failed,
+        )
+        yield ("Compare marked runs", "Decision chains side by side", self.action_compare)
+        yield ("Schema diff of marked runs", "Tool schemas side by side", self.action_schema_diff)
+        yield ("Reload runs", "Ingest new traces from the home folder", self.action_reload)
