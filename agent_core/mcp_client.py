@@ -1,0 +1,492 @@
+"""The one module that speaks to MCP servers through the official `mcp` SDK.
+
+`connect()` starts a stdio server (or reaches a streamable HTTP one), runs the initialize
+handshake and yields an `McpConnection`. Every JSON-RPC frame in both directions passes a tap
+placed between the transport's memory streams and the `ClientSession`, so the caller sees the
+frames exactly as they cross the wire (parsed, with unset fields left out), including lines a
+server wrote to stdout that are not JSON-RPC at all.
+
+Nothing here knows about traces or tools; callers pass `on_frame` and convert the plain dicts
+this module returns. Failures come out as `McpStartError` (the server never became usable) or
+`McpCallError` (one request failed: JSON-RPC error, timeout, connection lost, bad result).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal, TextIO, TypeAlias
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from mcp.client.session import ClientRequestContext, ClientSession, IncomingMessage
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+log = logging.getLogger(__name__)
+
+FrameDirection: TypeAlias = Literal["send", "recv"]
+FrameObserver: TypeAlias = Callable[[FrameDirection, dict[str, Any]], None]
+CallErrorKind: TypeAlias = Literal["rpc_error", "timeout", "closed", "protocol"]
+
+CLIENT_INFO = types.Implementation(name="agent-workbench", version="0.1.0")
+MAX_TOOL_PAGES = 100  # a server whose cursor never ends must not hang the start
+STDERR_TAIL_CHARS = 400
+
+
+@dataclass(frozen=True)
+class StdioServer:
+    name: str
+    command: str
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+
+    def describe(self) -> str:
+        return " ".join([self.command, *self.args])
+
+
+@dataclass(frozen=True)
+class HttpServer:
+    name: str
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        return self.url
+
+
+ServerConfig: TypeAlias = StdioServer | HttpServer
+
+
+class McpStartError(Exception):
+    """A server could not be started or did not complete the handshake."""
+
+    def __init__(self, server: str, command: str, reason: str, stderr: str = "") -> None:
+        self.server = server
+        self.command = command
+        self.reason = reason
+        self.stderr = stderr
+        message = f"MCP server '{server}' ({command}) could not start: {reason}"
+        if stderr:
+            message += f"; it printed: {_one_line(stderr)}"
+        super().__init__(message)
+
+
+class McpCallError(Exception):
+    """One request to a running server failed; `str()` is short and model-readable."""
+
+    def __init__(self, kind: CallErrorKind, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.code = code
+
+
+def _one_line(text: str, limit: int = STDERR_TAIL_CHARS) -> str:
+    flat = " | ".join(line.strip() for line in text.strip().splitlines() if line.strip())
+    return flat if len(flat) <= limit else "…" + flat[-limit:]
+
+
+def _dump(message: Any) -> dict[str, Any]:
+    dumped: dict[str, Any] = message.model_dump(by_alias=True, mode="json", exclude_unset=True)
+    return dumped
+
+
+def _unparsed_frame(exc: Exception) -> dict[str, Any]:
+    """What a transport delivered instead of a JSON-RPC message, kept for the trace."""
+    if isinstance(exc, ValidationError) and exc.errors():
+        first = exc.errors()[0]
+        return {"_unparsed": first.get("input"), "_error": first.get("msg", str(exc))}
+    return {"_transport_error": f"{type(exc).__name__}: {exc}"}
+
+
+class _TapReceive:
+    """Read side of the transport, reporting each inbound frame before the session sees it."""
+
+    def __init__(
+        self,
+        inner: Any,
+        observe: Callable[[SessionMessage | Exception], None],
+        on_end: Callable[[], None],
+    ) -> None:
+        self._inner = inner
+        self._observe = observe
+        self._on_end = on_end
+
+    @property
+    def last_context(self) -> Any:  # the dispatcher restores the sender's contextvars from it
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> SessionMessage | Exception:
+        try:
+            item: SessionMessage | Exception = await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            self._on_end()
+            raise
+        self._observe(item)
+        return item
+
+    def __aiter__(self) -> _TapReceive:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _TapReceive:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+class _TapSend:
+    """Write side of the transport, reporting each outbound frame as it is handed over."""
+
+    def __init__(self, inner: Any, observe: Callable[[SessionMessage], None]) -> None:
+        self._inner = inner
+        self._observe = observe
+
+    async def send(self, item: SessionMessage) -> None:
+        self._observe(item)
+        await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _TapSend:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+class _StderrLog:
+    """The server's stderr goes to a temporary file, read back to explain failures."""
+
+    def __init__(self) -> None:
+        # Closed by the connection's exit stack, not a with-block: it outlives this call.
+        self.file: TextIO = tempfile.TemporaryFile(  # noqa: SIM115
+            mode="w+", encoding="utf-8", errors="replace"
+        )
+        self._final = ""
+
+    def tail(self, limit: int = 4000) -> str:
+        if self.file.closed:
+            return self._final
+        # pread leaves the offset the child shares with us untouched.
+        fd = self.file.fileno()
+        size = os.fstat(fd).st_size
+        start = max(0, size - limit)
+        return os.pread(fd, size - start, start).decode("utf-8", errors="replace")
+
+    def close(self) -> None:
+        self._final = self.tail()  # errors are explained after the process is gone
+        self.file.close()
+
+
+def _accept_with_defaults(schema: dict[str, Any]) -> dict[str, Any]:
+    properties = schema.get("properties") or {}
+    return {key: spec["default"] for key, spec in properties.items() if "default" in spec}
+
+
+async def _elicit_defaults(
+    context: ClientRequestContext, params: types.ElicitRequestParams
+) -> types.ElicitResult | types.ErrorData:
+    """Accept a form elicitation with the schema's defaults (the conformance driver's user)."""
+    if isinstance(params, types.ElicitRequestFormParams):
+        return types.ElicitResult(
+            action="accept", content=_accept_with_defaults(params.requested_schema)
+        )
+    return types.ElicitResult(action="decline")
+
+
+class McpConnection:
+    """A live, initialized session with one server."""
+
+    def __init__(self, config: ServerConfig, on_frame: FrameObserver) -> None:
+        self.config = config
+        self.name = config.name
+        self.server_info: dict[str, Any] = {}
+        self.tools: list[dict[str, Any]] = []  # as listed on the wire (camelCase keys)
+        self.tools_version = 0  # bumped on every completed listing
+        self.closed = False  # the transport ended (server exited or dropped us)
+        self.last_bad_output: str | None = None
+        self.on_tools_changed: Callable[[], None] | None = None
+        self._on_frame = on_frame
+        self._session: ClientSession | None = None
+        self._stderr: _StderrLog | None = None
+        self._list_lock = anyio.Lock()
+        self._tools_listed = anyio.Event()
+        self._stop = anyio.Event()
+
+    # -- frames ---------------------------------------------------------------------------
+    def _sent(self, item: SessionMessage) -> None:
+        self._emit("send", _dump(item.message))
+
+    def _received(self, item: SessionMessage | Exception) -> None:
+        if isinstance(item, Exception):
+            frame = _unparsed_frame(item)
+            bad = frame.get("_unparsed", frame.get("_transport_error"))
+            self.last_bad_output = str(bad)[:200]
+            self._emit("recv", frame)
+        else:
+            self._emit("recv", _dump(item.message))
+
+    def _emit(self, direction: FrameDirection, frame: dict[str, Any]) -> None:
+        try:
+            self._on_frame(direction, frame)
+        except Exception:  # a failing observer must not break the session
+            log.exception("MCP frame observer failed")
+
+    def _ended(self) -> None:
+        self.closed = True
+
+    def wrap_streams(self, read: Any, write: Any) -> tuple[_TapReceive, _TapSend]:
+        return _TapReceive(read, self._received, self._ended), _TapSend(write, self._sent)
+
+    # -- requests -------------------------------------------------------------------------
+    @property
+    def session(self) -> ClientSession:
+        assert self._session is not None, "connection not started"
+        return self._session
+
+    def stderr_tail(self) -> str:
+        return self._stderr.tail() if self._stderr else ""
+
+    async def list_tools(self) -> list[dict[str, Any]]:
+        """Fetch every page of tools/list and keep the result in `self.tools`."""
+        async with self._list_lock:
+            tools: list[dict[str, Any]] = []
+            cursor: str | None = None
+            for _ in range(MAX_TOOL_PAGES):
+                params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+                result = await self.session.list_tools(params=params)
+                tools.extend(_dump(tool) for tool in result.tools)
+                cursor = result.next_cursor
+                if not cursor:
+                    break
+            self.tools = tools
+            self.tools_version += 1
+            listed, self._tools_listed = self._tools_listed, anyio.Event()
+            listed.set()
+            return tools
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], timeout_s: float
+    ) -> dict[str, Any]:
+        """Run tools/call; returns the raw result (`content`, `structuredContent`, `isError`)."""
+        if self.closed:
+            raise McpCallError("closed", self._closed_message("is not running"))
+        try:
+            # The SDK's own timeout sends notifications/cancelled; the outer bound also covers
+            # a write that blocks because the server stopped reading its stdin.
+            with anyio.fail_after(timeout_s + 2.0):
+                result = await self.session.call_tool(
+                    name, arguments, read_timeout_seconds=timeout_s, progress_callback=_ignore
+                )
+        except TimeoutError:
+            raise McpCallError("timeout", self._timeout_message(name, timeout_s)) from None
+        except MCPError as exc:
+            raise self._call_error(exc, name, timeout_s) from None
+        except (RuntimeError, ValidationError) as exc:  # result failing the SDK's checks
+            raise McpCallError("protocol", f"invalid result from tool '{name}': {exc}") from None
+        return _dump(result)
+
+    def _call_error(self, exc: MCPError, name: str, timeout_s: float) -> McpCallError:
+        if exc.code == types.REQUEST_TIMEOUT:
+            return McpCallError("timeout", self._timeout_message(name, timeout_s), exc.code)
+        # -32000 is also a generic server error code; only the SDK's own closure is a crash.
+        lost = self.closed or exc.message == "Connection closed"
+        if exc.code == types.CONNECTION_CLOSED and lost:
+            return McpCallError("closed", self._closed_message("closed the connection"), exc.code)
+        return McpCallError("rpc_error", f"{exc.message} (JSON-RPC error {exc.code})", exc.code)
+
+    def _timeout_message(self, name: str, timeout_s: float) -> str:
+        message = f"tool '{name}' on MCP server '{self.name}' timed out after {timeout_s:g}s"
+        if self.last_bad_output:
+            message += f"; the server wrote non-JSON-RPC output: {self.last_bad_output!r}"
+        return message
+
+    def _closed_message(self, what: str) -> str:
+        message = f"MCP server '{self.name}' {what} (it may have crashed)"
+        stderr = self.stderr_tail()
+        if stderr.strip():
+            message += f"; stderr: {_one_line(stderr, 200)}"
+        return message
+
+    async def wait_tools_version(self, version: int) -> None:
+        """Wait until the tool list has been fetched `version` times (1 is the first listing)."""
+        while self.tools_version < version:
+            await self._tools_listed.wait()
+
+    async def _handle(self, message: IncomingMessage) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            try:
+                await self.list_tools()
+            except (MCPError, ValidationError) as exc:
+                log.warning("refreshing tools of MCP server %r failed: %s", self.name, exc)
+                return
+            if self.on_tools_changed is not None:
+                self.on_tools_changed()
+
+
+async def _ignore(progress: float, total: float | None, message: str | None) -> None:
+    """Asking for progress makes servers send notifications/progress, which the tap records."""
+
+
+@asynccontextmanager
+async def connect(
+    config: ServerConfig,
+    on_frame: FrameObserver,
+    *,
+    startup_timeout_s: float = 30.0,
+    accept_elicitation: bool = False,
+) -> AsyncIterator[McpConnection]:
+    """Start or reach one server, initialize it and list its tools.
+
+    The transport and session live in a task of their own, so a transport that dies (an HTTP
+    server going away) closes this connection instead of cancelling the caller, and requests
+    can be made from any task. On exit the session ends and a stdio server is stopped (stdin
+    closed, then SIGTERM and SIGKILL to its process group): no child outlives the block.
+    """
+    connection = McpConnection(config, on_frame)
+    try:
+        async with anyio.create_task_group() as group:
+            await group.start(_serve, connection, startup_timeout_s, accept_elicitation)
+            try:
+                yield connection
+            finally:
+                connection._stop.set()
+    except BaseExceptionGroup as wrapped:
+        # anyio wraps even a lone exception from the block; hand callers the real one.
+        sole = _sole_leaf(wrapped)
+        if sole is None:
+            raise
+        raise sole from sole.__cause__
+
+
+async def _serve(
+    connection: McpConnection,
+    startup_timeout_s: float,
+    accept_elicitation: bool,
+    *,
+    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    config = connection.config
+    started = False
+    try:
+        async with AsyncExitStack() as stack:
+            read, write = await _open_transport(config, connection, stack)
+            tap_read, tap_write = connection.wrap_streams(read, write)
+            session = ClientSession(
+                tap_read,
+                tap_write,
+                client_info=CLIENT_INFO,
+                message_handler=connection._handle,
+                elicitation_callback=_elicit_defaults if accept_elicitation else None,
+            )
+            await stack.enter_async_context(session)
+            connection._session = session
+            await _handshake(connection, startup_timeout_s)
+            started = True
+            task_status.started()
+            await connection._stop.wait()
+    except Exception as exc:
+        leaves = _leaves(exc)
+        if started:
+            # The transport failed under a live session; pending calls already got
+            # "connection closed", later ones are refused.
+            connection.closed = True
+            log.warning("MCP server %r connection failed: %s", config.name, leaves[0])
+            return
+        for leaf in leaves:
+            if isinstance(leaf, McpStartError):
+                raise leaf from None
+        raise _start_error(connection, leaves[0]) from None
+
+
+def _start_error(connection: McpConnection, exc: BaseException) -> McpStartError:
+    config = connection.config
+    if isinstance(exc, OSError) and isinstance(config, StdioServer):
+        reason = _os_reason(exc)
+    elif isinstance(config, HttpServer):
+        reason = f"cannot reach {config.url}: {exc or type(exc).__name__}"
+    else:
+        reason = f"{type(exc).__name__}: {exc}"
+    return McpStartError(config.name, config.describe(), reason, _tail(connection))
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def _sole_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    leaves = _leaves(group)
+    return leaves[0] if len(leaves) == 1 else None
+
+
+async def _open_transport(
+    config: ServerConfig, connection: McpConnection, stack: AsyncExitStack
+) -> tuple[Any, Any]:
+    if isinstance(config, StdioServer):
+        stderr = _StderrLog()
+        stack.callback(stderr.close)
+        connection._stderr = stderr
+        params = StdioServerParameters(
+            command=config.command, args=config.args, env=config.env or None, cwd=config.cwd
+        )
+        streams = await stack.enter_async_context(stdio_client(params, errlog=stderr.file))
+        return streams
+    client = create_mcp_http_client(headers=config.headers or None)
+    await stack.enter_async_context(client)
+    return await stack.enter_async_context(streamable_http_client(config.url, http_client=client))
+
+
+async def _handshake(connection: McpConnection, startup_timeout_s: float) -> None:
+    config = connection.config
+    try:
+        with anyio.fail_after(startup_timeout_s):
+            result = await connection.session.initialize()
+            connection.server_info = _dump(result)
+            await connection.list_tools()
+    except TimeoutError:
+        reason = f"no answer to initialize/tools/list within {startup_timeout_s:g}s"
+        raise McpStartError(config.name, config.describe(), reason, _tail(connection)) from None
+    except MCPError as exc:
+        if exc.code == types.CONNECTION_CLOSED:
+            reason = "it exited or closed the connection during the handshake"
+        else:
+            reason = f"{exc.message} (JSON-RPC error {exc.code})"
+        raise McpStartError(config.name, config.describe(), reason, _tail(connection)) from None
+    except (RuntimeError, ValidationError) as exc:
+        reason = f"invalid handshake: {_one_line(str(exc), 200)}"
+        raise McpStartError(config.name, config.describe(), reason, _tail(connection)) from None
+
+
+def _tail(connection: McpConnection) -> str:
+    return connection.stderr_tail() or (connection.last_bad_output or "")
+
+
+def _os_reason(exc: OSError) -> str:
+    if isinstance(exc, FileNotFoundError):
+        return "command not found (check the path, or that it is on PATH)"
+    if isinstance(exc, PermissionError):
+        return "permission denied (is the file executable?)"
+    return exc.strerror or str(exc)
