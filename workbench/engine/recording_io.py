@@ -184,27 +184,36 @@ def load_recording(ref: str | Path, home: Path) -> Recording:
     path = Path(ref)
     if path.suffix == ".jsonl" or path.is_file():
         return read_recording_file(path)
-    direct = traces_dir(home) / f"{ref}.jsonl"
+    folder = traces_dir(home)
+    direct = folder / f"{ref}.jsonl"
     if direct.is_file():
         return read_recording_file(direct)
+    matches = sorted(folder.glob(f"{ref}*.jsonl")) if folder.is_dir() else []
+    if len(matches) > 1:
+        raise RecordingError(f"run id {ref!r} matches {len(matches)} runs; give more of it")
+    if len(matches) == 1:
+        return read_recording_file(matches[0])
     run_id = _resolve_in_store(str(ref), home)
-    return read_recording_file(traces_dir(home) / f"{run_id}.jsonl")
+    return read_recording_file(folder / f"{run_id}.jsonl")
 
 
 def _resolve_in_store(prefix: str, home: Path) -> str:
-    from traces.store import TraceStore
-
+    unknown = f"unknown run {prefix!r}; `workbench runs` lists the recorded runs"
+    try:
+        from traces.store import TraceStore
+    except ImportError:
+        raise RecordingError(unknown) from None
     store = TraceStore.for_home(home)
     try:
         store.ingest_home(home)
         run_id = store.resolve_run(prefix)
     except (LookupError, ValueError) as exc:
-        message = str(exc).splitlines()[0] if str(exc) else f"unknown run {prefix}"
+        message = str(exc).splitlines()[0] if str(exc) else unknown
         raise RecordingError(message) from None
     finally:
         close = getattr(store, "close", None)
         if close is not None:
             close()
     if not run_id:
-        raise RecordingError(f"unknown run {prefix}; `workbench runs` lists the recorded runs")
+        raise RecordingError(unknown)
     return str(getattr(run_id, "run_id", run_id))

@@ -9,6 +9,7 @@ recorded `tool_end` of each call, MCP tools included, so no server starts and no
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,9 +90,7 @@ class ReplayModel:
                 )
             assembler = StreamAssembler()
             for chunk in record.chunks.get(attempt, []):
-                # A non-streamed answer is recorded as the one completion body it was.
-                data = chunk.data if request.stream else chunk_from_completion(chunk.data)
-                text = assembler.add(data)
+                text = assembler.add(as_chunk(chunk.data))
                 yield RawChunk(attempt, chunk.index, chunk.elapsed_ms, chunk.data, text)
             response = record.response
             if response is not None and response.attempt == attempt:
@@ -122,6 +121,18 @@ class ReplayModel:
                 raise ModelError(error.kind, error.message, status_code=error.status_code)
 
 
+def is_completion(data: dict[str, Any]) -> bool:
+    """A non-streamed answer is recorded as the one completion body it was."""
+    choices = data.get("choices")
+    return isinstance(choices, list) and any(
+        isinstance(c, dict) and "message" in c for c in choices
+    )
+
+
+def as_chunk(data: dict[str, Any]) -> dict[str, Any]:
+    return chunk_from_completion(data) if is_completion(data) else data
+
+
 def _attempt_numbers(record: TurnRecord) -> list[int]:
     numbers = {request.attempt for request in record.requests}
     numbers.update(record.chunks)
@@ -129,6 +140,36 @@ def _attempt_numbers(record: TurnRecord) -> list[int]:
     if record.response is not None:
         numbers.add(record.response.attempt)
     return sorted(numbers)
+
+
+_TRUNCATION_NOTE = re.compile(r"\n\[truncated: (\d+) more characters not shown; [^\]]*\]$")
+
+
+def untruncated_text(end: ToolEnd) -> str:
+    """A text the loop's size cap turns back into exactly the recorded result.
+
+    The loop caps every tool result; serving an already capped result as-is would get the
+    note appended twice. The hidden part is gone, so it is stood in for by filler of the
+    recorded length, which the cap cuts off again.
+    """
+    if not end.truncated:
+        return end.result
+    match = _TRUNCATION_NOTE.search(end.result)
+    if match is None:
+        return end.result
+    return end.result[: match.start()] + " " * int(match.group(1))
+
+
+def served_result(end: ToolEnd, *, replayed: bool = True) -> ToolResult:
+    """The recorded outcome of a call as a toolset returns it."""
+    return ToolResult(
+        ok=end.ok,
+        text=untruncated_text(end),
+        error=end.error,
+        mocked=end.mocked,
+        replayed=replayed,
+        meta={"timeout": True} if end.error == "timeout" else {},
+    )
 
 
 def recorded_specs(recording: Recording, read_only: set[str] | None = None) -> list[ToolSpec]:
@@ -194,14 +235,7 @@ class ReplayToolset:
             )
         found_turn, end = found
         self._served.add((found_turn, end.call_id))
-        return ToolResult(
-            ok=end.ok,
-            text=end.result,
-            error=end.error,
-            truncated=end.truncated,
-            mocked=end.mocked,
-            replayed=True,
-        )
+        return served_result(end)
 
     def _find(
         self, turn: int | None, name: str, arguments: dict[str, Any], call_id: str

@@ -1,0 +1,182 @@
+"""Offline replay: the real loop re-driven from a recording, compared event by event."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from agent_core.model.openai_client import OpenAIChatModel
+from engine_support import THREE_TURNS, Project, cli, read_events, write_events
+from workbench.engine.model_server import ModelServer, ScriptResponder
+from workbench.engine.recording_io import RecordingError, load_recording, read_recording_file
+from workbench.engine.replay import ReplayStep, replay_run, replay_stream
+
+
+async def test_scripted_run_replays_identically(project: Project) -> None:
+    path, result = await project.record(THREE_TURNS)
+    assert result.status == "completed"
+    steps: list[ReplayStep] = []
+    outcome = await replay_run(read_recording_file(path), on_step=steps.append)
+    assert outcome.status == "identical", outcome.divergence
+    assert outcome.exit_code == 0
+    assert outcome.events_compared == outcome.events_recorded == len(read_events(path))
+    assert outcome.turns_replayed == 3
+    # Tool results came from the recording: flagged as replayed, nothing executed.
+    ends = [s.replayed for s in steps if s.replayed.type == "tool_end"]
+    assert ends and all(end.replayed for end in ends)  # type: ignore[union-attr]
+
+
+async def test_run_through_the_real_client_replays_with_the_server_off(project: Project) -> None:
+    with ModelServer(ScriptResponder(THREE_TURNS)) as server:
+        model = OpenAIChatModel(server.base_url, "sk-test", "scripted")
+        path, result = await project.record(model)
+        await model.aclose()
+    assert result.status == "completed"
+    # The server is closed now; nothing can answer over the network.
+    outcome = await replay_run(read_recording_file(path))
+    assert outcome.status == "identical", outcome.divergence
+    assert outcome.turns_replayed == 3
+
+
+async def test_side_effect_tool_is_not_executed_on_replay(project: Project) -> None:
+    steps = [
+        {"tool_calls": [{"id": "n1", "name": "save_note", "arguments": {"text": "hello"}}]},
+        {"content": "Saved."},
+    ]
+    path, _ = await project.record(steps, task="Save a note saying hello")
+    notes = project.root / "notes.txt"
+    assert notes.read_text() == "hello\n"
+    outcome = await replay_run(read_recording_file(path))
+    assert outcome.status == "identical", outcome.divergence
+    assert notes.read_text() == "hello\n"  # the replay did not write it again
+
+
+async def test_retries_non_streamed_answers_and_capped_results_replay(project: Project) -> None:
+    (project.root / "big.txt").write_text("x" * 5000, encoding="utf-8")
+    steps = [
+        {"error": {"status": 503, "message": "overloaded"}},
+        {"tool_calls": [{"id": "c1", "name": "read_file", "arguments": {"path": "big.txt"}}]},
+        {"error": {"kind": "connection", "message": "reset"}},
+        {"content": "It is a lot of x."},
+    ]
+    from traces.events import Limits
+
+    path, result = await project.record(steps, stream=False, limits=Limits(max_result_chars=300))
+    events = read_events(path)
+    assert result.status == "completed"
+    assert [e["kind"] for e in events if e["type"] == "error"] == ["status", "connection"]
+    assert any(e["type"] == "tool_end" and e["truncated"] for e in events)
+    outcome = await replay_run(read_recording_file(path))
+    assert outcome.status == "identical", outcome.divergence
+
+
+async def test_edited_tool_result_stops_at_the_next_turn(project: Project, capsys) -> None:
+    path, _ = await project.record(THREE_TURNS)
+    events = read_events(path)
+    edited = project.home / "edited.jsonl"
+    for event in events:
+        if event["type"] == "tool_end" and event["call_id"] == "call_read":
+            event["result"] = event["result"].replace("8080", "9090")
+    write_events(edited, events)
+
+    outcome = await replay_run(read_recording_file(edited))
+    assert outcome.status == "diverged"
+    divergence = outcome.divergence
+    assert divergence is not None
+    assert (divergence.turn, divergence.event_type) == (3, "model_request")
+    paths = [d.path for d in divergence.diffs]
+    assert len(paths) == 1 and paths[0].startswith("messages[") and paths[0].endswith(".content")
+    assert "8080" in divergence.diffs[0].recorded and "9090" in divergence.diffs[0].replayed
+
+    code = await cli("--home", str(project.home), "replay", str(edited))
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "DIVERGED at turn 3, event model_request" in out
+    assert ".content: recorded" in out and "9090" in out
+
+
+async def test_replay_by_run_id_prefix_and_json(project: Project, capsys) -> None:
+    path, result = await project.record(THREE_TURNS)
+    code = await cli("--home", str(project.home), "replay", result.run_id[:8], "--json")
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert report["status"] == "identical" and report["run_id"] == result.run_id
+
+
+async def test_incomplete_last_turn_replays_up_to_it(project: Project, capsys) -> None:
+    path, _ = await project.record(THREE_TURNS)
+    lines = path.read_text().splitlines(keepends=True)
+    # Cut the run inside turn 2, after its first tool_start (a killed run), half a line too.
+    cut = next(i for i, line in enumerate(lines) if '"tool_start"' in line and '"turn":2' in line)
+    killed = project.home / "killed.jsonl"
+    killed.write_text("".join(lines[: cut + 1]) + lines[cut + 1][:20])
+
+    outcome = await replay_run(read_recording_file(killed))
+    assert outcome.status == "incomplete" and outcome.exit_code == 2
+    assert outcome.events_compared == cut + 1
+    assert "inside turn 2" in outcome.note
+
+    code = await cli("--home", str(project.home), "replay", str(killed))
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.err.count("\n") == 1 and "inside turn 2" in captured.err
+    assert "Traceback" not in captured.err
+
+
+@pytest.mark.parametrize("damage", ["newer_schema", "corrupt_line", "no_run_start"])
+async def test_unreplayable_recordings_exit_2_with_one_line(
+    project: Project, capsys, damage: str
+) -> None:
+    path, _ = await project.record(THREE_TURNS)
+    events = read_events(path)
+    bad = project.home / f"{damage}.jsonl"
+    if damage == "newer_schema":
+        events[0]["schema_version"] = 99
+        write_events(bad, events)
+    elif damage == "corrupt_line":
+        write_events(bad, events)
+        lines = bad.read_text().splitlines(keepends=True)
+        lines[3] = "{not json\n"
+        bad.write_text("".join(lines))
+    else:
+        write_events(bad, events[1:])
+    with pytest.raises(RecordingError):
+        read_recording_file(bad)
+    code = await cli("--home", str(project.home), "replay", str(bad))
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+    expected = {"newer_schema": "newer", "corrupt_line": "corrupt", "no_run_start": "run_start"}
+    assert expected[damage] in err
+
+
+async def test_unknown_run_exits_2(tmp_path: Path, capsys) -> None:
+    code = await cli("--home", str(tmp_path), "replay", "feedface")
+    err = capsys.readouterr().err
+    assert code == 2 and "unknown run" in err and err.count("\n") == 1
+
+
+async def test_original_pace_follows_recorded_timing(project: Project) -> None:
+    steps = [dict(THREE_TURNS[0], delay_ms=150), THREE_TURNS[1], THREE_TURNS[2]]
+    path, _ = await project.record(steps)
+    recording = load_recording(path, project.home)
+    started = time.perf_counter()
+    fast = await replay_run(recording)
+    fast_s = time.perf_counter() - started
+    started = time.perf_counter()
+    items = [item async for item in replay_stream(recording, pace="original")]
+    paced_s = time.perf_counter() - started
+    assert fast.status == "identical" and items[-1].status == "identical"  # type: ignore[union-attr]
+    assert paced_s >= 0.14 > fast_s
+
+
+async def test_replay_copy_in_another_home_is_found_by_path(project: Project, tmp_path) -> None:
+    path, _ = await project.record(THREE_TURNS)
+    copy = tmp_path / "elsewhere" / path.name
+    copy.parent.mkdir()
+    shutil.copy(path, copy)
+    outcome = await replay_run(load_recording(copy, tmp_path / "nohome"))
+    assert outcome.status == "identical"

@@ -1,0 +1,337 @@
+"""`workbench replay`, `fork`, `diff` and `serve-model`: the engine from the command line.
+
+Each handler loads runs through `workbench.engine.recording_io`, calls the engine and prints
+what it returns; the engine itself never prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from workbench.cli.common import CliError, add_home, print_json, resolve_home, text_or_file
+from workbench.engine.recording_io import Recording, RecordingError, load_recording
+
+
+def register(subparsers: Any) -> None:
+    _register_replay(subparsers)
+    _register_fork(subparsers)
+    _register_diff(subparsers)
+    _register_serve(subparsers)
+
+
+def _load(ref: str, home: Path) -> Recording:
+    try:
+        return load_recording(ref, home)
+    except RecordingError as exc:
+        raise CliError(str(exc), 2) from None
+
+
+# --- replay -------------------------------------------------------------------------------
+
+
+def _register_replay(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "replay",
+        help="re-execute a recorded run offline and compare it event by event",
+        description=(
+            "Re-drive the real agent loop with the recorded model answers and tool results "
+            "(no network, no tool side effects). Exit 0 when the decision chain replays "
+            "identically, 1 at the first divergence, 2 when the run cannot be replayed."
+        ),
+    )
+    parser.add_argument("run", help="run id (or unique prefix) or a .jsonl trace path")
+    parser.add_argument(
+        "--pace",
+        choices=("fast", "original"),
+        default="fast",
+        help="fast (default) or original: re-emit events at their recorded timing",
+    )
+    parser.add_argument("--speed", type=float, default=1.0, help="speed-up for --pace original")
+    parser.add_argument("--events", action="store_true", help="print each replayed event")
+    parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    add_home(parser)
+    parser.set_defaults(func=_cmd_replay)
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    from workbench.engine.replay import ReplayStep, replay_run
+
+    if args.speed <= 0:
+        raise CliError("--speed must be above 0")
+    recording = _load(args.run, resolve_home(args))
+
+    def show(step: ReplayStep) -> None:
+        event = step.replayed
+        print(f"  ok  seq {step.recorded.seq:>5}  turn {event.turn or '-':>3}  {event.type}")
+
+    outcome = asyncio.run(
+        replay_run(
+            recording,
+            pace=args.pace,
+            speed=args.speed,
+            on_step=show if args.events and not args.json else None,
+        )
+    )
+    if args.json:
+        print_json(outcome.to_json())
+    else:
+        for line in render_outcome(outcome):
+            print(line)
+    if outcome.status == "incomplete":
+        raise CliError(f"run {outcome.run_id[:12]}: {outcome.note}", 2)
+    return outcome.exit_code
+
+
+def render_outcome(outcome: Any) -> list[str]:
+    head = f"replay of run {outcome.run_id[:12]}"
+    counts = (
+        f"{outcome.events_compared}/{outcome.events_recorded} events, "
+        f"{outcome.turns_replayed} model turns, {outcome.wall_s:.3f} s"
+    )
+    if outcome.status == "identical":
+        return [f"{head}: identical decision chain ({counts})"]
+    if outcome.status == "incomplete":
+        return [f"{head}: identical up to where the recording stops ({counts})"]
+    divergence = outcome.divergence
+    where = f"turn {divergence.turn}" if divergence.turn is not None else "outside a turn"
+    seq = f", recorded seq {divergence.recorded_seq}" if divergence.recorded_seq is not None else ""
+    lines = [
+        f"{head}: DIVERGED at {where}, event {divergence.event_type}{seq} ({counts})",
+        f"  {divergence.reason}",
+    ]
+    lines += [f"  {diff.render()}" for diff in divergence.diffs[:20]]
+    if len(divergence.diffs) > 20:
+        lines.append(f"  … and {len(divergence.diffs) - 20} more fields")
+    return lines
+
+
+# --- fork ---------------------------------------------------------------------------------
+
+
+def _register_fork(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "fork",
+        help="re-run a recorded run from turn N with edits, as a new linked run",
+        description=(
+            "Rebuild the history the run sent at turn N, apply the edits and continue live "
+            "from there with the model you choose. Earlier turns are not sent again."
+        ),
+    )
+    parser.add_argument("run", help="run id (or unique prefix) or a .jsonl trace path")
+    parser.add_argument("--turn", type=int, required=True, help="turn to fork at (1-based)")
+    parser.add_argument("--system", help="new system prompt: TEXT or @FILE")
+    parser.add_argument("--user", help="new text for the last user message: TEXT or @FILE")
+    parser.add_argument(
+        "--tool-description",
+        action="append",
+        default=[],
+        metavar="NAME=TEXT|@FILE",
+        help="replace a tool's description (repeatable)",
+    )
+    parser.add_argument(
+        "--tool-schema",
+        action="append",
+        default=[],
+        metavar="NAME=JSON|@FILE",
+        help="replace a tool's parameter schema (repeatable)",
+    )
+    parser.add_argument(
+        "--mock",
+        action="append",
+        default=[],
+        metavar="CALL_ID=TEXT|@FILE",
+        help="replace the result of a recorded tool call in the rebuilt history (repeatable)",
+    )
+    parser.add_argument(
+        "--allow-side-effects",
+        action="store_true",
+        help="let new calls to tools that are not read-only run for real",
+    )
+    parser.add_argument(
+        "--root", help="folder the live file tools work in (default: the parent's, else .)"
+    )
+    parser.add_argument("--quiet", action="store_true", help="print only the summary")
+    from workbench.cli.model_flags import add_model_flags
+
+    add_model_flags(parser)
+    add_home(parser)
+    parser.set_defaults(func=_cmd_fork)
+
+
+def _pairs(values: list[str], flag: str) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for value in values:
+        name, sep, text = value.partition("=")
+        if not sep or not name:
+            raise CliError(f"{flag} takes NAME=TEXT or NAME=@FILE, got {value!r}")
+        pairs[name] = text_or_file(text)
+    return pairs
+
+
+def _fork_request(args: argparse.Namespace) -> Any:
+    from workbench.engine.fork import ForkRequest
+
+    schemas: dict[str, dict[str, Any]] = {}
+    for name, text in _pairs(args.tool_schema, "--tool-schema").items():
+        try:
+            schema = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CliError(f"--tool-schema {name}: not valid JSON ({exc.msg})") from None
+        if not isinstance(schema, dict):
+            raise CliError(f"--tool-schema {name}: expected a JSON object schema")
+        schemas[name] = schema
+    return ForkRequest(
+        turn=args.turn,
+        system=text_or_file(args.system) if args.system is not None else None,
+        user=text_or_file(args.user) if args.user is not None else None,
+        tool_descriptions=_pairs(args.tool_description, "--tool-description"),
+        tool_schemas=schemas,
+        mocks=_pairs(args.mock, "--mock"),
+        allow_side_effects=args.allow_side_effects,
+    )
+
+
+def _cmd_fork(args: argparse.Namespace) -> int:
+    from agent_core.agent import TextDelta
+    from agent_core.tools.builtin import builtin_tools
+    from traces.events import RunEnd, ToolEnd, ToolStart
+    from traces.home import traces_dir
+    from traces.writer import JsonlWriter
+    from workbench.cli.model_flags import model_from_args
+    from workbench.engine.fork import ForkError, fork_agent, plan_fork
+
+    home = resolve_home(args)
+    parent = _load(args.run, home)
+    try:
+        plan = plan_fork(parent, _fork_request(args))
+    except ForkError as exc:
+        raise CliError(str(exc), 2) from None
+    model = model_from_args(args)
+    root = Path(args.root or parent.run_start.meta.get("root") or ".")
+    config = plan.config()
+    writer = JsonlWriter(traces_dir(home), config.run_id)
+    agent = fork_agent(
+        plan, model, live_toolsets=[builtin_tools(root)], sinks=[writer], run_id=config.run_id
+    )
+    print(
+        f"fork {config.run_id[:12]} of run {parent.run_id[:12]} at turn {plan.turn} "
+        f"({len(plan.edits)} edit(s)), model {model.name}",
+        file=sys.stderr,
+    )
+
+    async def drive() -> None:
+        async for item in agent.run_stream():
+            if args.quiet:
+                continue
+            if isinstance(item, TextDelta):
+                sys.stdout.write(item.text)
+                sys.stdout.flush()
+            elif isinstance(item, ToolStart):
+                print(f"\n[turn {item.turn}] {item.name} {item.arguments_raw}", file=sys.stderr)
+            elif isinstance(item, ToolEnd):
+                how = "reused" if item.replayed else ("mocked" if item.mocked else "ran")
+                state = "ok" if item.ok else f"error: {item.result[:120]}"
+                print(f"  -> {how}, {state}", file=sys.stderr)
+            elif isinstance(item, RunEnd) and item.final_answer:
+                sys.stdout.write("\n")
+
+    asyncio.run(drive())
+    result = agent.result
+    assert result is not None
+    print(f"fork {result.run_id}: {result.status} — {result.reason}")
+    print(f"trace: {writer.path}")
+    return 0 if result.status == "completed" else 1
+
+
+# --- diff ---------------------------------------------------------------------------------
+
+
+def _register_diff(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "diff",
+        help="compare two runs: tool schemas and/or decision chains",
+        description="Exit 0 when the runs are the same in what is compared, 1 when not.",
+    )
+    parser.add_argument("a", help="run id, prefix or .jsonl path")
+    parser.add_argument("b", help="run id, prefix or .jsonl path")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--tools", action="store_true", help="only the tool-schema diff")
+    what.add_argument("--chain", action="store_true", help="only the decision-chain diff")
+    parser.add_argument("--json", action="store_true", help="print the diff as JSON")
+    add_home(parser)
+    parser.set_defaults(func=_cmd_diff)
+
+
+def _cmd_diff(args: argparse.Namespace) -> int:
+    from workbench.engine.diff import diff_chains, diff_tools, render_chain, render_tools
+
+    home = resolve_home(args)
+    a, b = _load(args.a, home), _load(args.b, home)
+    show_tools, show_chain = not args.chain, not args.tools
+    result: dict[str, Any] = {"run_a": a.run_id, "run_b": b.run_id}
+    lines: list[str] = []
+    different = False
+    if show_tools:
+        tools = diff_tools(a, b)
+        different |= not tools.is_empty
+        result["tools"] = tools.to_json()
+        lines += render_tools(tools, a.run_id, b.run_id)
+    if show_chain:
+        chain = diff_chains(a, b)
+        different |= not chain.is_equal
+        result["chain"] = chain.to_json()
+        if lines:
+            lines.append("")
+        lines += render_chain(chain)
+    result["equal"] = not different
+    if args.json:
+        print_json(result)
+    else:
+        sys.stdout.write("\n".join(lines) + "\n")
+    return 1 if different else 0
+
+
+# --- serve-model --------------------------------------------------------------------------
+
+
+def _register_serve(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "serve-model",
+        help="serve a recorded run or a script as an OpenAI-compatible endpoint",
+        description=(
+            "An OpenAI-compatible HTTP server (/v1/chat/completions streamed or not, "
+            "/v1/models) that answers from a recorded run or a model script, so any OpenAI "
+            "client can be replayed in its own tests. A request that does not match the "
+            "recording gets HTTP 409 with a JSON diff. Ctrl-C stops it."
+        ),
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--replay", metavar="RUN", help="run id, prefix or .jsonl path")
+    source.add_argument("--script", metavar="FILE", help="model script (docs/script-format.md)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="port (default 0: pick a free one)")
+    add_home(parser)
+    parser.set_defaults(func=_cmd_serve)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from workbench.engine.serve import ServeError, serve_forever
+
+    source: Any = _load(args.replay, resolve_home(args)) if args.replay else Path(args.script)
+    what = f"replay of run {source.run_id}" if args.replay else f"script {args.script}"
+
+    def announce(base_url: str) -> None:
+        print(f"serving {base_url} ({what}; Ctrl-C stops)", flush=True)
+
+    try:
+        serve_forever(source, host=args.host, port=args.port, on_ready=announce)
+    except ServeError as exc:
+        raise CliError(str(exc), 2) from None
+    except KeyboardInterrupt:
+        print("stopped", file=sys.stderr)
+    return 0
