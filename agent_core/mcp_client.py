@@ -275,7 +275,13 @@ class McpConnection:
             cursor: str | None = None
             for _ in range(MAX_TOOL_PAGES):
                 params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-                result = await self.session.list_tools(params=params)
+                try:
+                    result = await self.session.list_tools(params=params)
+                except MCPError as exc:
+                    raise self._call_error(exc, "tools/list", 0) from None
+                except ValidationError as exc:
+                    message = f"invalid tools/list result: {_one_line(str(exc), 200)}"
+                    raise McpCallError("protocol", message) from None
                 tools.extend(_dump(tool) for tool in result.tools)
                 cursor = result.next_cursor
                 if not cursor:
@@ -338,7 +344,7 @@ class McpConnection:
         if isinstance(message, types.ToolListChangedNotification):
             try:
                 await self.list_tools()
-            except (MCPError, ValidationError) as exc:
+            except McpCallError as exc:
                 log.warning("refreshing tools of MCP server %r failed: %s", self.name, exc)
                 return
             if self.on_tools_changed is not None:
@@ -469,11 +475,12 @@ async def _handshake(connection: McpConnection, startup_timeout_s: float) -> Non
     except TimeoutError:
         reason = f"no answer to initialize/tools/list within {startup_timeout_s:g}s"
         raise McpStartError(config.name, config.describe(), reason, _tail(connection)) from None
-    except MCPError as exc:
-        if exc.code == types.CONNECTION_CLOSED:
+    except (MCPError, McpCallError) as exc:
+        code = exc.code
+        if code == types.CONNECTION_CLOSED and (connection.closed or "closed" in str(exc)):
             reason = "it exited or closed the connection during the handshake"
         else:
-            reason = f"{exc.message} (JSON-RPC error {exc.code})"
+            reason = f"{exc} (JSON-RPC error {code})"
         raise McpStartError(config.name, config.describe(), reason, _tail(connection)) from None
     except (RuntimeError, ValidationError) as exc:
         reason = f"invalid handshake: {_one_line(str(exc), 200)}"
