@@ -19,6 +19,7 @@ from typing import Any
 from agent_core.model.base import ChatModel, ModelCall, StreamItem
 from agent_core.tools.base import ToolResult, Toolset
 from traces.events import Edit, Event, Limits, RunStatus, TimeoutLayer, Totals
+from traces.recorder import Recorder
 from traces.writer import Sink
 
 
@@ -104,6 +105,9 @@ class Agent:
         self.sinks = sinks or []
         self.hooks = hooks or Hooks()
         self.result: RunResult | None = None
+        # Created here so that toolsets opened before the run (MCP servers) can record
+        # their frames into the same trace.
+        self.recorder = Recorder(config.run_id, list(self.sinks))
 
     def run_stream(self) -> AsyncIterator[Event | TextDelta]:
         """Run the ReAct loop, yielding every trace event and text delta as it happens.

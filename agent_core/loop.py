@@ -65,7 +65,6 @@ from traces.events import (
     TimeoutLayer,
     Totals,
 )
-from traces.recorder import Recorder
 
 if TYPE_CHECKING:
     from agent_core.agent import Agent, TextDelta
@@ -119,7 +118,7 @@ class LoopRun:
         self.agent = agent
         self.config = agent.config
         self.limits = agent.config.limits
-        self.recorder = Recorder(self.config.run_id, list(agent.sinks))
+        self.recorder = agent.recorder
         self.model = RecordingModel(HookedModel(agent.model, agent.hooks.model), self.recorder)
         self.messages: list[dict[str, Any]] = []
         self.end: End | None = None

@@ -1,0 +1,260 @@
+"""`workbench run TASK` (one agent run against a model) and `workbench demo` (offline runs
+on a bundled scripted model, then the workbench on them)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+from agent_core.agent import Agent, AgentConfig, RunResult
+from agent_core.demo import SCENARIOS, write_project
+from agent_core.model.base import ChatModel
+from agent_core.tools.base import Toolset
+from agent_core.tools.builtin import builtin_tools
+from agent_core.tools.loader import ToolLoadError, load_toolset
+from traces.home import traces_dir
+from traces.redact import Redactor
+from traces.writer import JsonlWriter
+from workbench.cli.common import CliError, add_home, print_json, resolve_home, text_or_file
+from workbench.cli.model_flags import (
+    add_limit_flags,
+    add_model_flags,
+    build_model,
+    check_tool_names,
+    limits_from_args,
+    model_settings,
+    parse_tool_descriptions,
+)
+from workbench.cli.run_printer import RunPrinter
+
+EXIT_CODES = """\
+exit codes:
+  0    the run completed (the model gave its answer)
+  1    the run was stopped by a limit: max_turns, duplicate_tool_calls, token_budget, timeout
+  2    usage or setup error (bad flag, no model configured, unreadable file); nothing ran
+  3    the run ended with status error (e.g. the model call failed after its retries)
+  130  cancelled (Ctrl-C); the trace still ends with run_end status cancelled
+"""
+STATUS_EXIT = {
+    "completed": 0,
+    "max_turns": 1,
+    "duplicate_tool_calls": 1,
+    "token_budget": 1,
+    "timeout": 1,
+    "error": 3,
+    "cancelled": 130,
+}
+SCRIPTED_NOTICE = (
+    "This demo uses a SCRIPTED model: every answer is pre-written in agent_core/demo, not "
+    "produced by a real language model. No network and no API key are used."
+)
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    run = subparsers.add_parser(
+        "run",
+        help="run the agent on a task and record its trace",
+        description=(
+            "Run the agent on TASK against an OpenAI-compatible model, printing its text as "
+            "it streams and a line per tool call; the trace goes to <home>/traces/."
+        ),
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument("task", help="what the agent should do")
+    add_model_flags(run)
+    add_limit_flags(run)
+    tools = run.add_argument_group("tools and prompt")
+    tools.add_argument(
+        "--root", type=Path, default=Path("."), help="folder the file tools may read (default .)"
+    )
+    tools.add_argument(
+        "--tools",
+        action="append",
+        metavar="SPEC",
+        help="add a toolset from package.module:attribute (repeatable)",
+    )
+    tools.add_argument(
+        "--mcp-config", type=Path, metavar="FILE", help="MCP servers in mcpServers JSON format"
+    )
+    tools.add_argument("--system", metavar="TEXT|@FILE", help="system prompt")
+    tools.add_argument(
+        "--tool-description",
+        action="append",
+        metavar="NAME=TEXT|@FILE",
+        help="override a tool's description for this run (repeatable)",
+    )
+    tools.add_argument(
+        "--reasoning-arg",
+        action="store_true",
+        help="offer an optional `reasoning` argument on every tool (logged, not passed on)",
+    )
+    run.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    add_home(run)
+    run.set_defaults(func=cmd_run)
+
+    demo = subparsers.add_parser(
+        "demo",
+        help="record example runs offline with a scripted model, then open the workbench",
+        description=SCRIPTED_NOTICE,
+    )
+    demo.add_argument(
+        "--no-tui", action="store_true", help="print the recorded runs instead of opening the TUI"
+    )
+    add_home(demo)
+    demo.set_defaults(func=cmd_demo)
+
+
+# -- workbench run --------------------------------------------------------------------
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    limits = limits_from_args(args)
+    root = args.root
+    if not root.is_dir():
+        raise CliError(f"--root {root}: not a folder; pass the folder the tools may read")
+    toolsets: list[Toolset] = [builtin_tools(root)]
+    for reference in args.tools or ():
+        try:
+            toolsets.append(load_toolset(reference))
+        except ToolLoadError as exc:
+            raise CliError(str(exc)) from None
+    overrides = parse_tool_descriptions(args.tool_description)
+    if args.mcp_config is None:  # MCP tools are known only once their servers start
+        check_tool_names(overrides, [spec.name for t in toolsets for spec in t.specs()])
+    elif not args.mcp_config.is_file():
+        raise CliError(f"--mcp-config {args.mcp_config}: no such file")
+    system_prompt = text_or_file(args.system) if args.system else None
+    model = build_model(args, limits)
+    config = AgentConfig(
+        task=args.task,
+        system_prompt=system_prompt,
+        limits=limits,
+        stream=not args.no_stream,
+        offer_reasoning=args.reasoning_arg,
+        tool_descriptions=overrides,
+    )
+    home = resolve_home(args)
+    redactor = Redactor([model_settings(args).api_key or ""])
+    writer = JsonlWriter(traces_dir(home), config.run_id, redactor)
+    agent = Agent(model, toolsets, config, sinks=[writer])
+    printer = RunPrinter(sys.stderr if args.json else sys.stdout)
+    result = asyncio.run(drive(agent, printer, args.mcp_config))
+    printer.summary(result, str(writer.path))
+    if args.json:
+        print_json(result_json(result, writer.path))
+    return STATUS_EXIT[result.status]
+
+
+async def drive(agent: Agent, printer: RunPrinter, mcp_config: Path | None = None) -> RunResult:
+    """Run the agent to its end, printing as it goes; Ctrl-C cancels the run cleanly."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    with contextlib.suppress(NotImplementedError, RuntimeError, AttributeError):
+        if task is not None:
+            loop.add_signal_handler(signal.SIGINT, task.cancel)
+    try:
+        async with AsyncExitStack() as stack:
+            if mcp_config is not None:
+                agent.toolsets.extend(await _open_mcp(stack, mcp_config, agent))
+            async for item in agent.run_stream():
+                printer.item(item)
+    except asyncio.CancelledError:
+        if agent.result is None:
+            raise
+    finally:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.remove_signal_handler(signal.SIGINT)
+        await _close_model(agent.model)
+    if agent.result is None:
+        raise CliError("the run ended without a result", 3)
+    return agent.result
+
+
+async def _open_mcp(stack: AsyncExitStack, config_path: Path, agent: Agent) -> list[Toolset]:
+    try:
+        from agent_core.mcp_tools import open_mcp_toolsets
+    except ImportError:
+        raise CliError(
+            "--mcp-config: this build has no MCP support (agent_core.mcp_tools)"
+        ) from None
+    toolsets = await stack.enter_async_context(open_mcp_toolsets(config_path, agent.recorder))
+    return list(toolsets)
+
+
+async def _close_model(model: ChatModel) -> None:
+    close = getattr(model, "aclose", None)
+    if close is not None:
+        with contextlib.suppress(Exception):
+            await close()
+
+
+def result_json(result: RunResult, trace: Path) -> dict[str, Any]:
+    return {
+        "run_id": result.run_id,
+        "status": result.status,
+        "reason": result.reason,
+        "timeout_layer": result.timeout_layer,
+        "final_answer": result.final_answer,
+        "totals": result.totals.model_dump(),
+        "trace": str(trace),
+    }
+
+
+# -- workbench demo -------------------------------------------------------------------
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from agent_core.model.scripted import ScriptedModel
+
+    home = resolve_home(args)
+    project = write_project(home / "demo-project")
+    print(SCRIPTED_NOTICE)
+    print(f"Recording {len(SCENARIOS)} runs into {home} (project folder: {project})\n")
+    printer = RunPrinter(sys.stdout)
+    unexpected: list[str] = []
+    for number, scenario in enumerate(SCENARIOS, 1):
+        print(f"── demo {number}/{len(SCENARIOS)}: {scenario.name} (ends: {scenario.expect})")
+        print(f"   task: {scenario.task}")
+        config = AgentConfig(
+            task=scenario.task,
+            system_prompt=scenario.system_prompt,
+            limits=scenario.run_limits(),
+            meta={"demo": scenario.name, "scripted": True},
+        )
+        writer = JsonlWriter(traces_dir(home), config.run_id)
+        model = ScriptedModel(scenario.steps, name="scripted-demo")
+        agent = Agent(model, [builtin_tools(project)], config, sinks=[writer])
+        result = asyncio.run(drive(agent, printer))
+        printer.summary(result, str(writer.path))
+        print()
+        if result.status != scenario.expect:
+            unexpected.append(f"{scenario.name}: {result.status} (expected {scenario.expect})")
+    if unexpected:
+        raise CliError("demo runs ended unexpectedly: " + "; ".join(unexpected), 3)
+    return _show_runs(home, open_tui=not args.no_tui and sys.stdout.isatty())
+
+
+def _show_runs(home: Path, open_tui: bool) -> int:
+    from workbench.cli import build_parser, main
+
+    commands = _commands(build_parser())
+    if open_tui and "tui" in commands:
+        return main(["--home", str(home), "tui"])
+    if "runs" in commands:
+        return main(["--home", str(home), "runs"])
+    print(f"Recorded runs are in {traces_dir(home)}.")
+    return 0
+
+
+def _commands(parser: argparse.ArgumentParser) -> set[str]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return set(action.choices)
+    return set()

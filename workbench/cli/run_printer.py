@@ -1,0 +1,67 @@
+"""Live terminal output for an agent run: streamed text, one line per tool start and end,
+and a closing line with the run id and status."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO
+
+from agent_core.agent import RunResult, TextDelta
+from traces.events import Error, HistoryTrimmed, ToolEnd, ToolStart
+
+PREVIEW_CHARS = 100
+
+
+def _preview(text: str, limit: int = PREVIEW_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+class RunPrinter:
+    def __init__(self, out: TextIO | None = None) -> None:
+        self.out = out or sys.stdout
+        self._mid_line = False
+
+    def _line(self, text: str) -> None:
+        if self._mid_line:
+            self.out.write("\n")
+            self._mid_line = False
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def item(self, item: Any) -> None:
+        if isinstance(item, TextDelta):
+            self.out.write(item.text)
+            self.out.flush()
+            self._mid_line = not item.text.endswith("\n")
+        elif isinstance(item, ToolStart):
+            arguments = (
+                json.dumps(item.arguments, ensure_ascii=False)
+                if item.arguments is not None
+                else item.arguments_raw
+            )
+            self._line(f"  → {item.name} {_preview(arguments)}")
+        elif isinstance(item, ToolEnd):
+            state = "ok" if item.ok else "error"
+            note = " (truncated)" if item.truncated else ""
+            self._line(
+                f"  ← {item.name} {state} {item.duration_ms:.0f} ms{note}: {_preview(item.result)}"
+            )
+        elif isinstance(item, HistoryTrimmed):
+            self._line(
+                f"  ✂ history trimmed: {item.rounds_dropped} rounds folded, "
+                f"~{item.tokens_before} → ~{item.tokens_after} tokens"
+            )
+        elif isinstance(item, Error):
+            retry = " (retrying)" if item.retriable and item.where == "model" else ""
+            self._line(f"  ! {item.where} {item.kind}: {_preview(item.message)}{retry}")
+
+    def summary(self, result: RunResult, trace: str) -> None:
+        totals = result.totals
+        layer = f" ({result.timeout_layer})" if result.timeout_layer else ""
+        self._line(
+            f"run {result.run_id}: {result.status}{layer} — {result.reason} · "
+            f"{totals.turns} turns, {totals.tool_calls} tool calls, "
+            f"{totals.total_tokens} tokens · trace {trace}"
+        )
