@@ -232,7 +232,11 @@ class ModelServer:
 
     def start(self) -> ModelServer:
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, name="model-server", daemon=True
+            # A short poll keeps close() quick; shutdown waits for one poll.
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.02},
+            name="model-server",
+            daemon=True,
         )
         self._thread.start()
         return self

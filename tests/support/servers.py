@@ -1,0 +1,43 @@
+"""Responders for the local model server that tests script request by request."""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Any
+
+from workbench.engine.model_server import Reply
+
+
+class Sequence:
+    """Answers request N with reply N; the last reply repeats once the list runs out."""
+
+    def __init__(self, *replies: Reply) -> None:
+        self.replies = list(replies)
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        with self._lock:
+            reply = self.replies[min(self.calls, len(self.replies) - 1)]
+            self.calls += 1
+        return reply
+
+
+def text_chunks(text: str, *, usage: dict[str, Any] | None = None) -> list[dict[str, Any] | str]:
+    """A minimal well-formed stream answering `text`."""
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            "id": "chatcmpl-test",
+            "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+
+    chunks: list[dict[str, Any] | str] = [chunk({"role": "assistant", "content": ""})]
+    chunks += [chunk({"content": piece}) for piece in re.findall(r"\S+\s*|\s+", text)]
+    chunks.append(chunk({}, "stop"))
+    if usage is not None:
+        chunks.append({"id": "chatcmpl-test", "choices": [], "usage": usage})
+    chunks.append("data: [DONE]")
+    return chunks
