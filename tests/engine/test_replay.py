@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 import pytest
+from engine_support import THREE_TURNS, Project, cli, read_events, write_events
 
 from agent_core.model.openai_client import OpenAIChatModel
-from engine_support import THREE_TURNS, Project, cli, read_events, write_events
 from workbench.engine.model_server import ModelServer, ScriptResponder
 from workbench.engine.recording_io import RecordingError, load_recording, read_recording_file
 from workbench.engine.replay import ReplayStep, replay_run, replay_stream

@@ -156,9 +156,10 @@ def _register_fork(subparsers: Any) -> None:
         "--root", help="folder the live file tools work in (default: the parent's, else .)"
     )
     parser.add_argument("--quiet", action="store_true", help="print only the summary")
-    from workbench.cli.model_flags import add_model_flags
+    from workbench.cli.model_flags import add_limit_flags, add_model_flags
 
     add_model_flags(parser)
+    add_limit_flags(parser)
     add_home(parser)
     parser.set_defaults(func=_cmd_fork)
 
@@ -174,6 +175,7 @@ def _pairs(values: list[str], flag: str) -> dict[str, str]:
 
 
 def _fork_request(args: argparse.Namespace) -> Any:
+    from workbench.cli.model_flags import parse_tool_descriptions
     from workbench.engine.fork import ForkRequest
 
     schemas: dict[str, dict[str, Any]] = {}
@@ -189,7 +191,7 @@ def _fork_request(args: argparse.Namespace) -> Any:
         turn=args.turn,
         system=text_or_file(args.system) if args.system is not None else None,
         user=text_or_file(args.user) if args.user is not None else None,
-        tool_descriptions=_pairs(args.tool_description, "--tool-description"),
+        tool_descriptions=parse_tool_descriptions(args.tool_description),
         tool_schemas=schemas,
         mocks=_pairs(args.mock, "--mock"),
         allow_side_effects=args.allow_side_effects,
@@ -197,12 +199,11 @@ def _fork_request(args: argparse.Namespace) -> Any:
 
 
 def _cmd_fork(args: argparse.Namespace) -> int:
-    from agent_core.agent import TextDelta
     from agent_core.tools.builtin import builtin_tools
-    from traces.events import RunEnd, ToolEnd, ToolStart
     from traces.home import traces_dir
     from traces.writer import JsonlWriter
-    from workbench.cli.model_flags import model_from_args
+    from workbench.cli.model_flags import build_model, limits_from_args
+    from workbench.cli.run_printer import RunPrinter
     from workbench.engine.fork import ForkError, fork_agent, plan_fork
 
     home = resolve_home(args)
@@ -211,40 +212,39 @@ def _cmd_fork(args: argparse.Namespace) -> int:
         plan = plan_fork(parent, _fork_request(args))
     except ForkError as exc:
         raise CliError(str(exc), 2) from None
-    model = model_from_args(args)
+    limits = limits_from_args(args, parent.run_start.limits)
+    model = build_model(args, limits)
     root = Path(args.root or parent.run_start.meta.get("root") or ".")
-    config = plan.config()
+    config = plan.config(limits=limits)
     writer = JsonlWriter(traces_dir(home), config.run_id)
     agent = fork_agent(
-        plan, model, live_toolsets=[builtin_tools(root)], sinks=[writer], run_id=config.run_id
+        plan,
+        model,
+        live_toolsets=[builtin_tools(root)],
+        sinks=[writer],
+        run_id=config.run_id,
+        limits=limits,
     )
-    print(
-        f"fork {config.run_id[:12]} of run {parent.run_id[:12]} at turn {plan.turn} "
-        f"({len(plan.edits)} edit(s)), model {model.name}",
-        file=sys.stderr,
+    printer = RunPrinter(sys.stdout)
+    sys.stderr.write(
+        f"fork {config.run_id} of run {parent.run_id} at turn {plan.turn} "
+        f"({len(plan.edits)} edit(s)), model {model.name}\n"
     )
 
     async def drive() -> None:
-        async for item in agent.run_stream():
-            if args.quiet:
-                continue
-            if isinstance(item, TextDelta):
-                sys.stdout.write(item.text)
-                sys.stdout.flush()
-            elif isinstance(item, ToolStart):
-                print(f"\n[turn {item.turn}] {item.name} {item.arguments_raw}", file=sys.stderr)
-            elif isinstance(item, ToolEnd):
-                how = "reused" if item.replayed else ("mocked" if item.mocked else "ran")
-                state = "ok" if item.ok else f"error: {item.result[:120]}"
-                print(f"  -> {how}, {state}", file=sys.stderr)
-            elif isinstance(item, RunEnd) and item.final_answer:
-                sys.stdout.write("\n")
+        try:
+            async for item in agent.run_stream():
+                if not args.quiet:
+                    printer.item(item)
+        finally:
+            close = getattr(model, "aclose", None)
+            if close is not None:
+                await close()
 
     asyncio.run(drive())
     result = agent.result
     assert result is not None
-    print(f"fork {result.run_id}: {result.status} — {result.reason}")
-    print(f"trace: {writer.path}")
+    printer.summary(result, str(writer.path))
     return 0 if result.status == "completed" else 1
 
 
