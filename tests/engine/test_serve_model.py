@@ -1,0 +1,120 @@
+"""`workbench serve-model` as a real subprocess, spoken to by the plain openai SDK."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import openai
+import pytest
+from engine_support import THREE_TURNS, Project, read_events
+
+WORKBENCH = str(Path(sys.executable).with_name("workbench"))
+
+
+@contextmanager
+def serve(*args: str) -> Iterator[str]:
+    """Start the server, read the base URL it prints, stop it with Ctrl-C at the end."""
+    process = subprocess.Popen(
+        [WORKBENCH, "serve-model", "--port", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()  # blocks until the server is listening
+        assert line.startswith("serving http://127.0.0.1:"), line + process.stderr.read()
+        yield line.split()[1]
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=20)
+    assert process.returncode == 0, err
+    assert "Traceback" not in err
+
+
+def recorded_requests(path: Path) -> dict[int, dict]:
+    return {e["turn"]: e for e in read_events(path) if e["type"] == "model_request"}
+
+
+async def test_plain_openai_sdk_gets_the_recorded_answers(project: Project) -> None:
+    path, run = await project.record(THREE_TURNS)
+    requests = recorded_requests(path)
+    with serve("--replay", run.run_id, "--home", str(project.home)) as base_url:
+        client = openai.OpenAI(base_url=base_url, api_key="sk-test", max_retries=0)
+        assert [m.id for m in client.models.list().data] == ["scripted"]
+
+        first = client.chat.completions.create(
+            model="anything", messages=requests[1]["messages"], tools=requests[1]["tools"]
+        )
+        message = first.choices[0].message
+        assert message.content == "Let me look around."
+        assert [(c.id, c.function.name) for c in message.tool_calls or []] == [
+            ("call_list", "list_dir")
+        ]
+        assert first.usage is not None and first.usage.total_tokens == 132
+
+        stream = client.chat.completions.create(
+            model="anything",
+            messages=requests[2]["messages"],
+            tools=requests[2]["tools"],
+            stream=True,
+        )
+        calls: dict[int, list[str]] = {}
+        for chunk in stream:
+            for delta in chunk.choices[0].delta.tool_calls or [] if chunk.choices else []:
+                entry = calls.setdefault(delta.index, ["", ""])
+                entry[0] += (delta.function.name or "") if delta.function else ""
+                entry[1] += (delta.function.arguments or "") if delta.function else ""
+        assert [(name, json.loads(args)) for name, args in calls.values()] == [
+            ("read_file", {"path": "config.toml"}),
+            ("calculator", {"expression": "8080 * 2"}),
+        ]
+
+        changed = [dict(m) for m in requests[3]["messages"]]
+        changed[-1]["content"] = "something else"
+        with pytest.raises(openai.ConflictError) as caught:
+            client.chat.completions.create(
+                model="anything", messages=changed, tools=requests[3]["tools"]
+            )
+        error = caught.value
+        assert error.status_code == 409
+        body = error.body
+        assert isinstance(body, dict) and body["type"] == "replay_mismatch"
+        assert body["turn"] == 3
+        last = len(changed) - 1
+        assert body["diffs"] == [
+            {
+                "path": f"messages[{last}].content",
+                "recorded": requests[3]["messages"][-1]["content"],
+                "replayed": "something else",
+            }
+        ]
+
+
+def test_serves_a_script_file(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"name": "demo-model", "steps": [{"content": "Hi there."}]}))
+    with serve("--script", str(script)) as base_url:
+        client = openai.OpenAI(base_url=base_url, api_key="sk-test", max_retries=0)
+        answer = client.chat.completions.create(
+            model="demo-model", messages=[{"role": "user", "content": "Hello"}]
+        )
+        assert answer.choices[0].message.content == "Hi there."
+
+
+def test_bad_sources_exit_2_with_one_line(tmp_path: Path) -> None:
+    for args in (
+        ["--replay", "feedface", "--home", str(tmp_path)],
+        ["--script", str(tmp_path / "missing.json")],
+    ):
+        done = subprocess.run(
+            [WORKBENCH, "serve-model", *args], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 2
+        assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
