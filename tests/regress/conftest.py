@@ -20,10 +20,50 @@ import pytest
 from agent_core.model.script import ScriptStep, step_chunks
 from workbench.engine.model_server import ModelServer, Reply
 
-STOP = set(
-    "a an the and or of to in on at for it its is be by with what which when you your me my "
-    "this that does do not say says tell than then there their from into out about use used".split()
-)
+STOP = {
+    "a",
+    "an",
+    "the",
+    "and",
+    "or",
+    "of",
+    "to",
+    "in",
+    "on",
+    "at",
+    "for",
+    "it",
+    "its",
+    "is",
+    "be",
+    "by",
+    "with",
+    "what",
+    "which",
+    "when",
+    "you",
+    "your",
+    "me",
+    "my",
+    "this",
+    "that",
+    "does",
+    "do",
+    "not",
+    "say",
+    "says",
+    "tell",
+    "than",
+    "then",
+    "there",
+    "their",
+    "from",
+    "into",
+    "out",
+    "about",
+    "use",
+    "used",
+}
 NEGATION = re.compile(r"\b(not|never|don't|instead)\b", re.I)
 
 

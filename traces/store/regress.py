@@ -9,9 +9,12 @@ descriptions that used to pass. Rows go in as one set-based statement each, from
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import duckdb
+
+from traces.home import db_path
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS regress_runs (
@@ -270,3 +273,9 @@ class RegressTables:
             "chosen",
         )
         return [dict(zip(keys, row, strict=True)) for row in rows]
+
+
+def regress_tables_for_home(home: Path) -> RegressTables:
+    """The regression tables in the home folder's store file."""
+    home.mkdir(parents=True, exist_ok=True)
+    return RegressTables(duckdb.connect(str(db_path(home))))

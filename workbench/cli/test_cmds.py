@@ -10,9 +10,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from traces.events import Limits
 from workbench.cli.common import CliError, add_home, print_json, resolve_home
+from workbench.cli.model_flags import add_model_flags, build_model, parse_tool_descriptions
 from workbench.engine.lint_tools import MAX_TOOLS, lint_tools, summary
-from workbench.engine.regress_context import RecordingError, find_trace
+from workbench.engine.regress import SampleResult
+from workbench.engine.regress_context import RecordingError, find_trace, load_context
+from workbench.engine.regress_report import summary_line, table, to_json, to_junit
+from workbench.engine.regress_session import SuiteOutcome, SuiteRequest, run_suite_request
 from workbench.engine.regress_sources import (
     ToolSourceError,
     is_mcp_config,
@@ -21,10 +26,227 @@ from workbench.engine.regress_sources import (
     schemas_from_run,
     schemas_of,
 )
+from workbench.engine.regress_suite import Case, SuiteError, append_case, load_suite
 
 
 def register(subparsers: Any) -> None:
+    _register_test(subparsers)
+    _register_capture(subparsers)
     _register_lint(subparsers)
+
+
+# --- test ---------------------------------------------------------------------------------
+
+
+def _register_test(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "test",
+        help="run a regression suite of tool-choice cases (exit 0 pass, 1 fail, 2 error)",
+        description=(
+            "Run every case of a TOML suite N times against the model and check which tool "
+            "it chooses. Exit 0 when all cases pass, 1 on any failure or regression against "
+            "--baseline, 2 when the suite could not run. See docs/regression.md."
+        ),
+    )
+    parser.add_argument("suite", help="suite file (TOML)")
+    add_model_flags(parser)
+    parser.add_argument("--root", default=".", help="root folder for the builtin tools")
+    parser.add_argument(
+        "--tool-description",
+        action="append",
+        metavar="NAME=TEXT|@FILE",
+        help="offer this description for tool NAME instead (repeatable)",
+    )
+    parser.add_argument("--samples", type=_positive, metavar="N", help="runs per case")
+    parser.add_argument(
+        "--concurrency", type=_positive, default=4, metavar="N", help="samples at once (4)"
+    )
+    parser.add_argument(
+        "--model-timeout", type=float, default=60.0, metavar="S", help="per model call (60)"
+    )
+    parser.add_argument("--save-baseline", metavar="NAME", help="store this run as baseline NAME")
+    parser.add_argument(
+        "--baseline", metavar="NAME", help="fail cases whose rate fell below NAME's"
+    )
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
+    add_home(parser)
+    parser.set_defaults(func=run_test)
+
+
+def run_test(args: argparse.Namespace) -> int:
+    home = resolve_home(args)
+    try:
+        suite = load_suite(args.suite)
+    except SuiteError as exc:
+        raise CliError(str(exc)) from None
+    request = SuiteRequest(
+        suite=suite,
+        home=home,
+        root=Path(args.root),
+        samples=args.samples,
+        concurrency=args.concurrency,
+        tool_descriptions=parse_tool_descriptions(args.tool_description),
+        baseline=args.baseline,
+        save_baseline=args.save_baseline,
+        model_timeout_s=args.model_timeout,
+    )
+    if args.model_timeout <= 0:
+        raise CliError("--model-timeout must be greater than 0")
+    model = build_model(args, Limits(model_timeout_s=args.model_timeout))
+    total = sum(suite.samples_for(case, args.samples) for case in suite.cases)
+    progress = _Progress(total)
+    try:
+        outcome = asyncio.run(_run(request, model, home, progress))
+    except SuiteError as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        progress.close()
+    _report(outcome, args)
+    return outcome.result.exit_code
+
+
+async def _run(request: SuiteRequest, model: Any, home: Path, progress: _Progress) -> SuiteOutcome:
+    from traces.store.regress import regress_tables_for_home
+
+    try:
+        return await run_suite_request(
+            request, model, regress_tables_for_home(home), progress=progress.update
+        )
+    finally:
+        close = getattr(model, "aclose", None)
+        if close is not None:
+            await close()
+
+
+def _report(outcome: SuiteOutcome, args: argparse.Namespace) -> None:
+    result = outcome.result
+    if args.junit:
+        try:
+            Path(args.junit).write_text(to_junit(result, outcome.details), encoding="utf-8")
+        except OSError as exc:
+            raise CliError(f"cannot write {args.junit}: {exc.strerror or exc}") from None
+    if args.json:
+        print_json({**to_json(result), "details": outcome.details})
+        return
+    for line in table(result):
+        print(line)
+    for lines in outcome.details.values():
+        print()
+        for line in lines:
+            print(line)
+    print()
+    print(summary_line(result))
+    if outcome.saved_baseline:
+        print(f"saved baseline {outcome.saved_baseline!r} for suite {result.suite.name}")
+
+
+class _Progress:
+    """A bar on a terminal; elsewhere (CI logs) a plain line every tenth of the way."""
+
+    def __init__(self, total: int) -> None:
+        self.total = max(total, 1)
+        self.tty = sys.stderr.isatty()
+        self.failed = 0
+        self._last_step = -1
+
+    def update(self, done: int, total: int, sample: SampleResult) -> None:
+        self.failed += not sample.passed
+        if self.tty:
+            width = 30
+            filled = width * done // total
+            bar = "#" * filled + "-" * (width - filled)
+            sys.stderr.write(f"\r[{bar}] {done}/{total} samples, {self.failed} failed ")
+            sys.stderr.flush()
+            return
+        step = 10 * done // total
+        if step != self._last_step:
+            self._last_step = step
+            print(f"{done}/{total} samples, {self.failed} failed", file=sys.stderr)
+
+    def close(self) -> None:
+        if self.tty and self._last_step != -2:
+            sys.stderr.write("\n")
+            self._last_step = -2
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be greater than 0")
+    return value
+
+
+# --- capture-case -------------------------------------------------------------------------
+
+
+def _register_capture(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "capture-case",
+        help="append a suite case from a recorded run's decision at a turn",
+        description=(
+            "Append a case to a suite file: the recorded context of RUN at --turn, expecting "
+            "the tool the model chose there. The trace is copied next to the suite "
+            "(traces/) so the suite also runs where the home folder is not available."
+        ),
+    )
+    parser.add_argument("run", help="run id (or unique prefix) or trace file")
+    parser.add_argument("--turn", type=_positive, required=True, metavar="N")
+    parser.add_argument("--suite", required=True, metavar="FILE", help="suite file to append to")
+    parser.add_argument("--id", help="case id (default: <run>-t<turn>)")
+    parser.add_argument(
+        "--with-args", action="store_true", help="also expect the recorded arguments"
+    )
+    parser.add_argument("--min-pass-rate", type=float, default=1.0, metavar="R")
+    parser.add_argument("--no-copy", action="store_true", help="do not copy the trace")
+    add_home(parser)
+    parser.set_defaults(func=run_capture)
+
+
+def run_capture(args: argparse.Namespace) -> int:
+    import shutil
+
+    home = resolve_home(args)
+    suite_path = Path(args.suite)
+    try:
+        path = find_trace(args.run, [home / "traces"])
+        context = load_context(path, args.turn)
+    except RecordingError as exc:
+        raise CliError(str(exc)) from None
+    if not context.chosen:
+        raise CliError(
+            f"run {context.run_id[:12]} called no tool at turn {args.turn}; pick a turn "
+            "where the model chose a tool"
+        )
+    first = context.chosen[0]
+    case = Case(
+        id=args.id or f"{context.run_id[:8]}-t{args.turn}",
+        from_run=context.run_id,
+        turn=args.turn,
+        expect_tool=first.name,
+        expect_args=dict(first.arguments or {}) if args.with_args else {},
+        min_pass_rate=args.min_pass_rate,
+    )
+    comment = (
+        f"captured from run {context.run_id} turn {args.turn}: task {context.plan.task[:60]!r}"
+    )
+    try:
+        append_case(suite_path, case, comment=comment)
+    except (SuiteError, ValueError, TypeError) as exc:
+        raise CliError(str(exc)) from None
+    if not args.no_copy:
+        copies = suite_path.parent / "traces"
+        copies.mkdir(parents=True, exist_ok=True)
+        if not (copies / path.name).exists():
+            shutil.copyfile(path, copies / path.name)
+    print(f"added case {case.id!r} to {suite_path}: expect {case.expected_text()}")
+    return 0
+
+
+# --- lint-tools ---------------------------------------------------------------------------
 
 
 def _register_lint(subparsers: Any) -> None:

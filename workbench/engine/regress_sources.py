@@ -43,16 +43,23 @@ async def open_tools(
     if path.suffix == ".json":
         if not path.is_file():
             raise ToolSourceError(f"tools {reference!r}: no such file")
+        opened = False
         if not is_mcp_config(path):
             raise ToolSourceError(
                 f"tools {reference!r}: not an MCP config (no mcpServers); a schema file "
                 "can be linted but not run"
             )
-        from agent_core.mcp_tools import open_mcp_toolsets
+        from agent_core.mcp_tools import McpConfigError, McpStartError, open_mcp_toolsets
 
         recorder = recorder or Recorder("regress-mcp")
-        async with open_mcp_toolsets(path, recorder) as toolsets:
-            yield list(toolsets)
+        try:
+            async with open_mcp_toolsets(path, recorder) as toolsets:
+                opened = True
+                yield list(toolsets)
+        except (McpConfigError, McpStartError) as exc:
+            if opened:
+                raise
+            raise ToolSourceError(str(exc)) from None
         return
     from agent_core.tools.loader import ToolLoadError, load_toolset
 

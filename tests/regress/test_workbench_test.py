@@ -1,0 +1,165 @@
+"""`workbench test` end to end: a real subprocess, the real openai SDK, a real local model
+server whose answers come from reading the tool descriptions, and a real DuckDB store."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from workbench.engine.model_server import ModelServer
+
+CLI = "import sys; from workbench.cli import main; sys.exit(main())"
+
+SUITE = """
+[suite]
+name = "file-tools"
+samples = 2
+tools = "builtin"
+
+[[case]]
+id = "read-notes"
+task = "What does notes.txt say? Read the file and tell me."
+expect_tool = "read_file"
+expect_args = { path = "notes.txt" }
+
+[[case]]
+id = "list-docs"
+task = "List the files in the docs folder."
+expect_tool = "list_dir"
+
+[[case]]
+id = "arithmetic"
+task = "Evaluate the arithmetic expression 17 * 4 + 2"
+expect_tool = "calculator"
+expect_not_tool = "read_file"
+"""
+
+MISLEADING = "Evaluate arithmetic expressions exactly. Do not use it for a file."
+
+
+def workbench(
+    *args: str, server: ModelServer, home: Path, root: Path
+) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-c", CLI, "test", "--home", str(home), "--root", str(root)]
+    command += ["--base-url", server.base_url, "--model", "chooser", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+def test_baseline_then_a_misleading_edit_fails_with_the_description_diff(
+    tmp_path: Path, chooser_server: ModelServer, project: Path
+) -> None:
+    suite = tmp_path / "file-tools.wbsuite.toml"
+    suite.write_text(SUITE, encoding="utf-8")
+    home = tmp_path / "home"
+
+    passing = workbench(
+        str(suite), "--save-baseline", "main", server=chooser_server, home=home, root=project
+    )
+    assert passing.returncode == 0, passing.stdout + passing.stderr
+    assert "3 passed of 3 case(s), 6 sample(s)" in passing.stdout
+    assert "saved baseline 'main'" in passing.stdout
+    assert "read_file ×2" in passing.stdout
+    traces = sorted((home / "traces").glob("*.jsonl"))
+    assert len(traces) == 6  # every sample is a recorded run
+
+    failing = workbench(
+        str(suite),
+        "--baseline",
+        "main",
+        "--tool-description",
+        f"read_file={MISLEADING}",
+        "--junit",
+        str(tmp_path / "junit.xml"),
+        server=chooser_server,
+        home=home,
+        root=project,
+    )
+    assert failing.returncode == 1, failing.stdout + failing.stderr
+    out = failing.stdout
+    assert "FAIL" in out and "read-notes" in out and "chose list_dir" in out
+    assert "(was 100%)" in out
+    # The description diff of the edited tool, against the baseline's schemas.
+    assert "since baseline 'main'" in out
+    assert "read_file" in out and "Evaluate" in out
+    assert "Traceback" not in failing.stderr
+
+    junit = ET.parse(tmp_path / "junit.xml").getroot()
+    assert junit.tag == "testsuite" and junit.get("tests") == "3"
+    assert junit.get("failures") == "1"
+    cases = {c.get("name"): c for c in junit.iter("testcase")}
+    assert cases["read-notes"].find("failure") is not None
+    assert cases["list-docs"].find("failure") is None
+    assert "read_file" in (cases["read-notes"].find("failure").text or "")
+
+
+def test_json_output_and_samples_override(
+    tmp_path: Path, chooser_server: ModelServer, project: Path
+) -> None:
+    suite = tmp_path / "s.wbsuite.toml"
+    suite.write_text(SUITE, encoding="utf-8")
+    result = workbench(
+        str(suite),
+        "--json",
+        "--samples",
+        "3",
+        "--concurrency",
+        "3",
+        server=chooser_server,
+        home=tmp_path / "home",
+        root=project,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["exit_code"] == 0 and len(report["cases"]) == 3
+    first = report["cases"][0]
+    assert first["case_id"] == "read-notes" and first["pass_rate"] == 1.0
+    assert [s["chosen"] for s in first["samples"]] == ["read_file"] * 3
+    run_ids = {s["run_id"] for c in report["cases"] for s in c["samples"]}
+    assert all((tmp_path / "home" / "traces" / f"{r}.jsonl").is_file() for r in run_ids)
+
+
+def test_a_bad_suite_exits_2_with_one_line(
+    tmp_path: Path, chooser_server: ModelServer, project: Path
+) -> None:
+    suite = tmp_path / "bad.wbsuite.toml"
+    suite.write_text("[[case]]\nid = 'x'\ntask = 'hi'\n", encoding="utf-8")
+    result = workbench(str(suite), server=chooser_server, home=tmp_path / "h", root=project)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "no expectation" in result.stderr
+    missing = workbench(
+        str(tmp_path / "nope.toml"), server=chooser_server, home=tmp_path / "h", root=project
+    )
+    assert missing.returncode == 2 and "cannot read suite" in missing.stderr
+
+
+def test_unknown_baseline_or_tool_exits_2(
+    tmp_path: Path, chooser_server: ModelServer, project: Path
+) -> None:
+    suite = tmp_path / "s.wbsuite.toml"
+    suite.write_text(SUITE, encoding="utf-8")
+    home = tmp_path / "home"
+    no_baseline = workbench(
+        str(suite), "--baseline", "nope", server=chooser_server, home=home, root=project
+    )
+    assert no_baseline.returncode == 2
+    assert "no baseline 'nope'" in no_baseline.stderr and no_baseline.stderr.count("\n") == 1
+    bad_tool = workbench(
+        str(suite), "--tool-description", "nope=x", server=chooser_server, home=home, root=project
+    )
+    assert bad_tool.returncode == 2 and "unknown tool 'nope'" in bad_tool.stderr
+
+
+def test_an_unreachable_model_exits_2(tmp_path: Path, project: Path) -> None:
+    suite = tmp_path / "s.wbsuite.toml"
+    suite.write_text(SUITE, encoding="utf-8")
+    with ModelServer(lambda body: None) as server:  # type: ignore[arg-type, return-value]
+        url = server.base_url
+    command = [sys.executable, "-c", CLI, "test", str(suite), "--home", str(tmp_path / "h")]
+    command += ["--root", str(project), "--base-url", url, "--model", "m", "--samples", "1"]
+    command += ["--model-timeout", "2"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "could not run" in result.stderr and result.stderr.strip().count("\n") == 0

@@ -1,0 +1,128 @@
+"""One `workbench test` from start to end, shared by the CLI and the pytest plugin: open the
+suite's tools, load the baseline, run the samples, store results, save a baseline.
+
+Anything that stops the suite from running is a `SuiteError` (exit code 2); failing cases
+are results (exit code 1), not errors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from agent_core.model.base import ChatModel
+from traces.home import traces_dir
+from workbench.engine.regress import (
+    Baseline,
+    Progress,
+    RegressOptions,
+    SuiteResult,
+    run_suite,
+)
+from workbench.engine.regress_context import RecordingError
+from workbench.engine.regress_report import failure_details, store_rows
+from workbench.engine.regress_sources import ToolSourceError, open_tools
+from workbench.engine.regress_suite import Suite, SuiteError
+
+
+class BaselineStore(Protocol):
+    """What a session needs from `traces.store.regress.RegressTables`."""
+
+    def save_run(
+        self, run: dict[str, Any], cases: list[dict[str, Any]], samples: list[dict[str, Any]]
+    ) -> None: ...
+
+    def save_baseline(self, suite: str, name: str, suite_run_id: str) -> None: ...
+
+    def load_baseline(self, suite: str, name: str | None = None) -> dict[str, Any] | None: ...
+
+
+@dataclass
+class SuiteRequest:
+    suite: Suite
+    home: Path
+    root: Path = Path(".")
+    samples: int | None = None
+    concurrency: int = 4
+    tool_descriptions: dict[str, str] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+    model_timeout_s: float = 60.0
+    baseline: str | None = None  # compare pass rates with this stored baseline
+    save_baseline: str | None = None
+
+
+@dataclass
+class SuiteOutcome:
+    result: SuiteResult
+    details: dict[str, list[str]]  # case id -> failure lines (failing/regressed cases only)
+    diff_base: str | None  # what the schema diffs compare with
+    saved_baseline: str | None = None
+
+
+def _baseline(row: dict[str, Any]) -> Baseline:
+    return Baseline(
+        name=row["name"],
+        suite=row["suite"],
+        pass_rates=dict(row["pass_rates"]),
+        tool_schemas=list(row["tool_schemas"]),
+        created=str(row.get("created") or ""),
+        model=str(row.get("model") or ""),
+    )
+
+
+async def run_suite_request(
+    request: SuiteRequest,
+    model: ChatModel,
+    store: BaselineStore | None,
+    *,
+    progress: Progress | None = None,
+) -> SuiteOutcome:
+    suite = request.suite
+    baseline: Baseline | None = None
+    if request.baseline is not None:
+        row = store.load_baseline(suite.name, request.baseline) if store else None
+        if row is None:
+            raise SuiteError(
+                f"no baseline {request.baseline!r} for suite {suite.name!r}; save one first "
+                f"with --save-baseline {request.baseline}"
+            )
+        baseline = _baseline(row)
+    # Without --baseline, failures are still shown against the newest saved baseline.
+    diff_from = baseline
+    if diff_from is None and store is not None:
+        latest = store.load_baseline(suite.name)
+        diff_from = _baseline(latest) if latest else None
+    options = RegressOptions(
+        traces_dir=traces_dir(request.home),
+        samples=request.samples,
+        concurrency=request.concurrency,
+        tool_descriptions=dict(request.tool_descriptions),
+        recording_dirs=[traces_dir(request.home)],
+        params=dict(request.params),
+        model_timeout_s=request.model_timeout_s,
+        baseline=baseline,
+    )
+    reference = suite.tools_path()
+    if reference is None and not any(case.from_run for case in suite.cases):
+        raise SuiteError(f'{suite.path}: [suite] names no tools; add tools = "builtin"')
+    try:
+        if reference is None:
+            result = await run_suite(suite, model, [], options, progress=progress)
+        else:
+            async with open_tools(reference, root=request.root) as toolsets:
+                result = await run_suite(suite, model, toolsets, options, progress=progress)
+    except (ToolSourceError, RecordingError) as exc:
+        raise SuiteError(str(exc)) from None
+    if result.all_errored:
+        first = next(s.error for c in result.cases for s in c.samples if s.error)
+        raise SuiteError(f"suite {suite.name} could not run: every sample failed: {first}")
+    saved = None
+    if store is not None:
+        store.save_run(*store_rows(result))
+        if request.save_baseline:
+            store.save_baseline(suite.name, request.save_baseline, result.suite_run_id)
+            saved = request.save_baseline
+    label = f"baseline {diff_from.name!r}" if diff_from else None
+    details = failure_details(result, diff_from.tool_schemas if diff_from else None, label)
+    return SuiteOutcome(result, details, label, saved)
