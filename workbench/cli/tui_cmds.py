@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 
 from workbench.cli.common import add_home, resolve_home
+from workbench.cli.model_flags import add_model_flags
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -17,10 +18,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Open the interactive workbench on the runs of the home folder.",
     )
     add_home(parser)
+    add_model_flags(parser)  # the default model endpoint of the fork dialog
     parser.set_defaults(func=run_tui)
 
 
 def run_tui(args: argparse.Namespace) -> int:
     from workbench.tui import run_app
+    from workbench.tui.backend import Endpoint
 
-    return run_app(resolve_home(args))
+    return run_app(resolve_home(args), Endpoint.from_settings(args))

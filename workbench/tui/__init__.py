@@ -8,11 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from workbench.tui.app import WorkbenchApp
+from workbench.tui.backend import Endpoint
 
-__all__ = ["WorkbenchApp", "run_app"]
+__all__ = ["Endpoint", "WorkbenchApp", "run_app"]
 
 
-def run_app(home: Path) -> int:
+def run_app(home: Path, endpoint: Endpoint | None = None) -> int:
     home.mkdir(parents=True, exist_ok=True)
-    WorkbenchApp(home).run()
+    WorkbenchApp(home, endpoint=endpoint).run()
     return 0

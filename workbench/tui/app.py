@@ -15,7 +15,7 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
-from workbench.tui.backend import Backend, NotAvailable
+from workbench.tui.backend import Backend, Endpoint, NotAvailable
 from workbench.tui.help import HelpScreen
 from workbench.tui.runs_screen import RunsScreen
 
@@ -37,10 +37,19 @@ class WorkbenchApp(App[None]):
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
     ]
 
-    def __init__(self, home: Path, *, backend: Backend | None = None, ingest: bool = True) -> None:
+    def __init__(
+        self,
+        home: Path,
+        *,
+        backend: Backend | None = None,
+        endpoint: Endpoint | None = None,
+        ingest: bool = True,
+    ) -> None:
         super().__init__()
         self.home = home
         self.backend = backend or Backend(home)
+        # The model forks talk to by default: `workbench tui` flags, else the environment.
+        self.endpoint = endpoint or Endpoint.from_settings(None)
         self.ingest_on_start = ingest
 
     def on_mount(self) -> None:
@@ -78,10 +87,10 @@ class WorkbenchApp(App[None]):
 
         self.push_screen(ChainCompareScreen(run_a, run_b))
 
-    def open_fork(self, run_id: str, turn: int) -> None:
+    def open_fork(self, run_id: str, turn: int, *, mock_call: str | None = None) -> None:
         from workbench.tui.fork_screen import ForkScreen
 
-        self.push_screen(ForkScreen(run_id, turn))
+        self.push_screen(ForkScreen(run_id, turn, mock_call=mock_call))
 
     # ------------------------------------------------------------------ palette
 

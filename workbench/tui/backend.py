@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -150,3 +151,126 @@ class Backend:
         replay_run = _engine("replay", "replay_run")
         recording = self.recording(run_id)
         return asyncio.run(replay_run(recording, pace="fast"))
+
+    # ------------------------------------------------------------------ fork
+
+    def fork_context(self, run_id: str, turn: int) -> ForkContext:
+        """What the fork dialog pre-fills: the history the parent sent at `turn`."""
+        recording = self.recording(run_id)
+        turns = list(recording.model_turns)
+        record = recording.turns.get(turn)
+        request = record.request if record is not None else None
+        messages = list(request.messages) if request is not None else []
+        system = next((m.get("content") for m in messages if m.get("role") == "system"), None)
+        users = [m.get("content") for m in messages if m.get("role") == "user"]
+        mockable = set(_engine("fork", "mockable_call_ids")(messages))
+        calls = [
+            RecordedCall(
+                n, start.call_id, start.name, start.arguments_raw, end.result if end else ""
+            )
+            for n, start, end in recording.tool_calls()
+            if start.call_id in mockable
+        ]
+        tools = {
+            str((t.get("function") or {}).get("name")): str(
+                (t.get("function") or {}).get("description") or ""
+            )
+            for t in recording.run_start.tools
+        }
+        return ForkContext(
+            run_id=recording.run_id,
+            turn=turn,
+            turns=turns,
+            system=system if isinstance(system, str) else recording.run_start.system_prompt,
+            user=users[-1] if users and isinstance(users[-1], str) else None,
+            tools=tools,
+            calls=calls,
+        )
+
+    def run_fork(
+        self, run_id: str, request: Any, endpoint: Endpoint, on_item: Callable[[Any], None]
+    ) -> Any:
+        """Run a fork to its end in this (worker) thread, recording it in the home folder.
+
+        `request` is a `workbench.engine.fork.ForkRequest`; every streamed item (trace events
+        and text deltas) goes to `on_item` as it happens. Returns the agent's `RunResult`.
+        """
+        from traces.home import traces_dir
+        from traces.redact import Redactor
+        from traces.writer import JsonlWriter
+        from workbench.cli.common import CliError
+        from workbench.cli.model_flags import build_model
+
+        plan = _engine("fork", "plan_fork")(self.recording(run_id), request)
+        try:
+            model = build_model(endpoint.namespace(), plan.parent.run_start.limits)
+        except CliError as exc:
+            raise NotAvailable(str(exc)) from None
+        fork_agent = _engine("fork", "fork_agent")
+        config = plan.config()
+        writer = JsonlWriter(
+            traces_dir(self.home), config.run_id, Redactor([endpoint.api_key or ""])
+        )
+        agent = fork_agent(plan, model, sinks=[writer], run_id=config.run_id)
+
+        async def drive() -> None:
+            async for item in agent.run_stream():
+                on_item(item)
+
+        try:
+            asyncio.run(drive())
+        finally:
+            writer.close()
+        self.ingest()
+        return agent.result
+
+
+@dataclass(frozen=True)
+class RecordedCall:
+    turn: int
+    call_id: str
+    name: str
+    arguments: str
+    result: str
+
+
+@dataclass(frozen=True)
+class ForkContext:
+    run_id: str
+    turn: int
+    turns: list[int]
+    system: str | None
+    user: str | None
+    tools: dict[str, str]
+    calls: list[RecordedCall]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """The model a fork talks to, as `workbench.cli.model_flags` reads it from flags/env."""
+
+    base_url: str | None = None
+    model: str | None = None
+    api_key: str | None = None
+    script: str | None = None
+
+    def namespace(self) -> Any:
+        import argparse
+        from pathlib import Path
+
+        return argparse.Namespace(
+            base_url=self.base_url or None,
+            model=self.model or None,
+            api_key=self.api_key or None,
+            script=Path(self.script) if self.script else None,
+            no_stream=False,
+        )
+
+    @classmethod
+    def from_settings(cls, args: Any) -> Endpoint:
+        from workbench.cli.model_flags import model_settings
+
+        found = model_settings(args)
+        return cls(
+            found.base_url, found.model, found.api_key, str(found.script) if found.script else None
+        )

@@ -336,6 +336,12 @@ class RunScreen(WorkbenchScreen):
         if node is None or node.turn is None:
             self.notify("Select a turn (or a step inside one) to fork from.")
             return
+        if node.kind == "tool" and node.events and self.outline is not None:
+            # A tool's result is part of the next turn's history: mock it by forking there.
+            call_id = getattr(node.events[0], "call_id", None)
+            if node.turn < self.outline.turns:
+                self.workbench.open_fork(self.run_id, node.turn + 1, mock_call=call_id)
+                return
         self.workbench.open_fork(self.run_id, node.turn)
 
     def action_compare_parent(self) -> None:
