@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import time
 from pathlib import Path
 
 import pytest
 from engine_support import THREE_TURNS, Project, cli, read_events, write_events
 
+from agent_core.agent import Agent, AgentConfig
+from agent_core.mcp_tools import open_mcp_toolsets
 from agent_core.model.openai_client import OpenAIChatModel
+from agent_core.model.scripted import ScriptedModel
+from traces.home import traces_dir
+from traces.writer import JsonlWriter
 from workbench.engine.model_server import ModelServer, ScriptResponder
 from workbench.engine.recording_io import RecordingError, load_recording, read_recording_file
 from workbench.engine.replay import ReplayStep, replay_run, replay_stream
@@ -180,3 +186,37 @@ async def test_replay_copy_in_another_home_is_found_by_path(project: Project, tm
     shutil.copy(path, copy)
     outcome = await replay_run(load_recording(copy, tmp_path / "nohome"))
     assert outcome.status == "identical"
+
+
+MCP_TIME = Path(sys.executable).with_name("mcp-server-time")
+
+
+@pytest.mark.skipif(not MCP_TIME.exists(), reason="scripts/install-mcp-servers.sh not run")
+async def test_mcp_tool_run_replays_without_starting_the_server(
+    project: Project, tmp_path: Path
+) -> None:
+    config = tmp_path / "mcp.json"
+    server = {"command": str(MCP_TIME), "args": ["--local-timezone", "UTC"]}
+    config.write_text(json.dumps({"mcpServers": {"time": server}}))
+    steps = [
+        {
+            "tool_calls": [
+                {"id": "t1", "name": "get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}
+            ]
+        },
+        {"content": "It is late in Tokyo."},
+    ]
+    run_config = AgentConfig(task="What time is it in Tokyo?")
+    writer = JsonlWriter(traces_dir(project.home), run_config.run_id)
+    agent = Agent(ScriptedModel(steps), [], run_config, sinks=[writer])
+    async with open_mcp_toolsets(config, agent.recorder) as toolsets:
+        agent.toolsets.extend(toolsets)
+        assert (await agent.run()).status == "completed"
+    events = read_events(writer.path)
+    assert any(e["type"] == "mcp_message" for e in events)
+    assert any(e["type"] == "tool_start" and e["source"] == "mcp:time" for e in events)
+
+    # No MCP server is configured or started for the replay; results come from the trace.
+    outcome = await replay_run(read_recording_file(writer.path))
+    assert outcome.status == "identical", outcome.divergence
+    assert outcome.turns_replayed == 2

@@ -103,10 +103,11 @@ class Recording:
 
 def index_events(events: list[Event], *, path: Path | None = None) -> Recording:
     """Split a run's events by turn. Raises RecordingError when there is no run_start."""
-    if not events or not isinstance(events[0], RunStart):
+    # MCP servers start (and their handshake frames are traced) before run_start.
+    run_start = next((e for e in events if isinstance(e, RunStart)), None)
+    if run_start is None:
         where = f" in {path}" if path else ""
         raise RecordingError(f"no run_start event{where}; this is not a complete trace header")
-    run_start = events[0]
     turns: dict[int, TurnRecord] = {}
     run_end: RunEnd | None = None
     for event in events:
