@@ -145,7 +145,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     writer = JsonlWriter(traces_dir(home), config.run_id, redactor)
     agent = Agent(model, toolsets, config, sinks=[writer])
     printer = RunPrinter(sys.stderr if args.json else sys.stdout)
-    result = asyncio.run(drive(agent, printer, args.mcp_config))
+    try:
+        result = asyncio.run(drive(agent, printer, args.mcp_config))
+    except CliError:
+        writer.close()
+        if agent.result is None:  # nothing ran: leave no half trace behind
+            writer.path.unlink(missing_ok=True)
+        raise
     printer.summary(result, str(writer.path))
     if args.json:
         print_json(result_json(result, writer.path))
@@ -184,7 +190,13 @@ async def _open_mcp(stack: AsyncExitStack, config_path: Path, agent: Agent) -> l
         raise CliError(
             "--mcp-config: this build has no MCP support (agent_core.mcp_tools)"
         ) from None
-    toolsets = await stack.enter_async_context(open_mcp_toolsets(config_path, agent.recorder))
+    opening = open_mcp_toolsets(
+        config_path, agent.recorder, tool_timeout_s=agent.config.limits.tool_timeout_s
+    )
+    try:
+        toolsets = await stack.enter_async_context(opening)
+    except Exception as exc:  # McpConfigError, McpStartError: a setup problem, one line
+        raise CliError(f"--mcp-config {config_path}: {exc}") from None
     return list(toolsets)
 
 
