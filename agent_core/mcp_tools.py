@@ -45,6 +45,7 @@ __all__ = [
     "convert_result",
     "convert_schema",
     "load_mcp_config",
+    "mcp_secrets",
     "open_mcp_toolsets",
     "parse_mcp_config",
 ]
@@ -157,6 +158,21 @@ def _expand(text: str, where: str) -> str:
         return value
 
     return _ENV_REF.sub(substitute, text)
+
+
+_SECRET_NAME = re.compile(r"(?i)key|token|secret|password|passwd|auth|credential")
+
+
+def mcp_secrets(configs: list[ServerConfig]) -> list[str]:
+    """Values from the config that must not reach a trace: every header value, and env values
+    whose name looks like a secret (a server may echo its environment in a tool result)."""
+    found: list[str] = []
+    for config in configs:
+        if isinstance(config, HttpServer):
+            found += [v.split(" ", 1)[-1] for v in config.headers.values()]
+        else:
+            found += [v for k, v in config.env.items() if _SECRET_NAME.search(k)]
+    return [value for value in found if len(value) >= 4]
 
 
 # -- conversion ----------------------------------------------------------------------------
@@ -310,8 +326,12 @@ class McpToolset:
                 f"Error: MCP server '{self.server}' has no tool {name!r} (tools: {known})",
                 "unknown_tool",
             )
+        return await self.call_server_tool(original, arguments)
+
+    async def call_server_tool(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
+        """Call a tool by the server's own name, listed or not (for debugging a server)."""
         try:
-            raw = await self.connection.call_tool(original, arguments, self.tool_timeout_s)
+            raw = await self.connection.call_tool(tool, arguments, self.tool_timeout_s)
         except McpCallError as exc:
             return _error_result(exc)
         return convert_result(raw)
