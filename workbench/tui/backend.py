@@ -95,7 +95,39 @@ class Backend:
         return found[0] if found else None
 
     def turn_events(self, run_id: str, turn: int, types: list[str]) -> list[Event]:
-        return list(self.store.events(run_id, turn=turn, types=types, limit=100_000))
+        """One turn's events of the given types, without reading the rest of the run.
+
+        Events are in seq order and turns only grow with seq, so the turn's first event is
+        found by bisecting on single-event pages; then pages are read until the turn ends.
+        """
+
+        def turn_at(index: int) -> float:
+            found = self.events(run_id, index, 1, types)
+            if not found:
+                return float("inf")
+            event = found[0]
+            if event.turn is not None:
+                return event.turn
+            return 0 if event.type == "run_start" else float("inf")
+
+        low, high = 0, self.count_events(run_id)
+        while low < high:
+            middle = (low + high) // 2
+            if turn_at(middle) < turn:
+                low = middle + 1
+            else:
+                high = middle
+        collected: list[Event] = []
+        page = 200
+        while True:
+            found = self.events(run_id, low, page, types)
+            for event in found:
+                if event.turn != turn:
+                    return collected
+                collected.append(event)
+            if len(found) < page:
+                return collected
+            low += page
 
     def outline(self, run_id: str) -> Outline:
         """What a run screen shows before anything is expanded: header row, first and last event."""
@@ -136,7 +168,10 @@ class Backend:
     def schema_diff(self, run_a: str, run_b: str) -> Any:
         """`traces.schema_diff.ToolSchemaDiff` of the tools the two runs offered."""
         diff_tools = _engine("diff", "diff_tools")
-        return diff_tools(self.recording(run_a), self.recording(run_b))
+        try:
+            return diff_tools(self.recording(run_a), self.recording(run_b))
+        except ModuleNotFoundError as exc:  # traces.schema_diff not in this build yet
+            raise NotAvailable("the tool-schema diff is not available in this build yet") from exc
 
     def chain_diff(self, run_a: str, run_b: str) -> Any:
         """`workbench.engine.diff.ChainDiff`: the decision chains aligned by turn."""

@@ -56,7 +56,7 @@ class RunsScreen(WorkbenchScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="run-filters"):
-            yield Input(placeholder="filter by task, model or run id…  (/)", id="filter-text")
+            yield Input(placeholder="filter by task or run id…  (/)", id="filter-text")
             options = [(status, status) for status in RUN_STATUSES]
             yield Select(options, prompt="any status", id="filter-status")
             yield Checkbox("failed only (f)", id="filter-failed")

@@ -1,0 +1,48 @@
+"""Shared pieces of the TUI tests: a home folder of golden traces and Pilot helpers that wait
+for workers and their messages instead of sleeping."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from textual.pilot import Pilot
+from textual.widgets import Static
+
+GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "v1"
+
+# Golden runs by status (tests/fixtures/traces/make_v1.py).
+COMPLETED = "276a0272c8a551178d8bfedb26070002"
+ERROR = "ef47ea9fac8e53a683b951af3c16bc2f"
+MAX_TURNS = "9885cb1103bd5320996b905ed85bc767"
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    folder = tmp_path / "home"
+    (folder / "traces").mkdir(parents=True)
+    for trace in GOLDEN.glob("*.jsonl"):
+        shutil.copy(trace, folder / "traces" / trace.name)
+    return folder
+
+
+async def settle(
+    pilot: Pilot[object], until: Callable[[], bool] | None = None, tries: int = 200
+) -> None:
+    """Let workers finish and their messages land, until `until()` holds."""
+    for _ in range(tries):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        if until is None or until():
+            return
+        await pilot.pause(0.02)  # a timer (replay play) or a page request may be next
+    raise AssertionError("the app did not reach the expected state")
+
+
+def plain(widget: Static, width: int = 160) -> str:
+    console = Console(width=width, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    console.print(widget.content)
+    return console.export_text()
