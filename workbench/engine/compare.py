@@ -55,7 +55,7 @@ def is_transport_only(event: EventBase) -> bool:
 
 def comparable(event: EventBase) -> dict[str, Any]:
     """The event as plain JSON without the fields a replay may change."""
-    data = {k: v for k, v in event.model_dump(mode="json").items() if k not in IGNORED_FIELDS}
+    data = event.model_dump(exclude=set(IGNORED_FIELDS))
     totals = data.get("totals")
     if isinstance(totals, dict):
         data["totals"] = {k: v for k, v in totals.items() if k != "duration_ms"}
@@ -64,7 +64,9 @@ def comparable(event: EventBase) -> dict[str, Any]:
 
 def diff_events(recorded: EventBase, replayed: EventBase) -> list[FieldDiff]:
     """Every field that differs, in document order; empty when the events match."""
-    return diff_values(comparable(recorded), comparable(replayed))
+    left, right = comparable(recorded), comparable(replayed)
+    # Plain equality first: it runs in C, and nearly every replayed event matches.
+    return [] if left == right else diff_values(left, right)
 
 
 def diff_values(recorded: Any, replayed: Any, path: str = "", limit: int = 50) -> list[FieldDiff]:

@@ -215,10 +215,18 @@ class ReplayToolset:
     """Serves each call the result the recording has for it; nothing is executed."""
 
     def __init__(self, recording: Recording, model: ReplayModel | None = None) -> None:
-        self._recording = recording
         self._model = model
         self._specs = recorded_specs(recording)
         self._served: set[tuple[int, str]] = set()
+        # Indexed once: a long run asks for hundreds of results.
+        self._by_id: dict[tuple[str, str], list[tuple[int, ToolEnd]]] = {}
+        self._by_arguments: dict[str, list[tuple[int, ToolEnd]]] = {}
+        for number, start, end in recording.tool_calls():
+            if end is None:
+                continue
+            self._by_id.setdefault((start.call_id, start.name), []).append((number, end))
+            key = _arguments_key(start.name, start.arguments)
+            self._by_arguments.setdefault(key, []).append((number, end))
 
     def specs(self) -> list[ToolSpec]:
         return list(self._specs)
@@ -240,23 +248,19 @@ class ReplayToolset:
     def _find(
         self, turn: int | None, name: str, arguments: dict[str, Any], call_id: str
     ) -> tuple[int, ToolEnd] | None:
-        calls = list(self._recording.tool_calls())
-        # The same call id in the current turn, then anywhere; then the same name and
+        # The same call id in the current turn, then in any turn; then the same name and
         # arguments not served yet (ids a provider did not send are regenerated).
-        for number, start, end in calls:
-            same = end is not None and start.call_id == call_id and start.name == name
-            if same and (turn is None or number == turn):
-                assert end is not None
+        same_id = self._by_id.get((call_id, name), [])
+        for number, end in same_id:
+            if turn is None or number == turn:
                 return number, end
-        for number, start, end in calls:
-            if end is not None and start.call_id == call_id and start.name == name:
-                return number, end
-        for number, start, end in calls:
-            if (
-                end is not None
-                and start.name == name
-                and start.arguments == arguments
-                and (number, start.call_id) not in self._served
-            ):
+        if same_id:
+            return same_id[0]
+        for number, end in self._by_arguments.get(_arguments_key(name, arguments), []):
+            if (number, end.call_id) not in self._served:
                 return number, end
         return None
+
+
+def _arguments_key(name: str, arguments: dict[str, Any] | None) -> str:
+    return name + "\x00" + json.dumps(arguments, sort_keys=True, ensure_ascii=False)
