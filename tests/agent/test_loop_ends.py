@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
 from pydantic import BaseModel
 
 from agent_core.agent import Agent, AgentConfig, TextDelta
@@ -148,9 +149,7 @@ async def test_run_timeout(project: Path) -> None:
 
 
 async def test_model_error_after_retries_ends_with_error(project: Path) -> None:
-    outcome = await run_agent(
-        [{"error": {"status": 401, "message": "bad key"}}], root=project
-    )
+    outcome = await run_agent([{"error": {"status": 401, "message": "bad key"}}], root=project)
     assert outcome.result.status == "error"
     assert "bad key" in outcome.result.reason
     errors = outcome.of("error")
@@ -174,10 +173,8 @@ async def test_cancelling_the_task_writes_cancelled(tmp_path: Path) -> None:
     task = asyncio.create_task(agent.run())
     await started.wait()
     task.cancel()
-    try:
+    with pytest.raises(asyncio.CancelledError):
         await task
-    except asyncio.CancelledError:
-        pass
     assert agent.result is not None and agent.result.status == "cancelled"
     assert agent.result.final_answer == "Waiting."
     events = read_trace(writer.path).events
@@ -227,7 +224,11 @@ async def test_fork_history_and_turn_numbering_are_honoured(project: Path) -> No
             "role": "assistant",
             "content": None,
             "tool_calls": [
-                {"id": "call_a", "type": "function", "function": {"name": "list_dir", "arguments": "{}"}}
+                {
+                    "id": "call_a",
+                    "type": "function",
+                    "function": {"name": "list_dir", "arguments": "{}"},
+                }
             ],
         },
         {"role": "tool", "tool_call_id": "call_a", "content": "README.md\nsrc/"},

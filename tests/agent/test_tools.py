@@ -88,7 +88,12 @@ async def test_list_and_search(project: Path) -> None:
 
 @pytest.mark.parametrize(
     ("expression", "answer"),
-    [("17 * 23", "391"), ("(2 + 3) * 4 / 8", "2.5"), ("2 ** 10 - sqrt(16)", "1020"), ("-7 // 2", "-4")],
+    [
+        ("17 * 23", "391"),
+        ("(2 + 3) * 4 / 8", "2.5"),
+        ("2 ** 10 - sqrt(16)", "1020"),
+        ("-7 // 2", "-4"),
+    ],
 )
 async def test_calculator_does_arithmetic(project: Path, expression: str, answer: str) -> None:
     assert await run_tool(project, "calculator", expression=expression) == (True, answer)
