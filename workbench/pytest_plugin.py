@@ -58,7 +58,7 @@ class CaseFailed(Exception):
 
 class SuiteFile(pytest.File):
     _outcome: Any = None
-    _problem: str | None = None
+    _problem: BaseException | None = None
 
     def collect(self) -> Any:
         from workbench.engine.regress_suite import SuiteError, load_suite
@@ -75,10 +75,10 @@ class SuiteFile(pytest.File):
         if self._outcome is None and self._problem is None:
             try:
                 self._outcome = asyncio.run(self._run())
-            except SuiteProblem as exc:
-                self._problem = str(exc)
+            except Exception as exc:  # kept, so later cases report it instead of re-running
+                self._problem = exc
         if self._problem is not None:
-            raise SuiteProblem(self._problem)
+            raise self._problem
         return self._outcome
 
     async def _run(self) -> Any:

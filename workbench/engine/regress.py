@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from agent_core.agent import Agent, AgentConfig
 from agent_core.model.base import ChatModel
-from agent_core.tools.base import Toolset
+from agent_core.tools.base import Toolset, ToolSpec
 from traces.events import Limits, ModelResponse, RunStart
 from traces.writer import JsonlWriter
 from workbench.engine.fork import ForkToolset
@@ -200,7 +200,9 @@ async def run_suite(
 ) -> SuiteResult:
     started = time.monotonic()
     contexts = prepare_contexts(suite, options.recording_dirs)
-    offered = _offered_names(toolsets, contexts)
+    listed = [(toolset, toolset.specs()) for toolset in toolsets]
+    offered = {spec.name for _, specs in listed for spec in specs}
+    offered |= {_schema_name(s) for context in contexts.values() for s in context.tools}
     unknown = sorted(set(options.tool_descriptions) - offered)
     if unknown:
         raise SuiteError(
@@ -221,7 +223,7 @@ async def run_suite(
         nonlocal done
         async with gate:
             result, offered_schemas = await _run_sample(
-                suite, case, number, model, toolsets, contexts.get(case.id), options, suite_run_id
+                suite, case, number, model, listed, contexts.get(case.id), options, suite_run_id
             )
         for schema in offered_schemas:
             schemas.setdefault(_schema_name(schema), schema)
@@ -259,31 +261,25 @@ def _schema_name(schema: dict[str, Any]) -> str:
     return str(schema.get("function", schema).get("name", ""))
 
 
-def _offered_names(toolsets: list[Toolset], contexts: dict[str, RecordedContext]) -> set[str]:
-    names = {spec.name for toolset in toolsets for spec in toolset.specs()}
-    for context in contexts.values():
-        names |= {_schema_name(schema) for schema in context.tools}
-    return names
-
-
 async def _run_sample(
     suite: Suite,
     case: Case,
     number: int,
     model: ChatModel,
-    toolsets: list[Toolset],
+    listed: list[tuple[Toolset, list[ToolSpec]]],
     context: RecordedContext | None,
     options: RegressOptions,
     suite_run_id: str,
 ) -> tuple[SampleResult, list[dict[str, Any]]]:
     # A sequence needs its tools' results; a single decision needs no tool to run at all.
     run_read_only = len(case.expect_sequence) > 1
-    base: list[Toolset] = list(toolsets)
-    if not base and context is not None:
-        base = [ForkToolset(context.plan)]  # recorded results only
+    if not listed and context is not None:
+        recorded_only = ForkToolset(context.plan)  # recorded results only
+        listed = [(recorded_only, recorded_only.specs())]
     recorded = context.results if context is not None else {}
     guarded: list[Toolset] = [
-        GuardedToolset(t, recorded=recorded, run_read_only=run_read_only) for t in base
+        GuardedToolset(t, specs=specs, recorded=recorded, run_read_only=run_read_only)
+        for t, specs in listed
     ]
     start_turn = context.turn if context is not None else 1
     limits = Limits(

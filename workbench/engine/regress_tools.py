@@ -21,18 +21,20 @@ class GuardedToolset:
         self,
         inner: Toolset,
         *,
+        specs: list[ToolSpec] | None = None,
         recorded: dict[str, ToolResult] | None = None,
         run_read_only: bool = False,
     ) -> None:
         self.inner = inner
+        # A suite lists its tools' specs once: building them (JSON Schema generation) costs
+        # more than the rest of a sample's bookkeeping.
+        self._spec_list = specs if specs is not None else inner.specs()
+        self._specs = {spec.name: spec for spec in self._spec_list}
         self.recorded = recorded or {}
         self.run_read_only = run_read_only
-        self._specs: dict[str, ToolSpec] = {}
 
     def specs(self) -> list[ToolSpec]:
-        specs = self.inner.specs()
-        self._specs = {spec.name: spec for spec in specs}
-        return specs
+        return list(self._spec_list)
 
     async def call(self, name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
         recorded = self.recorded.get(call_key(name, arguments))
