@@ -220,3 +220,30 @@ async def test_mcp_tool_run_replays_without_starting_the_server(
     outcome = await replay_run(read_recording_file(writer.path))
     assert outcome.status == "identical", outcome.divergence
     assert outcome.turns_replayed == 2
+
+
+async def test_model_timeout_replays_without_waiting(project: Project) -> None:
+    from traces.events import Limits
+
+    steps = [dict(THREE_TURNS[0], delay_ms=400)]
+    path, result = await project.record(steps, limits=Limits(model_timeout_s=0.1))
+    assert (result.status, result.timeout_layer) == ("timeout", "model")
+    started = time.perf_counter()
+    outcome = await replay_run(read_recording_file(path))
+    assert outcome.status == "identical", outcome.divergence
+    assert time.perf_counter() - started < 0.1
+
+
+async def test_cancelled_run_replays_up_to_the_cancel(project: Project) -> None:
+    run_config = AgentConfig(task="Look around", system_prompt="You are a careful agent.")
+    writer = JsonlWriter(traces_dir(project.home), run_config.run_id)
+    agent = Agent(ScriptedModel(THREE_TURNS), project.toolsets(), run_config, sinks=[writer])
+    stream = agent.run_stream()
+    async for item in stream:
+        if getattr(item, "type", None) == "tool_end":
+            break  # the reader walks away after the first tool result
+    await stream.aclose()  # type: ignore[attr-defined]
+    assert agent.result is not None and agent.result.status == "cancelled"
+    outcome = await replay_run(read_recording_file(writer.path))
+    assert outcome.status == "identical", outcome.divergence
+    assert "cancellation" in outcome.note

@@ -94,7 +94,8 @@ def render_outcome(outcome: Any) -> list[str]:
         f"{outcome.turns_replayed} model turns, {outcome.wall_s:.3f} s"
     )
     if outcome.status == "identical":
-        return [f"{head}: identical decision chain ({counts})"]
+        lines = [f"{head}: identical decision chain ({counts})"]
+        return lines + ([f"  note: {outcome.note}"] if outcome.note else [])
     if outcome.status == "incomplete":
         return [f"{head}: identical up to where the recording stops ({counts})"]
     divergence = outcome.divergence

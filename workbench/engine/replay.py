@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agent_core.agent import Agent, AgentConfig, TextDelta
-from traces.events import Event, EventBase, ModelRequest
+from traces.events import Error, Event, EventBase, ModelRequest, RunEnd
 from traces.writer import Sink
 from workbench.engine.compare import FieldDiff, diff_events, is_transport_only
 from workbench.engine.recording_io import Recording
@@ -153,6 +153,11 @@ async def replay_stream(
             expected = recorded[position]
             divergence = _compare(expected, item, model)
             if divergence is not None:
+                stop = _stopped_by_clock(expected)
+                if stop is not None:
+                    # Wall-clock endings cannot recur in a replay that takes no time.
+                    divergence = None
+                    note = f"the recorded run was stopped by {stop} here; replayed up to it"
                 break
             if pace == "original":
                 await _wait_until(started, (expected.ts - origin).total_seconds() / speed)
@@ -163,11 +168,15 @@ async def replay_stream(
         close = getattr(stream, "aclose", None)
         if close is not None:
             await close()
-    if divergence is None and position < len(recorded):
+    if divergence is None and not note and position < len(recorded):
         divergence = _missing_event(recorded[position], model)
     if divergence is None and not note and not recording.complete:
         note = f"the recording stops {recording.stop_point}; replayed up to there"
-    status: ReplayStatus = "diverged" if divergence else ("incomplete" if note else "identical")
+    status: ReplayStatus = "identical"
+    if divergence is not None:
+        status = "diverged"
+    elif not recording.complete:
+        status = "incomplete"
     yield ReplayOutcome(
         run_id=recording.run_id,
         status=status,
@@ -220,6 +229,18 @@ def _compare(expected: Event, actual: Event, model: ReplayModel) -> Divergence |
         recorded=expected,
         replayed=actual,
     )
+
+
+def _stopped_by_clock(expected: Event) -> str | None:
+    """What stopped the recorded run at `expected`, if it was the clock or the user."""
+    if isinstance(expected, Error) and expected.kind == "timeout" and expected.where == "run":
+        return "the run's time limit"
+    if isinstance(expected, RunEnd):
+        if expected.status == "cancelled":
+            return "cancellation"
+        if expected.timeout_layer == "run":
+            return "the run's time limit"
+    return None
 
 
 def _request_diffs(model: ReplayModel) -> list[FieldDiff]:

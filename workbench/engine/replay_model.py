@@ -104,6 +104,9 @@ class ReplayModel:
                 return
             error = next((e for e in record.model_errors if e.attempt == attempt), None)
             if error is None:
+                if _loop_timeout(record):
+                    # The loop's own model deadline fired here; let it fire again at once.
+                    raise TimeoutError(f"turn {record.turn}: the model call timed out")
                 # The recording stops inside this attempt (a killed run).
                 raise ModelError("replay_exhausted", f"turn {record.turn} was not recorded whole")
             last = position == len(attempts) - 1
@@ -119,6 +122,11 @@ class ReplayModel:
                 if error.kind == "timeout":
                     raise ModelTimeout(error.message)
                 raise ModelError(error.kind, error.message, status_code=error.status_code)
+
+
+def _loop_timeout(record: TurnRecord) -> bool:
+    """The loop (not the client) gave up on the model: its error carries no attempt."""
+    return any(e.kind == "timeout" and e.attempt is None for e in record.model_errors)
 
 
 def is_completion(data: dict[str, Any]) -> bool:
