@@ -226,6 +226,7 @@ class McpConnection:
         self.tools_version = 0  # bumped on every completed listing
         self.closed = False  # the transport ended (server exited or dropped us)
         self.last_bad_output: str | None = None
+        self.failure: str | None = None  # why the transport failed under a live session
         self.on_tools_changed: Callable[[], None] | None = None
         self._on_frame = on_frame
         self._session: ClientSession | None = None
@@ -330,6 +331,8 @@ class McpConnection:
 
     def _closed_message(self, what: str) -> str:
         message = f"MCP server '{self.name}' {what} (it may have crashed)"
+        if self.failure:
+            message += f"; {self.failure}"
         stderr = self.stderr_tail()
         if stderr.strip():
             message += f"; stderr: {_one_line(stderr, 200)}"
@@ -418,7 +421,8 @@ async def _serve(
             # The transport failed under a live session; pending calls already got
             # "connection closed", later ones are refused.
             connection.closed = True
-            log.warning("MCP server %r connection failed: %s", config.name, leaves[0])
+            connection.failure = f"{type(leaves[0]).__name__}: {leaves[0]}"
+            log.warning("MCP server %r connection failed: %s", config.name, connection.failure)
             return
         for leaf in leaves:
             if isinstance(leaf, McpStartError):

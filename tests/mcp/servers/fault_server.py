@@ -83,10 +83,16 @@ def call_tool(request_id: object, params: dict, options: argparse.Namespace) -> 
         if not all(isinstance(v, int | float) for v in (a, b)):
             error(request_id, -32602, "Invalid params: a and b must be numbers")
         else:
-            send({"jsonrpc": "2.0", "id": request_id, "result": {
-                "content": [{"type": "text", "text": str(a + b)}],
-                "structuredContent": {"sum": a + b},
-            }})
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "result": {
+                        "content": [{"type": "text", "text": str(a + b)}],
+                        "structuredContent": {"sum": a + b},
+                    },
+                }
+            )
     elif name == "crash":
         sys.stderr.write("panic: simulated crash in tool 'crash'\n")
         sys.stderr.flush()
@@ -104,8 +110,13 @@ def call_tool(request_id: object, params: dict, options: argparse.Namespace) -> 
     elif name == "slow":
         for step in (1, 2):
             if token is not None:
-                send({"jsonrpc": "2.0", "method": "notifications/progress",
-                      "params": {"progressToken": token, "progress": step, "total": 2}})
+                send(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/progress",
+                        "params": {"progressToken": token, "progress": step, "total": 2},
+                    }
+                )
         text_result(request_id, "slow done")
     elif name == "grow":
         if EXTRA not in TOOLS:
@@ -146,11 +157,17 @@ def main() -> int:
         method, request_id = message.get("method"), message.get("id")
         params = message.get("params") or {}
         if method == "initialize":
-            send({"jsonrpc": "2.0", "id": request_id, "result": {
-                "protocolVersion": params.get("protocolVersion", "2025-11-25"),
-                "capabilities": {"tools": {"listChanged": True}},
-                "serverInfo": {"name": "fault-server", "version": "1.0.0"},
-            }})
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "result": {
+                        "protocolVersion": params.get("protocolVersion", "2025-11-25"),
+                        "capabilities": {"tools": {"listChanged": True}},
+                        "serverInfo": {"name": "fault-server", "version": "1.0.0"},
+                    },
+                }
+            )
         elif method == "tools/list":
             list_tools(request_id, params, options.page_size)
         elif method == "tools/call":
