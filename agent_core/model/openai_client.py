@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -129,8 +130,10 @@ class OpenAIChatModel:
             attempt += 1
             yield AttemptStarted(attempt)
             try:
-                async for item in self._attempt(body, streaming, attempt, deadline):
-                    yield item
+                # aclosing: if our consumer stops early, the HTTP stream is closed right away.
+                async with aclosing(self._attempt(body, streaming, attempt, deadline)) as items:
+                    async for item in items:
+                        yield item
                 return
             except TimeoutError:  # our own deadline, not the SDK's stall timeout
                 message = f"model call exceeded its {policy.deadline_s:g} s deadline"
@@ -166,7 +169,7 @@ class OpenAIChatModel:
 
     async def _attempt(
         self, body: dict[str, Any], streaming: bool, attempt: int, deadline: float
-    ) -> AsyncIterator[StreamItem]:
+    ) -> AsyncGenerator[StreamItem, None]:
         client = self._sdk()
         options: Any = {"security": {"bearer_auth": True}}
         sent = time.monotonic()
