@@ -132,10 +132,11 @@ def index_events(events: list[Event], *, path: Path | None = None) -> Recording:
     return Recording(run_start.run_id, events, run_start, run_end, turns, path)
 
 
-def read_recording_file(path: Path) -> Recording:
+def read_recording_file(path: Path | str) -> Recording:
     """Read one trace file; a bad line before the last one makes it corrupt."""
     from traces.reader import NewerSchemaError, read_trace
 
+    path = Path(path)
     if not path.is_file():
         raise RecordingError(f"no trace file at {path}")
     try:
