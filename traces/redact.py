@@ -13,6 +13,8 @@ from typing import Any
 _AUTH_KEYS = frozenset({"authorization", "proxy-authorization", "api_key", "api-key", "x-api-key"})
 # Bearer tokens and common key shapes, wherever they appear inside text.
 _BEARER = re.compile(r"(?i)\bBearer\s+[A-Za-z0-9._~+/=-]{8,}")
+# Characters JSON serializers write unchanged, so a secret made of them appears verbatim.
+_JSON_VERBATIM = re.compile(r"[\x20\x21\x23-\x5b\x5d-\x7e]+")
 
 
 class Redactor:
@@ -32,6 +34,24 @@ class Redactor:
         for number, pattern in enumerate(self._patterns, start=1):
             value = pattern.sub(f"[REDACTED:pattern-{number}]", value)
         return value
+
+    def json_text(self, text: str) -> str | None:
+        """Redact one serialized JSON line in place, when that equals redacting its values:
+        no custom patterns, no auth-named keys, secrets that JSON writes verbatim. Returns
+        None when the caller must walk the values instead (`value`). Tracing a long run
+        serializes every request's whole history, so this fast path is what keeps the
+        writer's cost per event small."""
+        if self._patterns or not all(_JSON_VERBATIM.fullmatch(s) for s in self._secrets):
+            return None
+        lowered = text.lower()
+        if any(f'"{key}"' in lowered for key in _AUTH_KEYS):
+            return None
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, "[REDACTED:api_key]")
+        if "bearer" in lowered:
+            text = _BEARER.sub("Bearer [REDACTED:authorization]", text)
+        return text
 
     def value(self, value: Any) -> Any:
         """Redact every string inside a JSON-like value (dicts, lists, scalars)."""

@@ -32,8 +32,11 @@ class JsonlWriter:
     def write(self, event: Event) -> None:
         if self._file is None:
             raise ValueError(f"trace {self.path} is closed")
-        record = self._redactor.value(event.model_dump(mode="json"))
-        self._file.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+        line = self._redactor.json_text(event.model_dump_json())
+        if line is None:
+            record = self._redactor.value(event.model_dump(mode="json"))
+            line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        self._file.write(line + "\n")
         self._file.flush()
 
     def sync(self) -> None:
