@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The README's first command: install into .venv and run the offline demo.
+# The demo's model is SCRIPTED (pre-written answers bundled with the package): it needs no
+# network and no API key. Extra arguments go to `workbench demo` (e.g. --no-tui).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q -e .
+exec .venv/bin/workbench demo "$@"
