@@ -135,10 +135,13 @@ class OpenAIChatModel:
                     async for item in items:
                         yield item
                 return
-            except TimeoutError:  # our own deadline, not the SDK's stall timeout
-                message = f"model call exceeded its {policy.deadline_s:g} s deadline"
-                yield AttemptFailed(attempt, "timeout", message, retriable=False)
-                raise ModelTimeout(message) from None
+            except TimeoutError:
+                if loop.time() < deadline:  # a socket timeout the SDK did not wrap
+                    failure = _Failure("timeout", f"no response within {self.timeout_s:g} s", True)
+                else:  # our own deadline for the whole call
+                    message = f"model call exceeded its {policy.deadline_s:g} s deadline"
+                    yield AttemptFailed(attempt, "timeout", message, retriable=False)
+                    raise ModelTimeout(message) from None
             except (openai.APIError, json.JSONDecodeError, _EmptyResponse) as exc:
                 failure = self._classify(exc)
             wait_s = policy.backoff_s(attempt, failure.retry_after_s)

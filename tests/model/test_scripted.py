@@ -216,3 +216,21 @@ def test_bad_script_files_give_one_line_errors(tmp_path: Path) -> None:
     with pytest.raises(ScriptError, match="contnet") as raised:
         ScriptedModel.from_file(typo)
     assert "\n" not in str(raised.value)
+
+
+async def test_served_script_file_and_models_list(tmp_path: Path) -> None:
+    import urllib.request
+
+    path = tmp_path / "script.toml"
+    path.write_text('name = "demo-model"\n[[steps]]\ncontent = "served from a file"\n')
+    responder = ScriptResponder.from_file(path)
+    with ModelServer(responder, model="demo-model") as server:
+        with urllib.request.urlopen(f"{server.base_url}/models") as answer:
+            listing = json.load(answer)
+        real = OpenAIChatModel(server.base_url, "sk-test", "demo-model")
+        done = (await collect(real, call()))[-1]
+        await real.aclose()
+        assert server.bodies[0]["messages"] == call().messages
+    assert [m["id"] for m in listing["data"]] == ["demo-model"]
+    assert isinstance(done, Completed) and done.response.content == "served from a file"
+    responder.script.assert_done()

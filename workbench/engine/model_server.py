@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, TypeAlias
 
 from agent_core.model.base import ModelCall
@@ -29,6 +30,7 @@ from agent_core.model.script import (
     ScriptExhaustedError,
     ScriptStep,
     error_body,
+    load_script,
     step_chunks,
     step_completion,
 )
@@ -274,6 +276,12 @@ class ScriptResponder:
         self.script = steps if isinstance(steps, Script) else Script(steps)
         self.model = model
         self._numbers = itertools.count(1)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> ScriptResponder:
+        """Load a JSON or TOML script; raises `ScriptError` with a one-line message."""
+        steps, settings = load_script(path)
+        return cls(list(steps), model=str(settings.get("name") or "scripted"))
 
     def __call__(self, body: dict[str, Any]) -> Reply:
         number = next(self._numbers)
