@@ -247,3 +247,25 @@ async def test_cancelled_run_replays_up_to_the_cancel(project: Project) -> None:
     outcome = await replay_run(read_recording_file(writer.path))
     assert outcome.status == "identical", outcome.divergence
     assert "cancellation" in outcome.note
+
+
+async def test_edited_model_chunk_diverges_at_the_assembled_response(project: Project) -> None:
+    path, _ = await project.record(THREE_TURNS)
+    events = read_events(path)
+    for event in events:
+        if event["type"] != "model_chunk" or event["turn"] != 2:
+            continue
+        for call in event["data"]["choices"][0]["delta"].get("tool_calls") or []:
+            arguments = call.get("function", {}).get("arguments") or ""
+            call["function"]["arguments"] = arguments.replace("config.toml", "config.yaml")
+    edited = project.home / "edited-chunks.jsonl"
+    write_events(edited, events)
+    outcome = await replay_run(read_recording_file(edited))
+    divergence = outcome.divergence
+    assert outcome.status == "diverged" and divergence is not None
+    # The chunks are re-assembled by the real assembler, so the recorded message no longer
+    # matches what they add up to.
+    assert (divergence.turn, divergence.event_type) == (2, "model_response")
+    [diff] = divergence.diffs
+    assert diff.path == "message.tool_calls[0].function.arguments"
+    assert "config.toml" in diff.recorded and "config.yaml" in diff.replayed

@@ -211,3 +211,14 @@ def diff_tools(a: Recording, b: Recording) -> Any:
     from traces.schema_diff import diff_tool_schemas
 
     return diff_tool_schemas(a.run_start.tools, b.run_start.tools)
+
+
+def render_tools(diff: Any, run_a: str, run_b: str) -> list[str]:
+    """The tool-schema diff as text lines, by the schema diff's own text renderer."""
+    from traces import schema_diff
+
+    head = f"tool schemas: A {run_a[:12]} vs B {run_b[:12]}"
+    if diff.is_empty:
+        return [head, "the tool schemas are the same"]
+    text = schema_diff.render_text(diff)
+    return [head, *text.splitlines()]
