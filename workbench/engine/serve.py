@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_core.model.assembler import chunk_from_completion
-from agent_core.model.script import ScriptError, load_script
+from agent_core.model.script import ScriptError
 from workbench.engine.compare import FieldDiff, diff_values
 from workbench.engine.model_server import ModelServer, Reply, Responder, ScriptResponder
 from workbench.engine.recording_io import Recording, TurnRecord
@@ -160,11 +160,10 @@ def responder_for(source: Recording | Path) -> tuple[Responder, str]:
             raise ServeError(f"run {source.run_id} has no model turn to serve")
         return ReplayResponder(source), source.run_start.model
     try:
-        steps, settings = load_script(source)
+        responder = ScriptResponder.from_file(source)
     except ScriptError as exc:
         raise ServeError(str(exc)) from None
-    name = str(settings.get("name") or "scripted")
-    return ScriptResponder(list(steps), model=name), name
+    return responder, responder.model
 
 
 def serve_forever(
