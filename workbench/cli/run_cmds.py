@@ -141,7 +141,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         tool_descriptions=overrides,
     )
     home = resolve_home(args)
-    redactor = Redactor([model_settings(args).api_key or ""])
+    redactor = Redactor([model_settings(args).api_key or "", *_mcp_secrets(args.mcp_config)])
     writer = JsonlWriter(traces_dir(home), config.run_id, redactor)
     agent = Agent(model, toolsets, config, sinks=[writer])
     printer = RunPrinter(sys.stderr if args.json else sys.stdout)
@@ -198,6 +198,20 @@ async def _open_mcp(stack: AsyncExitStack, config_path: Path, agent: Agent) -> l
     except Exception as exc:  # McpConfigError, McpStartError: a setup problem, one line
         raise CliError(f"--mcp-config {config_path}: {exc}") from None
     return list(toolsets)
+
+
+def _mcp_secrets(config_path: Path | None) -> list[str]:
+    """Header and secret-looking env values of the MCP config, kept out of the trace."""
+    if config_path is None:
+        return []
+    try:
+        from agent_core.mcp_tools import load_mcp_config, mcp_secrets
+    except ImportError:
+        return []
+    try:
+        return mcp_secrets(load_mcp_config(config_path))
+    except Exception as exc:  # McpConfigError: a bad file, said in one line
+        raise CliError(f"--mcp-config {config_path}: {exc}") from None
 
 
 async def _close_model(model: ChatModel) -> None:
