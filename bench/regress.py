@@ -25,9 +25,12 @@ sys.path.insert(0, str(ROOT))
 
 from agent_core.model.openai_client import OpenAIChatModel  # noqa: E402
 from agent_core.model.script import ScriptStep, step_chunks  # noqa: E402
-from traces.store.regress import regress_tables_for_home  # noqa: E402
 from workbench.engine.model_server import ModelServer, Reply  # noqa: E402
-from workbench.engine.regress_session import SuiteRequest, run_suite_request  # noqa: E402
+from workbench.engine.regress_session import (  # noqa: E402
+    SuiteRequest,
+    open_results_store,
+    run_suite_request,
+)
 from workbench.engine.regress_suite import load_suite  # noqa: E402
 
 TOOLS = ("read_file", "list_dir", "search_files", "calculator")
@@ -87,7 +90,9 @@ async def main_async(args: argparse.Namespace, work: Path) -> float:
             save_baseline="bench",
         )
         started = time.perf_counter()
-        outcome = await run_suite_request(request, model, regress_tables_for_home(home))
+        store = open_results_store(home)
+        outcome = await run_suite_request(request, model, store)
+        store.close()
         wall = time.perf_counter() - started
         await model.aclose()
     result = outcome.result

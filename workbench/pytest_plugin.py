@@ -83,10 +83,13 @@ class SuiteFile(pytest.File):
 
     async def _run(self) -> Any:
         from traces.home import home_dir
-        from traces.store.regress import regress_tables_for_home
         from workbench.cli.common import CliError
         from workbench.cli.model_flags import build_model, parse_tool_descriptions
-        from workbench.engine.regress_session import SuiteRequest, run_suite_request
+        from workbench.engine.regress_session import (
+            SuiteRequest,
+            open_results_store,
+            run_suite_request,
+        )
         from workbench.engine.regress_suite import SuiteError
 
         option = self.config.getoption
@@ -113,10 +116,15 @@ class SuiteFile(pytest.File):
         except CliError as exc:
             raise SuiteProblem(str(exc)) from None
         try:
-            return await run_suite_request(request, model, regress_tables_for_home(home))
+            store = open_results_store(home)
+        except SuiteError as exc:
+            raise SuiteProblem(str(exc)) from None
+        try:
+            return await run_suite_request(request, model, store)
         except SuiteError as exc:
             raise SuiteProblem(str(exc)) from None
         finally:
+            store.close()
             close = getattr(model, "aclose", None)
             if close is not None:
                 await close()

@@ -14,7 +14,7 @@ from typing import Any
 
 import duckdb
 
-from traces.home import db_path
+from traces.store.store import TraceStore
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS regress_runs (
@@ -166,9 +166,26 @@ FROM regress_cases WHERE suite_run_id = ? ORDER BY case_id
 class RegressTables:
     """Regression tables on a store connection; each call uses its own cursor."""
 
-    def __init__(self, connection: duckdb.DuckDBPyConnection) -> None:
+    def __init__(
+        self, connection: duckdb.DuckDBPyConnection, store: TraceStore | None = None
+    ) -> None:
         self._connection = connection
+        self._store = store
         self._connection.cursor().execute(SCHEMA)
+
+    @classmethod
+    def for_home(cls, home: Path) -> RegressTables:
+        """The tables in the home folder's trace store (opened read-write; close when done).
+
+        Raises `StoreError` (e.g. `StoreLockedError`) when the store cannot be opened."""
+        store = TraceStore.for_home(home)
+        # Same package as the store: its one connection is shared, as the TUI's workers do.
+        return cls(store._conn, store)
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
 
     def save_run(
         self,
@@ -273,9 +290,3 @@ class RegressTables:
             "chosen",
         )
         return [dict(zip(keys, row, strict=True)) for row in rows]
-
-
-def regress_tables_for_home(home: Path) -> RegressTables:
-    """The regression tables in the home folder's store file."""
-    home.mkdir(parents=True, exist_ok=True)
-    return RegressTables(duckdb.connect(str(db_path(home))))

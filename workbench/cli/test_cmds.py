@@ -17,7 +17,12 @@ from workbench.engine.lint_tools import MAX_TOOLS, lint_tools, summary
 from workbench.engine.regress import SampleResult
 from workbench.engine.regress_context import RecordingError, find_trace, load_context
 from workbench.engine.regress_report import summary_line, table, to_json, to_junit
-from workbench.engine.regress_session import SuiteOutcome, SuiteRequest, run_suite_request
+from workbench.engine.regress_session import (
+    SuiteOutcome,
+    SuiteRequest,
+    open_results_store,
+    run_suite_request,
+)
 from workbench.engine.regress_sources import (
     ToolSourceError,
     is_mcp_config,
@@ -107,13 +112,11 @@ def run_test(args: argparse.Namespace) -> int:
 
 
 async def _run(request: SuiteRequest, model: Any, home: Path, progress: _Progress) -> SuiteOutcome:
-    from traces.store.regress import regress_tables_for_home
-
+    store = open_results_store(home)
     try:
-        return await run_suite_request(
-            request, model, regress_tables_for_home(home), progress=progress.update
-        )
+        return await run_suite_request(request, model, store, progress=progress.update)
     finally:
+        store.close()
         close = getattr(model, "aclose", None)
         if close is not None:
             await close()

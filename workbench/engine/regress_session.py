@@ -13,6 +13,8 @@ from typing import Any, Protocol
 
 from agent_core.model.base import ChatModel
 from traces.home import traces_dir
+from traces.store import StoreError
+from traces.store.regress import RegressTables
 from workbench.engine.regress import (
     Baseline,
     Progress,
@@ -58,6 +60,14 @@ class SuiteOutcome:
     details: dict[str, list[str]]  # case id -> failure lines (failing/regressed cases only)
     diff_base: str | None  # what the schema diffs compare with
     saved_baseline: str | None = None
+
+
+def open_results_store(home: Path) -> RegressTables:
+    """The home folder's store, for results and baselines; close it when done."""
+    try:
+        return RegressTables.for_home(home)
+    except StoreError as exc:
+        raise SuiteError(str(exc)) from None
 
 
 def _baseline(row: dict[str, Any]) -> Baseline:
@@ -116,7 +126,10 @@ async def run_suite_request(
         raise SuiteError(str(exc)) from None
     if result.all_errored:
         first = next(s.error for c in result.cases for s in c.samples if s.error)
-        raise SuiteError(f"suite {suite.name} could not run: every sample failed: {first}")
+        raise SuiteError(
+            f"suite {suite.name} could not run: every sample failed: {first} "
+            "(check --base-url and --model)"
+        )
     saved = None
     if store is not None:
         store.save_run(*store_rows(result))
