@@ -154,7 +154,20 @@ def _register_fork(subparsers: Any) -> None:
         help="let new calls to tools that are not read-only run for real",
     )
     parser.add_argument(
-        "--root", help="folder the live file tools work in (default: the parent's, else .)"
+        "--root", type=Path, default=Path("."), help="folder the live file tools read (default .)"
+    )
+    parser.add_argument(
+        "--tools",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="a toolset package.module:attribute whose tools may run live (repeatable)",
+    )
+    parser.add_argument(
+        "--mcp-config",
+        type=Path,
+        metavar="FILE",
+        help="MCP servers (mcpServers JSON) whose tools may run live",
     )
     parser.add_argument("--quiet", action="store_true", help="print only the summary")
     from workbench.cli.model_flags import add_limit_flags, add_model_flags
@@ -201,9 +214,11 @@ def _fork_request(args: argparse.Namespace) -> Any:
 
 def _cmd_fork(args: argparse.Namespace) -> int:
     from agent_core.tools.builtin import builtin_tools
+    from agent_core.tools.loader import ToolLoadError, load_toolset
     from traces.home import traces_dir
     from traces.writer import JsonlWriter
     from workbench.cli.model_flags import build_model, limits_from_args
+    from workbench.cli.run_cmds import STATUS_EXIT
     from workbench.cli.run_printer import RunPrinter
     from workbench.engine.fork import ForkError, fork_agent, plan_fork
 
@@ -213,40 +228,80 @@ def _cmd_fork(args: argparse.Namespace) -> int:
         plan = plan_fork(parent, _fork_request(args))
     except ForkError as exc:
         raise CliError(str(exc), 2) from None
+    if not args.root.is_dir():
+        raise CliError(f"--root {args.root}: not a folder; pass the folder the tools may read")
+    if args.mcp_config is not None and not args.mcp_config.is_file():
+        raise CliError(f"--mcp-config {args.mcp_config}: no such file")
+    live = [builtin_tools(args.root)]
+    for reference in args.tools:
+        try:
+            live.append(load_toolset(reference))
+        except ToolLoadError as exc:
+            raise CliError(str(exc)) from None
     limits = limits_from_args(args, parent.run_start.limits)
     model = build_model(args, limits)
-    root = Path(args.root or parent.run_start.meta.get("root") or ".")
     config = plan.config(limits=limits)
     writer = JsonlWriter(traces_dir(home), config.run_id)
     agent = fork_agent(
-        plan,
-        model,
-        live_toolsets=[builtin_tools(root)],
-        sinks=[writer],
-        run_id=config.run_id,
-        limits=limits,
+        plan, model, live_toolsets=live, sinks=[writer], run_id=config.run_id, limits=limits
     )
-    printer = RunPrinter(sys.stdout)
     sys.stderr.write(
         f"fork {config.run_id} of run {parent.run_id} at turn {plan.turn} "
         f"({len(plan.edits)} edit(s)), model {model.name}\n"
     )
-
-    async def drive() -> None:
-        try:
-            async for item in agent.run_stream():
-                if not args.quiet:
-                    printer.item(item)
-        finally:
-            close = getattr(model, "aclose", None)
-            if close is not None:
-                await close()
-
-    asyncio.run(drive())
-    result = agent.result
-    assert result is not None
+    printer = RunPrinter(sys.stdout)
+    try:
+        result = asyncio.run(_drive_fork(agent, printer, args.mcp_config, quiet=args.quiet))
+    except CliError:
+        writer.close()
+        if agent.result is None:  # nothing ran: leave no half trace behind
+            writer.path.unlink(missing_ok=True)
+        raise
     printer.summary(result, str(writer.path))
-    return 0 if result.status == "completed" else 1
+    return STATUS_EXIT[result.status]
+
+
+async def _drive_fork(agent: Any, printer: Any, mcp_config: Path | None, *, quiet: bool) -> Any:
+    """Run the fork to its end; Ctrl-C cancels it cleanly (run_end says cancelled)."""
+    import contextlib
+    import signal
+    from contextlib import AsyncExitStack
+
+    from workbench.engine.fork import fork_toolset
+
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        if task is not None:
+            loop.add_signal_handler(signal.SIGINT, task.cancel)
+    try:
+        async with AsyncExitStack() as stack:
+            if mcp_config is not None:
+                from agent_core.mcp_tools import open_mcp_toolsets
+
+                opening = open_mcp_toolsets(
+                    mcp_config, agent.recorder, tool_timeout_s=agent.config.limits.tool_timeout_s
+                )
+                try:
+                    fork_toolset(agent).add_live(list(await stack.enter_async_context(opening)))
+                except Exception as exc:  # config or start failure: one line, nothing ran
+                    raise CliError(f"--mcp-config {mcp_config}: {exc}") from None
+            async for item in agent.run_stream():
+                if not quiet:
+                    printer.item(item)
+    except asyncio.CancelledError:
+        if agent.result is None:
+            raise
+    finally:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.remove_signal_handler(signal.SIGINT)
+        close = getattr(agent.model, "aclose", None)
+        if close is not None:
+            with contextlib.suppress(Exception):
+                await close()
+    if agent.result is None:
+        raise CliError("the fork ended without a result", 3)
+    return agent.result
 
 
 # --- diff ---------------------------------------------------------------------------------

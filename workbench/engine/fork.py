@@ -25,7 +25,7 @@ from agent_core.tools.base import ToolResult, Toolset, ToolSpec
 from traces.events import Edit
 from traces.writer import Sink
 from workbench.engine.recording_io import Recording
-from workbench.engine.replay_model import recorded_read_only, recorded_specs
+from workbench.engine.replay_model import recorded_read_only, recorded_specs, served_result
 
 REFUSED = "side_effects_refused"
 
@@ -167,34 +167,37 @@ class ForkToolset:
     """Recorded results for repeated calls; live calls only when they change nothing."""
 
     def __init__(self, plan: ForkPlan, live: list[Toolset] | None = None) -> None:
-        self._specs = plan.specs
+        self._planned = plan.specs
+        self._recorded_read_only = recorded_read_only(plan.parent)
         self._live: dict[str, Toolset] = {}
-        live_read_only: dict[str, bool] = {}
-        for toolset in live or []:
-            for spec in toolset.specs():
-                self._live.setdefault(spec.name, toolset)
-                live_read_only.setdefault(spec.name, spec.read_only)
-        recorded_flags = recorded_read_only(plan.parent)
-        self._read_only = {
-            spec.name: live_read_only.get(spec.name, spec.name in recorded_flags)
-            for spec in self._specs
-        }
-        self._specs = [replace(s, read_only=self._read_only[s.name]) for s in self._specs]
+        self._live_read_only: dict[str, bool] = {}
+        self._specs: list[ToolSpec] = []
+        self._read_only: dict[str, bool] = {}
+        self.add_live(live or [])
         self._allow = plan.allow_side_effects
         self._recorded: dict[str, ToolResult] = {}
         for _, start, end in plan.parent.tool_calls():
             if end is None or start.arguments is None:
                 continue
             mocked = plan.mocks.get(start.call_id)
-            result = ToolResult(
-                ok=True if mocked is not None else end.ok,
-                text=mocked if mocked is not None else end.result,
-                error=None if mocked is not None else end.error,
-                truncated=end.truncated and mocked is None,
-                mocked=mocked is not None,
-                replayed=mocked is None,
-            )
+            if mocked is not None:
+                result = ToolResult(ok=True, text=mocked, mocked=True)
+            else:
+                result = served_result(end)
             self._recorded.setdefault(_call_key(start.name, start.arguments), result)
+
+    def add_live(self, toolsets: list[Toolset]) -> None:
+        """Tools that may run for real (e.g. MCP servers started after the agent exists);
+        call before the run starts. Their read-only flags are the authoritative ones."""
+        for toolset in toolsets:
+            for spec in toolset.specs():
+                self._live.setdefault(spec.name, toolset)
+                self._live_read_only.setdefault(spec.name, spec.read_only)
+        self._read_only = {
+            spec.name: self._live_read_only.get(spec.name, spec.name in self._recorded_read_only)
+            for spec in self._planned
+        }
+        self._specs = [replace(s, read_only=self._read_only[s.name]) for s in self._planned]
 
     def specs(self) -> list[ToolSpec]:
         return list(self._specs)
@@ -234,3 +237,10 @@ def fork_agent(
     """The agent that runs the fork from turn N; drive it with `run_stream()` or `run()`."""
     toolset = ForkToolset(plan, live_toolsets)
     return Agent(model, [toolset], plan.config(**config_overrides), sinks=sinks, hooks=hooks)
+
+
+def fork_toolset(agent: Agent) -> ForkToolset:
+    """The fork's toolset of an agent made by `fork_agent`."""
+    toolset = agent.toolsets[0]
+    assert isinstance(toolset, ForkToolset)
+    return toolset
