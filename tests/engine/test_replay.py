@@ -269,3 +269,24 @@ async def test_edited_model_chunk_diverges_at_the_assembled_response(project: Pr
     [diff] = divergence.diffs
     assert diff.path == "message.tool_calls[0].function.arguments"
     assert "config.toml" in diff.recorded and "config.yaml" in diff.replayed
+
+
+async def test_trimmed_history_replays(project: Project) -> None:
+    from traces.events import Limits
+
+    (project.root / "long.txt").write_text("lorem ipsum dolor sit amet " * 120, encoding="utf-8")
+    read = {"name": "read_file", "arguments": {"path": "long.txt"}}
+    steps = [
+        {"content": f"Reading, pass {n}.", "tool_calls": [dict(read, id=f"r{n}")]}
+        for n in range(1, 5)
+    ]
+    for n, step in enumerate(steps, 1):
+        step["tool_calls"][0]["arguments"] = {"path": "long.txt", "start_line": n}
+    steps.append({"content": "It is all lorem ipsum."})
+    path, result = await project.record(
+        steps, limits=Limits(context_window=2000, keep_rounds=1, token_budget=10**6)
+    )
+    assert result.status == "completed", result.reason
+    assert any(e["type"] == "history_trimmed" for e in read_events(path))
+    outcome = await replay_run(read_recording_file(path))
+    assert outcome.status == "identical", outcome.divergence
