@@ -24,10 +24,11 @@ class NewerSchemaError(ValueError):
     """The trace was written with a schema version this workbench does not know yet."""
 
     def __init__(self, path: Path | str, version: int) -> None:
-        super().__init__(
-            f"{path}: schema_version {version} is newer than this workbench supports "
+        self.reason = (
+            f"schema_version {version} is newer than this workbench supports "
             f"({SCHEMA_VERSION}); upgrade agent-workbench to read it"
         )
+        super().__init__(f"{path}: {self.reason}")
         self.path = str(path)
         self.version = version
 

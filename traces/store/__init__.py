@@ -1,0 +1,23 @@
+"""The DuckDB trace store: the only place in the project that imports DuckDB."""
+
+from traces.store.ingest import IngestReport
+from traces.store.store import (
+    AmbiguousRunError,
+    RunRow,
+    StoreCorruptError,
+    StoreError,
+    StoreLockedError,
+    TraceStore,
+    UnknownRunError,
+)
+
+__all__ = [
+    "AmbiguousRunError",
+    "IngestReport",
+    "RunRow",
+    "StoreCorruptError",
+    "StoreError",
+    "StoreLockedError",
+    "TraceStore",
+    "UnknownRunError",
+]

@@ -1,0 +1,280 @@
+"""Bulk, incremental, idempotent ingest of `.jsonl` traces into the store.
+
+Python only decides what to read (sizes against what is already ingested); DuckDB reads,
+validates and inserts, set-based. Two paths:
+
+- bulk: a new file that ends in a whole line goes straight through `read_ndjson_objects`,
+  the fast path that carries most data;
+- careful: the new whole lines of a grown file, a file with a cut-off last line, blank or
+  malformed lines, or an older schema are copied to a scratch file and read line by line
+  with exact line numbers.
+
+Every line read lands in `event_rows`, with `problem` set when it is refused; the checks
+that need more than one line (run ownership, duplicate seq, schema version) run afterwards
+on the batch. A cut-off last line is not consumed: it is read once the writer completes it.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from traces.events import SCHEMA_VERSION
+from traces.reader import NewerSchemaError, migrate
+from traces.store import ingest_sql as sql
+from traces.store.sql import KNOWN_FILES, NEXT_BATCH
+
+
+@dataclass
+class IngestReport:
+    files: int = 0  # files that had something new
+    new_events: int = 0
+    new_runs: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Known:
+    run_id: str | None
+    bytes_done: int
+    lines_done: int
+    size_seen: int
+    refused: str | None
+
+
+@dataclass
+class _Work:
+    path: str
+    size: int
+    known: _Known | None
+    bytes_done: int = 0
+    lines_done: int = 0
+    run_id: str | None = None
+    refused: str | None = None
+
+
+def find_traces(paths: Iterable[Path | str], problems: list[str]) -> list[Path]:
+    """The `.jsonl` files named, or found under the folders named, in a stable order."""
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if path.is_dir():
+            inside = sorted(p for p in path.rglob("*.jsonl") if p.is_file())
+            if not inside:
+                problems.append(f"{path}: no .jsonl traces in this folder")
+            found.extend(inside)
+        elif path.is_file():
+            found.append(path)
+        else:
+            problems.append(f"{path}: no such file or folder")
+    seen: set[Path] = set()
+    unique = []
+    for path in found:
+        resolved = path.resolve()
+        if resolved not in seen:
+            seen.add(resolved)
+            unique.append(resolved)
+    return unique
+
+
+def _known_files(cur: duckdb.DuckDBPyConnection) -> dict[str, _Known]:
+    rows = cur.execute(KNOWN_FILES).fetchall()
+    return {row[0]: _Known(*row[1:]) for row in rows}
+
+
+def _ends_with_newline(path: str, size: int) -> bool:
+    with open(path, "rb") as handle:
+        handle.seek(size - 1)
+        return handle.read(1) == b"\n"
+
+
+def ingest(cur: duckdb.DuckDBPyConnection, paths: Iterable[Path | str]) -> IngestReport:
+    report = IngestReport()
+    files = find_traces(paths, report.problems)
+    known = _known_files(cur)
+    work: list[_Work] = []
+    for path in files:
+        name = str(path)
+        try:
+            size = path.stat().st_size
+        except OSError as exc:
+            report.problems.append(f"{name}: cannot read ({exc.strerror})")
+            continue
+        before = known.get(name)
+        if before is not None and before.size_seen == size:
+            continue  # nothing new: the common case, kept cheap
+        if size == 0:
+            report.problems.append(f"{name}: empty trace, no events to ingest")
+        work.append(_Work(name, size, before))
+    if not work:
+        return report
+    runs_before = cur.execute("SELECT count(*) FROM runs").fetchone()
+    events_before = cur.execute("SELECT count(*) FROM events").fetchone()
+    cur.execute("BEGIN TRANSACTION")
+    try:
+        with tempfile.TemporaryDirectory(prefix="workbench-ingest-") as scratch:
+            _ingest_batch(cur, work, Path(scratch), report)
+        cur.execute("COMMIT")
+    except BaseException:
+        cur.execute("ROLLBACK")
+        raise
+    runs_after = cur.execute("SELECT count(*) FROM runs").fetchone()
+    events_after = cur.execute("SELECT count(*) FROM events").fetchone()
+    report.files = sum(1 for item in work if item.size)
+    report.new_runs = (runs_after or (0,))[0] - (runs_before or (0,))[0]
+    report.new_events = (events_after or (0,))[0] - (events_before or (0,))[0]
+    return report
+
+
+def _ingest_batch(
+    cur: duckdb.DuckDBPyConnection, work: list[_Work], scratch: Path, report: IngestReport
+) -> None:
+    batch = (cur.execute(NEXT_BATCH).fetchone() or (1,))[0]
+    bulk: list[_Work] = []
+    careful: list[_Work] = []
+    for item in work:
+        if item.known is not None and item.size < item.known.bytes_done:
+            # Shorter than what was ingested: the file was replaced, so start it over.
+            cur.execute(sql.DELETE_PATH_ROWS, {"path": item.path})
+            item.known = None
+        if item.known is not None:
+            item.bytes_done, item.lines_done = item.known.bytes_done, item.known.lines_done
+            item.run_id = item.known.run_id
+            if item.known.refused:
+                item.refused = item.known.refused
+                continue
+        if item.size == 0:
+            continue
+        if item.known is None and _ends_with_newline(item.path, item.size):
+            bulk.append(item)
+        else:
+            careful.append(item)
+
+    if bulk:
+        cur.execute(sql.INSERT_BULK, {"files": [item.path for item in bulk], "batch": batch})
+        rows = cur.execute(sql.BULK_FILE_STATS, {"batch": batch}).fetchall()
+        stats = {row[0]: row[1:] for row in rows}
+        for item in bulk:
+            rows, malformed, nbytes = stats.get(item.path, (0, 0, 0))
+            if malformed or nbytes != item.size:
+                # Blank or malformed lines: numbering by position would be off, re-read.
+                cur.execute(sql.DELETE_FILE_ROWS, {"batch": batch, "path": item.path})
+                careful.append(item)
+            else:
+                item.bytes_done, item.lines_done = item.size, rows
+        cur.execute(sql.NUMBER_BULK_PROBLEMS, {"batch": batch})
+    if careful:
+        _read_carefully(cur, careful, batch, scratch, report)
+
+    _check_files(cur, work, batch, report)
+    cur.execute(sql.MARK_DUPLICATE_SEQ, {"batch": batch})
+    cur.execute(sql.NUMBER_BULK_PROBLEMS, {"batch": batch})
+    for path, line, problem in cur.execute(sql.BATCH_PROBLEMS, {"batch": batch}).fetchall():
+        report.problems.append(f"{path}:{line}: {problem}")
+    files = [
+        {
+            "path": item.path,
+            "run_id": item.run_id,
+            "bytes_done": item.bytes_done,
+            "lines_done": item.lines_done,
+            "size_seen": item.size,
+            "refused": item.refused,
+        }
+        for item in work
+    ]
+    cur.execute(sql.UPSERT_FILES, {"files": files})
+    cur.execute(sql.DELETE_TOUCHED_RUNS, {"batch": batch})
+    cur.execute(sql.INSERT_TOUCHED_RUNS, {"batch": batch})
+
+
+def _read_carefully(
+    cur: duckdb.DuckDBPyConnection,
+    items: list[_Work],
+    batch: int,
+    scratch: Path,
+    report: IngestReport,
+) -> None:
+    files: list[str] = []
+    mapping: list[dict[str, Any]] = []
+    for number, item in enumerate(items):
+        with open(item.path, "rb") as handle:
+            handle.seek(item.bytes_done)
+            data = handle.read(item.size - item.bytes_done)
+        whole = data[: data.rfind(b"\n") + 1]
+        if len(whole) < len(data):
+            line = item.lines_done + whole.count(b"\n") + 1
+            report.problems.append(
+                f"{item.path}:{line}: last line is cut off (the run may still be writing); "
+                "it is read once complete"
+            )
+        if not whole:
+            continue
+        whole = _migrated(item, whole)
+        copy = scratch / f"{number}.jsonl"
+        copy.write_bytes(whole)
+        files.append(str(copy))
+        mapping.append({"read_path": str(copy), "path": item.path, "line_base": item.lines_done})
+        item.bytes_done += len(data[: data.rfind(b"\n") + 1])
+        item.lines_done += whole.count(b"\n")
+    if files:
+        cur.execute(sql.INSERT_LINES, {"files": files, "map": mapping, "batch": batch})
+
+
+def _migrated(item: _Work, whole: bytes) -> bytes:
+    """Lines of an older schema version, brought up to the current one (else unchanged)."""
+    head = whole[: whole.find(b"\n")]
+    try:
+        first = json.loads(head)
+        version = first.get("schema_version", SCHEMA_VERSION)
+    except (json.JSONDecodeError, AttributeError):
+        return whole
+    if first.get("type") != "run_start" or not isinstance(version, int):
+        return whole
+    if version >= SCHEMA_VERSION:
+        return whole
+    out = []
+    for line in whole.splitlines():
+        try:
+            out.append(json.dumps(migrate(json.loads(line), version), ensure_ascii=False))
+        except (json.JSONDecodeError, ValueError, AttributeError):
+            out.append(line.decode("utf-8", "replace"))
+    return ("\n".join(out) + "\n").encode()
+
+
+def _check_files(
+    cur: duckdb.DuckDBPyConnection, work: list[_Work], batch: int, report: IngestReport
+) -> None:
+    """File-level rules: one run per file, one file per run, no newer schema version."""
+    by_path = {item.path: item for item in work}
+    owners = dict(
+        cur.execute(
+            "SELECT run_id, min(path) FROM trace_files WHERE run_id IS NOT NULL "
+            "AND refused IS NULL GROUP BY run_id"
+        ).fetchall()
+    )
+    claimed: list[dict[str, str]] = []
+    rows = cur.execute(sql.BATCH_FILE_RUNS, {"batch": batch}).fetchall()
+    for path, run_id, version, start_line in sorted(rows):
+        item = by_path[path]
+        run_id = item.run_id or run_id
+        refusal = None
+        if isinstance(version, int) and version > SCHEMA_VERSION:
+            refusal = f"{start_line}: {NewerSchemaError(path, version).reason}"
+        elif owners.get(run_id, path) != path:
+            refusal = f"1: run {run_id} is already ingested from {owners[run_id]}; skipped"
+        if refusal is not None:
+            cur.execute(sql.DELETE_FILE_ROWS, {"batch": batch, "path": path})
+            item.refused = refusal
+            report.problems.append(f"{path}:{refusal}")
+            continue
+        owners[run_id] = path
+        item.run_id = run_id
+        claimed.append({"path": path, "run_id": run_id})
+    if claimed:
+        cur.execute(sql.MARK_FOREIGN_RUN_IDS, {"batch": batch, "files": claimed})

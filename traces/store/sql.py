@@ -1,0 +1,142 @@
+"""The store's tables and views, and the SQL of every read, as named parameterised strings.
+
+Ingest's statements live in `ingest_sql`.
+"""
+
+from __future__ import annotations
+
+# Bump when the tables below change shape; an older store file is rebuilt from its traces.
+STORE_VERSION = 1
+
+SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS store_meta (key VARCHAR PRIMARY KEY, value VARCHAR);
+CREATE TABLE IF NOT EXISTS trace_files (
+    path VARCHAR PRIMARY KEY,   -- absolute path of the .jsonl file
+    run_id VARCHAR,             -- the run this file holds (first good line)
+    bytes_done BIGINT,          -- bytes ingested: whole lines only
+    lines_done BIGINT,          -- lines ingested, good or reported
+    size_seen BIGINT,           -- file size at the last look; unchanged means nothing to do
+    refused VARCHAR             -- why the whole file was refused, if it was
+);
+-- Every line read, good or bad; users query the `events` view of the good ones.
+CREATE TABLE IF NOT EXISTS event_rows (
+    run_id VARCHAR,
+    seq BIGINT,
+    type VARCHAR,
+    turn INTEGER,
+    ts TIMESTAMPTZ,
+    event JSON,                 -- the line exactly as written
+    source_path VARCHAR NOT NULL,
+    line_no BIGINT,             -- NULL when read in bulk: see ingest.py
+    batch INTEGER NOT NULL,
+    problem VARCHAR             -- why the line was refused; NULL for a good event
+);
+CREATE OR REPLACE VIEW events AS
+SELECT run_id, seq, type, turn, ts, event, source_path FROM event_rows WHERE problem IS NULL;
+CREATE TABLE IF NOT EXISTS runs (
+    run_id VARCHAR PRIMARY KEY,
+    started_at TIMESTAMPTZ,
+    ended_at TIMESTAMPTZ,
+    task VARCHAR,
+    model VARCHAR,
+    status VARCHAR,
+    turns INTEGER,
+    model_calls INTEGER,
+    tool_calls INTEGER,
+    tool_errors INTEGER,
+    total_tokens BIGINT,
+    duration_ms DOUBLE,
+    parent_run_id VARCHAR,
+    fork_turn INTEGER,
+    final_answer VARCHAR,
+    reason VARCHAR,
+    timeout_layer VARCHAR,
+    schema_version INTEGER,
+    events INTEGER,
+    source_path VARCHAR
+);
+CREATE OR REPLACE VIEW model_calls AS
+SELECT run_id, turn, seq, ts,
+    (event->>'attempt')::INTEGER AS attempt,
+    event->>'finish_reason' AS finish_reason,
+    event->'message'->>'content' AS content,
+    coalesce(json_array_length(event->'message'->'tool_calls'), 0) AS tool_call_count,
+    (event->'usage'->>'prompt_tokens')::BIGINT AS prompt_tokens,
+    (event->'usage'->>'completion_tokens')::BIGINT AS completion_tokens,
+    (event->'usage'->>'total_tokens')::BIGINT AS total_tokens,
+    (event->>'ttft_ms')::DOUBLE AS ttft_ms,
+    (event->>'latency_ms')::DOUBLE AS latency_ms,
+    (event->>'chunks')::INTEGER AS chunks,
+    event->'message' AS message
+FROM events WHERE type = 'model_response';
+CREATE OR REPLACE VIEW tool_calls AS
+WITH starts AS (
+    SELECT run_id, turn, seq, ts, event->>'call_id' AS call_id, event FROM events
+    WHERE type = 'tool_start'
+), ends AS (
+    SELECT run_id, seq, ts, event->>'call_id' AS call_id, event FROM events
+    WHERE type = 'tool_end'
+)
+SELECT s.run_id, s.turn, s.call_id, s.event->>'name' AS name, s.event->>'source' AS source,
+    s.event->>'arguments_raw' AS arguments_raw, s.event->'arguments' AS arguments,
+    s.event->>'parse_error' AS parse_error, s.event->>'reasoning' AS reasoning,
+    CASE WHEN e.event IS NULL THEN 'running'
+         WHEN (e.event->>'ok')::BOOLEAN THEN 'ok' ELSE 'error' END AS status,
+    e.event->>'result' AS result, e.event->>'error' AS error,
+    (e.event->>'duration_ms')::DOUBLE AS duration_ms,
+    coalesce((e.event->>'mocked')::BOOLEAN, false) AS mocked,
+    coalesce((e.event->>'replayed')::BOOLEAN, false) AS replayed,
+    s.seq AS start_seq, e.seq AS end_seq, s.ts AS started_at, e.ts AS ended_at
+FROM starts s LEFT JOIN ends e ON e.run_id = s.run_id AND e.call_id = s.call_id;
+CREATE OR REPLACE VIEW tool_schemas AS
+SELECT run_id, pos AS position, tool->'function'->>'name' AS name,
+    tool->'function'->>'description' AS description,
+    tool->'function'->'parameters' AS parameters,
+    event->'tool_sources'->>(tool->'function'->>'name') AS source,
+    tool AS schema
+FROM (
+    SELECT run_id, event, unnest(json_extract(event, '$.tools[*]')) AS tool,
+        generate_subscripts(json_extract(event, '$.tools[*]'), 1) AS pos
+    FROM events WHERE type = 'run_start'
+);
+INSERT OR IGNORE INTO store_meta VALUES ('store_version', '{STORE_VERSION}');
+"""
+
+DROP_ALL = """
+DROP VIEW IF EXISTS tool_schemas; DROP VIEW IF EXISTS tool_calls; DROP VIEW IF EXISTS model_calls;
+DROP VIEW IF EXISTS events; DROP TABLE IF EXISTS runs; DROP TABLE IF EXISTS event_rows; DROP TABLE IF EXISTS trace_files;
+DROP TABLE IF EXISTS store_meta;
+"""
+
+STORE_VERSION_GET = "SELECT value FROM store_meta WHERE key = 'store_version'"
+NEXT_BATCH = "SELECT coalesce(max(batch), 0) + 1 FROM event_rows"
+KNOWN_FILES = "SELECT path, run_id, bytes_done, lines_done, size_seen, refused FROM trace_files"
+
+# --- reads ------------------------------------------------------------------------------
+
+RUN_COLUMNS = """run_id, started_at, ended_at, task, model, status, turns, model_calls,
+    tool_calls, tool_errors, total_tokens, duration_ms, parent_run_id, fork_turn,
+    final_answer, reason, source_path"""
+_RUN_FILTER = """
+WHERE ($status IS NULL OR status = $status)
+    AND (NOT $failed_only OR status <> 'completed')
+    AND ($text IS NULL OR contains(lower(coalesce(task, '')), lower($text))
+         OR starts_with(run_id, $text))
+"""
+RUNS = f"""
+SELECT {RUN_COLUMNS} FROM runs {_RUN_FILTER}
+ORDER BY started_at DESC NULLS LAST, run_id
+LIMIT $limit OFFSET $offset
+"""
+COUNT_RUNS = f"SELECT count(*) FROM runs {_RUN_FILTER}"
+RUN = f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = $run_id"
+RUNS_BY_PREFIX = """
+SELECT run_id FROM runs WHERE starts_with(run_id, $prefix) ORDER BY run_id LIMIT 6
+"""
+EVENTS = """
+SELECT event FROM events
+WHERE run_id = $run_id AND ($types IS NULL OR list_contains($types, type))
+ORDER BY seq LIMIT $limit OFFSET $offset
+"""
+COUNT_EVENTS = "SELECT count(*) FROM events WHERE run_id = $run_id"
+TOOL_SCHEMAS = "SELECT schema FROM tool_schemas WHERE run_id = $run_id ORDER BY position"

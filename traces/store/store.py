@@ -1,0 +1,258 @@
+"""`TraceStore`: the DuckDB file that makes every recorded run queryable.
+
+One connection per store; every call takes its own cursor, so worker threads (the TUI's)
+can share the store. DuckDB lets one process write a database file at a time, so commands
+open the store read-write only for as long as they ingest and query, then close it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import duckdb
+
+from traces.events import EVENT_ADAPTER, Event
+from traces.home import db_path, traces_dir
+from traces.store import sql
+from traces.store.ingest import IngestReport, ingest
+
+
+class StoreError(Exception):
+    """A problem with the database file itself, as one line naming the file."""
+
+
+class StoreLockedError(StoreError):
+    pass
+
+
+class StoreCorruptError(StoreError):
+    pass
+
+
+class UnknownRunError(LookupError):
+    pass
+
+
+class AmbiguousRunError(LookupError):
+    pass
+
+
+@dataclass(frozen=True)
+class RunRow:
+    run_id: str
+    started_at: datetime | None
+    ended_at: datetime | None
+    task: str | None
+    model: str | None
+    status: str  # a RunState: one of RUN_STATUSES
+    turns: int
+    model_calls: int
+    tool_calls: int
+    tool_errors: int
+    total_tokens: int
+    duration_ms: float | None
+    parent_run_id: str | None
+    fork_turn: int | None
+    final_answer: str | None
+    reason: str | None
+    source_path: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        out = dict(self.__dict__)
+        for key in ("started_at", "ended_at"):
+            value = out[key]
+            out[key] = value.isoformat() if value is not None else None
+        return out
+
+
+def _open_error(path: Path, exc: Exception) -> StoreError:
+    message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if "lock" in message.lower():
+        return StoreLockedError(
+            f"{path} is in use by another workbench process; close it and try again"
+        )
+    return StoreCorruptError(
+        f"{path} is not a readable workbench database ({message}); move it aside and run "
+        "`workbench ingest` again to rebuild it from the traces"
+    )
+
+
+class TraceStore:
+    def __init__(self, conn: duckdb.DuckDBPyConnection, path: Path, read_only: bool) -> None:
+        self._conn = conn
+        self.path = path
+        self.read_only = read_only
+
+    @classmethod
+    def open(cls, db_path: Path | str, read_only: bool = False) -> TraceStore:
+        path = Path(db_path)
+        if read_only and not path.exists():
+            raise StoreError(f"{path} does not exist yet; run `workbench ingest` first")
+        if not read_only:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = duckdb.connect(str(path), read_only=read_only)
+        except duckdb.Error as exc:
+            raise _open_error(path, exc) from None
+        store = cls(conn, path, read_only)
+        try:
+            conn.execute("SET TimeZone = 'UTC'")
+            if not read_only:
+                store._ensure_schema()
+        except duckdb.Error as exc:
+            conn.close()
+            raise _open_error(path, exc) from None
+        return store
+
+    @classmethod
+    def for_home(cls, home: Path, read_only: bool = False) -> TraceStore:
+        return cls.open(db_path(home), read_only=read_only)
+
+    def _ensure_schema(self) -> None:
+        with self._cursor() as cur:
+            has_meta = cur.execute(
+                "SELECT count(*) FROM information_schema.tables WHERE table_name = 'store_meta'"
+            ).fetchone()
+            if has_meta and has_meta[0]:
+                version = cur.execute(sql.STORE_VERSION_GET).fetchone()
+                if version is None or version[0] != str(sql.STORE_VERSION):
+                    # The store is a cache of the traces: an older layout is rebuilt.
+                    cur.execute(sql.DROP_ALL)
+            cur.execute(sql.SCHEMA)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> TraceStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @contextmanager
+    def _cursor(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        cur = self._conn.cursor()
+        try:
+            cur.execute("SET TimeZone = 'UTC'")
+            yield cur
+        finally:
+            cur.close()
+
+    # --- ingest -------------------------------------------------------------------------
+
+    def ingest(self, paths: Iterable[Path | str]) -> IngestReport:
+        if self.read_only:
+            raise StoreError(f"{self.path} is open read-only; cannot ingest")
+        with self._cursor() as cur:
+            return ingest(cur, paths)
+
+    def ingest_home(self, home: Path) -> IngestReport:
+        folder = traces_dir(home)
+        if not folder.is_dir():
+            return IngestReport()
+        return self.ingest([folder]) if any(folder.glob("*.jsonl")) else IngestReport()
+
+    # --- runs ---------------------------------------------------------------------------
+
+    def _run_filter(
+        self, status: str | None, text: str | None, failed_only: bool
+    ) -> dict[str, Any]:
+        return {"status": status, "text": text or None, "failed_only": failed_only}
+
+    def runs(
+        self,
+        status: str | None = None,
+        text: str | None = None,
+        failed_only: bool = False,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[RunRow]:
+        params = self._run_filter(status, text, failed_only) | {"limit": limit, "offset": offset}
+        with self._cursor() as cur:
+            return [RunRow(*row) for row in cur.execute(sql.RUNS, params).fetchall()]
+
+    def count_runs(
+        self, status: str | None = None, text: str | None = None, failed_only: bool = False
+    ) -> int:
+        with self._cursor() as cur:
+            row = cur.execute(sql.COUNT_RUNS, self._run_filter(status, text, failed_only))
+            return int((row.fetchone() or (0,))[0])
+
+    def resolve_run(self, prefix: str) -> str:
+        """The full run id that `prefix` starts; raises when none or several match."""
+        prefix = prefix.strip()
+        with self._cursor() as cur:
+            exact = cur.execute(sql.RUN, {"run_id": prefix}).fetchone()
+            if exact is not None:
+                return prefix
+            rows = cur.execute(sql.RUNS_BY_PREFIX, {"prefix": prefix}).fetchall()
+            found = [row[0] for row in rows]
+        if not prefix or not found:
+            raise UnknownRunError(f"no run id starts with '{prefix}'; `workbench runs` lists them")
+        if len(found) > 1:
+            shown = ", ".join(run[:12] for run in found[:5])
+            raise AmbiguousRunError(
+                f"'{prefix}' matches several runs ({shown}{', …' if len(found) > 5 else ''}); "
+                "give more characters"
+            )
+        return found[0]
+
+    def run(self, run_id: str) -> RunRow:
+        with self._cursor() as cur:
+            row = cur.execute(sql.RUN, {"run_id": run_id}).fetchone()
+        if row is None:
+            raise UnknownRunError(f"no run {run_id}; `workbench runs` lists them")
+        return RunRow(*row)
+
+    # --- events -------------------------------------------------------------------------
+
+    def events(
+        self,
+        run_id: str,
+        offset: int = 0,
+        limit: int | None = None,
+        types: Iterable[str] | None = None,
+    ) -> list[Event]:
+        """The run's events in seq order, typed; `offset`/`limit` page through them."""
+        params = {
+            "run_id": run_id,
+            "offset": offset,
+            "limit": limit,
+            "types": list(types) if types is not None else None,
+        }
+        with self._cursor() as cur:
+            rows = cur.execute(sql.EVENTS, params).fetchall()
+        return [EVENT_ADAPTER.validate_json(row[0]) for row in rows]
+
+    def count_events(self, run_id: str) -> int:
+        with self._cursor() as cur:
+            row = cur.execute(sql.COUNT_EVENTS, {"run_id": run_id}).fetchone()
+        return int((row or (0,))[0])
+
+    def tool_schemas(self, run_id: str) -> list[dict[str, Any]]:
+        with self._cursor() as cur:
+            rows = cur.execute(sql.TOOL_SCHEMAS, {"run_id": run_id}).fetchall()
+        return [json.loads(row[0]) for row in rows]
+
+    def query(
+        self, statement: str, params: tuple[Any, ...] | list[Any] = ()
+    ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """Run any SQL; returns the column names and the rows."""
+        with self._cursor() as cur:
+            result = cur.execute(statement, list(params))
+            if result.description is None:
+                return [], []
+            columns = [column[0] for column in result.description]
+            return columns, result.fetchall()
