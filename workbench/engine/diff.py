@@ -147,9 +147,21 @@ def _run_status(recording: Recording) -> str:
     return recording.run_end.status if recording.run_end is not None else "incomplete"
 
 
+def _inherit(fork: Recording, parent: Recording, turns: dict[int, ChainTurn]) -> None:
+    """A fork's turns before its fork point are its parent's, not missing."""
+    start = fork.run_start
+    if start.parent_run_id != parent.run_id or start.fork_turn is None:
+        return
+    for turn in chain_of(parent):
+        if turn.turn < start.fork_turn:
+            turns.setdefault(turn.turn, turn)
+
+
 def diff_chains(a: Recording, b: Recording) -> ChainDiff:
     turns_a = {turn.turn: turn for turn in chain_of(a)}
     turns_b = {turn.turn: turn for turn in chain_of(b)}
+    _inherit(b, a, turns_b)
+    _inherit(a, b, turns_a)
     rows: list[ChainRow] = []
     first: int | None = None
     for number in sorted(set(turns_a) | set(turns_b)):
