@@ -195,27 +195,24 @@ def load_recording(ref: str | Path, home: Path) -> Recording:
         raise RecordingError(f"run id {ref!r} matches {len(matches)} runs; give more of it")
     if len(matches) == 1:
         return read_recording_file(matches[0])
-    run_id = _resolve_in_store(str(ref), home)
-    return read_recording_file(folder / f"{run_id}.jsonl")
+    return read_recording_file(_path_from_store(str(ref), home))
 
 
-def _resolve_in_store(prefix: str, home: Path) -> str:
+def _path_from_store(prefix: str, home: Path) -> Path:
+    """The trace file of a run the store knows (it may have been ingested from elsewhere)."""
     unknown = f"unknown run {prefix!r}; `workbench runs` lists the recorded runs"
     try:
         from traces.store import TraceStore
     except ImportError:
         raise RecordingError(unknown) from None
-    store = TraceStore.for_home(home)
     try:
-        store.ingest_home(home)
-        run_id = store.resolve_run(prefix)
-    except (LookupError, ValueError) as exc:
+        with TraceStore.for_home(home) as store:
+            store.ingest_home(home)
+            run_id = store.resolve_run(prefix)
+            source = getattr(store.run(run_id), "source_path", None)
+    except Exception as exc:  # unknown or ambiguous id, locked or damaged store: one line
         message = str(exc).splitlines()[0] if str(exc) else unknown
         raise RecordingError(message) from None
-    finally:
-        close = getattr(store, "close", None)
-        if close is not None:
-            close()
-    if not run_id:
-        raise RecordingError(unknown)
-    return str(getattr(run_id, "run_id", run_id))
+    if source and Path(source).is_file():
+        return Path(source)
+    return traces_dir(home) / f"{run_id}.jsonl"
