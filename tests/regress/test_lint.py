@@ -121,3 +121,19 @@ def test_cli_bad_input_is_one_line(tmp_path: Path) -> None:
     result = run_cli(str(bad), home=tmp_path)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "not valid JSON" in result.stderr
+
+
+def test_cli_on_a_real_mcp_server(tmp_path: Path) -> None:
+    server = Path(__file__).parents[1] / "mcp" / "servers" / "fault_server.py"
+    config = tmp_path / "mcp.json"
+    config.write_text(
+        json.dumps({"mcpServers": {"faults": {"command": sys.executable, "args": [str(server)]}}}),
+        encoding="utf-8",
+    )
+    result = run_cli("--json", "--tools", str(config), home=tmp_path)
+    report = json.loads(result.stdout)
+    assert result.returncode == 1 and report["tools"] == 9
+    found = {(f["code"], f["tool"]) for f in report["findings"]}
+    assert ("undescribed-param", "echo") in found and ("too-many-tools", None) in found
+    # The MCP conversion already dropped $schema and title, so there is no noise left.
+    assert not any(code == "schema-noise" for code, _ in found)

@@ -74,6 +74,10 @@ def test_capture_case_then_replay_the_recorded_decision(
     unknown = workbench("capture-case", "nope", "--turn", "1", "--suite", str(suite), home=home)
     assert unknown.returncode == 2 and "no trace for run 'nope'" in unknown.stderr
 
+    # lint-tools reads the schemas a recorded run offered.
+    linted = workbench("lint-tools", "--run", run_id, "--json", home=home)
+    assert json.loads(linted.stdout)["tools"] == 4, linted.stderr
+
 
 def test_a_sequence_runs_read_only_tools_for_real(
     tmp_path: Path, chooser_server: ModelServer, project: Path
