@@ -45,7 +45,17 @@ SKELETON_TYPES: list[str] = [
 ]
 
 NodeKind = Literal[
-    "start", "turn", "model_call", "request", "response", "chunks", "tool", "error", "trim", "end"
+    "start",
+    "turns",
+    "turn",
+    "model_call",
+    "request",
+    "response",
+    "chunks",
+    "tool",
+    "error",
+    "trim",
+    "end",
 ]
 
 
@@ -57,6 +67,7 @@ class ChainNode:
     seq: int | None = None  # the event the detail pane shows
     seq_end: int | None = None  # last seq covered (tool end, last chunk)
     count: int = 0  # chunks in a chunks node
+    last_turn: int | None = None  # a group of turns covers turn..last_turn
     failed: bool = False
     events: list[Event] = field(default_factory=list)  # already-loaded events to show
     children: list[ChainNode] = field(default_factory=list)
@@ -91,6 +102,19 @@ def end_node(event: RunEnd | None, status: str) -> ChainNode:
     return ChainNode(
         "end", label, seq=event.seq, events=[event], failed=event.status != "completed"
     )
+
+
+TURNS_PER_GROUP = 100  # a run with more turns shows them in groups, so the tree stays small
+
+
+def turn_groups(turns: int) -> list[ChainNode]:
+    """Top-level groups of turns for long runs: "turns 1–100", "turns 101–200", …"""
+    groups = []
+    for first in range(1, turns + 1, TURNS_PER_GROUP):
+        last = min(first + TURNS_PER_GROUP - 1, turns)
+        label = Text.assemble(("turns ", "bold"), (f"{first}–{last}", "bold"))
+        groups.append(ChainNode("turns", label, turn=first, last_turn=last))
+    return groups
 
 
 def turn_node(turn: int, failed: bool | None = None) -> ChainNode:

@@ -19,11 +19,13 @@ from traces.events import Event, McpMessage, ModelChunk
 from workbench.tui.backend import Outline
 from workbench.tui.chain_view import (
     SKELETON_TYPES,
+    TURNS_PER_GROUP,
     ChainNode,
     end_node,
     find_node,
     start_node,
     turn_children,
+    turn_groups,
     turn_label,
     turn_node,
 )
@@ -144,9 +146,11 @@ class RunScreen(WorkbenchScreen):
         if outline.start is not None:
             start = start_node(outline.start)  # type: ignore[arg-type]
             root.add_leaf(start.label, data=start)
-        for number in range(1, outline.turns + 1):
-            node = turn_node(number)
-            self._turns[number] = root.add(node.label, data=node, allow_expand=True)
+        if outline.turns > TURNS_PER_GROUP:
+            for group in turn_groups(outline.turns):
+                root.add(group.label, data=group, allow_expand=True)
+        else:
+            self._add_turns(root, 1, outline.turns)
         end = end_node(outline.end, outline.row.status)  # type: ignore[arg-type]
         root.add_leaf(end.label, data=end)
         root.expand()
@@ -157,10 +161,31 @@ class RunScreen(WorkbenchScreen):
 
     # ------------------------------------------------------------------ turns
 
+    def _add_turns(self, parent: TreeNode[ChainNode], first: int, last: int) -> None:
+        for number in range(first, last + 1):
+            node = turn_node(number)
+            self._turns[number] = parent.add(node.label, data=node, allow_expand=True)
+
+    def _turn_tree_node(self, turn: int) -> TreeNode[ChainNode] | None:
+        """The turn's node, creating its group's turn nodes first if it is still folded."""
+        if turn not in self._turns:
+            for group in self.tree.root.children:
+                data = group.data
+                if data is None or data.kind != "turns" or group.children:
+                    continue
+                if (data.turn or 0) <= turn <= (data.last_turn or 0):
+                    self._add_turns(group, data.turn or 0, data.last_turn or 0)
+                    group.expand()
+        return self._turns.get(turn)
+
     @on(Tree.NodeExpanded, "#chain-tree")
     def _expanded(self, event: Tree.NodeExpanded[ChainNode]) -> None:
         data = event.node.data
-        if data is not None and data.kind == "turn" and not event.node.children:
+        if data is None or event.node.children:
+            return
+        if data.kind == "turns":
+            self._add_turns(event.node, data.turn or 0, data.last_turn or 0)
+        elif data.kind == "turn":
             self._request_turn(data.turn or 0)
 
     def _request_turn(self, turn: int, focus_seq: int | None = None) -> None:
@@ -176,7 +201,7 @@ class RunScreen(WorkbenchScreen):
 
     def on_run_screen_turn_loaded(self, message: TurnLoaded) -> None:
         self._loading.discard(message.turn)
-        parent = self._turns.get(message.turn)
+        parent = self._turn_tree_node(message.turn)
         if parent is None:
             return
         if not parent.children:
@@ -231,6 +256,10 @@ class RunScreen(WorkbenchScreen):
                 self.workbench.report_error(exc)
 
     def _local_detail(self, node: ChainNode) -> RenderableType:
+        if node.kind == "turns":
+            return Text(
+                f"turns {node.turn} to {node.last_turn}: press enter to list them", style="dim"
+            )
         if node.kind == "turn":
             if not node.children:
                 return Text(f"turn {node.turn}: press enter to open", style="dim")
@@ -306,7 +335,7 @@ class RunScreen(WorkbenchScreen):
         if event.turn is None:
             self._select_top("end")
             return
-        parent = self._turns.get(event.turn)
+        parent = self._turn_tree_node(event.turn)
         if parent is None:
             return
         if parent.children:

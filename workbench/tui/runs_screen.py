@@ -38,10 +38,14 @@ class RunsScreen(WorkbenchScreen):
     ]
 
     class Counted(Message):
-        def __init__(self, total: int, ingested: Any = None) -> None:
+        def __init__(self, total: int) -> None:
             super().__init__()
             self.total = total
-            self.ingested = ingested
+
+    class Ingested(Message):
+        def __init__(self, report: Any) -> None:
+            super().__init__()
+            self.report = report
 
     class FirstFailed(Message):
         def __init__(self, run_id: str | None) -> None:
@@ -71,7 +75,10 @@ class RunsScreen(WorkbenchScreen):
 
     def on_mount(self) -> None:
         self.runs_list.focus()
-        self._count(ingest=self.workbench.ingest_on_start)
+        # Show what the store already has at once; new traces are picked up once the first
+        # rows are on screen (ingest competes with rendering for the interpreter).
+        self._ingest_pending = self.workbench.ingest_on_start
+        self._count()
 
     # ------------------------------------------------------------------ data
 
@@ -82,20 +89,43 @@ class RunsScreen(WorkbenchScreen):
         return run_row_line(row, width, marked=row.run_id in self.marked)
 
     @work(thread=True, exclusive=True, group="count", exit_on_error=False)
-    def _count(self, ingest: bool = False) -> None:
-        ingested = self.backend.ingest() if ingest else None
-        self.post_message(self.Counted(self.backend.count_runs(self.where), ingested))
+    def _count(self) -> None:
+        self.post_message(self.Counted(self.backend.count_runs(self.where)))
+
+    @work(thread=True, exclusive=True, group="ingest", exit_on_error=False)
+    def _ingest(self) -> None:
+        self.post_message(self.Ingested(self.backend.ingest()))
 
     def on_runs_screen_counted(self, message: Counted) -> None:
         self.runs_list.reset(message.total)
-        shown = f"{message.total:,} run{'s' if message.total != 1 else ''}"
+        self._show_count()
+        if message.total == 0:
+            self._start_ingest()
+
+    @on(PagedList.Highlighted, "#runs-list")
+    def _first_rows_shown(self, event: PagedList.Highlighted) -> None:
+        if event.row is not None:
+            self._start_ingest()
+
+    def _start_ingest(self) -> None:
+        if self._ingest_pending:
+            self._ingest_pending = False
+            self._ingest()
+
+    def _show_count(self) -> None:
+        total = self.runs_list.total
+        shown = f"{total:,} run{'s' if total != 1 else ''}"
         if self.marked:
             shown += f" · marked {', '.join(short_id(r) for r in self.marked)}"
         self.query_one("#runs-count", Static).update(shown)
-        problems = getattr(message.ingested, "problems", None)
-        if problems:
+
+    def on_runs_screen_ingested(self, message: Ingested) -> None:
+        report = message.report
+        if report.new_runs or report.new_events:
+            self._count()
+        if report.problems:
             self.notify(
-                f"{len(problems)} bad trace line(s) skipped; first: {problems[0]}",
+                f"{len(report.problems)} bad trace line(s) skipped; first: {report.problems[0]}",
                 severity="warning",
             )
 
@@ -139,7 +169,7 @@ class RunsScreen(WorkbenchScreen):
         box.value = not box.value
 
     def action_reload(self) -> None:
-        self._count(ingest=True)
+        self._ingest()
 
     # ------------------------------------------------------------------ runs
 
@@ -160,10 +190,7 @@ class RunsScreen(WorkbenchScreen):
         else:
             self.marked = [*self.marked[-1:], row.run_id]
         self.runs_list.refresh_rows()
-        count = self.query_one("#runs-count", Static)
-        total = f"{self.runs_list.total:,} runs"
-        marks = ", ".join(short_id(r) for r in self.marked)
-        count.update(f"{total} · marked {marks}" if marks else total)
+        self._show_count()
 
     def _pair(self) -> tuple[str, str] | None:
         if len(self.marked) == 2:

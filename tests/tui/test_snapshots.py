@@ -1,0 +1,85 @@
+"""How each screen looks, at 120x36 on the golden traces (no clocks, no random ids)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.tui.conftest import COMPLETED, ERROR, MAX_TURNS, settle
+from workbench.tui import Endpoint, WorkbenchApp
+from workbench.tui.paged_list import PagedList
+
+SIZE = (120, 36)
+# A fixed endpoint, so the fork dialog never shows this machine's environment.
+ENDPOINT = Endpoint(base_url="http://127.0.0.1:8080/v1", model="local-model")
+
+
+def _app(home: Path) -> WorkbenchApp:
+    # Ingest before the app starts: its notice about the golden incomplete run's cut-off
+    # last line names the temporary folder, which would differ in every snapshot.
+    from traces.store import TraceStore
+
+    with TraceStore.for_home(home) as store:
+        store.ingest_home(home)
+    return WorkbenchApp(home, endpoint=ENDPOINT, ingest=False)
+
+
+async def _runs_loaded(pilot) -> None:
+    await settle(
+        pilot, lambda: pilot.app.screen.query_one("#runs-list", PagedList).row(7) is not None
+    )
+
+
+def test_runs_screen(snap_compare, home: Path) -> None:
+    assert snap_compare(_app(home), terminal_size=SIZE, run_before=_runs_loaded)
+
+
+def test_run_screen_at_first_error(snap_compare, home: Path) -> None:
+    async def run_before(pilot) -> None:
+        await _runs_loaded(pilot)
+        pilot.app.open_run(ERROR, jump_to_error=True)
+
+        def at_error() -> bool:
+            node = getattr(pilot.app.screen, "tree", None) and pilot.app.screen.tree.cursor_node
+            return bool(node) and node.data is not None and node.data.kind == "tool"
+
+        await settle(pilot, at_error)
+
+    assert snap_compare(_app(home), terminal_size=SIZE, run_before=run_before)
+
+
+def test_replay_screen(snap_compare, home: Path) -> None:
+    async def run_before(pilot) -> None:
+        await _runs_loaded(pilot)
+        pilot.app.open_replay(MAX_TURNS, 8)
+        await settle(pilot, lambda: pilot.app.screen.timeline.row(8) is not None)
+
+    assert snap_compare(_app(home), terminal_size=SIZE, run_before=run_before)
+
+
+def test_chain_compare_screen(snap_compare, home: Path) -> None:
+    async def run_before(pilot) -> None:
+        await _runs_loaded(pilot)
+        pilot.app.open_compare(MAX_TURNS, COMPLETED)
+        await settle(
+            pilot, lambda: "aligning" not in str(pilot.app.screen.query_one("#pair-result").content)
+        )
+
+    assert snap_compare(_app(home), terminal_size=SIZE, run_before=run_before)
+
+
+def test_fork_screen(snap_compare, home: Path) -> None:
+    async def run_before(pilot) -> None:
+        await _runs_loaded(pilot)
+        pilot.app.open_fork(ERROR, 2, mock_call="call_e1")
+        await settle(pilot, lambda: pilot.app.screen.context is not None)
+
+    assert snap_compare(_app(home), terminal_size=SIZE, run_before=run_before)
+
+
+def test_help_screen(snap_compare, home: Path) -> None:
+    async def run_before(pilot) -> None:
+        await _runs_loaded(pilot)
+        await pilot.press("question_mark")
+        await settle(pilot)
+
+    assert snap_compare(_app(home), terminal_size=SIZE, run_before=run_before)
