@@ -181,7 +181,8 @@ async def measure(home: Path, big: str, args_runs: int) -> list[tuple[str, float
                 await pilot.pause()
         grown = rss_mb() - before
         print(
-            f"RSS {rss_mb():.0f} MB; walking all {timeline.total:,} events grew it by {grown:.1f} MB"
+            f"RSS {rss_mb():.0f} MB; walking all {timeline.total:,} events "
+            f"grew it by {grown:.1f} MB"
         )
     return results
 
