@@ -17,6 +17,7 @@ on the batch. A cut-off last line is not consumed: it is read once the writer co
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -59,28 +60,32 @@ class _Work:
     refused: str | None = None
 
 
-def find_traces(paths: Iterable[Path | str], problems: list[str]) -> list[Path]:
-    """The `.jsonl` files named, or found under the folders named, in a stable order."""
-    found: list[Path] = []
+def _walk(folder: str, found: dict[str, int]) -> None:
+    # os.scandir rather than Path.rglob/resolve: with thousands of traces this scan runs on
+    # every command, and it must stay a few milliseconds.
+    with os.scandir(folder) as entries:
+        for entry in sorted(entries, key=lambda e: e.name):
+            if entry.is_dir():
+                _walk(entry.path, found)
+            elif entry.name.endswith(".jsonl") and entry.is_file():
+                found[entry.path] = entry.stat().st_size
+
+
+def find_traces(paths: Iterable[Path | str], problems: list[str]) -> dict[str, int]:
+    """The `.jsonl` files named, or found under the folders named, with their sizes."""
+    found: dict[str, int] = {}
     for raw in paths:
-        path = Path(raw).expanduser()
-        if path.is_dir():
-            inside = sorted(p for p in path.rglob("*.jsonl") if p.is_file())
-            if not inside:
-                problems.append(f"{path}: no .jsonl traces in this folder")
-            found.extend(inside)
-        elif path.is_file():
-            found.append(path)
+        path = os.path.realpath(Path(raw).expanduser())
+        if os.path.isdir(path):
+            before = len(found)
+            _walk(path, found)
+            if len(found) == before:
+                problems.append(f"{raw}: no .jsonl traces in this folder")
+        elif os.path.isfile(path):
+            found[path] = os.path.getsize(path)
         else:
-            problems.append(f"{path}: no such file or folder")
-    seen: set[Path] = set()
-    unique = []
-    for path in found:
-        resolved = path.resolve()
-        if resolved not in seen:
-            seen.add(resolved)
-            unique.append(resolved)
-    return unique
+            problems.append(f"{raw}: no such file or folder")
+    return found
 
 
 def _known_files(cur: duckdb.DuckDBPyConnection) -> dict[str, _Known]:
@@ -99,13 +104,7 @@ def ingest(cur: duckdb.DuckDBPyConnection, paths: Iterable[Path | str]) -> Inges
     files = find_traces(paths, report.problems)
     known = _known_files(cur)
     work: list[_Work] = []
-    for path in files:
-        name = str(path)
-        try:
-            size = path.stat().st_size
-        except OSError as exc:
-            report.problems.append(f"{name}: cannot read ({exc.strerror})")
-            continue
+    for name, size in files.items():
         before = known.get(name)
         if before is not None and before.size_seen == size:
             continue  # nothing new: the common case, kept cheap

@@ -104,7 +104,8 @@ INSERT OR IGNORE INTO store_meta VALUES ('store_version', '{STORE_VERSION}');
 
 DROP_ALL = """
 DROP VIEW IF EXISTS tool_schemas; DROP VIEW IF EXISTS tool_calls; DROP VIEW IF EXISTS model_calls;
-DROP VIEW IF EXISTS events; DROP TABLE IF EXISTS runs; DROP TABLE IF EXISTS event_rows; DROP TABLE IF EXISTS trace_files;
+DROP VIEW IF EXISTS events; DROP TABLE IF EXISTS runs; DROP TABLE IF EXISTS event_rows;
+DROP TABLE IF EXISTS trace_files;
 DROP TABLE IF EXISTS store_meta;
 """
 

@@ -1,0 +1,227 @@
+"""The decision chain: a run's flat events rebuilt into run → turns → model calls and tool
+calls → end, which `workbench show`, the TUI and the engine's chain diff all walk.
+
+Model calls are keyed by attempt (a retry is a second call in the same turn); tool calls
+are paired start/end by `call_id`, and MCP frames sent while a call from that server is
+open belong to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias, assert_never
+
+from traces.events import (
+    Error,
+    Event,
+    HistoryTrimmed,
+    McpMessage,
+    ModelChunk,
+    ModelRequest,
+    ModelResponse,
+    RunEnd,
+    RunStart,
+    ToolEnd,
+    ToolStart,
+)
+
+CallStatus: TypeAlias = Literal["ok", "error", "running"]
+TurnStatus: TypeAlias = Literal["ok", "tool_error", "error", "running"]
+
+
+@dataclass
+class ModelCallNode:
+    attempt: int
+    request: ModelRequest | None = None
+    chunks: list[ModelChunk] = field(default_factory=list)
+    response: ModelResponse | None = None
+    error: Error | None = None
+
+    @property
+    def status(self) -> CallStatus:
+        if self.response is not None:
+            return "ok"
+        return "error" if self.error is not None else "running"
+
+
+@dataclass
+class ToolCallNode:
+    start: ToolStart
+    end: ToolEnd | None = None
+    mcp: list[McpMessage] = field(default_factory=list)
+    errors: list[Error] = field(default_factory=list)
+
+    @property
+    def call_id(self) -> str:
+        return self.start.call_id
+
+    @property
+    def name(self) -> str:
+        return self.start.name
+
+    @property
+    def arguments(self) -> dict[str, Any] | None:
+        return self.start.arguments
+
+    @property
+    def status(self) -> CallStatus:
+        if self.end is None:
+            return "running"
+        return "ok" if self.end.ok else "error"
+
+    @property
+    def duration_ms(self) -> float | None:
+        return self.end.duration_ms if self.end is not None else None
+
+
+@dataclass
+class TurnNode:
+    turn: int
+    model_calls: list[ModelCallNode] = field(default_factory=list)
+    tool_calls: list[ToolCallNode] = field(default_factory=list)
+    trims: list[HistoryTrimmed] = field(default_factory=list)
+    errors: list[Error] = field(default_factory=list)  # not tied to one call
+    mcp: list[McpMessage] = field(default_factory=list)  # frames outside any tool call
+    events: list[Event] = field(default_factory=list)
+
+    @property
+    def request(self) -> ModelRequest | None:
+        """What the model was last sent in this turn (the final attempt's request)."""
+        for call in reversed(self.model_calls):
+            if call.request is not None:
+                return call.request
+        return None
+
+    @property
+    def response(self) -> ModelResponse | None:
+        for call in reversed(self.model_calls):
+            if call.response is not None:
+                return call.response
+        return None
+
+    @property
+    def status(self) -> TurnStatus:
+        if self.model_calls and self.model_calls[-1].status == "error":
+            return "error"
+        if any(call.status == "running" for call in self.tool_calls):
+            return "running"
+        if not self.model_calls or self.model_calls[-1].status == "running":
+            return "running"
+        if any(call.status == "error" for call in self.tool_calls):
+            return "tool_error"
+        return "ok"
+
+
+@dataclass
+class RunChain:
+    run_id: str
+    start: RunStart | None = None
+    turns: list[TurnNode] = field(default_factory=list)
+    end: RunEnd | None = None
+    errors: list[Error] = field(default_factory=list)  # outside any turn
+    trims: list[HistoryTrimmed] = field(default_factory=list)  # outside any turn
+    mcp: list[McpMessage] = field(default_factory=list)  # e.g. the initialize handshake
+
+    @property
+    def status(self) -> str:
+        """The run's status, `incomplete` when the trace has no run_end."""
+        return self.end.status if self.end is not None else "incomplete"
+
+    def turn(self, number: int) -> TurnNode | None:
+        for node in self.turns:
+            if node.turn == number:
+                return node
+        return None
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.chain = RunChain(run_id="")
+        self.turns: dict[int, TurnNode] = {}
+        self.open_tools: dict[str, ToolCallNode] = {}
+
+    def _turn(self, number: int) -> TurnNode:
+        node = self.turns.get(number)
+        if node is None:
+            node = self.turns[number] = TurnNode(turn=number)
+            self.chain.turns.append(node)
+        return node
+
+    def _model_call(self, turn: TurnNode, attempt: int) -> ModelCallNode:
+        if turn.model_calls and turn.model_calls[-1].attempt == attempt:
+            last = turn.model_calls[-1]
+            if last.response is None:
+                return last
+        call = ModelCallNode(attempt=attempt)
+        turn.model_calls.append(call)
+        return call
+
+    def add(self, event: Event) -> None:
+        self.chain.run_id = self.chain.run_id or event.run_id
+        turn = self._turn(event.turn) if event.turn is not None else None
+        if turn is not None:
+            turn.events.append(event)
+        match event:
+            case RunStart():
+                self.chain.start = event
+            case RunEnd():
+                self.chain.end = event
+            case ModelRequest():
+                if turn is not None:
+                    call = ModelCallNode(attempt=event.attempt, request=event)
+                    turn.model_calls.append(call)
+            case ModelChunk():
+                if turn is not None:
+                    self._model_call(turn, event.attempt).chunks.append(event)
+            case ModelResponse():
+                if turn is not None:
+                    self._model_call(turn, event.attempt).response = event
+            case ToolStart():
+                node = ToolCallNode(start=event)
+                self.open_tools[event.call_id] = node
+                if turn is not None:
+                    turn.tool_calls.append(node)
+            case ToolEnd():
+                open_call = self.open_tools.pop(event.call_id, None)
+                if open_call is not None:
+                    open_call.end = event
+            case McpMessage():
+                self._add_mcp(event, turn)
+            case HistoryTrimmed():
+                (turn.trims if turn is not None else self.chain.trims).append(event)
+            case Error():
+                self._add_error(event, turn)
+            case _:
+                assert_never(event)
+
+    def _add_mcp(self, event: McpMessage, turn: TurnNode | None) -> None:
+        source = f"mcp:{event.server}"
+        for node in reversed(self.open_tools.values()):
+            if node.start.source == source:
+                node.mcp.append(event)
+                return
+        (turn.mcp if turn is not None else self.chain.mcp).append(event)
+
+    def _add_error(self, event: Error, turn: TurnNode | None) -> None:
+        if turn is None:
+            self.chain.errors.append(event)
+        elif event.where == "model" and turn.model_calls:
+            call = turn.model_calls[-1]
+            if call.response is None and (event.attempt in (None, call.attempt)):
+                call.error = event
+                return
+            turn.errors.append(event)
+        elif event.where in ("tool", "mcp") and self.open_tools:
+            list(self.open_tools.values())[-1].errors.append(event)
+        else:
+            turn.errors.append(event)
+
+
+def build_chain(events: Iterable[Event]) -> RunChain:
+    """Rebuild the decision chain from a run's events (in seq order)."""
+    builder = _Builder()
+    for event in sorted(events, key=lambda e: e.seq):
+        builder.add(event)
+    builder.chain.turns.sort(key=lambda node: node.turn)
+    return builder.chain
