@@ -91,7 +91,8 @@ def render_outcome(outcome: Any) -> list[str]:
     head = f"replay of run {outcome.run_id[:12]}"
     counts = (
         f"{outcome.events_compared}/{outcome.events_recorded} events, "
-        f"{outcome.turns_replayed} model turns, {outcome.wall_s:.3f} s"
+        f"{outcome.turns_replayed} model turn{'' if outcome.turns_replayed == 1 else 's'}, "
+        f"{outcome.wall_s:.3f} s"
     )
     if outcome.status == "identical":
         lines = [f"{head}: identical decision chain ({counts})"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from workbench.engine.recording_io import Recording, TurnRecord
@@ -32,9 +32,13 @@ class ChainCall:
     arguments: Any  # parsed arguments, or the raw string when they did not parse
     result_digest: str | None
     status: Literal["ok", "error", "missing"]
+    call_id: str = ""  # for reference only; ids are not compared
+    mocked: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "call_id": self.call_id,
+            "mocked": self.mocked,
             "name": self.name,
             "arguments": self.arguments,
             "result_digest": self.result_digest,
@@ -45,7 +49,8 @@ class ChainCall:
         args = json.dumps(self.arguments, ensure_ascii=False, sort_keys=True)
         if len(args) > 60:
             args = args[:59] + "…"
-        return f"{self.name}({args}) → {self.status} {self.result_digest or '-'}"
+        mocked = " (mocked)" if self.mocked else ""
+        return f"{self.name}({args}) → {self.status} {self.result_digest or '-'}{mocked}"
 
 
 @dataclass(frozen=True)
@@ -83,7 +88,8 @@ def _chain_turn(record: TurnRecord) -> ChainTurn:
         status: Literal["ok", "error", "missing"] = (
             "missing" if end is None else ("ok" if end.ok else "error")
         )
-        calls.append(ChainCall(start.name, arguments, digest(end.result) if end else None, status))
+        result = digest(end.result) if end else None
+        calls.append(ChainCall(start.name, arguments, result, status, start.call_id))
     if calls:
         return ChainTurn(record.turn, "tools", tuple(calls))
     if record.response is not None:
@@ -152,9 +158,18 @@ def _inherit(fork: Recording, parent: Recording, turns: dict[int, ChainTurn]) ->
     start = fork.run_start
     if start.parent_run_id != parent.run_id or start.fork_turn is None:
         return
+    mocks = {e.target: str(e.value) for e in start.edits if e.kind == "mock_result"}
     for turn in chain_of(parent):
-        if turn.turn < start.fork_turn:
-            turns.setdefault(turn.turn, turn)
+        if turn.turn >= start.fork_turn:
+            continue
+        # The fork's history carries its mocked results in place of the parent's.
+        calls = tuple(
+            replace(call, result_digest=digest(mocks[call.call_id]), status="ok", mocked=True)
+            if call.call_id in mocks
+            else call
+            for call in turn.calls
+        )
+        turns.setdefault(turn.turn, replace(turn, calls=calls))
 
 
 def diff_chains(a: Recording, b: Recording) -> ChainDiff:
