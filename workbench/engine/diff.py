@@ -15,7 +15,8 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from workbench.engine.recording_io import Recording, TurnRecord
+from traces.tree import TurnNode, build_chain
+from workbench.engine.recording_io import Recording
 
 TurnOutcome = Literal["tools", "answer", "model_error", "incomplete"]
 
@@ -77,13 +78,14 @@ class ChainTurn:
 
 
 def chain_of(recording: Recording) -> list[ChainTurn]:
-    return [_chain_turn(record) for record in recording.turns.values() if record.requests]
+    """The decision chain per turn, walked from `traces.tree.build_chain`."""
+    return [_chain_turn(node) for node in build_chain(recording.events).turns if node.model_calls]
 
 
-def _chain_turn(record: TurnRecord) -> ChainTurn:
+def _chain_turn(node: TurnNode) -> ChainTurn:
     calls = []
-    for start in record.tool_starts:
-        end = record.tool_end_for(start.call_id)
+    for call in node.tool_calls:
+        start, end = call.start, call.end
         arguments: Any = start.arguments if start.arguments is not None else start.arguments_raw
         status: Literal["ok", "error", "missing"] = (
             "missing" if end is None else ("ok" if end.ok else "error")
@@ -91,13 +93,14 @@ def _chain_turn(record: TurnRecord) -> ChainTurn:
         result = digest(end.result) if end else None
         calls.append(ChainCall(start.name, arguments, result, status, start.call_id))
     if calls:
-        return ChainTurn(record.turn, "tools", tuple(calls))
-    if record.response is not None:
-        content = record.response.message.get("content")
-        return ChainTurn(record.turn, "answer", answer_digest=digest(content or ""))
-    if record.model_errors:
-        return ChainTurn(record.turn, "model_error")
-    return ChainTurn(record.turn, "incomplete")
+        return ChainTurn(node.turn, "tools", tuple(calls))
+    response = node.response
+    if response is not None:
+        content = response.message.get("content")
+        return ChainTurn(node.turn, "answer", answer_digest=digest(content or ""))
+    if node.status == "error":
+        return ChainTurn(node.turn, "model_error")
+    return ChainTurn(node.turn, "incomplete")
 
 
 @dataclass(frozen=True)
