@@ -3,6 +3,7 @@
 from traces.store.ingest import IngestReport
 from traces.store.store import (
     AmbiguousRunError,
+    QueryError,
     RunRow,
     StoreCorruptError,
     StoreError,
@@ -14,6 +15,7 @@ from traces.store.store import (
 __all__ = [
     "AmbiguousRunError",
     "IngestReport",
+    "QueryError",
     "RunRow",
     "StoreCorruptError",
     "StoreError",

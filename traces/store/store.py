@@ -36,6 +36,10 @@ class StoreCorruptError(StoreError):
     pass
 
 
+class QueryError(StoreError):
+    """A user's SQL failed; the message is DuckDB's first line."""
+
+
 class UnknownRunError(LookupError):
     pass
 
@@ -251,8 +255,11 @@ class TraceStore:
     ) -> tuple[list[str], list[tuple[Any, ...]]]:
         """Run any SQL; returns the column names and the rows."""
         with self._cursor() as cur:
-            result = cur.execute(statement, list(params))
-            if result.description is None:
-                return [], []
-            columns = [column[0] for column in result.description]
-            return columns, result.fetchall()
+            try:
+                result = cur.execute(statement, list(params))
+                if result.description is None:
+                    return [], []
+                columns = [column[0] for column in result.description]
+                return columns, result.fetchall()
+            except duckdb.Error as exc:
+                raise QueryError(str(exc).splitlines()[0]) from None

@@ -1,0 +1,330 @@
+"""Read commands: `ingest`, `runs`, `show`, `sql`, `schema`.
+
+Each one first ingests whatever is new under `<home>/traces/`, so what it shows is current.
+Problems found in traces go to stderr, one line each; `--json` output is the only thing on
+stdout. The store is opened read-write just long enough to ingest (DuckDB lets one process
+write at a time); `sql` then runs the user's query on a read-only connection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from traces.events import RUN_STATUSES, json_schema
+from traces.store import (
+    AmbiguousRunError,
+    IngestReport,
+    StoreError,
+    TraceStore,
+    UnknownRunError,
+)
+from traces.tree import RunChain, ToolCallNode, TurnNode, build_chain
+from workbench.cli.common import CliError, add_home, print_json, resolve_home
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    ingest = subparsers.add_parser("ingest", help="load trace files or folders into the store")
+    ingest.add_argument("paths", nargs="+", metavar="PATH", help=".jsonl files or folders")
+    ingest.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_home(ingest)
+    ingest.set_defaults(func=cmd_ingest)
+
+    runs = subparsers.add_parser("runs", help="list recorded runs, newest first")
+    runs.add_argument("--status", choices=RUN_STATUSES, help="only runs with this status")
+    runs.add_argument("--failed", action="store_true", help="only runs that did not complete")
+    runs.add_argument("--text", help="only runs whose task contains TEXT")
+    runs.add_argument("--limit", type=int, default=50, help="at most N runs (default 50)")
+    runs.add_argument("--json", action="store_true", help="print the runs as JSON")
+    add_home(runs)
+    runs.set_defaults(func=cmd_runs)
+
+    show = subparsers.add_parser("show", help="show a run's decision chain, turn by turn")
+    show.add_argument("run", metavar="RUN", help="run id or a unique prefix of it")
+    show.add_argument("--json", action="store_true", help="print the chain as JSON")
+    add_home(show)
+    show.set_defaults(func=cmd_show)
+
+    query = subparsers.add_parser("sql", help="run SQL on the store (see docs/trace-format.md)")
+    query.add_argument("query", metavar="QUERY", help='e.g. "SELECT status, count(*) ..."')
+    query.add_argument("--json", action="store_true", help="print rows as JSON objects")
+    add_home(query)
+    query.set_defaults(func=cmd_sql)
+
+    schema = subparsers.add_parser("schema", help="print the JSON Schema of a trace line")
+    schema.set_defaults(func=cmd_schema)
+
+
+def _report_problems(report: IngestReport) -> None:
+    for problem in report.problems:
+        print(f"workbench: {problem}", file=sys.stderr)
+
+
+@contextmanager
+def _store(args: argparse.Namespace, paths: list[str] | None = None) -> Iterator[TraceStore]:
+    """The home's store, with new traces (and `paths`) ingested; errors become one line."""
+    home = resolve_home(args)
+    try:
+        with TraceStore.for_home(home) as store:
+            report = store.ingest_home(home)
+            if paths:
+                extra = store.ingest(paths)
+                report.problems += extra.problems
+                report.files += extra.files
+                report.new_events += extra.new_events
+                report.new_runs += extra.new_runs
+            args.ingest_report = report
+            _report_problems(report)
+            yield store
+    except StoreError as exc:
+        raise CliError(str(exc)) from None
+    except (UnknownRunError, AmbiguousRunError) as exc:
+        raise CliError(str(exc.args[0])) from None
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    with _store(args, args.paths) as store:
+        report: IngestReport = args.ingest_report
+        total = store.count_runs()
+    if args.json:
+        print_json(report.__dict__ | {"runs_in_store": total})
+    elif report.files:
+        print(
+            f"ingested {report.new_events} events from {report.files} file(s): "
+            f"{report.new_runs} new run(s), {total} in the store"
+        )
+    else:
+        print(f"nothing new to ingest; {total} run(s) in the store")
+    # Non-zero only when nothing could be done at all.
+    return 1 if report.problems and not report.files else 0
+
+
+def _when(row_value: Any) -> str:
+    return row_value.strftime("%Y-%m-%d %H:%M:%S") if row_value is not None else "-"
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    with _store(args) as store:
+        rows = store.runs(
+            status=args.status, text=args.text, failed_only=args.failed, limit=args.limit
+        )
+        total = store.count_runs(status=args.status, text=args.text, failed_only=args.failed)
+    if args.json:
+        print_json([row.to_json() for row in rows])
+        return 0
+    if not rows:
+        print(
+            "no runs yet: record one with `workbench run` or `workbench demo`, or "
+            "`workbench ingest PATH`"
+        )
+        return 0
+    print(
+        f"{'RUN':<12}  {'STATUS':<20}  {'TURNS':>5}  {'TOOLS':>7}  {'TOKENS':>7}  "
+        f"{'STARTED (UTC)':<19}  TASK"
+    )
+    for row in rows:
+        tools = f"{row.tool_calls}" + (f"/{row.tool_errors}!" if row.tool_errors else "")
+        task = (row.task or "").replace("\n", " ")
+        print(
+            f"{row.run_id[:12]:<12}  {row.status:<20}  {row.turns:>5}  {tools:>7}  "
+            f"{row.total_tokens:>7}  {_when(row.started_at):<19}  {task[:60]}"
+        )
+    if total > len(rows):
+        print(f"… {total - len(rows)} more (use --limit)")
+    return 0
+
+
+def _clip(text: str | None, width: int = 300) -> str:
+    if text is None:
+        return ""
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _tool_json(call: ToolCallNode) -> dict[str, Any]:
+    end = call.end
+    return {
+        "call_id": call.call_id,
+        "name": call.name,
+        "source": call.start.source,
+        "arguments_raw": call.start.arguments_raw,
+        "arguments": call.arguments,
+        "parse_error": call.start.parse_error,
+        "reasoning": call.start.reasoning,
+        "status": call.status,
+        "result": end.result if end else None,
+        "error": end.error if end else None,
+        "duration_ms": call.duration_ms,
+        "mocked": end.mocked if end else False,
+        "replayed": end.replayed if end else False,
+        "mcp_frames": [m.model_dump(mode="json") for m in call.mcp],
+    }
+
+
+def _turn_json(turn: TurnNode) -> dict[str, Any]:
+    request = turn.request
+    response = turn.response
+    return {
+        "turn": turn.turn,
+        "status": turn.status,
+        "request": None
+        if request is None
+        else {
+            "messages": len(request.messages),
+            "last_message": request.messages[-1] if request.messages else None,
+            "tools": [t.get("function", t).get("name") for t in request.tools],
+            "params": request.params,
+            "estimated_tokens": request.estimated_tokens,
+        },
+        "attempts": [
+            {
+                "attempt": m.attempt,
+                "status": m.status,
+                "chunks": len(m.chunks),
+                "error": m.error.message if m.error else None,
+            }
+            for m in turn.model_calls
+        ],
+        "response": None
+        if response is None
+        else {
+            "message": response.message,
+            "finish_reason": response.finish_reason,
+            "usage": response.usage,
+            "ttft_ms": response.ttft_ms,
+            "latency_ms": response.latency_ms,
+        },
+        "tool_calls": [_tool_json(call) for call in turn.tool_calls],
+        "trims": [t.model_dump(mode="json") for t in turn.trims],
+        "errors": [e.model_dump(mode="json") for e in turn.errors],
+    }
+
+
+def chain_json(chain: RunChain) -> dict[str, Any]:
+    end = chain.end
+    return {
+        "run_id": chain.run_id,
+        "status": chain.status,
+        "start": chain.start.model_dump(mode="json") if chain.start else None,
+        "turns": [_turn_json(turn) for turn in chain.turns],
+        "errors": [e.model_dump(mode="json") for e in chain.errors],
+        "end": end.model_dump(mode="json") if end else None,
+    }
+
+
+def _print_chain(chain: RunChain) -> None:
+    start = chain.start
+    if start is not None:
+        print(f"run {chain.run_id}  model {start.model}  tools {len(start.tools)}")
+        print(f"task: {_clip(start.task)}")
+    for turn in chain.turns:
+        print(f"\n── turn {turn.turn} [{turn.status}]")
+        request = turn.request
+        if request is not None:
+            last = request.messages[-1] if request.messages else {}
+            print(
+                f"  request: {len(request.messages)} messages, {len(request.tools)} tools, "
+                f"~{request.estimated_tokens} tokens; last {last.get('role', '?')}: "
+                f"{_clip(str(last.get('content') or ''), 120)}"
+            )
+        for call in turn.model_calls:
+            if call.error is not None:
+                print(
+                    f"  attempt {call.attempt} failed: {call.error.kind}: "
+                    f"{_clip(call.error.message, 160)}"
+                )
+        response = turn.response
+        if response is not None:
+            content = response.message.get("content")
+            print(
+                f"  response ({response.finish_reason}, {response.latency_ms:.0f} ms, "
+                f"attempt {response.attempt}): {_clip(content, 200) or '(no text)'}"
+            )
+        for tool in turn.tool_calls:
+            timing = f"{tool.duration_ms:.0f} ms" if tool.duration_ms is not None else "running"
+            print(
+                f"  tool {tool.name} [{tool.status}, {timing}, {tool.start.source}] "
+                f"{_clip(tool.start.arguments_raw, 160)}"
+            )
+            if tool.start.parse_error:
+                print(f"    arguments: {tool.start.parse_error}")
+            if tool.end is not None:
+                print(f"    → {_clip(tool.end.result, 200)}")
+            if tool.mcp:
+                print(f"    {len(tool.mcp)} MCP frame(s)")
+        for trim in turn.trims:
+            print(
+                f"  history trimmed: {trim.tokens_before} → {trim.tokens_after} tokens, "
+                f"{trim.rounds_dropped} round(s) dropped"
+            )
+        for error in turn.errors:
+            print(f"  error ({error.where}): {error.kind}: {_clip(error.message, 160)}")
+    end = chain.end
+    print()
+    if end is None:
+        print("end: incomplete (the trace has no run_end; the run was killed or is running)")
+        return
+    layer = f" ({end.timeout_layer})" if end.timeout_layer else ""
+    print(f"end: {end.status}{layer}: {end.reason}")
+    if end.final_answer:
+        print(f"answer: {_clip(end.final_answer, 500)}")
+    totals = end.totals
+    print(
+        f"totals: {totals.turns} turns, {totals.model_calls} model calls, "
+        f"{totals.tool_calls} tool calls ({totals.tool_errors} failed), "
+        f"{totals.total_tokens} tokens, {totals.duration_ms:.0f} ms"
+    )
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    with _store(args) as store:
+        run_id = store.resolve_run(args.run)
+        row = store.run(run_id)
+        chain = build_chain(store.events(run_id))
+    if args.json:
+        print_json({"run": row.to_json(), "chain": chain_json(chain)})
+    else:
+        _print_chain(chain)
+    return 0
+
+
+def cmd_sql(args: argparse.Namespace) -> int:
+    with _store(args):
+        pass  # ingest first; the query itself runs on a read-only connection
+    try:
+        with TraceStore.for_home(resolve_home(args), read_only=True) as store:
+            columns, rows = store.query(args.query)
+    except StoreError as exc:
+        raise CliError(str(exc)) from None
+    if args.json:
+        print_json([dict(zip(columns, row, strict=True)) for row in rows])
+        return 0
+    if not columns:
+        return 0
+    cells = [[_cell(value) for value in row] for row in rows]
+    widths = [min(40, max([len(c)] + [len(r[i]) for r in cells])) for i, c in enumerate(columns)]
+    print("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)))
+    for row in cells:
+        print("  ".join(v[:w].ljust(w) for v, w in zip(row, widths, strict=True)))
+    print(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
+    return 0
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value).replace("\n", "\\n")
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    print_json(json_schema())
+    return 0
+
+
+__all__ = ["chain_json", "register"]
