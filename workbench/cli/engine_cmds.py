@@ -214,6 +214,7 @@ def _fork_request(args: argparse.Namespace) -> Any:
 
 
 def _cmd_fork(args: argparse.Namespace) -> int:
+    from agent_core.tools.base import Toolset
     from agent_core.tools.builtin import builtin_tools
     from agent_core.tools.loader import ToolLoadError, load_toolset
     from traces.home import traces_dir
@@ -233,7 +234,7 @@ def _cmd_fork(args: argparse.Namespace) -> int:
         raise CliError(f"--root {args.root}: not a folder; pass the folder the tools may read")
     if args.mcp_config is not None and not args.mcp_config.is_file():
         raise CliError(f"--mcp-config {args.mcp_config}: no such file")
-    live = [builtin_tools(args.root)]
+    live: list[Toolset] = [builtin_tools(args.root)]
     for reference in args.tools:
         try:
             live.append(load_toolset(reference))
