@@ -227,7 +227,6 @@ class McpConnection:
         self.closed = False  # the transport ended (server exited or dropped us)
         self.last_bad_output: str | None = None
         self.failure: str | None = None  # why the transport failed under a live session
-        self.on_tools_changed: Callable[[], None] | None = None
         self._on_frame = on_frame
         self._session: ClientSession | None = None
         self._stderr: _StderrLog | None = None
@@ -347,11 +346,8 @@ class McpConnection:
         if isinstance(message, types.ToolListChangedNotification):
             try:
                 await self.list_tools()
-            except McpCallError as exc:
+            except McpCallError as exc:  # the previous list stays in use
                 log.warning("refreshing tools of MCP server %r failed: %s", self.name, exc)
-                return
-            if self.on_tools_changed is not None:
-                self.on_tools_changed()
 
 
 async def _ignore(progress: float, total: float | None, message: str | None) -> None:
