@@ -118,3 +118,21 @@ def test_bad_sources_exit_2_with_one_line(tmp_path: Path) -> None:
         )
         assert done.returncode == 2
         assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+async def test_our_own_client_reruns_a_recording_against_the_replay_responder(
+    project: Project,
+) -> None:
+    from agent_core.model.openai_client import OpenAIChatModel
+    from workbench.engine.model_server import ModelServer
+    from workbench.engine.recording_io import read_recording_file
+    from workbench.engine.serve import ReplayResponder
+
+    path, first = await project.record(THREE_TURNS)
+    with ModelServer(ReplayResponder(read_recording_file(path))) as server:
+        model = OpenAIChatModel(server.base_url, "sk-test", "scripted")
+        _, again = await project.record(model)
+        await model.aclose()
+        requests = len(server.bodies)
+    assert again.status == "completed" and again.final_answer == first.final_answer
+    assert requests == 3  # one per recorded turn, none refused
