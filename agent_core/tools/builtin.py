@@ -35,7 +35,9 @@ class SearchFilesArgs(BaseModel):
     path: str = Field(default=".", description="folder to search in, relative to the root")
     regex: bool = Field(default=False, description="treat query as a Python regular expression")
     glob: str = Field(default="*", description="only files whose name matches, e.g. '*.py'")
-    max_results: int = Field(default=50, ge=1, le=500)
+    max_results: int = Field(
+        default=50, ge=1, le=500, description="stop after this many matching lines"
+    )
 
 
 class CalculatorArgs(BaseModel):
