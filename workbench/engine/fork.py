@@ -72,7 +72,8 @@ class ForkPlan:
             parent_run_id=self.parent.run_id,
             fork_turn=self.turn,
             edits=list(self.edits),
-            meta=dict(start.meta),
+            # The loop records the fork's own read-only flags; the parent's may differ.
+            meta={k: v for k, v in start.meta.items() if k != "read_only_tools"},
         )
         for name, value in overrides.items():
             setattr(config, name, value)
