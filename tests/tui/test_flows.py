@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from textual.widgets import Static
 
 from tests.tui.conftest import ERROR, MAX_TURNS, plain, settle
@@ -107,6 +108,7 @@ async def test_step_through_the_replay_and_verify(home: Path) -> None:
 
 
 async def test_schema_diff_of_two_marked_runs(home: Path) -> None:
+    pytest.importorskip("traces.schema_diff", reason="the schema diff is built in traces/")
     app = WorkbenchApp(home)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, lambda: _runs(app).total == 8 and _runs(app).row(1) is not None)

@@ -67,6 +67,17 @@ def test_chain_compare_screen(snap_compare, home: Path) -> None:
     assert snap_compare(_app(home), terminal_size=SIZE, run_before=run_before)
 
 
+def test_schema_diff_screen(snap_compare, home: Path) -> None:
+    async def run_before(pilot) -> None:
+        await _runs_loaded(pilot)
+        pilot.app.open_schema_diff(MAX_TURNS, COMPLETED)
+        await settle(
+            pilot, lambda: "diffing" not in str(pilot.app.screen.query_one("#pair-result").content)
+        )
+
+    assert snap_compare(_app(home), terminal_size=SIZE, run_before=run_before)
+
+
 def test_fork_screen(snap_compare, home: Path) -> None:
     async def run_before(pilot) -> None:
         await _runs_loaded(pilot)

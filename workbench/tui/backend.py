@@ -166,12 +166,12 @@ class Backend:
         return _engine("recording_io", "load_recording")(run_id, self.home)
 
     def schema_diff(self, run_a: str, run_b: str) -> Any:
-        """`traces.schema_diff.ToolSchemaDiff` of the tools the two runs offered."""
-        diff_tools = _engine("diff", "diff_tools")
-        try:
-            return diff_tools(self.recording(run_a), self.recording(run_b))
-        except ModuleNotFoundError as exc:  # traces.schema_diff not in this build yet
-            raise NotAvailable("the tool-schema diff is not available in this build yet") from exc
+        """Both runs' tool schemas from the store and `traces.schema_diff` of them."""
+        from traces.schema_diff import diff_tool_schemas
+        from workbench.tui.schema_view import SchemaPair
+
+        tools_a, tools_b = self.tool_schemas(run_a), self.tool_schemas(run_b)
+        return SchemaPair(run_a, run_b, tools_a, tools_b, diff_tool_schemas(tools_a, tools_b))
 
     def chain_diff(self, run_a: str, run_b: str) -> Any:
         """`workbench.engine.diff.ChainDiff`: the decision chains aligned by turn."""

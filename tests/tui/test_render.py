@@ -1,0 +1,68 @@
+"""The pure render functions, without an App: events, run rows, the chain and schema views."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from tests.tui.conftest import ERROR, GOLDEN
+from traces.reader import read_trace
+from traces.schema_diff import diff_tool_schemas
+from workbench.tui.chain_view import find_node, turn_children
+from workbench.tui.render import event_is_failure, event_line, render_event
+from workbench.tui.schema_view import SchemaPair, render_schema_diff
+
+
+def text(renderable: object, width: int = 120) -> str:
+    console = Console(width=width, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    console.print(renderable)
+    return console.export_text()
+
+
+def _events() -> list:
+    return read_trace(GOLDEN / f"{ERROR}.jsonl").events
+
+
+def test_every_golden_event_renders_and_fits_one_timeline_line() -> None:
+    for trace in GOLDEN.glob("*.jsonl"):
+        for event in read_trace(trace).events:
+            assert text(render_event(event)).strip()
+            assert event_line(event, 80).cell_len == 80
+
+
+def test_a_model_request_shows_every_message_with_its_role() -> None:
+    request = next(e for e in _events() if e.type == "model_request" and e.turn == 2)
+    shown = text(render_event(request))
+    for message in request.messages:
+        assert message["role"] in shown
+    assert "call_e1" in shown  # the assistant's tool call id, exactly as sent
+
+
+def test_turn_children_group_a_model_call_and_its_failed_tool() -> None:
+    events = [e for e in _events() if e.turn == 1 and e.type not in ("model_chunk", "mcp_message")]
+    nodes = turn_children(events)
+    assert [n.kind for n in nodes] == ["model_call", "tool"]
+    call, tool = nodes
+    assert [c.kind for c in call.children] == ["request", "response", "chunks"]
+    assert call.children[2].count == 6
+    assert tool.failed
+    first_failure = next(e for e in events if event_is_failure(e))
+    assert find_node(nodes, first_failure.seq) is tool
+
+
+def test_schema_diff_marks_added_removed_and_changed_tools() -> None:
+    def tool(name: str, description: str, props: dict) -> dict:
+        parameters = {"type": "object", "properties": props}
+        return {
+            "type": "function",
+            "function": {"name": name, "description": description, "parameters": parameters},
+        }
+
+    a = [tool("read_file", "Read a file.", {"path": {"type": "string"}}), tool("old", "x", {})]
+    b = [
+        tool("read_file", "Read a text file.", {"path": {"type": "integer"}}),
+        tool("new", "y", {}),
+    ]
+    shown = text(render_schema_diff(SchemaPair("a" * 32, "b" * 32, a, b, diff_tool_schemas(a, b))))
+    assert "1 added, 1 removed, 1 changed" in shown
+    assert "+ new" in shown and "- old" in shown and "~ read_file" in shown
+    assert "path (type)" in shown
