@@ -45,6 +45,7 @@ async def test_fork_with_mock_sends_only_later_turns(project: Project, capsys) -
 
     forks = [p for p in traces_dir(project.home).glob("*.jsonl") if p != parent_path]
     assert len(forks) == 1
+    assert "sk-test" not in forks[0].read_text()
     events = read_events(forks[0])
     start = events[0]
     assert start["parent_run_id"] == parent.run_id and start["fork_turn"] == 2

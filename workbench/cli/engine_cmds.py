@@ -218,8 +218,9 @@ def _cmd_fork(args: argparse.Namespace) -> int:
     from agent_core.tools.builtin import builtin_tools
     from agent_core.tools.loader import ToolLoadError, load_toolset
     from traces.home import traces_dir
+    from traces.redact import Redactor
     from traces.writer import JsonlWriter
-    from workbench.cli.model_flags import build_model, limits_from_args
+    from workbench.cli.model_flags import build_model, limits_from_args, model_settings
     from workbench.cli.run_cmds import STATUS_EXIT
     from workbench.cli.run_printer import RunPrinter
     from workbench.engine.fork import ForkError, fork_agent, plan_fork
@@ -243,7 +244,9 @@ def _cmd_fork(args: argparse.Namespace) -> int:
     limits = limits_from_args(args, parent.run_start.limits)
     model = build_model(args, limits)
     config = plan.config(limits=limits)
-    writer = JsonlWriter(traces_dir(home), config.run_id)
+    # Secrets never reach a trace: the API key and the MCP config's headers and env values.
+    secrets = [model_settings(args).api_key or "", *_config_secrets(args.mcp_config)]
+    writer = JsonlWriter(traces_dir(home), config.run_id, Redactor(secrets))
     agent = fork_agent(
         plan, model, live_toolsets=live, sinks=[writer], run_id=config.run_id, limits=limits
     )
@@ -261,6 +264,17 @@ def _cmd_fork(args: argparse.Namespace) -> int:
         raise
     printer.summary(result, str(writer.path))
     return STATUS_EXIT[result.status]
+
+
+def _config_secrets(config_path: Path | None) -> list[str]:
+    if config_path is None:
+        return []
+    from agent_core.mcp_tools import load_mcp_config, mcp_secrets
+
+    try:
+        return mcp_secrets(load_mcp_config(config_path))
+    except Exception as exc:  # McpConfigError: a bad file, said in one line
+        raise CliError(f"--mcp-config {config_path}: {exc}") from None
 
 
 async def _drive_fork(agent: Any, printer: Any, mcp_config: Path | None, *, quiet: bool) -> Any:
