@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 from contextlib import AsyncExitStack
@@ -120,6 +121,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not root.is_dir():
         raise CliError(f"--root {root}: not a folder; pass the folder the tools may read")
     toolsets: list[Toolset] = [builtin_tools(root)]
+    if args.tools and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as `python -m` would: modules next to the user
     for reference in args.tools or ():
         try:
             toolsets.append(load_toolset(reference))
@@ -146,7 +149,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     agent = Agent(model, toolsets, config, sinks=[writer])
     printer = RunPrinter(sys.stderr if args.json else sys.stdout)
     try:
-        result = asyncio.run(drive(agent, printer, args.mcp_config))
+        result = run_to_end(agent, printer, args.mcp_config)
     except CliError:
         writer.close()
         if agent.result is None:  # nothing ran: leave no half trace behind
@@ -156,6 +159,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result_json(result, writer.path))
     return STATUS_EXIT[result.status]
+
+
+def run_to_end(agent: Agent, printer: RunPrinter, mcp_config: Path | None = None) -> RunResult:
+    try:
+        return asyncio.run(drive(agent, printer, mcp_config))
+    except asyncio.CancelledError:  # Ctrl-C before the run itself had started
+        raise CliError("cancelled before the run started", 130) from None
 
 
 async def drive(agent: Agent, printer: RunPrinter, mcp_config: Path | None = None) -> RunResult:
@@ -257,7 +267,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         writer = JsonlWriter(traces_dir(home), config.run_id)
         model = ScriptedModel(scenario.steps, name="scripted-demo")
         agent = Agent(model, [builtin_tools(project)], config, sinks=[writer])
-        result = asyncio.run(drive(agent, printer))
+        result = run_to_end(agent, printer)
         printer.summary(result, str(writer.path))
         print()
         if result.status != scenario.expect:
