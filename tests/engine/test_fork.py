@@ -15,6 +15,7 @@ from workbench.engine.recording_io import read_recording_file
 from workbench.engine.replay import replay_run
 
 MOCK = "config.toml\nsecrets.env"
+EMPTY_SCHEMA = {"type": "object", "properties": {}}
 
 
 async def test_fork_with_mock_sends_only_later_turns(project: Project, capsys) -> None:
@@ -106,6 +107,7 @@ async def test_edits_of_prompt_user_and_tool_description_are_recorded(project: P
             system="Answer in French.",
             user="Quel est le port ?",
             tool_descriptions={"calculator": "Does sums."},
+            tool_schemas={"list_dir": EMPTY_SCHEMA},
         ),
     )
     assert plan.messages[0] == {"role": "system", "content": "Answer in French."}
@@ -116,9 +118,11 @@ async def test_edits_of_prompt_user_and_tool_description_are_recorded(project: P
     start = events[0]
     assert isinstance(start, RunStart)
     assert start.task == "Quel est le port ?" and start.system_prompt == "Answer in French."
-    assert [edit.kind for edit in start.edits] == ["system", "user", "tool_description"]
-    offered = {t["function"]["name"]: t["function"]["description"] for t in start.tools}
-    assert offered["calculator"] == "Does sums."
+    kinds = [edit.kind for edit in start.edits]
+    assert kinds == ["system", "user", "tool_description", "tool_schema"]
+    offered = {t["function"]["name"]: t["function"] for t in start.tools}
+    assert offered["calculator"]["description"] == "Does sums."
+    assert offered["list_dir"]["parameters"] == EMPTY_SCHEMA
     request = next(e for e in events if isinstance(e, ModelRequest))
     assert request.messages == plan.messages
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import openai
 import pytest
-from engine_support import THREE_TURNS, Project, read_events
+from engine_support import THREE_TURNS, Project, cli, read_events
 
 WORKBENCH = str(Path(sys.executable).with_name("workbench"))
 
@@ -108,16 +108,14 @@ def test_serves_a_script_file(tmp_path: Path) -> None:
         assert answer.choices[0].message.content == "Hi there."
 
 
-def test_bad_sources_exit_2_with_one_line(tmp_path: Path) -> None:
+async def test_bad_sources_exit_2_with_one_line(tmp_path: Path, capsys) -> None:
     for args in (
         ["--replay", "feedface", "--home", str(tmp_path)],
         ["--script", str(tmp_path / "missing.json")],
     ):
-        done = subprocess.run(
-            [WORKBENCH, "serve-model", *args], capture_output=True, text=True, timeout=60
-        )
-        assert done.returncode == 2
-        assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+        code = await cli("serve-model", *args)
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
 
 
 async def test_our_own_client_reruns_a_recording_against_the_replay_responder(
