@@ -37,9 +37,10 @@ def test_a_suite_file_runs_as_one_test_per_case(
         f"read_file={MISLEADING}",
     )
     assert edited.returncode == 1, edited.stdout + edited.stderr
-    assert "1 failed, 2 passed" in edited.stdout
+    assert "2 failed, 1 passed" in edited.stdout
     assert "chose list_dir" in edited.stdout and "since baseline 'main'" in edited.stdout
-    assert "Evaluate" in edited.stdout  # the description diff is in the failure text
+    # The description's word diff is in the failure text.
+    assert "{+Evaluate arithmetic expressions exactly.+}" in edited.stdout
 
 
 def test_without_a_model_each_case_fails_with_one_line(tmp_path: Path) -> None:

@@ -80,17 +80,19 @@ def test_baseline_then_a_misleading_edit_fails_with_the_description_diff(
     assert failing.returncode == 1, failing.stdout + failing.stderr
     out = failing.stdout
     assert "FAIL" in out and "read-notes" in out and "chose list_dir" in out
-    assert "(was 100%)" in out
+    assert "(was 100%)" in out and "chose read_file" in out
     # The description diff of the edited tool, against the baseline's schemas.
     assert "since baseline 'main'" in out
-    assert "read_file" in out and "Evaluate" in out
+    assert "~ tool read_file" in out and "{+Evaluate arithmetic expressions exactly.+}" in out
+    assert "~ tool list_dir" not in out
     assert "Traceback" not in failing.stderr
 
     junit = ET.parse(tmp_path / "junit.xml").getroot()
     assert junit.tag == "testsuite" and junit.get("tests") == "3"
-    assert junit.get("failures") == "1"
+    assert junit.get("failures") == "2"  # the misleading text also lures the arithmetic case
     cases = {c.get("name"): c for c in junit.iter("testcase")}
     assert cases["read-notes"].find("failure") is not None
+    assert cases["arithmetic"].find("failure") is not None
     assert cases["list-docs"].find("failure") is None
     assert "read_file" in (cases["read-notes"].find("failure").text or "")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from traces.schema_diff import ToolSchemaDiff, diff_tool_schemas, render_text
 from workbench.engine.regress import CaseResult, SuiteResult
 
 MARKS = {"pass": "ok", "fail": "FAIL", "regressed": "REGR", "error": "ERR"}
@@ -98,13 +99,18 @@ def schema_changes(
 ) -> list[str]:
     if base_schemas is None:
         return ["  no baseline to compare tool schemas with (save one with --save-baseline)"]
-    from traces.schema_diff import diff_tool_schemas, render_tool_schema_diff
-
     involved = case.tools_involved()
     diff = diff_tool_schemas(base_schemas, schemas)
-    rendered = render_tool_schema_diff(diff, only=involved)
-    if not rendered:
-        return [f"  no change to {', '.join(sorted(involved)) or 'its tools'} since {base_label}"]
+    relevant = ToolSchemaDiff(
+        added=[name for name in diff.added if name in involved],
+        removed=[name for name in diff.removed if name in involved],
+        changed=[change for change in diff.changed if change.name in involved],
+    )
+    if relevant.is_empty:
+        others = sorted({*diff.added, *diff.removed, *(c.name for c in diff.changed)})
+        line = f"  no change to {', '.join(sorted(involved)) or 'its tools'} since {base_label}"
+        return [line + (f"; changed: {', '.join(others)}" if others else "")]
+    rendered = render_text(relevant).splitlines()
     return [f"  tool schema changes since {base_label}:", *("    " + line for line in rendered)]
 
 
