@@ -15,7 +15,7 @@ from textual.widgets import Static
 
 JOURNEY = (
     "Runs → Enter opens a run → e jumps to its first error → r steps through it → "
-    "k forks the selected turn with a fix → the fork opens beside its parent."
+    "f forks the selected turn with a fix → the fork opens beside its parent."
 )
 
 
@@ -27,11 +27,15 @@ def help_renderable(screen: Screen[object]) -> Group:
     seen: set[str] = set()
     for key, active in screen.active_bindings.items():
         binding = active.binding
-        if not binding.description or binding.description in seen:
+        # The footer's keys are the screen's own; movement keys are listed once below.
+        if not binding.show or not binding.description or binding.description in seen:
             continue
         seen.add(binding.description)
         display = binding.key_display or screen.app.get_key_display(binding)
         table.add_row(display or key, binding.description)
+    table.add_row("↑ ↓ pgup pgdn", "Move; home / end jump to the first / last")
+    table.add_row("enter", "Open the selected row or tree node")
+    table.add_row("tab", "Next pane or field")
     table.add_row("ctrl+p", "Command palette: every action by name")
     table.add_row("mouse", "Click to select, double-click to open, wheel to scroll")
     return Group(

@@ -26,6 +26,8 @@ class RunsHeader(Static):
 
 
 class RunsScreen(WorkbenchScreen):
+    """Runs: every recorded run, newest first. Filter, open one, or mark two to compare."""
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "focus_filter", "Filter", key_display="/"),
         Binding("f", "toggle_failed", "Failed only"),
