@@ -134,3 +134,29 @@ async def test_our_own_client_reruns_a_recording_against_the_replay_responder(
         requests = len(server.bodies)
     assert again.status == "completed" and again.final_answer == first.final_answer
     assert requests == 3  # one per recorded turn, none refused
+
+
+async def test_a_non_streamed_recording_serves_streamed_requests_too(project: Project) -> None:
+    from workbench.engine.model_server import ModelServer
+    from workbench.engine.recording_io import read_recording_file
+    from workbench.engine.serve import ReplayResponder
+
+    path, _ = await project.record(THREE_TURNS, stream=False)
+    first = recorded_requests(path)[1]
+    with ModelServer(ReplayResponder(read_recording_file(path))) as server:
+        client = openai.AsyncOpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
+        whole = await client.chat.completions.create(
+            model="m", messages=first["messages"], tools=first["tools"]
+        )
+        pieces = await client.chat.completions.create(
+            model="m", messages=first["messages"], tools=first["tools"], stream=True
+        )
+        text, names = "", []
+        async for chunk in pieces:
+            delta = chunk.choices[0].delta if chunk.choices else None
+            text += (delta.content or "") if delta else ""
+            names += [c.function.name for c in (delta.tool_calls or [])] if delta else []
+        await client.close()
+    assert whole.choices[0].message.content == text == "Let me look around."
+    assert [c.function.name for c in whole.choices[0].message.tool_calls or []] == names
+    assert names == ["list_dir"]
