@@ -290,3 +290,14 @@ async def test_trimmed_history_replays(project: Project) -> None:
     assert any(e["type"] == "history_trimmed" for e in read_events(path))
     outcome = await replay_run(read_recording_file(path))
     assert outcome.status == "identical", outcome.divergence
+
+
+async def test_run_offering_the_reasoning_argument_replays(project: Project) -> None:
+    steps = json.loads(json.dumps(THREE_TURNS))
+    steps[0]["tool_calls"][0]["arguments"]["reasoning"] = "See what is there first."
+    path, result = await project.record(steps, offer_reasoning=True)
+    assert result.status == "completed"
+    start = next(e for e in read_events(path) if e["type"] == "tool_start")
+    assert start["reasoning"] == "See what is there first."
+    outcome = await replay_run(read_recording_file(path))
+    assert outcome.status == "identical", outcome.divergence
