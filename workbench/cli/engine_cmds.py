@@ -126,8 +126,10 @@ def _register_fork(subparsers: Any) -> None:
     )
     parser.add_argument("run", help="run id (or unique prefix) or a .jsonl trace path")
     parser.add_argument("--turn", type=int, required=True, help="turn to fork at (1-based)")
-    parser.add_argument("--system", help="new system prompt: TEXT or @FILE")
-    parser.add_argument("--user", help="new text for the last user message: TEXT or @FILE")
+    parser.add_argument("--system", metavar="TEXT|@FILE", help="new system prompt")
+    parser.add_argument(
+        "--user", metavar="TEXT|@FILE", help="new text for the last user message (the task)"
+    )
     parser.add_argument(
         "--tool-description",
         action="append",
