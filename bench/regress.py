@@ -74,12 +74,6 @@ async def main_async(args: argparse.Namespace, work: Path) -> float:
     (work / "root").mkdir()
     home = work / "home"
     server = ModelServer(NamedToolResponder(args.latency), model="bench")
-    # The server writes each SSE chunk as its own small packet; with Nagle's algorithm on,
-    # every streamed reply waits ~40 ms for the client's delayed ACK, a cost no real
-    # provider's server adds. (Reported to the model server's owner; drop this then.)
-    server._httpd.RequestHandlerClass = type(
-        "NoDelayHandler", (server._httpd.RequestHandlerClass,), {"disable_nagle_algorithm": True}
-    )
     with server:
         model = OpenAIChatModel(server.base_url, None, "bench")
         request = SuiteRequest(

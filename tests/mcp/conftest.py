@@ -6,16 +6,9 @@ import os
 import subprocess
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
-from mcp_support import EVERYTHING, LOOPBACK, everything_stdio, free_port
-
-
-@dataclass
-class HttpServerProcess:
-    url: str
-    process: subprocess.Popen[str]
+from mcp_support import EVERYTHING, LOOPBACK, HttpServerProcess, everything_stdio, free_port
 
 
 @pytest.fixture

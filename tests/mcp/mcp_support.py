@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import shutil
 import socket
+import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -97,3 +99,9 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+@dataclass
+class HttpServerProcess:
+    url: str
+    process: subprocess.Popen[str]

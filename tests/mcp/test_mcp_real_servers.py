@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import anyio
-from conftest import HttpServerProcess
 from mcp_support import (
+    HttpServerProcess,
     child_pids,
     everything_stdio,
     frames,

@@ -19,25 +19,20 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_core.agent import new_run_id
-from agent_core.mcp_client import HttpServer, McpCallError, connect
-from agent_core.mcp_tools import (
-    McpConfigError,
-    McpStartError,
-    McpToolset,
-    convert_schema,
-    load_mcp_config,
-    mcp_secrets,
-    open_mcp_toolsets,
-)
 from traces.events import RunEnd, RunStart, RunStatus, ToolEnd, ToolStart, Totals
 from traces.home import traces_dir
 from traces.recorder import Recorder
 from traces.redact import Redactor
 from traces.writer import JsonlWriter
 from workbench.cli.common import CliError, add_home, print_json, resolve_home, text_or_file
+
+if TYPE_CHECKING:
+    from agent_core.mcp_tools import McpToolset
+
+# The mcp SDK takes about a second to import, so it loads only when an MCP command runs.
 
 DEFAULT_CONFIG_ENV = "WORKBENCH_MCP_CONFIG"
 DEFAULT_CONFIG_FILE = ".mcp.json"
@@ -106,11 +101,19 @@ class _Tally:
     tool_errors: int = 0
 
 
-Body = Callable[[list[McpToolset], Recorder, _Tally], Awaitable[None]]
+Body = Callable[[list["McpToolset"], Recorder, _Tally], Awaitable[None]]
 
 
 def _traced(args: argparse.Namespace, task: str, servers: list[str] | None, body: Body) -> int:
     """Open the servers inside a recorded run; returns 0 when it completes without errors."""
+    from agent_core.mcp_tools import (
+        McpConfigError,
+        McpStartError,
+        load_mcp_config,
+        mcp_secrets,
+        open_mcp_toolsets,
+    )
+
     path = _config_path(args)
     try:
         configs = load_mcp_config(path)
@@ -174,6 +177,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _describe(toolset: McpToolset) -> dict[str, Any]:
+    from agent_core.mcp_tools import convert_schema
+
     connection = toolset.connection
     info = connection.server_info
     offered = {original: name for name, original in toolset.tool_names().items()}
@@ -279,6 +284,9 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
 
 
 async def _conformance_client(url: str, timeout_s: float) -> int:
+    from agent_core.mcp_client import HttpServer, McpCallError, connect
+    from agent_core.mcp_tools import McpStartError
+
     def show(direction: str, frame: dict[str, Any]) -> None:
         print(f"{direction} {json.dumps(frame, ensure_ascii=False)}", file=sys.stderr)
 
