@@ -106,8 +106,8 @@ class Agent:
         self.hooks = hooks or Hooks()
         self.result: RunResult | None = None
         # Created here so that toolsets opened before the run (MCP servers) can record
-        # their frames into the same trace.
-        self.recorder = Recorder(config.run_id, list(self.sinks))
+        # their frames into the same trace; they are written after run_start.
+        self.recorder = Recorder(config.run_id, list(self.sinks), run_start_first=True)
 
     def run_stream(self) -> AsyncIterator[Event | TextDelta]:
         """Run the ReAct loop, yielding every trace event and text delta as it happens.

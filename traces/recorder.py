@@ -12,7 +12,7 @@ import sys
 from collections import deque
 from typing import Any, TypeVar
 
-from traces.events import Event, EventBase, utc_now
+from traces.events import Event, EventBase, RunStart, utc_now
 from traces.writer import Sink
 
 E = TypeVar("E", bound=EventBase)
@@ -20,12 +20,22 @@ _KEEP_TURN: Any = object()
 
 
 class Recorder:
-    def __init__(self, run_id: str, sinks: list[Sink] | None = None) -> None:
+    """Stamps and fans out a run's events.
+
+    With `run_start_first`, events emitted before `run_start` (MCP handshake frames of
+    servers started before the run, say) are held and written right after it, keeping
+    their own time, so every trace begins with its run_start at seq 0.
+    """
+
+    def __init__(
+        self, run_id: str, sinks: list[Sink] | None = None, *, run_start_first: bool = False
+    ) -> None:
         self.run_id = run_id
         self.sinks: list[Sink] = list(sinks or [])
         self.turn: int | None = None
         self._seq = 0
         self._outbox: deque[Any] = deque()
+        self._held: list[EventBase] | None = [] if run_start_first else None
         self.sink_errors: list[str] = []
 
     @property
@@ -41,6 +51,19 @@ class Recorder:
             turn=self.turn if turn is _KEEP_TURN else turn,
             **fields,
         )
+        if self._held is not None:
+            if not isinstance(event, RunStart):
+                self._held.append(event)  # its seq is given when it is released
+                return event
+            held, self._held = self._held, None
+            self._publish(event)
+            for early in held:
+                self._publish(early.model_copy(update={"seq": self._seq}))
+            return event
+        self._publish(event)
+        return event
+
+    def _publish(self, event: EventBase) -> None:
         self._seq += 1
         for sink in self.sinks:
             try:
@@ -51,7 +74,6 @@ class Recorder:
                     self.sink_errors.append(message)
                     print(f"workbench: {message}", file=sys.stderr)
         self._outbox.append(event)
-        return event
 
     def push(self, item: Any) -> None:
         """Queue an in-memory item (e.g. a text delta) that is streamed but not recorded."""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from traces.events import EVENT_ADAPTER, ModelRequest, RunEnd, RunStart, ToolEnd
+from traces.events import EVENT_ADAPTER, McpMessage, ModelRequest, RunEnd, RunStart, ToolEnd
 from traces.recorder import Recorder
 from traces.redact import Redactor
 from traces.writer import JsonlWriter, MemorySink
@@ -95,3 +95,20 @@ def test_unknown_event_type_and_extra_fields_are_rejected() -> None:
     line |= {"status": "completed", "surprise": 1}
     with pytest.raises(ValueError):
         EVENT_ADAPTER.validate_python(line)
+
+
+def test_events_before_run_start_are_written_after_it_keeping_their_time() -> None:
+    sink = MemorySink()
+    recorder = Recorder("run-5", [sink], run_start_first=True)
+    frame = recorder.emit(McpMessage, server="time", direction="send", frame={"id": 1})
+    assert sink.events == []  # held until the run starts
+    recorder.emit(RunStart, task="t", model="m")
+    recorder.emit(RunEnd, status="completed")
+
+    assert [(e.type, e.seq) for e in sink.events] == [
+        ("run_start", 0),
+        ("mcp_message", 1),
+        ("run_end", 2),
+    ]
+    assert sink.events[1].ts == frame.ts  # the frame keeps the time it crossed the wire
+    assert [e.seq for e in recorder.drain()] == [0, 1, 2]

@@ -10,7 +10,7 @@ from mcp_support import fault, time_server, write_config
 from agent_core.agent import Agent, AgentConfig
 from agent_core.mcp_tools import open_mcp_toolsets
 from agent_core.model.scripted import ScriptedModel
-from traces.events import Limits, McpMessage, ModelRequest, ToolEnd, ToolStart
+from traces.events import Limits, McpMessage, ModelRequest, RunStart, ToolEnd, ToolStart
 from traces.reader import read_trace
 from traces.writer import JsonlWriter
 
@@ -43,7 +43,8 @@ async def test_model_calls_a_real_mcp_tool_and_reads_its_result(tmp_path: Path) 
 
     events = read_trace(writer.path).events
     assert [e.seq for e in events] == list(range(len(events)))
-    start = next(e for e in events if e.type == "run_start")
+    start = events[0]  # the servers' handshake frames are written after it
+    assert isinstance(start, RunStart) and events[1].type == "mcp_message"
     assert start.tool_sources["get_current_time"] == "mcp:time"
 
     requests = [e for e in events if isinstance(e, ModelRequest)]
