@@ -19,6 +19,8 @@ from workbench.tui.paged_list import PagedList
 from workbench.tui.render import run_row_line, runs_header, short_id
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
 
+INGEST_DELAY_S = 0.5
+
 
 class RunsHeader(Static):
     def render(self) -> Text:
@@ -106,8 +108,10 @@ class RunsScreen(WorkbenchScreen):
 
     @on(PagedList.Highlighted, "#runs-list")
     def _first_rows_shown(self, event: PagedList.Highlighted) -> None:
-        if event.row is not None:
-            self._start_ingest()
+        if event.row is not None and self._ingest_pending:
+            # Scanning a big traces folder holds the interpreter for a moment; let the first
+            # rows paint and settle before it starts.
+            self.set_timer(INGEST_DELAY_S, self._start_ingest)
 
     def _start_ingest(self) -> None:
         if self._ingest_pending:
