@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -84,6 +85,33 @@ def test_database_held_by_another_process_is_a_clear_error(tmp_path: Path) -> No
         holder.stdin.close()
         holder.wait()
     TraceStore.open(db).close()  # free again once the other process is gone
+
+
+def test_opening_waits_for_another_process_to_let_go(tmp_path: Path) -> None:
+    db = tmp_path / "w.duckdb"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(db)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdin is not None
+    assert holder.stdout.readline().strip() == "ready"
+    with pytest.raises(StoreLockedError):
+        TraceStore.open(db, wait_s=0.0)
+    opened: list[int] = []
+
+    def open_when_free() -> None:
+        with TraceStore.open(db, wait_s=30.0) as store:
+            opened.append(store.count_runs())
+
+    waiter = threading.Thread(target=open_when_free)
+    waiter.start()
+    holder.stdin.write("\n")  # the holder lets go once it reads a line
+    holder.stdin.close()
+    waiter.join()
+    assert opened == [0]
+    holder.wait()
 
 
 def test_corrupt_database_file_is_a_clear_error(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from textual.widgets import Static
 from tests.tui.conftest import ERROR, MAX_TURNS, plain, settle
 from workbench.engine.model_server import ModelServer, ScriptResponder
 from workbench.tui import Endpoint, WorkbenchApp
+from workbench.tui.backend import Backend
 from workbench.tui.diff_screens import ChainCompareScreen, SchemaDiffScreen
 from workbench.tui.fork_screen import ForkScreen
 from workbench.tui.paged_list import PagedList
@@ -176,3 +177,22 @@ async def test_a_failing_engine_call_is_a_notification_not_a_crash(home: Path) -
         await pilot.press("escape")
         await settle(pilot)
         assert isinstance(app.screen, RunsScreen)
+
+
+async def test_other_commands_can_use_the_store_while_the_app_is_open(home: Path) -> None:
+    import subprocess
+    import sys
+
+    app = WorkbenchApp(home, backend=Backend(home, idle_release_s=0.05))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, lambda: _runs(app).total == 8)
+        assert app.backend.released.wait(10)  # idle: the database is let go
+        listing = subprocess.run(
+            [Path(sys.executable).with_name("workbench"), "--home", home, "runs", "--json"],
+            capture_output=True,
+            text=True,
+        )
+        assert listing.returncode == 0, listing.stderr
+        assert len(json.loads(listing.stdout)) == 8
+        await pilot.press("f")  # and the app opens it again on the next call
+        await settle(pilot, lambda: _runs(app).total == 7)

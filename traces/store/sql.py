@@ -137,6 +137,7 @@ SELECT run_id FROM runs WHERE starts_with(run_id, $prefix) ORDER BY run_id LIMIT
 EVENTS = """
 SELECT event FROM events
 WHERE run_id = $run_id AND ($types IS NULL OR list_contains($types, type))
+  AND ($turn IS NULL OR turn = $turn)
 ORDER BY seq LIMIT $limit OFFSET $offset
 """
 COUNT_EVENTS = "SELECT count(*) FROM events WHERE run_id = $run_id"

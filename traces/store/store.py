@@ -8,6 +8,7 @@ open the store read-write only for as long as they ingest and query, then close 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -88,6 +89,10 @@ def _open_error(path: Path, exc: Exception) -> StoreError:
     )
 
 
+# How long commands wait for another workbench process (an open TUI) to let go of the file.
+LOCK_WAIT_S = 5.0
+
+
 class TraceStore:
     def __init__(self, conn: duckdb.DuckDBPyConnection, path: Path, read_only: bool) -> None:
         self._conn = conn
@@ -95,16 +100,29 @@ class TraceStore:
         self.read_only = read_only
 
     @classmethod
-    def open(cls, db_path: Path | str, read_only: bool = False) -> TraceStore:
+    def open(cls, db_path: Path | str, read_only: bool = False, wait_s: float = 0.0) -> TraceStore:
+        """Open the database; while another process holds it, keep trying for `wait_s`.
+
+        DuckDB lets one process at a time open a file. The TUI lets go of it whenever it
+        is idle, so commands run beside it wait a moment instead of failing.
+        """
         path = Path(db_path)
         if read_only and not path.exists():
             raise StoreError(f"{path} does not exist yet; run `workbench ingest` first")
         if not read_only:
             path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            conn = duckdb.connect(str(path), read_only=read_only)
-        except duckdb.Error as exc:
-            raise _open_error(path, exc) from None
+        deadline = time.monotonic() + wait_s
+        pause = 0.02
+        while True:
+            try:
+                conn = duckdb.connect(str(path), read_only=read_only)
+                break
+            except duckdb.Error as exc:
+                error = _open_error(path, exc)
+                if not isinstance(error, StoreLockedError) or time.monotonic() >= deadline:
+                    raise error from None
+            time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+            pause = min(pause * 2, 0.25)
         store = cls(conn, path, read_only)
         try:
             conn.execute("SET TimeZone = 'UTC'")
@@ -116,8 +134,10 @@ class TraceStore:
         return store
 
     @classmethod
-    def for_home(cls, home: Path, read_only: bool = False) -> TraceStore:
-        return cls.open(db_path(home), read_only=read_only)
+    def for_home(
+        cls, home: Path, read_only: bool = False, wait_s: float = LOCK_WAIT_S
+    ) -> TraceStore:
+        return cls.open(db_path(home), read_only=read_only, wait_s=wait_s)
 
     def _ensure_schema(self) -> None:
         with self._cursor() as cur:
@@ -228,13 +248,16 @@ class TraceStore:
         offset: int = 0,
         limit: int | None = None,
         types: Iterable[str] | None = None,
+        turn: int | None = None,
     ) -> list[Event]:
-        """The run's events in seq order, typed; `offset`/`limit` page through them."""
+        """The run's events in seq order, typed; `offset`/`limit` page through them, and
+        `types`/`turn` keep only those event types or that turn's events."""
         params = {
             "run_id": run_id,
             "offset": offset,
             "limit": limit,
             "types": list(types) if types is not None else None,
+            "turn": turn,
         }
         with self._cursor() as cur:
             rows = cur.execute(sql.EVENTS, params).fetchall()

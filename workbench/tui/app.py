@@ -55,6 +55,9 @@ class WorkbenchApp(App[None]):
     def on_mount(self) -> None:
         self.push_screen(RunsScreen())
 
+    def on_unmount(self) -> None:
+        self.backend.release()
+
     # ------------------------------------------------------------------ errors
 
     def report_error(self, exc: BaseException) -> None:

@@ -1,25 +1,38 @@
 """The one door from the TUI to the store and the engine.
 
 Screens call these methods from thread workers only. Each is a direct call into
-`traces.store` or `workbench.engine`; the TUI adds no logic of its own. Engine features
-that are not importable yet raise `NotAvailable`, which the app shows as a notification.
+`traces.store` or `workbench.engine`; the TUI adds no logic of its own.
+
+DuckDB lets one process at a time open the database, so the backend holds it only while it
+is being used and lets go after a moment of idleness: `workbench runs`, `show` or `replay`
+in another terminal then work while the TUI stays open.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from traces.events import Event
+from traces.schema_diff import diff_tool_schemas
+from traces.store import TraceStore
+from workbench.engine import fork as fork_engine
+from workbench.engine.diff import diff_chains
+from workbench.engine.recording_io import load_recording
+from workbench.engine.replay import replay_run
 from workbench.tui.render import event_is_failure
+
+# Seconds without a store call after which the database is let go for other processes.
+IDLE_RELEASE_S = 1.0
 
 
 class NotAvailable(Exception):
-    """An engine feature this build does not have; shown as one line, never a crash."""
+    """Something the user must set up first (a model endpoint, say); shown as a warning."""
 
 
 @dataclass(frozen=True)
@@ -41,97 +54,87 @@ class Outline:
     events: int
 
 
-def _engine(module: str, name: str) -> Any:
-    try:
-        found = importlib.import_module(f"workbench.engine.{module}")
-    except ModuleNotFoundError as exc:
-        raise NotAvailable(f"{module} is not available in this build yet") from exc
-    function = getattr(found, name, None)
-    if function is None:
-        raise NotAvailable(f"engine {module}.{name} is not available in this build yet")
-    return function
-
-
 class Backend:
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, idle_release_s: float = IDLE_RELEASE_S) -> None:
         self.home = home
-        self._store: Any = None
+        self.idle_release_s = idle_release_s
+        self._store: TraceStore | None = None
+        self._lock = threading.RLock()
+        self._release: threading.Timer | None = None
+        self.released = threading.Event()  # set while the database is not held
+        self.released.set()
 
-    @property
-    def store(self) -> Any:
-        if self._store is None:
-            from traces.store import TraceStore
+    @contextmanager
+    def _session(self) -> Iterator[TraceStore]:
+        """The open store, opened on demand; let go once no call has used it for a while."""
+        with self._lock:
+            if self._release is not None:
+                self._release.cancel()
+                self._release = None
+            if self._store is None:
+                self._store = TraceStore.for_home(self.home)
+                self.released.clear()
+            try:
+                yield self._store
+            finally:
+                self._release = threading.Timer(self.idle_release_s, self.release)
+                self._release.daemon = True
+                self._release.start()
 
-            self._store = TraceStore.for_home(self.home)
-        return self._store
+    def release(self) -> None:
+        """Close the database now (it reopens on the next call)."""
+        with self._lock:
+            if self._release is not None:
+                self._release.cancel()
+                self._release = None
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+            self.released.set()
 
     def ingest(self) -> Any:
         """Load new traces from the home folder (every read starts with this)."""
-        return self.store.ingest_home(self.home)
+        with self._session() as store:
+            return store.ingest_home(self.home)
 
     # ------------------------------------------------------------------ runs
 
     def count_runs(self, where: RunFilter) -> int:
-        return int(self.store.count_runs(**where.kwargs()))
+        with self._session() as store:
+            return int(store.count_runs(**where.kwargs()))
 
     def runs(self, where: RunFilter, offset: int, limit: int) -> list[Any]:
-        return list(self.store.runs(**where.kwargs(), limit=limit, offset=offset))
+        with self._session() as store:
+            return list(store.runs(**where.kwargs(), limit=limit, offset=offset))
 
     def run(self, run_id: str) -> Any:
-        return self.store.run(run_id)
+        with self._session() as store:
+            return store.run(run_id)
 
     # ------------------------------------------------------------------ events
 
     def count_events(self, run_id: str) -> int:
-        return int(self.store.count_events(run_id))
+        with self._session() as store:
+            return int(store.count_events(run_id))
 
     def events(
         self, run_id: str, offset: int = 0, limit: int = 200, types: list[str] | None = None
     ) -> list[Event]:
-        return list(self.store.events(run_id, offset=offset, limit=limit, types=types))
+        with self._session() as store:
+            return list(store.events(run_id, offset=offset, limit=limit, types=types))
 
     def event(self, run_id: str, seq: int) -> Event | None:
         found = self.events(run_id, offset=seq, limit=1)
         return found[0] if found else None
 
     def turn_events(self, run_id: str, turn: int, types: list[str]) -> list[Event]:
-        """One turn's events of the given types, without reading the rest of the run.
-
-        Events are in seq order and turns only grow with seq, so the turn's first event is
-        found by bisecting on single-event pages; then pages are read until the turn ends.
-        """
-
-        def turn_at(index: int) -> float:
-            found = self.events(run_id, index, 1, types)
-            if not found:
-                return float("inf")
-            event = found[0]
-            if event.turn is not None:
-                return event.turn
-            return 0 if event.type == "run_start" else float("inf")
-
-        low, high = 0, self.count_events(run_id)
-        while low < high:
-            middle = (low + high) // 2
-            if turn_at(middle) < turn:
-                low = middle + 1
-            else:
-                high = middle
-        collected: list[Event] = []
-        page = 200
-        while True:
-            found = self.events(run_id, low, page, types)
-            for event in found:
-                if event.turn != turn:
-                    return collected
-                collected.append(event)
-            if len(found) < page:
-                return collected
-            low += page
+        """One turn's events of the given types, without reading the rest of the run."""
+        with self._session() as store:
+            return list(store.events(run_id, types=types, turn=turn))
 
     def outline(self, run_id: str) -> Outline:
         """What a run screen shows before anything is expanded: header row, first and last event."""
-        row = self.store.run(run_id)
+        row = self.run(run_id)
         if row is None:
             raise LookupError(
                 f"run {run_id} is not in the store; press g on the runs screen to reload"
@@ -158,16 +161,18 @@ class Backend:
             offset += page
 
     def tool_schemas(self, run_id: str) -> Any:
-        return self.store.tool_schemas(run_id)
+        with self._session() as store:
+            return store.tool_schemas(run_id)
 
     # ------------------------------------------------------------------ engine
 
     def recording(self, run_id: str) -> Any:
-        return _engine("recording_io", "load_recording")(run_id, self.home)
+        with self._lock:  # the engine opens the store itself; let it have the file
+            self.release()
+            return load_recording(run_id, self.home)
 
     def schema_diff(self, run_a: str, run_b: str) -> Any:
         """Both runs' tool schemas from the store and `traces.schema_diff` of them."""
-        from traces.schema_diff import diff_tool_schemas
         from workbench.tui.schema_view import SchemaPair
 
         tools_a, tools_b = self.tool_schemas(run_a), self.tool_schemas(run_b)
@@ -175,7 +180,6 @@ class Backend:
 
     def chain_diff(self, run_a: str, run_b: str) -> Any:
         """`workbench.engine.diff.ChainDiff`: the decision chains aligned by turn."""
-        diff_chains = _engine("diff", "diff_chains")
         return diff_chains(self.recording(run_a), self.recording(run_b))
 
     def verify_replay(self, run_id: str) -> Any:
@@ -183,7 +187,6 @@ class Backend:
 
         Called from a thread worker, so the replay gets its own event loop there.
         """
-        replay_run = _engine("replay", "replay_run")
         recording = self.recording(run_id)
         return asyncio.run(replay_run(recording, pace="fast"))
 
@@ -198,7 +201,7 @@ class Backend:
         messages = list(request.messages) if request is not None else []
         system = next((m.get("content") for m in messages if m.get("role") == "system"), None)
         users = [m.get("content") for m in messages if m.get("role") == "user"]
-        mockable = set(_engine("fork", "mockable_call_ids")(messages))
+        mockable = set(fork_engine.mockable_call_ids(messages))
         calls = [
             RecordedCall(
                 n, start.call_id, start.name, start.arguments_raw, end.result if end else ""
@@ -236,17 +239,16 @@ class Backend:
         from workbench.cli.common import CliError
         from workbench.cli.model_flags import build_model
 
-        plan = _engine("fork", "plan_fork")(self.recording(run_id), request)
+        plan = fork_engine.plan_fork(self.recording(run_id), request)
         try:
             model = build_model(endpoint.namespace(), plan.parent.run_start.limits)
         except CliError as exc:
             raise NotAvailable(str(exc)) from None
-        fork_agent = _engine("fork", "fork_agent")
         config = plan.config()
         writer = JsonlWriter(
             traces_dir(self.home), config.run_id, Redactor([endpoint.api_key or ""])
         )
-        agent = fork_agent(plan, model, sinks=[writer], run_id=config.run_id)
+        agent = fork_engine.fork_agent(plan, model, sinks=[writer], run_id=config.run_id)
 
         async def drive() -> None:
             async for item in agent.run_stream():
