@@ -14,7 +14,7 @@ from pathlib import Path
 
 from agent_core.model.base import ChatModel
 from traces.events import Limits
-from workbench.cli.common import CliError, text_or_file
+from workbench.cli.common import CliError, positive_float, positive_int, text_or_file
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 NO_MODEL_HINT = (
@@ -52,35 +52,35 @@ def add_limit_flags(parser: argparse.ArgumentParser) -> None:
     defaults = Limits()
     group = parser.add_argument_group("limits")
     group.add_argument(
-        "--max-turns", type=_positive_int, metavar="N", help=f"default {defaults.max_turns}"
+        "--max-turns", type=positive_int, metavar="N", help=f"default {defaults.max_turns}"
     )
     group.add_argument(
         "--token-budget",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help=f"cumulative tokens for the whole run (default {defaults.token_budget})",
     )
     group.add_argument(
         "--model-timeout",
-        type=_positive_float,
+        type=positive_float,
         metavar="S",
         help=f"default {defaults.model_timeout_s:g}",
     )
     group.add_argument(
         "--tool-timeout",
-        type=_positive_float,
+        type=positive_float,
         metavar="S",
         help=f"default {defaults.tool_timeout_s:g}",
     )
     group.add_argument(
         "--run-timeout",
-        type=_positive_float,
+        type=positive_float,
         metavar="S",
         help=f"default {defaults.run_timeout_s:g}",
     )
     group.add_argument(
         "--context-window",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help=f"tokens; history is trimmed at 70%% of it (default {defaults.context_window})",
     )
@@ -157,23 +157,3 @@ def check_tool_names(overrides: dict[str, str], known: list[str]) -> None:
             f"--tool-description: no tool named {', '.join(unknown)} "
             f"(tools: {', '.join(sorted(known)) or 'none'})"
         )
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be greater than 0")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be greater than 0")
-    return value

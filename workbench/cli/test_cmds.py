@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from traces.events import Limits
-from workbench.cli.common import CliError, add_home, print_json, resolve_home
+from workbench.cli.common import CliError, add_home, positive_int, print_json, resolve_home
 from workbench.cli.model_flags import add_model_flags, build_model, parse_tool_descriptions
 from workbench.engine.lint_tools import MAX_TOOLS, lint_tools, summary
 from workbench.engine.regress import SampleResult
@@ -62,9 +62,9 @@ def _register_test(subparsers: Any) -> None:
         metavar="NAME=TEXT|@FILE",
         help="offer this description for tool NAME instead (repeatable)",
     )
-    parser.add_argument("--samples", type=_positive, metavar="N", help="runs per case")
+    parser.add_argument("--samples", type=positive_int, metavar="N", help="runs per case")
     parser.add_argument(
-        "--concurrency", type=_positive, default=4, metavar="N", help="samples at once (4)"
+        "--concurrency", type=positive_int, default=4, metavar="N", help="samples at once (4)"
     )
     parser.add_argument(
         "--model-timeout", type=float, default=60.0, metavar="S", help="per model call (60)"
@@ -173,16 +173,6 @@ class _Progress:
             self._last_step = -2
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be greater than 0")
-    return value
-
-
 # --- capture-case -------------------------------------------------------------------------
 
 
@@ -197,7 +187,7 @@ def _register_capture(subparsers: Any) -> None:
         ),
     )
     parser.add_argument("run", help="run id (or unique prefix) or trace file")
-    parser.add_argument("--turn", type=_positive, required=True, metavar="N")
+    parser.add_argument("--turn", type=positive_int, required=True, metavar="N")
     parser.add_argument("--suite", required=True, metavar="FILE", help="suite file to append to")
     parser.add_argument("--id", help="case id (default: <run>-t<turn>)")
     parser.add_argument(
