@@ -216,16 +216,14 @@ def _fork_request(args: argparse.Namespace) -> Any:
 
 
 def _cmd_fork(args: argparse.Namespace) -> int:
-    from agent_core.tools.base import Toolset
-    from agent_core.tools.builtin import builtin_tools
-    from agent_core.tools.loader import ToolLoadError, load_toolset
     from traces.home import traces_dir
     from traces.redact import Redactor
     from traces.writer import JsonlWriter
+    from workbench.cli.driving import local_toolsets, mcp_config_secrets, run_agent
     from workbench.cli.model_flags import build_model, limits_from_args, model_settings
     from workbench.cli.run_cmds import STATUS_EXIT
     from workbench.cli.run_printer import RunPrinter
-    from workbench.engine.fork import ForkError, fork_agent, plan_fork
+    from workbench.engine.fork import ForkError, fork_agent, fork_toolset, plan_fork
 
     home = resolve_home(args)
     parent = _load(args.run, home)
@@ -233,21 +231,13 @@ def _cmd_fork(args: argparse.Namespace) -> int:
         plan = plan_fork(parent, _fork_request(args))
     except ForkError as exc:
         raise CliError(str(exc), 2) from None
-    if not args.root.is_dir():
-        raise CliError(f"--root {args.root}: not a folder; pass the folder the tools may read")
-    if args.mcp_config is not None and not args.mcp_config.is_file():
-        raise CliError(f"--mcp-config {args.mcp_config}: no such file")
-    live: list[Toolset] = [builtin_tools(args.root)]
-    for reference in args.tools:
-        try:
-            live.append(load_toolset(reference))
-        except ToolLoadError as exc:
-            raise CliError(str(exc)) from None
+    live = local_toolsets(args.root, args.tools)
+    secrets = mcp_config_secrets(args.mcp_config)
     limits = limits_from_args(args, parent.run_start.limits)
     model = build_model(args, limits)
     config = plan.config(limits=limits)
     # Secrets never reach a trace: the API key and the MCP config's headers and env values.
-    secrets = [model_settings(args).api_key or "", *_config_secrets(args.mcp_config)]
+    secrets.append(model_settings(args).api_key or "")
     writer = JsonlWriter(traces_dir(home), config.run_id, Redactor(secrets))
     agent = fork_agent(
         plan, model, live_toolsets=live, sinks=[writer], run_id=config.run_id, limits=limits
@@ -257,69 +247,15 @@ def _cmd_fork(args: argparse.Namespace) -> int:
         f"({len(plan.edits)} edit(s)), model {model.name}\n"
     )
     printer = RunPrinter(sys.stdout)
-    try:
-        result = asyncio.run(_drive_fork(agent, printer, args.mcp_config, quiet=args.quiet))
-    except CliError:
-        writer.close()
-        if agent.result is None:  # nothing ran: leave no half trace behind
-            writer.path.unlink(missing_ok=True)
-        raise
+    result = run_agent(
+        agent,
+        None if args.quiet else printer,
+        writer,
+        mcp_config=args.mcp_config,
+        attach=lambda agent, toolsets: fork_toolset(agent).add_live(toolsets),
+    )
     printer.summary(result, str(writer.path))
     return STATUS_EXIT[result.status]
-
-
-def _config_secrets(config_path: Path | None) -> list[str]:
-    if config_path is None:
-        return []
-    from agent_core.mcp_tools import load_mcp_config, mcp_secrets
-
-    try:
-        return mcp_secrets(load_mcp_config(config_path))
-    except Exception as exc:  # McpConfigError: a bad file, said in one line
-        raise CliError(f"--mcp-config {config_path}: {exc}") from None
-
-
-async def _drive_fork(agent: Any, printer: Any, mcp_config: Path | None, *, quiet: bool) -> Any:
-    """Run the fork to its end; Ctrl-C cancels it cleanly (run_end says cancelled)."""
-    import contextlib
-    import signal
-    from contextlib import AsyncExitStack
-
-    from workbench.engine.fork import fork_toolset
-
-    loop = asyncio.get_running_loop()
-    task = asyncio.current_task()
-    with contextlib.suppress(NotImplementedError, RuntimeError):
-        if task is not None:
-            loop.add_signal_handler(signal.SIGINT, task.cancel)
-    try:
-        async with AsyncExitStack() as stack:
-            if mcp_config is not None:
-                from agent_core.mcp_tools import open_mcp_toolsets
-
-                opening = open_mcp_toolsets(
-                    mcp_config, agent.recorder, tool_timeout_s=agent.config.limits.tool_timeout_s
-                )
-                try:
-                    fork_toolset(agent).add_live(list(await stack.enter_async_context(opening)))
-                except Exception as exc:  # config or start failure: one line, nothing ran
-                    raise CliError(f"--mcp-config {mcp_config}: {exc}") from None
-            async for item in agent.run_stream():
-                if not quiet:
-                    printer.item(item)
-    except asyncio.CancelledError:
-        if agent.result is None:
-            raise
-    finally:
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.remove_signal_handler(signal.SIGINT)
-        close = getattr(agent.model, "aclose", None)
-        if close is not None:
-            with contextlib.suppress(Exception):
-                await close()
-    if agent.result is None:
-        raise CliError("the fork ended without a result", 3)
-    return agent.result
 
 
 # --- diff ---------------------------------------------------------------------------------

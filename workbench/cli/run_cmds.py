@@ -4,25 +4,18 @@ on a bundled scripted model, then the workbench on them)."""
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
-import os
-import signal
 import sys
-from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 from agent_core.agent import Agent, AgentConfig, RunResult
 from agent_core.demo import SCENARIOS, write_project
-from agent_core.model.base import ChatModel
-from agent_core.tools.base import Toolset
 from agent_core.tools.builtin import builtin_tools
-from agent_core.tools.loader import ToolLoadError, load_toolset
 from traces.home import traces_dir
 from traces.redact import Redactor
 from traces.writer import JsonlWriter
 from workbench.cli.common import CliError, add_home, print_json, resolve_home, text_or_file
+from workbench.cli.driving import local_toolsets, mcp_config_secrets, run_agent
 from workbench.cli.model_flags import (
     add_limit_flags,
     add_model_flags,
@@ -117,22 +110,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def cmd_run(args: argparse.Namespace) -> int:
     limits = limits_from_args(args)
-    root = args.root
-    if not root.is_dir():
-        raise CliError(f"--root {root}: not a folder; pass the folder the tools may read")
-    toolsets: list[Toolset] = [builtin_tools(root)]
-    if args.tools and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as `python -m` would: modules next to the user
-    for reference in args.tools or ():
-        try:
-            toolsets.append(load_toolset(reference))
-        except ToolLoadError as exc:
-            raise CliError(str(exc)) from None
+    toolsets = local_toolsets(args.root, args.tools)
     overrides = parse_tool_descriptions(args.tool_description)
+    secrets = mcp_config_secrets(args.mcp_config)
     if args.mcp_config is None:  # MCP tools are known only once their servers start
         check_tool_names(overrides, [spec.name for t in toolsets for spec in t.specs()])
-    elif not args.mcp_config.is_file():
-        raise CliError(f"--mcp-config {args.mcp_config}: no such file")
     system_prompt = text_or_file(args.system) if args.system else None
     model = build_model(args, limits)
     config = AgentConfig(
@@ -144,91 +126,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         tool_descriptions=overrides,
     )
     home = resolve_home(args)
-    redactor = Redactor([model_settings(args).api_key or "", *_mcp_secrets(args.mcp_config)])
+    redactor = Redactor([model_settings(args).api_key or "", *secrets])
     writer = JsonlWriter(traces_dir(home), config.run_id, redactor)
     agent = Agent(model, toolsets, config, sinks=[writer])
     printer = RunPrinter(sys.stderr if args.json else sys.stdout)
-    try:
-        result = run_to_end(agent, printer, args.mcp_config)
-    except CliError:
-        writer.close()
-        if agent.result is None:  # nothing ran: leave no half trace behind
-            writer.path.unlink(missing_ok=True)
-        raise
+    result = run_agent(agent, printer, writer, mcp_config=args.mcp_config)
     printer.summary(result, str(writer.path))
     if args.json:
         print_json(result_json(result, writer.path))
     return STATUS_EXIT[result.status]
-
-
-def run_to_end(agent: Agent, printer: RunPrinter, mcp_config: Path | None = None) -> RunResult:
-    try:
-        return asyncio.run(drive(agent, printer, mcp_config))
-    except asyncio.CancelledError:  # Ctrl-C before the run itself had started
-        raise CliError("cancelled before the run started", 130) from None
-
-
-async def drive(agent: Agent, printer: RunPrinter, mcp_config: Path | None = None) -> RunResult:
-    """Run the agent to its end, printing as it goes; Ctrl-C cancels the run cleanly."""
-    loop = asyncio.get_running_loop()
-    task = asyncio.current_task()
-    with contextlib.suppress(NotImplementedError, RuntimeError, AttributeError):
-        if task is not None:
-            loop.add_signal_handler(signal.SIGINT, task.cancel)
-    try:
-        async with AsyncExitStack() as stack:
-            if mcp_config is not None:
-                agent.toolsets.extend(await _open_mcp(stack, mcp_config, agent))
-            async for item in agent.run_stream():
-                printer.item(item)
-    except asyncio.CancelledError:
-        if agent.result is None:
-            raise
-    finally:
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.remove_signal_handler(signal.SIGINT)
-        await _close_model(agent.model)
-    if agent.result is None:
-        raise CliError("the run ended without a result", 3)
-    return agent.result
-
-
-async def _open_mcp(stack: AsyncExitStack, config_path: Path, agent: Agent) -> list[Toolset]:
-    try:
-        from agent_core.mcp_tools import open_mcp_toolsets
-    except ImportError:
-        raise CliError(
-            "--mcp-config: this build has no MCP support (agent_core.mcp_tools)"
-        ) from None
-    opening = open_mcp_toolsets(
-        config_path, agent.recorder, tool_timeout_s=agent.config.limits.tool_timeout_s
-    )
-    try:
-        toolsets = await stack.enter_async_context(opening)
-    except Exception as exc:  # McpConfigError, McpStartError: a setup problem, one line
-        raise CliError(f"--mcp-config {config_path}: {exc}") from None
-    return list(toolsets)
-
-
-def _mcp_secrets(config_path: Path | None) -> list[str]:
-    """Header and secret-looking env values of the MCP config, kept out of the trace."""
-    if config_path is None:
-        return []
-    try:
-        from agent_core.mcp_tools import load_mcp_config, mcp_secrets
-    except ImportError:
-        return []
-    try:
-        return mcp_secrets(load_mcp_config(config_path))
-    except Exception as exc:  # McpConfigError: a bad file, said in one line
-        raise CliError(f"--mcp-config {config_path}: {exc}") from None
-
-
-async def _close_model(model: ChatModel) -> None:
-    close = getattr(model, "aclose", None)
-    if close is not None:
-        with contextlib.suppress(Exception):
-            await close()
 
 
 def result_json(result: RunResult, trace: Path) -> dict[str, Any]:
@@ -267,7 +173,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         writer = JsonlWriter(traces_dir(home), config.run_id)
         model = ScriptedModel(scenario.steps, name="scripted-demo")
         agent = Agent(model, [builtin_tools(project)], config, sinks=[writer])
-        result = run_to_end(agent, printer)
+        result = run_agent(agent, printer, writer)
         printer.summary(result, str(writer.path))
         print()
         if result.status != scenario.expect:
