@@ -22,3 +22,12 @@ def wb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (home / "traces").mkdir(parents=True)
     monkeypatch.setenv("WORKBENCH_HOME", str(home))
     return home
+
+
+@pytest.fixture(autouse=True)
+def _no_real_models(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reaches a real model by accident: only endpoints on this machine may be
+    called (subprocesses inherit the switch), and a developer's model settings stay out."""
+    monkeypatch.setenv("WORKBENCH_LOCAL_MODELS_ONLY", "1")
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "WORKBENCH_MODEL", "WORKBENCH_HOME"):
+        monkeypatch.delenv(name, raising=False)

@@ -14,7 +14,9 @@ Timeouts: `timeout_s` bounds connecting and any silence between bytes (a stalled
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
+import os
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
@@ -66,6 +68,21 @@ class _Failure:
 
 class _EmptyResponse(Exception):
     pass
+
+
+# The test suite sets this so that no test can reach a real model by accident: with it set,
+# only endpoints on this machine (the local test servers) may be called.
+LOCAL_ONLY_ENV = "WORKBENCH_LOCAL_MODELS_ONLY"
+
+
+def _is_local(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class OpenAIChatModel:
@@ -125,6 +142,14 @@ class OpenAIChatModel:
         deadline = loop.time() + policy.deadline_s
         streaming = call.stream and self.stream_enabled
         body = self._body(call, streaming)
+        if os.environ.get(LOCAL_ONLY_ENV) and not _is_local(self._base_url):
+            message = (
+                f"{LOCAL_ONLY_ENV} is set: refusing to call {self.base_url}, which is not on "
+                "this machine"
+            )
+            yield AttemptStarted(1)
+            yield AttemptFailed(1, "config", message, retriable=False)
+            raise ModelError("config", message)
         attempt = 0
         while True:
             attempt += 1
