@@ -1,9 +1,23 @@
-"""Where the workbench keeps its files: `$WORKBENCH_HOME`, else `./.workbench`."""
+"""Where the workbench keeps its files: `$WORKBENCH_HOME`, else `./.workbench`; and the
+redaction every trace written there gets."""
 
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Iterable
 from pathlib import Path
+
+from traces.redact import Redactor
+
+# User-configured secret patterns: one regular expression per line in this file of the
+# home folder ('#' starts a comment), and/or in this environment variable (one per line).
+REDACT_FILE = "redact-patterns.txt"
+REDACT_ENV = "WORKBENCH_REDACT_PATTERNS"
+
+
+class RedactionConfigError(ValueError):
+    """A configured pattern is not a valid regular expression."""
 
 
 def home_dir(override: str | Path | None = None) -> Path:
@@ -18,3 +32,33 @@ def traces_dir(home: Path) -> Path:
 
 def db_path(home: Path) -> Path:
     return home / "workbench.duckdb"
+
+
+def redaction_patterns(home: Path) -> list[str]:
+    """The configured patterns, each checked to compile; errors name file and line."""
+    sources: list[tuple[str, str]] = []
+    path = home / REDACT_FILE
+    if path.is_file():
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            sources.append((f"{path}:{number}", line))
+    for number, line in enumerate(os.environ.get(REDACT_ENV, "").splitlines(), 1):
+        sources.append((f"${REDACT_ENV} line {number}", line))
+    patterns: list[str] = []
+    for where, line in sources:
+        pattern = line.strip()
+        if not pattern or pattern.startswith("#"):
+            continue
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise RedactionConfigError(
+                f"{where}: not a valid regular expression ({exc}); fix or remove it"
+            ) from None
+        patterns.append(pattern)
+    return patterns
+
+
+def home_redactor(home: Path, secrets: Iterable[str | None] = ()) -> Redactor:
+    """What every trace written for this home is redacted with: the secrets in use (API
+    keys, MCP header values) and the home's configured patterns."""
+    return Redactor([s for s in secrets if s], redaction_patterns(home))

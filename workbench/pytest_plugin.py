@@ -112,6 +112,7 @@ class SuiteFile(pytest.File):
                 tool_descriptions=parse_tool_descriptions(option("wb_tool_description")),
                 baseline=option("wb_baseline"),
                 save_baseline=option("wb_save_baseline"),
+                secrets=[option("wb_api_key")],
             )
         except CliError as exc:
             raise SuiteProblem(str(exc)) from None

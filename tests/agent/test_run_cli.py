@@ -359,3 +359,39 @@ def test_demo_runs_offline_and_records_every_status(tmp_path: Path) -> None:
     ][0]
     ends = [e for e in recovered if e.type == "tool_end"]
     assert not ends[0].ok and ends[-1].ok
+
+
+def test_configured_redaction_patterns_keep_matches_out_of_the_trace(
+    tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "redact-patterns.txt").write_text("# customer ids\nCUST-\\d{6}\n")
+    monkeypatch.setenv("WORKBENCH_REDACT_PATTERNS", "tok_[a-z]{8}")
+    (project / "account.txt").write_text("customer CUST-123456 uses token tok_abcdefgh\n")
+    script = write_script(
+        tmp_path, [read_step("account.txt"), {"content": "It is CUST-123456 (tok_abcdefgh)."}]
+    )
+    args = ["run", "Whose account is it?", "--script", str(script), "--root", str(project)]
+    assert main([*args, "--home", str(home)]) == 0
+
+    [trace] = traces(home)
+    text = trace.read_text(encoding="utf-8")
+    assert "CUST-123456" not in text and "tok_abcdefgh" not in text
+    assert "[REDACTED:pattern-1]" in text and "[REDACTED:pattern-2]" in text
+    assert run_end(trace).status == "completed"
+
+
+def test_a_bad_redaction_pattern_is_one_clear_line(
+    tmp_path: Path, project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "redact-patterns.txt").write_text("ok-\\d+\n(unclosed\n")
+    script = write_script(tmp_path, [{"content": "x"}])
+    args = ["run", "t", "--script", str(script), "--root", str(project), "--home", str(home)]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert "redact-patterns.txt:2: not a valid regular expression" in err
+    assert traces(home) == []  # nothing ran, nothing written

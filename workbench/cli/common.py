@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from traces.home import home_dir
+from traces.home import RedactionConfigError, home_dir, home_redactor
+from traces.redact import Redactor
 
 
 class CliError(Exception):
@@ -30,6 +31,14 @@ def add_home(parser: argparse.ArgumentParser) -> None:
 
 def resolve_home(args: argparse.Namespace) -> Path:
     return home_dir(getattr(args, "home", None))
+
+
+def redactor_for(home: Path, secrets: list[str | None] | None = None) -> Redactor:
+    """The home's redaction (configured patterns) plus the secrets this command uses."""
+    try:
+        return home_redactor(home, secrets or [])
+    except RedactionConfigError as exc:
+        raise CliError(str(exc)) from None
 
 
 def print_json(value: Any) -> None:

@@ -13,7 +13,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from workbench.cli.common import CliError, add_home, print_json, resolve_home, text_or_file
+from workbench.cli.common import (
+    CliError,
+    add_home,
+    print_json,
+    redactor_for,
+    resolve_home,
+    text_or_file,
+)
 from workbench.engine.recording_io import Recording, RecordingError, load_recording
 
 
@@ -217,7 +224,6 @@ def _fork_request(args: argparse.Namespace) -> Any:
 
 def _cmd_fork(args: argparse.Namespace) -> int:
     from traces.home import traces_dir
-    from traces.redact import Redactor
     from traces.writer import JsonlWriter
     from workbench.cli.driving import local_toolsets, mcp_config_secrets, run_agent
     from workbench.cli.model_flags import build_model, limits_from_args, model_settings
@@ -238,7 +244,7 @@ def _cmd_fork(args: argparse.Namespace) -> int:
     config = plan.config(limits=limits)
     # Secrets never reach a trace: the API key and the MCP config's headers and env values.
     secrets.append(model_settings(args).api_key or "")
-    writer = JsonlWriter(traces_dir(home), config.run_id, Redactor(secrets))
+    writer = JsonlWriter(traces_dir(home), config.run_id, redactor_for(home, secrets))
     agent = fork_agent(
         plan, model, live_toolsets=live, sinks=[writer], run_id=config.run_id, limits=limits
     )

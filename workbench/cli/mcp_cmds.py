@@ -25,9 +25,15 @@ from agent_core.agent import new_run_id
 from traces.events import RunEnd, RunStart, RunStatus, ToolEnd, ToolStart, Totals
 from traces.home import traces_dir
 from traces.recorder import Recorder
-from traces.redact import Redactor
 from traces.writer import JsonlWriter
-from workbench.cli.common import CliError, add_home, print_json, resolve_home, text_or_file
+from workbench.cli.common import (
+    CliError,
+    add_home,
+    print_json,
+    redactor_for,
+    resolve_home,
+    text_or_file,
+)
 
 if TYPE_CHECKING:
     from agent_core.mcp_tools import McpToolset
@@ -124,7 +130,8 @@ def _traced(args: argparse.Namespace, task: str, servers: list[str] | None, body
         if name not in known:
             raise CliError(f"{path}: no server named '{name}' (servers: {', '.join(known)})")
     run_id = new_run_id()
-    writer = JsonlWriter(traces_dir(resolve_home(args)), run_id, Redactor(mcp_secrets(configs)))
+    home = resolve_home(args)
+    writer = JsonlWriter(traces_dir(home), run_id, redactor_for(home, mcp_secrets(configs)))
     recorder = Recorder(run_id, [writer])
     recorder.emit(RunStart, task=task, model="none", meta={"mcp_config": str(path)})
     started = time.perf_counter()

@@ -12,9 +12,15 @@ from agent_core.agent import Agent, AgentConfig, RunResult
 from agent_core.demo import SCENARIOS, write_project
 from agent_core.tools.builtin import builtin_tools
 from traces.home import traces_dir
-from traces.redact import Redactor
 from traces.writer import JsonlWriter
-from workbench.cli.common import CliError, add_home, print_json, resolve_home, text_or_file
+from workbench.cli.common import (
+    CliError,
+    add_home,
+    print_json,
+    redactor_for,
+    resolve_home,
+    text_or_file,
+)
 from workbench.cli.driving import local_toolsets, mcp_config_secrets, run_agent
 from workbench.cli.model_flags import (
     add_limit_flags,
@@ -126,7 +132,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         tool_descriptions=overrides,
     )
     home = resolve_home(args)
-    redactor = Redactor([model_settings(args).api_key or "", *secrets])
+    redactor = redactor_for(home, [model_settings(args).api_key, *secrets])
     writer = JsonlWriter(traces_dir(home), config.run_id, redactor)
     agent = Agent(model, toolsets, config, sinks=[writer])
     printer = RunPrinter(sys.stderr if args.json else sys.stdout)
@@ -170,7 +176,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             limits=scenario.run_limits(),
             meta={"demo": scenario.name, "scripted": True},
         )
-        writer = JsonlWriter(traces_dir(home), config.run_id)
+        writer = JsonlWriter(traces_dir(home), config.run_id, redactor_for(home))
         model = ScriptedModel(scenario.steps, name="scripted-demo")
         agent = Agent(model, [builtin_tools(project)], config, sinks=[writer])
         result = run_agent(agent, printer, writer)

@@ -12,7 +12,12 @@ from typing import Any
 
 from traces.events import Limits
 from workbench.cli.common import CliError, add_home, positive_int, print_json, resolve_home
-from workbench.cli.model_flags import add_model_flags, build_model, parse_tool_descriptions
+from workbench.cli.model_flags import (
+    add_model_flags,
+    build_model,
+    model_settings,
+    parse_tool_descriptions,
+)
 from workbench.engine.lint_tools import MAX_TOOLS, lint_tools, summary
 from workbench.engine.regress import SampleResult
 from workbench.engine.regress_context import RecordingError, find_trace, load_context
@@ -95,6 +100,7 @@ def run_test(args: argparse.Namespace) -> int:
         baseline=args.baseline,
         save_baseline=args.save_baseline,
         model_timeout_s=args.model_timeout,
+        secrets=[model_settings(args).api_key],
     )
     if args.model_timeout <= 0:
         raise CliError("--model-timeout must be greater than 0")

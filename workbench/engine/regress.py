@@ -24,6 +24,7 @@ from agent_core.agent import Agent, AgentConfig
 from agent_core.model.base import ChatModel
 from agent_core.tools.base import Toolset, ToolSpec
 from traces.events import Limits, ModelResponse, RunStart
+from traces.redact import Redactor
 from traces.writer import JsonlWriter
 from workbench.engine.fork import ForkToolset
 from workbench.engine.regress_context import (
@@ -118,6 +119,7 @@ class SuiteResult:
     tool_descriptions: dict[str, str]
     duration_s: float
     baseline: Baseline | None = None
+    redactor: Redactor | None = None  # for the sample traces; default: nothing configured
 
     @property
     def exit_code(self) -> int:
@@ -311,7 +313,11 @@ async def _run_sample(
             tool_descriptions=dict(options.tool_descriptions),
             meta=meta,
         )
-    sinks = [JsonlWriter(options.traces_dir, config.run_id)] if options.traces_dir else []
+    sinks = (
+        [JsonlWriter(options.traces_dir, config.run_id, options.redactor)]
+        if options.traces_dir
+        else []
+    )
     agent = Agent(model, guarded, config, sinks=sinks)
     turns: dict[int, list[ToolCall]] = {}
     offered: list[dict[str, Any]] = []

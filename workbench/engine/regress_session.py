@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agent_core.model.base import ChatModel
-from traces.home import traces_dir
+from traces.home import RedactionConfigError, home_redactor, traces_dir
+from traces.redact import Redactor
 from traces.store import StoreError
 from traces.store.regress import RegressTables
 from workbench.engine.regress import (
@@ -52,6 +53,7 @@ class SuiteRequest:
     model_timeout_s: float = 60.0
     baseline: str | None = None  # compare pass rates with this stored baseline
     save_baseline: str | None = None
+    secrets: list[str | None] = field(default_factory=list)  # kept out of the traces
 
 
 @dataclass
@@ -112,6 +114,7 @@ async def run_suite_request(
         params=dict(request.params),
         model_timeout_s=request.model_timeout_s,
         baseline=baseline,
+        redactor=_redactor(request),
     )
     reference = suite.tools_path()
     if reference is None and not any(case.from_run for case in suite.cases):
@@ -139,3 +142,10 @@ async def run_suite_request(
     label = f"baseline {diff_from.name!r}" if diff_from else None
     details = failure_details(result, diff_from.tool_schemas if diff_from else None, label)
     return SuiteOutcome(result, details, label, saved)
+
+
+def _redactor(request: SuiteRequest) -> Redactor:
+    try:
+        return home_redactor(request.home, request.secrets)
+    except RedactionConfigError as exc:
+        raise SuiteError(str(exc)) from None

@@ -233,8 +233,7 @@ class Backend:
         `request` is a `workbench.engine.fork.ForkRequest`; every streamed item (trace events
         and text deltas) goes to `on_item` as it happens. Returns the agent's `RunResult`.
         """
-        from traces.home import traces_dir
-        from traces.redact import Redactor
+        from traces.home import home_redactor, traces_dir
         from traces.writer import JsonlWriter
         from workbench.cli.common import CliError
         from workbench.cli.model_flags import build_model
@@ -246,7 +245,7 @@ class Backend:
             raise NotAvailable(str(exc)) from None
         config = plan.config()
         writer = JsonlWriter(
-            traces_dir(self.home), config.run_id, Redactor([endpoint.api_key or ""])
+            traces_dir(self.home), config.run_id, home_redactor(self.home, [endpoint.api_key])
         )
         agent = fork_engine.fork_agent(plan, model, sinks=[writer], run_id=config.run_id)
 
