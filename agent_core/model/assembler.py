@@ -38,6 +38,10 @@ class _CallBuilder:
         self.extra: dict[str, Any] = {}
 
 
+class MalformedChunk(ValueError):
+    """A chunk that is JSON but not shaped like a chat-completion chunk."""
+
+
 class StreamAssembler:
     """Feed it every chunk dict in arrival order with `add`, then call `result`."""
 
@@ -51,9 +55,21 @@ class StreamAssembler:
         self.usage: dict[str, Any] | None = None
         self.chunks = 0
         self.saw_output = False  # any text, reasoning or tool-call data yet (for TTFT)
+        self.saw_choice = False  # any chunk with a choice at all: else it was no answer
 
     def add(self, chunk: dict[str, Any]) -> str:
-        """Fold one chunk in; return the visible text it added ("" when none)."""
+        """Fold one chunk in; return the visible text it added ("" when none).
+
+        Raises `MalformedChunk` for JSON that is not shaped like a chunk (a string where an
+        object belongs, say), so garbage from a server is a clear model error."""
+        try:
+            return self._add(chunk)
+        except (AttributeError, TypeError) as exc:
+            raise MalformedChunk(
+                f"chunk {self.chunks} is not a chat-completion chunk: {exc}"
+            ) from None
+
+    def _add(self, chunk: dict[str, Any]) -> str:
         self.chunks += 1
         usage = chunk.get("usage")
         if usage:
@@ -66,6 +82,7 @@ class StreamAssembler:
         if not choices:
             return ""
         choice = choices[0]
+        self.saw_choice = True
         # Only the first choice is assembled (the agent never asks for n > 1).
         if len(choices) > 1 or choice.get("index", 0) != 0:
             for candidate in choices:
@@ -92,9 +109,11 @@ class StreamAssembler:
                 if entry:
                     self._add_call_fragment(entry)
         if text:
+            if not isinstance(text, str):
+                raise TypeError(f"content is {type(text).__name__}, not text")
             self._text.append(text)
             self.saw_output = True
-            return str(text)
+            return text
         return ""
 
     def _add_call_fragment(self, entry: dict[str, Any]) -> None:
@@ -163,6 +182,13 @@ class StreamAssembler:
 
 def chunk_from_completion(body: dict[str, Any]) -> dict[str, Any]:
     """Turn a non-streamed chat completion into one chunk-shaped dict for the assembler."""
+    try:
+        return _chunk_from_completion(body)
+    except (AttributeError, TypeError) as exc:
+        raise MalformedChunk(f"the response is not a chat completion: {exc}") from None
+
+
+def _chunk_from_completion(body: dict[str, Any]) -> dict[str, Any]:
     chunk = {key: value for key, value in body.items() if key != "choices"}
     choices = []
     for choice in body.get("choices") or []:

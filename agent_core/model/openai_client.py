@@ -26,7 +26,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import openai
 
-from agent_core.model.assembler import StreamAssembler, chunk_from_completion
+from agent_core.model.assembler import MalformedChunk, StreamAssembler, chunk_from_completion
 from agent_core.model.base import (
     AttemptFailed,
     AttemptStarted,
@@ -167,7 +167,7 @@ class OpenAIChatModel:
                     message = f"model call exceeded its {policy.deadline_s:g} s deadline"
                     yield AttemptFailed(attempt, "timeout", message, retriable=False)
                     raise ModelTimeout(message) from None
-            except (openai.APIError, json.JSONDecodeError, _EmptyResponse) as exc:
+            except (openai.APIError, json.JSONDecodeError, MalformedChunk, _EmptyResponse) as exc:
                 failure = self._classify(exc)
             wait_s = policy.backoff_s(attempt, failure.retry_after_s)
             too_late = loop.time() + wait_s >= deadline
@@ -246,6 +246,8 @@ class OpenAIChatModel:
             await sdk_stream.close()
         if index == 0:
             raise _EmptyResponse("the stream ended without a single chunk")
+        if not assembler.saw_choice:
+            raise _EmptyResponse("no chunk of the stream carried a choice: not a chat completion")
         latency_ms = (time.monotonic() - sent) * 1000.0
         yield Completed(attempt, assembler.result(), ttft_ms, latency_ms, index)
 
@@ -279,6 +281,8 @@ class OpenAIChatModel:
             return _Failure("stream_error", message, retriable, event_status)
         if isinstance(exc, json.JSONDecodeError):
             return _Failure("bad_response", f"a chunk is not valid JSON: {exc.msg}", False)
+        if isinstance(exc, MalformedChunk):
+            return _Failure("bad_response", self._scrub(str(exc)), False)
         return _Failure("bad_response", self._scrub(str(exc)), True)
 
     def _scrub(self, text: str) -> str:

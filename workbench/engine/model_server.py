@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import json
 import socket
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -74,6 +75,12 @@ class ReceivedRequest:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     owner: ModelServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hangs up (a timeout, a cancelled run) is routine, not a crash.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):
