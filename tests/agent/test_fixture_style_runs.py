@@ -10,7 +10,6 @@ is written out by hand per capture below, from reading the capture.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -34,7 +33,6 @@ from traces.reader import read_trace
 from workbench.cli import main
 from workbench.engine.model_server import ModelServer, Reply
 
-ENV_VARS = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "WORKBENCH_MODEL", "WORKBENCH_HOME")
 TASK = "What do my notes say?"
 NOTES_RESULT = "1: Buy oat milk.\n2: Call the plumber on Friday."
 TODO_RESULT = "1: Renew the passport."
@@ -147,12 +145,6 @@ STYLES: dict[str, Style] = {
     "groq-midstream-event-error-tool-use-failed-no-done": Style(stream_error=(False, 94)),
     "openai-midstream-error-event-no-done": Style(stream_error=(True, 4)),
 }
-
-
-@pytest.fixture(autouse=True)
-def no_model_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ENV_VARS:
-        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
@@ -446,7 +438,6 @@ def test_a_real_workbench_process_runs_a_quirky_capture(root: Path, tmp_path: Pa
             capture_output=True,
             text=True,
             timeout=60,
-            env={k: v for k, v in os.environ.items() if k not in ENV_VARS},
         )
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
