@@ -19,12 +19,16 @@ _JSON_VERBATIM = re.compile(r"[\x20\x21\x23-\x5b\x5d-\x7e]+")
 
 class Redactor:
     def __init__(self, secrets: Iterable[str] = (), patterns: Iterable[str] = ()) -> None:
-        self._secrets = [s for s in secrets if s and len(s) >= 4]
+        self._secrets: list[str] = []
+        self._verbatim = True
         self._patterns = [re.compile(p) for p in patterns]
+        for secret in secrets:
+            self.add_secret(secret)
 
     def add_secret(self, secret: str | None) -> None:
         if secret and len(secret) >= 4 and secret not in self._secrets:
             self._secrets.append(secret)
+            self._verbatim = self._verbatim and bool(_JSON_VERBATIM.fullmatch(secret))
 
     def text(self, value: str) -> str:
         for secret in self._secrets:
@@ -36,23 +40,25 @@ class Redactor:
         return value
 
     def json_text(self, text: str) -> str | None:
-        """Redact one serialized JSON line in place, when that equals redacting its values:
-        no custom patterns, no auth-named keys, secrets that JSON writes verbatim. Returns
-        None when the caller must walk the values instead (`value`). Tracing a long run
-        serializes every request's whole history, so this fast path is what keeps the
-        writer's cost per event small."""
-        if self._patterns or not all(_JSON_VERBATIM.fullmatch(s) for s in self._secrets):
+        """`text`, a serialized JSON value, unchanged when redacting its values would change
+        nothing; None when it may hold something to redact and the caller must walk the
+        values (`value`). The check reads the text alone: secrets, auth key names and
+        "bearer" are made of characters JSON writes verbatim, so a value holding one shows
+        it in the text. Custom patterns could match text an escape hides, so any pattern
+        means None. Redacting in the text itself is not attempted: next to an escape
+        (`\\n`), inside a number or a key it would differ from redacting the values."""
+        if self._patterns or not self._verbatim:
             return None
         lowered = text.lower()
-        # "authorization" and "api-key" are inside every other name in _AUTH_KEYS, so three
-        # scans of the line are enough to know whether one may be present.
-        if any(word in lowered for word in ("authorization", "api_key", "api-key")):
+        # "authorization" and "api-key" are inside every other name in _AUTH_KEYS, so these
+        # scans are enough to know whether an auth-named key may be present.
+        if "authorization" in lowered or "api_key" in lowered or "api-key" in lowered:
+            return None
+        if "bearer" in lowered:
             return None
         for secret in self._secrets:
             if secret in text:
-                text = text.replace(secret, "[REDACTED:api_key]")
-        if "bearer" in lowered:
-            text = _BEARER.sub("Bearer [REDACTED:authorization]", text)
+                return None
         return text
 
     def value(self, value: Any) -> Any:

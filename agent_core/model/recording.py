@@ -16,6 +16,7 @@ Every item is re-yielded unchanged so the loop still sees the stream. The turn c
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import cast
 
 from agent_core.agent import TextDelta
 from agent_core.model.base import (
@@ -29,6 +30,12 @@ from agent_core.model.base import (
 )
 from traces.events import Error, ModelChunk, ModelRequest, ModelResponse
 from traces.recorder import Recorder
+
+# The loop built these messages itself and checked them before the call, so the request
+# event takes them without validation: validating copied the whole history on every turn,
+# and keeping the very message dicts lets the JSONL writer reuse each one's serialized text.
+# (Events read back from disk are still validated.)
+_trusted_request = cast(type[ModelRequest], ModelRequest.model_construct)
 
 
 class RecordingModel:
@@ -55,11 +62,11 @@ class RecordingModel:
                     recorder.push(TextDelta(recorder.turn or 0, item.text_delta))
             elif isinstance(item, AttemptStarted):
                 recorder.emit(
-                    ModelRequest,
+                    _trusted_request,
                     attempt=item.attempt,
-                    messages=call.messages,
-                    tools=call.tools,
-                    params=call.params,
+                    messages=list(call.messages),
+                    tools=list(call.tools),
+                    params=dict(call.params),
                     stream=call.stream,
                     estimated_tokens=estimated_tokens,
                 )

@@ -1,0 +1,285 @@
+"""The JSONL writer's fast roads (pydantic's own text, message texts reused across requests)
+write exactly the bytes of the plain definition of a trace line:
+
+    json.dumps(redactor.value(event.model_dump(mode="json")), ensure_ascii=False,
+               separators=(",", ":"))
+
+checked on a real long run and on many generated events full of things to redact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from agent_core.agent import Agent, AgentConfig
+from agent_core.model.scripted import ScriptedModel
+from agent_core.tools.builtin import builtin_tools
+from traces.events import (
+    EVENT_ADAPTER,
+    Error,
+    EventBase,
+    Limits,
+    McpMessage,
+    ModelChunk,
+    ModelRequest,
+    ModelResponse,
+    RunEnd,
+    RunStart,
+    ToolEnd,
+    ToolStart,
+)
+from traces.redact import Redactor
+from traces.writer import JsonlWriter, MemorySink
+
+SECRET = "sk-test-0123456789abcdef"
+
+
+def reference_line(redactor: Redactor, event: EventBase) -> str:
+    record = redactor.value(event.model_dump(mode="json"))
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+
+
+def written_lines(path: Path) -> list[str]:
+    # Not splitlines(): JSON keeps U+2028 and friends raw, and only "\n" ends a line.
+    return path.read_text(encoding="utf-8").split("\n")[:-1]
+
+
+def test_a_long_real_run_is_written_exactly_as_the_reference(tmp_path: Path) -> None:
+    turns = 40
+    steps: list[dict[str, object]] = [
+        {
+            "content": f'Step {n}: ünïcode ✓ and a\nnew line, "quotes" and key {SECRET}.',
+            "tool_calls": [{"name": "calculator", "arguments": {"expression": f"{n} * 3 + 1"}}],
+        }
+        for n in range(1, turns)
+    ]
+    steps.append({"content": "All steps done."})
+    config = AgentConfig(
+        task="Compute every step. Authorization: Bearer abcdefghijklmnop",
+        limits=Limits(max_turns=turns + 1, token_budget=10**9, context_window=10**7),
+    )
+    redactor = Redactor([SECRET])
+    memory = MemorySink()
+    writer = JsonlWriter(tmp_path, config.run_id, redactor)
+    root = Path(__file__).resolve().parents[2]
+    agent = Agent(ScriptedModel(steps), [builtin_tools(root)], config, sinks=[memory, writer])
+
+    async def drive() -> list[Any]:
+        return [item async for item in agent.run_stream()]
+
+    yielded = [item for item in asyncio.run(drive()) if isinstance(item, EventBase)]
+
+    lines = written_lines(writer.path)
+    assert yielded == memory.events
+    assert len(lines) == len(memory.events) > 8 * turns
+    assert lines == [reference_line(redactor, event) for event in memory.events]
+    assert SECRET not in "".join(lines) and "abcdefghijklmnop" not in "".join(lines)
+    # The in-memory requests are what validation would have built from the same fields.
+    requests = [e for e in memory.events if isinstance(e, ModelRequest)]
+    assert len(requests) == turns
+    for request in requests:
+        rebuilt = ModelRequest(
+            **{name: getattr(request, name) for name in ModelRequest.model_fields}
+        )
+        assert type(request) is ModelRequest and request == rebuilt
+        assert EVENT_ADAPTER.validate_json(request.model_dump_json()) == request
+
+
+# Strings that exercise every redaction rule and every serializer corner.
+TRICKY = [
+    "plain",
+    "",
+    SECRET,
+    f"key={SECRET}!",
+    f"line one\n{SECRET}",
+    f"tab\t{SECRET}\ttab",
+    "Bearer abcdefghijklmnop",
+    "line\nBearer abcdefghijklmnop",
+    "x\tbearer\tqrstuvwxyz123456",
+    "Authorization: Bearer short",
+    "ticket ACME-123456 and ACME-654321",
+    'quote " backslash \\ slash / control \x00\x01\x1f del \x7f',
+    "ünïcode ✓ 漢字 emoji 😀 \u2028 \u2029",
+    "\\n is not a newline",
+    "api_key",
+    "1.5e-07 in text",
+    "0.00001",
+    "nab" + SECRET[3:],
+]
+AUTH_KEYS = ["Authorization", "api_key", "API-Key", "x-api-key", "proxy-authorization"]
+SCALARS: list[Any] = [0, 1, -7, 2**70, True, False, None, 0.5, -0.0, 1e16, 1.5e-7, 4.5e-5, 1e-4]
+
+
+def random_value(rng: random.Random, depth: int = 0) -> Any:
+    roll = rng.random()
+    if depth < 3 and roll < 0.2:
+        return {random_key(rng): random_value(rng, depth + 1) for _ in range(rng.randint(0, 4))}
+    if depth < 3 and roll < 0.35:
+        return [random_value(rng, depth + 1) for _ in range(rng.randint(0, 4))]
+    if roll < 0.5:
+        return rng.choice(SCALARS)
+    return rng.choice(TRICKY) + rng.choice(["", " tail", "\n"])
+
+
+def random_key(rng: random.Random) -> str:
+    roll = rng.random()
+    if roll < 0.15:
+        return rng.choice(AUTH_KEYS)
+    if roll < 0.2:
+        return rng.choice(TRICKY)
+    return rng.choice(["role", "content", "name", "args", "headers", "ü-key", "n"])
+
+
+def random_message(rng: random.Random) -> dict[str, Any]:
+    role = rng.choice(["user", "assistant", "tool"])
+    message: dict[str, Any] = {"role": role, "content": random_value(rng)}
+    if role == "assistant" and rng.random() < 0.5:
+        message["tool_calls"] = [
+            {
+                "id": f"call_{rng.randint(0, 99)}",
+                "type": "function",
+                "function": {"name": "calculator", "arguments": json.dumps(random_value(rng))},
+            }
+        ]
+    if rng.random() < 0.2:
+        message[random_key(rng)] = random_value(rng)
+    return message
+
+
+def random_events(rng: random.Random, count: int) -> list[EventBase]:
+    """A run's worth of events; requests grow a shared history the way the loop does:
+    appended messages (the same dicts again), now and then a trim, a message edited in
+    place, or a message replaced by an equal one with its keys in another order."""
+    start = datetime(2026, 3, 1, tzinfo=UTC)
+    history: list[dict[str, Any]] = [{"role": "system", "content": rng.choice(TRICKY)}]
+    events: list[EventBase] = []
+    for seq in range(count):
+        base: dict[str, Any] = {
+            "run_id": "run-eq",
+            "seq": seq,
+            "ts": start + timedelta(microseconds=rng.randint(0, 10**9)),
+            "turn": rng.choice([None, 1, 2, 17]),
+        }
+        if rng.random() < 0.1:  # an aware time in another zone is written in UTC
+            base["ts"] = base["ts"].astimezone(timezone(timedelta(hours=5, minutes=30)))
+        kind = rng.random()
+        if kind < 0.45:
+            history.extend(random_message(rng) for _ in range(rng.randint(0, 3)))
+            change = rng.random()
+            if change < 0.08 and len(history) > 3:
+                history = history[:1] + history[len(history) // 2 :]
+            elif change < 0.16:
+                rng.choice(history)["content"] = random_value(rng)
+            elif change < 0.22:
+                victim = rng.randrange(len(history))
+                history[victim] = dict(reversed(list(history[victim].items())))
+            elif change < 0.28:
+                message = rng.choice(history)
+                message.setdefault("tool_calls", []).append({"id": "edited", "args": SECRET})
+            events.append(
+                ModelRequest.model_construct(
+                    **base,
+                    attempt=rng.randint(1, 3),
+                    messages=list(history),
+                    tools=[{"type": "function", "function": {"name": "t", "x": random_value(rng)}}],
+                    params={rng.choice(["temperature", "api_key", "extra"]): random_value(rng)},
+                    stream=rng.random() < 0.5,
+                    estimated_tokens=rng.randint(0, 10**6),
+                )
+            )
+            # Edits after writing must show in the next request, not in this one's line.
+            continue
+        if kind < 0.6:
+            data = {"choices": [{"delta": {"content": random_value(rng)}}], random_key(rng): 1}
+            event: EventBase = ModelChunk(
+                **base, index=rng.randint(0, 50), elapsed_ms=rng.choice(SCALARS[7:]), data=data
+            )
+        elif kind < 0.68:
+            event = ModelResponse(
+                **base, message=random_message(rng), usage={"total": rng.randint(0, 9)}
+            )
+        elif kind < 0.76:
+            event = ToolStart(
+                **base,
+                call_id="c",
+                name="n",
+                arguments_raw=rng.choice(TRICKY),
+                arguments={random_key(rng): random_value(rng)},
+                reasoning=rng.choice(TRICKY),
+            )
+        elif kind < 0.84:
+            event = ToolEnd(
+                **base,
+                call_id="c",
+                name="n",
+                ok=True,
+                result=rng.choice(TRICKY),
+                duration_ms=rng.choice([0.25, 3e-5, 1.5e-7, 12.0]),
+            )
+        elif kind < 0.9:
+            event = McpMessage(
+                **base,
+                server="s",
+                direction="recv",
+                frame={"jsonrpc": "2.0", "result": random_value(rng)},
+            )
+        elif kind < 0.95:
+            event = RunStart(
+                **base,
+                task=rng.choice(TRICKY),
+                model="m",
+                params={"headers": random_value(rng)},
+                meta={random_key(rng): random_value(rng)},
+            )
+        elif kind < 0.98:
+            event = Error(**base, where="model", kind="http", message=rng.choice(TRICKY))
+        else:
+            event = RunEnd(**base, status="completed", final_answer=rng.choice(TRICKY))
+        events.append(event)
+    return events
+
+
+REDACTORS = {
+    "none": lambda: Redactor(),
+    "secrets": lambda: Redactor([SECRET, "hunter2-password"]),
+    "patterns": lambda: Redactor([SECRET], [r"ACME-\d{6}"]),
+    "escaped secret": lambda: Redactor(['quote"secret']),
+}
+
+
+def test_generated_events_are_written_exactly_as_the_reference(tmp_path: Path) -> None:
+    for name, make in REDACTORS.items():
+        for seed in range(6):
+            rng = random.Random(f"{name}-{seed}")
+            redactor = make()
+            writer = JsonlWriter(tmp_path, f"{name}-{seed}".replace(" ", "-"), redactor)
+            expected = []
+            for event in random_events(rng, 120):
+                writer.write(event)  # type: ignore[arg-type]
+                # Taken now: a request's messages may be edited in place after it is written.
+                expected.append(reference_line(redactor, event))
+            writer.close()
+            assert written_lines(writer.path) == expected, (name, seed)
+
+
+def test_a_message_edited_in_place_is_written_as_it_is_now(tmp_path: Path) -> None:
+    history: list[dict[str, Any]] = [{"role": "user", "content": "hi"}]
+    stamp = {"run_id": "r", "ts": datetime(2026, 3, 1, tzinfo=UTC), "turn": 1}
+    writer = JsonlWriter(tmp_path, "r", Redactor([SECRET]))
+    writer.write(ModelRequest(seq=0, messages=history, **stamp))  # type: ignore[arg-type]
+    history[0]["content"] = f"now with {SECRET}"
+    history[0]["tool_calls"] = [{"function": {"arguments": "{}"}}]
+    writer.write(ModelRequest.model_construct(seq=1, messages=list(history), **stamp))
+    history[0]["tool_calls"][0]["function"]["arguments"] = '{"x": 1}'
+    writer.write(ModelRequest.model_construct(seq=2, messages=list(history), **stamp))
+    writer.close()
+
+    first, second, third = (json.loads(line)["messages"][0] for line in written_lines(writer.path))
+    assert first == {"role": "user", "content": "hi"}
+    assert second["content"] == "now with [REDACTED:api_key]"
+    assert third["tool_calls"][0]["function"]["arguments"] == '{"x": 1}'
