@@ -4,10 +4,12 @@ Python only decides what to read (sizes against what is already ingested); DuckD
 validates and inserts, set-based. Two paths:
 
 - bulk: a new file that ends in a whole line goes straight through `read_ndjson_objects`,
-  the fast path that carries most data;
-- careful: the new whole lines of a grown file, a file with a cut-off last line, blank or
-  malformed lines, or an older schema are copied to a scratch file and read line by line
-  with exact line numbers.
+  the fast path that carries most data. Bulk rows have no line numbers, so a bulk file
+  is kept only when every line of it went in cleanly;
+- careful: the new whole lines of a grown file, a file with a cut-off last line, and a
+  bulk file that did not go in cleanly (a refused line, a blank line, lines of several
+  runs, a repeated seq, another schema version) are copied to a scratch file and read
+  line by line with exact line numbers.
 
 Every line read lands in `event_rows`, with `problem` set when it is refused; the checks
 that need more than one line (run ownership, duplicate seq, schema version) run afterwards
@@ -156,24 +158,12 @@ def _ingest_batch(
             careful.append(item)
 
     if bulk:
-        cur.execute(sql.INSERT_BULK, {"files": [item.path for item in bulk], "batch": batch})
-        rows = cur.execute(sql.BULK_FILE_STATS, {"batch": batch}).fetchall()
-        stats = {row[0]: row[1:] for row in rows}
-        for item in bulk:
-            rows, malformed, nbytes = stats.get(item.path, (0, 0, 0))
-            if malformed or nbytes != item.size:
-                # Blank or malformed lines: numbering by position would be off, re-read.
-                cur.execute(sql.DELETE_FILE_ROWS, {"batch": batch, "path": item.path})
-                careful.append(item)
-            else:
-                item.bytes_done, item.lines_done = item.size, rows
-        cur.execute(sql.NUMBER_BULK_PROBLEMS, {"batch": batch})
+        careful += _read_in_bulk(cur, bulk, batch)
     if careful:
         _read_carefully(cur, careful, batch, scratch, report)
 
     _check_files(cur, work, batch, report)
     cur.execute(sql.MARK_DUPLICATE_SEQ, {"batch": batch})
-    cur.execute(sql.NUMBER_BULK_PROBLEMS, {"batch": batch})
     for path, line, problem in cur.execute(sql.BATCH_PROBLEMS, {"batch": batch}).fetchall():
         report.problems.append(f"{path}:{line}: {problem}")
     files = [
@@ -190,6 +180,29 @@ def _ingest_batch(
     cur.execute(sql.UPSERT_FILES, {"files": files})
     cur.execute(sql.DELETE_TOUCHED_RUNS, {"batch": batch})
     cur.execute(sql.INSERT_TOUCHED_RUNS, {"batch": batch})
+
+
+def _read_in_bulk(cur: duckdb.DuckDBPyConnection, items: list[_Work], batch: int) -> list[_Work]:
+    """Whole new files straight through DuckDB's reader; returns those to re-read carefully."""
+    # Rows may land in any order: nothing reads a bulk row's position (see BULK_FILE_STATS).
+    cur.execute("SET SESSION preserve_insertion_order = false")
+    try:
+        cur.execute(sql.INSERT_BULK, {"files": [item.path for item in items], "batch": batch})
+    finally:
+        cur.execute("RESET SESSION preserve_insertion_order")
+    rows = cur.execute(sql.BULK_FILE_STATS, {"batch": batch}).fetchall()
+    stats = {row[0]: row[1:] for row in rows}
+    again: list[_Work] = []
+    for item in items:
+        count, nbytes, clean, version = stats.get(item.path, (0, 0, False, None))
+        if clean and nbytes == item.size and version in (None, SCHEMA_VERSION):
+            item.bytes_done, item.lines_done = item.size, count
+        else:
+            again.append(item)
+    if again:
+        paths = [item.path for item in again]
+        cur.execute(sql.DELETE_FILES_ROWS, {"batch": batch, "paths": paths})
+    return again
 
 
 def _read_carefully(
@@ -259,7 +272,7 @@ def _check_files(
     )
     claimed: list[dict[str, str]] = []
     rows = cur.execute(sql.BATCH_FILE_RUNS, {"batch": batch}).fetchall()
-    for path, run_id, version, start_line in sorted(rows):
+    for path, run_id, lowest, highest, version, start_line in sorted(rows):
         item = by_path[path]
         run_id = item.run_id or run_id
         refusal = None
@@ -268,12 +281,13 @@ def _check_files(
         elif owners.get(run_id, path) != path:
             refusal = f"1: run {run_id} is already ingested from {owners[run_id]}; skipped"
         if refusal is not None:
-            cur.execute(sql.DELETE_FILE_ROWS, {"batch": batch, "path": path})
+            cur.execute(sql.DELETE_FILES_ROWS, {"batch": batch, "paths": [path]})
             item.refused = refusal
             report.problems.append(f"{path}:{refusal}")
             continue
         owners[run_id] = path
         item.run_id = run_id
-        claimed.append({"path": path, "run_id": run_id})
+        if lowest != run_id or highest != run_id:  # some lines name another run
+            claimed.append({"path": path, "run_id": run_id})
     if claimed:
         cur.execute(sql.MARK_FOREIGN_RUN_IDS, {"batch": batch, "files": claimed})

@@ -19,12 +19,13 @@ _REQUIRED: dict[str, list[str]] = {
 # as keys in the text, so their values are never copied out during ingest; their shape is
 # checked when an event is read back through `EVENT_ADAPTER`.
 _BULKY = frozenset({"messages", "data", "frame"})
-# One JSON parse per line extracts every other field a check needs: the envelope first, then
-# each event type's required fields (1-based positions in the extracted list).
+# One JSON parse per line reads every other field a check needs into a struct `f`, as text
+# (a check must tell a missing field from one of the wrong type). `from_json` walks the
+# line's keys once, where a list of paths looks each one up in turn; a line that is not an
+# object gives a struct of NULLs.
 FIELDS: list[str] = list(_ENVELOPE) + sorted(
     {name for names in _REQUIRED.values() for name in names} - _BULKY
 )
-_POS = {name: index + 1 for index, name in enumerate(FIELDS)}
 EVENT_TYPE_NAMES = tuple(_REQUIRED)
 
 
@@ -35,7 +36,7 @@ def _quote(text: str) -> str:
 def _missing(name: str) -> str:
     if name in _BULKY:
         return f"NOT contains(raw::VARCHAR, {_quote(chr(34) + name + chr(34))})"
-    return f"f[{_POS[name]}] IS NULL"
+    return f'f."{name}" IS NULL'
 
 
 def _required_checks() -> str:
@@ -47,43 +48,45 @@ def _required_checks() -> str:
             f"WHEN {_missing(name)} THEN {_quote(f'missing field {name!r}')}" for name in names
         )
         branches.append(f"WHEN {_quote(event_type)} THEN CASE {whens} END")
-    return "CASE f[2] " + " ".join(branches) + " END"
+    return "CASE f.type " + " ".join(branches) + " END"
 
 
 _TYPES_LIST = ", ".join(_quote(name) for name in EVENT_TYPE_NAMES)
-_FIELDS_LIST = "[" + ", ".join(_quote(name) for name in FIELDS) + "]"
+_FIELDS_STRUCT = _quote("{" + ", ".join(f'"{name}": "VARCHAR"' for name in FIELDS) + "}")
 
 # Why a line is refused, or NULL when it passes. `raw` is the line (NULL when it is not JSON
-# at all), `f` the extracted fields, `seq`/`ts`/`turn` their typed values.
+# at all), `f` the extracted fields, `seq`/`ts`/`turn` their typed values. Only a line
+# without `type` can be a non-object, so only those lines pay for the copy `ltrim` makes.
 PROBLEM_EXPR = f"""CASE
     WHEN raw IS NULL THEN 'not valid JSON'
-    WHEN NOT starts_with(ltrim(raw::VARCHAR), '{{') THEN 'not a JSON object'
-    WHEN f[2] IS NULL THEN 'missing field ''type'''
-    WHEN f[2] NOT IN ({_TYPES_LIST}) THEN 'unknown event type ''' || f[2] || ''''
-    WHEN f[1] IS NULL THEN 'missing field ''run_id'''
-    WHEN f[3] IS NULL THEN 'missing field ''seq'''
+    WHEN f.type IS NULL THEN CASE WHEN starts_with(ltrim(raw::VARCHAR), '{{')
+        THEN 'missing field ''type''' ELSE 'not a JSON object' END
+    WHEN f.type NOT IN ({_TYPES_LIST}) THEN 'unknown event type ''' || f.type || ''''
+    WHEN f.run_id IS NULL THEN 'missing field ''run_id'''
+    WHEN f.seq IS NULL THEN 'missing field ''seq'''
     WHEN seq IS NULL THEN 'seq must be a non-negative integer'
-    WHEN f[4] IS NULL THEN 'missing field ''ts'''
+    WHEN f.ts IS NULL THEN 'missing field ''ts'''
     WHEN ts IS NULL THEN 'ts is not an ISO 8601 time'
-    WHEN f[5] IS NOT NULL AND coalesce(turn, 0) < 1
+    WHEN f.turn IS NOT NULL AND coalesce(turn, 0) < 1
         THEN 'turn must be null or a positive integer'
     ELSE {_required_checks()}
 END"""
 
 # The columns of `event_rows`, from `path`, `line_no`, `raw` and `f` of the inner query.
-_ROW = f"""f[1], seq, f[2], turn, ts, raw, path, line_no, $batch, {PROBLEM_EXPR}
+_ROW = f"""f.run_id, seq, f.type, turn, ts, raw, path, line_no, $batch, {PROBLEM_EXPR}
 FROM (
-    SELECT *, try_cast(f[3] AS UBIGINT) AS seq, try_cast(f[4] AS TIMESTAMPTZ) AS ts,
-        try_cast(f[5] AS INTEGER) AS turn
+    SELECT *, try_cast(f.seq AS UBIGINT) AS seq, try_cast(f.ts AS TIMESTAMPTZ) AS ts,
+        try_cast(f.turn AS INTEGER) AS turn
     FROM ("""
 
-# Bulk path: whole new files, read by DuckDB's own NDJSON reader straight into `event_rows`.
-# With ignore_errors a malformed line becomes a NULL row (not dropped), so rows keep file
-# order; a line's number is its row's position in the file (see ingest.py).
+# Bulk path: whole new files, read by DuckDB's own NDJSON reader straight into `event_rows`,
+# in any order (keeping file order costs a third of the insert). Rows carry no line number:
+# a file whose rows are not all good is re-read carefully (see `BULK_FILE_STATS`), so a
+# bulk row never needs one. With ignore_errors a malformed line becomes a NULL row.
 INSERT_BULK = f"""
 INSERT INTO event_rows SELECT {_ROW}
         SELECT filename AS path, NULL::BIGINT AS line_no, json AS raw,
-            json_extract_string(json, {_FIELDS_LIST}) AS f
+            from_json(json, {_FIELDS_STRUCT}) AS f
         FROM read_ndjson_objects($files, filename = true, ignore_errors = true,
                                  maximum_object_size = 268435456)
     )
@@ -97,7 +100,7 @@ INSERT INTO event_rows SELECT {_ROW}
 INSERT_LINES = f"""
 INSERT INTO event_rows SELECT {_ROW}
         SELECT path, line_no, CASE WHEN json_valid(line) THEN line::JSON END AS raw,
-            json_extract_string(CASE WHEN json_valid(line) THEN line END, {_FIELDS_LIST}) AS f
+            from_json(CASE WHEN json_valid(line) THEN line END, {_FIELDS_STRUCT}) AS f
         FROM (
             SELECT m.path, m.line_base + t.n AS line_no, t.line
             FROM read_text($files) r
@@ -113,39 +116,36 @@ INSERT INTO event_rows SELECT {_ROW}
 
 # --- checks on one batch, after its lines are in `event_rows` -------------------------------
 
-# Per bulk-read file: rows, malformed rows, and whether the rows account for every byte (a
-# blank line would shift the line numbers, so such a file is re-read line by line).
+# Per bulk-read file: whether all of it went in cleanly. Anything else (a refused line, a
+# blank line, which the reader skips, so the rows do not account for every byte; lines of
+# several runs; a repeated seq; another schema version) sends the file to the careful path,
+# which numbers its lines exactly. Only run_start lines are parsed again.
 BULK_FILE_STATS = """
-SELECT source_path, count(*) AS rows,
-    count(*) FILTER (WHERE event IS NULL) AS malformed,
-    sum(strlen(event::VARCHAR)) + count(*) AS nbytes
+SELECT source_path, count(*) AS rows, sum(strlen(event::VARCHAR)) + count(*) AS nbytes,
+    count(problem) = 0 AND min(run_id) = max(run_id) AND count(DISTINCT seq) = count(*)
+        AS clean,
+    max(CASE WHEN type = 'run_start'
+        THEN try_cast(event->>'schema_version' AS INTEGER) END) AS schema_version
 FROM event_rows WHERE batch = $batch AND line_no IS NULL GROUP BY source_path
 """
-DELETE_FILE_ROWS = "DELETE FROM event_rows WHERE batch = $batch AND source_path = $path"
+DELETE_FILES_ROWS = """
+DELETE FROM event_rows WHERE batch = $batch AND list_contains($paths, source_path)
+"""
 DELETE_PATH_ROWS = "DELETE FROM event_rows WHERE source_path = $path"
 
-# Bulk rows get their line number from their position in the file (rows keep file order).
-NUMBER_BULK_PROBLEMS = """
-UPDATE event_rows AS e SET line_no = e.rowid - f.first_row + 1
-FROM (SELECT source_path, min(rowid) AS first_row FROM event_rows
-      WHERE batch = $batch AND line_no IS NULL GROUP BY source_path) f
-WHERE e.batch = $batch AND e.line_no IS NULL AND e.problem IS NOT NULL
-    AND e.source_path = f.source_path
-"""
-
-# Per file of the batch: the run it holds (its first good line's run id), and the schema
-# version and line of its run_start. A bulk row's line is its position in the file.
+# Per file of the batch with good lines: the run it holds (its first good line's run id),
+# the lowest and highest run id among its good lines (equal to it when the file holds one
+# run), and the schema version and line of its run_start. A bulk file holds one run and
+# has no run_start of another version, so its lines' order does not matter here.
 BATCH_FILE_RUNS = """
-SELECT e.source_path, arg_min(e.run_id, e.rowid) AS run_id,
-    max(try_cast(e.event->>'schema_version' AS INTEGER))
-        FILTER (WHERE e.type = 'run_start') AS schema_version,
-    min(coalesce(e.line_no, e.rowid - f.first_row + 1))
-        FILTER (WHERE e.type = 'run_start') AS start_line
-FROM event_rows e
-JOIN (SELECT source_path, min(rowid) AS first_row FROM event_rows WHERE batch = $batch
-      GROUP BY source_path) f ON f.source_path = e.source_path
-WHERE e.batch = $batch AND e.problem IS NULL
-GROUP BY e.source_path
+SELECT source_path, arg_min(run_id, coalesce(line_no, 0)) FILTER (WHERE problem IS NULL),
+    min(run_id) FILTER (WHERE problem IS NULL) AS lowest,
+    max(run_id) FILTER (WHERE problem IS NULL) AS highest,
+    max(CASE WHEN type = 'run_start' AND problem IS NULL
+        THEN try_cast(event->>'schema_version' AS INTEGER) END) AS schema_version,
+    min(line_no) FILTER (WHERE type = 'run_start' AND problem IS NULL) AS start_line
+FROM event_rows WHERE batch = $batch
+GROUP BY source_path HAVING count(*) FILTER (WHERE problem IS NULL) > 0
 """
 
 MARK_FOREIGN_RUN_IDS = """
@@ -156,7 +156,9 @@ WHERE e.batch = $batch AND e.problem IS NULL AND e.source_path = m.path
     AND e.run_id <> m.run_id
 """
 
-# Duplicate seq within a run: the first occurrence (earliest batch, then file order) wins.
+# Duplicate seq within a run: the first occurrence (earliest batch, then line) wins. Only
+# runs that got carefully read lines can have one: a bulk file with a repeated seq is
+# re-read carefully, and a run is read from one file.
 MARK_DUPLICATE_SEQ = """
 UPDATE event_rows AS e
 SET problem = 'duplicate seq ' || e.seq || ' of run ' || e.run_id
@@ -170,9 +172,10 @@ FROM (
         WHERE problem IS NULL AND (run_id, seq) IN (
             SELECT run_id, seq FROM event_rows
             WHERE problem IS NULL AND run_id IN (
-                SELECT DISTINCT run_id FROM event_rows WHERE batch = $batch)
+                SELECT DISTINCT run_id FROM event_rows
+                WHERE batch = $batch AND line_no IS NOT NULL)
             GROUP BY run_id, seq HAVING count(*) > 1)
-        WINDOW w AS (PARTITION BY run_id, seq ORDER BY batch, rowid)
+        WINDOW w AS (PARTITION BY run_id, seq ORDER BY batch, line_no)
     ) WHERE n > 1
 ) d
 WHERE e.rowid = d.rid

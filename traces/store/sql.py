@@ -6,7 +6,7 @@ Ingest's statements live in `ingest_sql`.
 from __future__ import annotations
 
 # Bump when the tables below change shape; an older store file is rebuilt from its traces.
-STORE_VERSION = 1
+STORE_VERSION = 2
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS store_meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -25,7 +25,10 @@ CREATE TABLE IF NOT EXISTS event_rows (
     type VARCHAR,
     turn INTEGER,
     ts TIMESTAMPTZ,
-    event JSON,                 -- the line exactly as written
+    -- The line exactly as written. zstd: traces repeat themselves (every request resends
+    -- the history), and a fixed codec spares DuckDB trying each one on every segment,
+    -- which was most of the cost of writing the store.
+    event JSON USING COMPRESSION zstd,
     source_path VARCHAR NOT NULL,
     line_no BIGINT,             -- NULL when read in bulk: see ingest.py
     batch INTEGER NOT NULL,
