@@ -14,10 +14,11 @@ import operator
 import os
 import re
 from collections.abc import Callable
+from io import FileIO
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import Any, Protocol
 
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 
 from traces.events import Event, ModelRequest
 from traces.redact import Redactor
@@ -26,8 +27,7 @@ from traces.redact import Redactor
 # and `1e-07`; every other JSON value comes out of the two byte for byte.
 # "e-" after a digit; written literal-first so the regex engine can scan for "e-" quickly.
 _SMALL_EXPONENT = re.compile(r"e-(?<=\de-)")
-_MESSAGE = TypeAdapter(dict[str, Any])
-_NO_MESSAGES = '"messages":[]'
+_ITEM = TypeAdapter(dict[str, Any])
 
 
 class Sink(Protocol):
@@ -43,11 +43,11 @@ class JsonlWriter:
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / f"{run_id}.jsonl"
         self._redactor = redactor or Redactor()
-        self._file: IO[str] | None = self.path.open("a", encoding="utf-8")
-        # The last request's messages, copies of them as they were, and their line texts.
-        self._sent: list[dict[str, Any]] = []
-        self._snapshots: list[Any] = []
-        self._texts: list[str] = []
+        # Unbuffered: each event is one write call, so it is in the file once `write` returns.
+        self._file: FileIO | None = FileIO(self.path, "a")
+        # The last request's messages and tools, with their line texts.
+        self._messages = _ItemTexts()
+        self._tools = _ItemTexts()
 
     def write(self, event: Event) -> None:
         if self._file is None:
@@ -55,9 +55,10 @@ class JsonlWriter:
         if isinstance(event, ModelRequest):
             line = self._request_line(event)
         else:
-            line = self._json(event.model_dump_json(), lambda: event.model_dump(mode="json"))
-        self._file.write(line + "\n")
-        self._file.flush()
+            line = self._json(_text(event), lambda: event.model_dump(mode="json")) + "\n"
+        data = memoryview(line.encode())
+        while data:  # a regular file takes it all at once, short of a full disk
+            data = data[self._file.write(data) or 0 :]
 
     def _json(self, text: str, python: Callable[[], Any]) -> str:
         """One value's line text: pydantic's `text` when nothing in it needs redacting and
@@ -67,28 +68,24 @@ class JsonlWriter:
         return json.dumps(self._redactor.value(python()), ensure_ascii=False, separators=(",", ":"))
 
     def _request_line(self, event: ModelRequest) -> str:
-        """Every request carries the whole history, so a long run would serialize it over
-        and over. Instead the leading messages that are the very dicts of the last request,
-        still equal to their snapshots (not edited in place), reuse their text; only the
-        rest is serialized and redacted, and all are spliced into the line."""
-        messages = event.messages
-        same = list(map(operator.is_, messages, self._sent))
-        keep = same.index(False) if False in same else len(same)
-        if self._snapshots[:keep] != messages[:keep]:
-            keep = next(i for i in range(keep) if self._snapshots[i] != messages[i])
-        fresh = messages[keep:]
-        self._sent = list(messages)
-        self._snapshots = self._snapshots[:keep] + [_snapshot(m) for m in fresh]
-        self._texts = self._texts[:keep] + [self._message_json(m) for m in fresh]
-        rest = event.model_copy(update={"messages": []})
-        line = self._json(rest.model_dump_json(), lambda: rest.model_dump(mode="json"))
-        # The first `"messages":[]` is the key itself: inside a string its quotes are escaped.
-        at = line.index(_NO_MESSAGES) + len(_NO_MESSAGES) - 1
-        return line[:at] + ",".join(self._texts) + line[at:]
+        """Every request carries the whole history (and the same tool schemas), so a long
+        run would serialize them over and over. Instead each message and tool is serialized
+        and redacted once, and the texts are spliced into the rest of the event's line
+        (newline included)."""
+        rest = event.model_copy(update={"messages": [], "tools": []})
+        line = self._json(_text(rest), lambda: rest.model_dump(mode="json"))
+        # In `line` the first `"messages":[]` and `"tools":[]` are the keys themselves: inside
+        # a string quotes are escaped, and no object comes before them.
+        cut1 = line.index('"messages":[]') + len('"messages":[')
+        cut2 = line.index('"tools":[]', cut1) + len('"tools":[')
+        messages = self._messages.texts(event.messages, self._item_json)
+        tools = self._tools.texts(event.tools, self._item_json)
+        # One join: a long history is copied once, not once per `+`.
+        return "".join((line[:cut1], messages, line[cut1:cut2], tools, line[cut2:], "\n"))
 
-    def _message_json(self, message: dict[str, Any]) -> str:
-        text = _MESSAGE.dump_json(message).decode()
-        return self._json(text, lambda: _MESSAGE.dump_python(message, mode="json"))
+    def _item_json(self, item: dict[str, Any]) -> str:
+        text = _ITEM.dump_json(item).decode()
+        return self._json(text, lambda: _ITEM.dump_python(item, mode="json"))
 
     def sync(self) -> None:
         if self._file is not None:
@@ -98,11 +95,38 @@ class JsonlWriter:
         if self._file is not None:
             self._file.close()
             self._file = None
-        self._sent, self._snapshots, self._texts = [], [], []
+        self._messages, self._tools = _ItemTexts(), _ItemTexts()
+
+
+def _text(event: BaseModel) -> str:
+    # What `model_dump_json()` returns, without its keyword handling: a microsecond an event.
+    return event.__pydantic_serializer__.to_json(event).decode()
 
 
 def _small_float(text: str) -> bool:
     return "0.0000" in text or _SMALL_EXPONENT.search(text) is not None
+
+
+class _ItemTexts:
+    """The line texts of a list's items (a request's messages, say), kept from one request
+    to the next. The leading items that are the very dicts of the last list, still equal to
+    copies taken then (so not edited in place), keep their text; the rest get a new one."""
+
+    def __init__(self) -> None:
+        self._items: list[dict[str, Any]] = []
+        self._snapshots: list[Any] = []
+        self._texts: list[str] = []
+
+    def texts(self, items: list[dict[str, Any]], to_text: Callable[[Any], str]) -> str:
+        same = list(map(operator.is_, items, self._items))  # both scans run in C
+        keep = same.index(False) if False in same else len(same)
+        if self._snapshots[:keep] != items[:keep]:
+            keep = next(i for i in range(keep) if self._snapshots[i] != items[i])
+        fresh = items[keep:]
+        self._items = list(items)
+        self._snapshots = self._snapshots[:keep] + [_snapshot(item) for item in fresh]
+        self._texts = self._texts[:keep] + [to_text(item) for item in fresh]
+        return ",".join(self._texts)
 
 
 def _snapshot(value: Any) -> Any:

@@ -157,6 +157,7 @@ def random_events(rng: random.Random, count: int) -> list[EventBase]:
     place, or a message replaced by an equal one with its keys in another order."""
     start = datetime(2026, 3, 1, tzinfo=UTC)
     history: list[dict[str, Any]] = [{"role": "system", "content": rng.choice(TRICKY)}]
+    tools: list[dict[str, Any]] = [{"type": "function", "function": {"name": "t", "x": 1}}]
     events: list[EventBase] = []
     for seq in range(count):
         base: dict[str, Any] = {
@@ -181,12 +182,16 @@ def random_events(rng: random.Random, count: int) -> list[EventBase]:
             elif change < 0.28:
                 message = rng.choice(history)
                 message.setdefault("tool_calls", []).append({"id": "edited", "args": SECRET})
+            elif change < 0.34:
+                tools[0]["function"]["x"] = random_value(rng)
+            elif change < 0.4:
+                tools = [*tools, {"type": "function", "function": {random_key(rng): "y"}}][-3:]
             events.append(
                 ModelRequest.model_construct(
                     **base,
                     attempt=rng.randint(1, 3),
                     messages=list(history),
-                    tools=[{"type": "function", "function": {"name": "t", "x": random_value(rng)}}],
+                    tools=list(tools),
                     params={rng.choice(["temperature", "api_key", "extra"]): random_value(rng)},
                     stream=rng.random() < 0.5,
                     estimated_tokens=rng.randint(0, 10**6),
