@@ -33,6 +33,10 @@ from traces.reader import NewerSchemaError, migrate
 from traces.store import ingest_sql as sql
 from traces.store.sql import KNOWN_FILES, NEXT_BATCH
 
+# Bulk files are checked for repeated seqs with a bitmap of this many seqs per file (see
+# BULK_FILE_STATS); 4096 bits is 512 bytes a file.
+_SEQ_BITS = 4096
+
 
 @dataclass
 class IngestReport:
@@ -117,6 +121,9 @@ def ingest(cur: duckdb.DuckDBPyConnection, paths: Iterable[Path | str]) -> Inges
         return report
     runs_before = cur.execute("SELECT count(*) FROM runs").fetchone()
     events_before = cur.execute("SELECT count(*) FROM events").fetchone()
+    # Rows may land in any order (keeping it costs a third of a bulk insert): a bulk row's
+    # position is never read, and the careful path numbers its lines itself.
+    cur.execute("SET SESSION preserve_insertion_order = false")
     cur.execute("BEGIN TRANSACTION")
     try:
         with tempfile.TemporaryDirectory(prefix="workbench-ingest-") as scratch:
@@ -125,6 +132,8 @@ def ingest(cur: duckdb.DuckDBPyConnection, paths: Iterable[Path | str]) -> Inges
     except BaseException:
         cur.execute("ROLLBACK")
         raise
+    finally:
+        cur.execute("RESET SESSION preserve_insertion_order")
     runs_after = cur.execute("SELECT count(*) FROM runs").fetchone()
     events_after = cur.execute("SELECT count(*) FROM events").fetchone()
     report.files = sum(1 for item in work if item.size)
@@ -157,12 +166,15 @@ def _ingest_batch(
         else:
             careful.append(item)
 
+    # (path, run id, lowest and highest run id of its lines, schema version, run_start line)
+    file_runs: list[tuple[Any, ...]] = []
     if bulk:
-        careful += _read_in_bulk(cur, bulk, batch)
+        careful += _read_in_bulk(cur, bulk, batch, file_runs)
     if careful:
         _read_carefully(cur, careful, batch, scratch, report)
+        file_runs += cur.execute(sql.BATCH_FILE_RUNS, {"batch": batch}).fetchall()
 
-    _check_files(cur, work, batch, report)
+    _check_files(cur, work, batch, file_runs, report)
     cur.execute(sql.MARK_DUPLICATE_SEQ, {"batch": batch})
     for path, line, problem in cur.execute(sql.BATCH_PROBLEMS, {"batch": batch}).fetchall():
         report.problems.append(f"{path}:{line}: {problem}")
@@ -182,21 +194,27 @@ def _ingest_batch(
     cur.execute(sql.INSERT_TOUCHED_RUNS, {"batch": batch})
 
 
-def _read_in_bulk(cur: duckdb.DuckDBPyConnection, items: list[_Work], batch: int) -> list[_Work]:
-    """Whole new files straight through DuckDB's reader; returns those to re-read carefully."""
-    # Rows may land in any order: nothing reads a bulk row's position (see BULK_FILE_STATS).
-    cur.execute("SET SESSION preserve_insertion_order = false")
-    try:
-        cur.execute(sql.INSERT_BULK, {"files": [item.path for item in items], "batch": batch})
-    finally:
-        cur.execute("RESET SESSION preserve_insertion_order")
-    rows = cur.execute(sql.BULK_FILE_STATS, {"batch": batch}).fetchall()
+def _read_in_bulk(
+    cur: duckdb.DuckDBPyConnection, items: list[_Work], batch: int, file_runs: list[tuple[Any, ...]]
+) -> list[_Work]:
+    """Whole new files straight through DuckDB's reader; returns those to re-read carefully
+    and adds the run of each file kept to `file_runs`."""
+    cur.execute(sql.INSERT_BULK, {"files": [item.path for item in items], "batch": batch})
+    rows = cur.execute(sql.BULK_FILE_STATS, {"batch": batch, "bits": _SEQ_BITS}).fetchall()
     stats = {row[0]: row[1:] for row in rows}
+    long = [path for path, (*_, beyond, _run) in stats.items() if beyond]
+    if long:
+        params = {"batch": batch, "paths": long}
+        seqs = dict(cur.execute(sql.LONG_FILE_SEQS, params).fetchall())
+        for path in long:
+            count, nbytes, clean, _seqs, beyond, run_id = stats[path]
+            stats[path] = (count, nbytes, clean, seqs[path], 0, run_id)
     again: list[_Work] = []
     for item in items:
-        count, nbytes, clean, version = stats.get(item.path, (0, 0, False, None))
-        if clean and nbytes == item.size and version in (None, SCHEMA_VERSION):
+        count, nbytes, clean, seqs, beyond, run_id = stats.get(item.path, (0, 0, False, 0, 0, None))
+        if clean and seqs + beyond == count and nbytes == item.size:
             item.bytes_done, item.lines_done = item.size, count
+            file_runs.append((item.path, run_id, run_id, run_id, None, None))
         else:
             again.append(item)
     if again:
@@ -260,7 +278,11 @@ def _migrated(item: _Work, whole: bytes) -> bytes:
 
 
 def _check_files(
-    cur: duckdb.DuckDBPyConnection, work: list[_Work], batch: int, report: IngestReport
+    cur: duckdb.DuckDBPyConnection,
+    work: list[_Work],
+    batch: int,
+    file_runs: list[tuple[Any, ...]],
+    report: IngestReport,
 ) -> None:
     """File-level rules: one run per file, one file per run, no newer schema version."""
     by_path = {item.path: item for item in work}
@@ -271,8 +293,7 @@ def _check_files(
         ).fetchall()
     )
     claimed: list[dict[str, str]] = []
-    rows = cur.execute(sql.BATCH_FILE_RUNS, {"batch": batch}).fetchall()
-    for path, run_id, lowest, highest, version, start_line in sorted(rows):
+    for path, run_id, lowest, highest, version, start_line in sorted(file_runs):
         item = by_path[path]
         run_id = item.run_id or run_id
         refusal = None

@@ -4,7 +4,7 @@ read paths, and the checks that run on each batch once its lines are in `event_r
 
 from __future__ import annotations
 
-from traces.events import EVENT_TYPES
+from traces.events import EVENT_TYPES, SCHEMA_VERSION
 
 _ENVELOPE = ("run_id", "type", "seq", "ts", "turn", "schema_version")
 _REQUIRED: dict[str, list[str]] = {
@@ -72,21 +72,27 @@ PROBLEM_EXPR = f"""CASE
     ELSE {_required_checks()}
 END"""
 
-# The columns of `event_rows`, from `path`, `line_no`, `raw` and `f` of the inner query.
-_ROW = f"""f.run_id, seq, f.type, turn, ts, raw, path, line_no, $batch, {PROBLEM_EXPR}
+# The columns of `event_rows`, from `path`, `line_no`, `raw`, `nbytes` and `f` of the inner
+# query; `RECHECK` says why a line that passes must still be read again carefully.
+_ROW = f"""f.run_id, seq, f.type, turn, ts, raw, path, nbytes, line_no, $batch,
+    coalesce({PROBLEM_EXPR}, RECHECK)
 FROM (
     SELECT *, try_cast(f.seq AS UBIGINT) AS seq, try_cast(f.ts AS TIMESTAMPTZ) AS ts,
         try_cast(f.turn AS INTEGER) AS turn
     FROM ("""
+
+# A bulk file of another schema version is migrated or refused on the careful path.
+_OTHER_VERSION = f"""CASE WHEN f.type = 'run_start' AND f.schema_version <> '{SCHEMA_VERSION}'
+    THEN 'schema_version ' || f.schema_version || ': read line by line' END"""
 
 # Bulk path: whole new files, read by DuckDB's own NDJSON reader straight into `event_rows`,
 # in any order (keeping file order costs a third of the insert). Rows carry no line number:
 # a file whose rows are not all good is re-read carefully (see `BULK_FILE_STATS`), so a
 # bulk row never needs one. With ignore_errors a malformed line becomes a NULL row.
 INSERT_BULK = f"""
-INSERT INTO event_rows SELECT {_ROW}
+INSERT INTO event_rows SELECT {_ROW.replace("RECHECK", _OTHER_VERSION)}
         SELECT filename AS path, NULL::BIGINT AS line_no, json AS raw,
-            from_json(json, {_FIELDS_STRUCT}) AS f
+            strlen(json::VARCHAR) AS nbytes, from_json(json, {_FIELDS_STRUCT}) AS f
         FROM read_ndjson_objects($files, filename = true, ignore_errors = true,
                                  maximum_object_size = 268435456)
     )
@@ -98,8 +104,9 @@ INSERT INTO event_rows SELECT {_ROW}
 # lines to a scratch file; `$map` says which trace each scratch file stands for and how many
 # of its lines came before.
 INSERT_LINES = f"""
-INSERT INTO event_rows SELECT {_ROW}
+INSERT INTO event_rows SELECT {_ROW.replace("RECHECK", "NULL")}
         SELECT path, line_no, CASE WHEN json_valid(line) THEN line::JSON END AS raw,
+            strlen(line) AS nbytes,
             from_json(CASE WHEN json_valid(line) THEN line END, {_FIELDS_STRUCT}) AS f
         FROM (
             SELECT m.path, m.line_base + t.n AS line_no, t.line
@@ -116,35 +123,42 @@ INSERT INTO event_rows SELECT {_ROW}
 
 # --- checks on one batch, after its lines are in `event_rows` -------------------------------
 
-# Per bulk-read file: whether all of it went in cleanly. Anything else (a refused line, a
-# blank line, which the reader skips, so the rows do not account for every byte; lines of
-# several runs; a repeated seq; another schema version) sends the file to the careful path,
-# which numbers its lines exactly. Only run_start lines are parsed again.
+# Per bulk-read file: whether all of it went in cleanly, and the run it holds. Anything
+# else (a refused line; a blank line, which the reader skips, so the rows do not account
+# for every byte; lines of several runs; a repeated seq; another schema version, flagged by
+# `recheck`) sends the file to the careful path, which numbers its lines exactly. Repeated
+# seqs are found with a bitmap of the first $bits seqs, a tenth of the cost of a hash of
+# every seq; `beyond` counts the lines past it, which `LONG_FILE_SEQS` then counts exactly.
 BULK_FILE_STATS = """
-SELECT source_path, count(*) AS rows, sum(strlen(event::VARCHAR)) + count(*) AS nbytes,
-    count(problem) = 0 AND min(run_id) = max(run_id) AND count(DISTINCT seq) = count(*)
-        AS clean,
-    max(CASE WHEN type = 'run_start'
-        THEN try_cast(event->>'schema_version' AS INTEGER) END) AS schema_version
+SELECT source_path, count(*) AS rows, sum(line_bytes) + count(*) AS nbytes,
+    count(problem) = 0 AND min(run_id) = max(run_id) AS clean,
+    coalesce(bit_count(bitstring_agg(seq, 0, $bits - 1) FILTER (WHERE seq < $bits)), 0)
+        AS seqs,
+    count(*) FILTER (WHERE seq >= $bits) AS beyond,
+    min(run_id) AS run_id
 FROM event_rows WHERE batch = $batch AND line_no IS NULL GROUP BY source_path
+"""
+LONG_FILE_SEQS = """
+SELECT source_path, count(DISTINCT seq) FROM event_rows
+WHERE batch = $batch AND line_no IS NULL AND list_contains($paths, source_path)
+GROUP BY source_path
 """
 DELETE_FILES_ROWS = """
 DELETE FROM event_rows WHERE batch = $batch AND list_contains($paths, source_path)
 """
 DELETE_PATH_ROWS = "DELETE FROM event_rows WHERE source_path = $path"
 
-# Per file of the batch with good lines: the run it holds (its first good line's run id),
-# the lowest and highest run id among its good lines (equal to it when the file holds one
-# run), and the schema version and line of its run_start. A bulk file holds one run and
-# has no run_start of another version, so its lines' order does not matter here.
+# Per carefully read file of the batch with good lines: the run it holds (its first good
+# line's run id), the lowest and highest run id among its good lines (equal to it when the
+# file holds one run), and the schema version and line of its run_start.
 BATCH_FILE_RUNS = """
-SELECT source_path, arg_min(run_id, coalesce(line_no, 0)) FILTER (WHERE problem IS NULL),
+SELECT source_path, arg_min(run_id, line_no) FILTER (WHERE problem IS NULL),
     min(run_id) FILTER (WHERE problem IS NULL) AS lowest,
     max(run_id) FILTER (WHERE problem IS NULL) AS highest,
     max(CASE WHEN type = 'run_start' AND problem IS NULL
         THEN try_cast(event->>'schema_version' AS INTEGER) END) AS schema_version,
     min(line_no) FILTER (WHERE type = 'run_start' AND problem IS NULL) AS start_line
-FROM event_rows WHERE batch = $batch
+FROM event_rows WHERE batch = $batch AND line_no IS NOT NULL
 GROUP BY source_path HAVING count(*) FILTER (WHERE problem IS NULL) > 0
 """
 

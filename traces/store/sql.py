@@ -6,7 +6,7 @@ Ingest's statements live in `ingest_sql`.
 from __future__ import annotations
 
 # Bump when the tables below change shape; an older store file is rebuilt from its traces.
-STORE_VERSION = 2
+STORE_VERSION = 3
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS store_meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -30,6 +30,7 @@ CREATE TABLE IF NOT EXISTS event_rows (
     -- which was most of the cost of writing the store.
     event JSON USING COMPRESSION zstd,
     source_path VARCHAR NOT NULL,
+    line_bytes BIGINT,          -- the line's length in bytes, without its newline
     line_no BIGINT,             -- NULL when read in bulk: see ingest.py
     batch INTEGER NOT NULL,
     problem VARCHAR             -- why the line was refused; NULL for a good event
