@@ -202,13 +202,13 @@ def _read_in_bulk(
     cur.execute(sql.INSERT_BULK, {"files": [item.path for item in items], "batch": batch})
     rows = cur.execute(sql.BULK_FILE_STATS, {"batch": batch, "bits": _SEQ_BITS}).fetchall()
     stats = {row[0]: row[1:] for row in rows}
-    long = [path for path, (*_, beyond, _run) in stats.items() if beyond]
+    # Files with lines past the seq bitmap get all their seqs counted exactly instead.
+    long = [path for path, row in stats.items() if row[4]]
     if long:
-        params = {"batch": batch, "paths": long}
-        seqs = dict(cur.execute(sql.LONG_FILE_SEQS, params).fetchall())
+        exact = dict(cur.execute(sql.LONG_FILE_SEQS, {"batch": batch, "paths": long}).fetchall())
         for path in long:
-            count, nbytes, clean, _seqs, beyond, run_id = stats[path]
-            stats[path] = (count, nbytes, clean, seqs[path], 0, run_id)
+            count, nbytes, clean, _, _, run_id = stats[path]
+            stats[path] = (count, nbytes, clean, exact[path], 0, run_id)
     again: list[_Work] = []
     for item in items:
         count, nbytes, clean, seqs, beyond, run_id = stats.get(item.path, (0, 0, False, 0, 0, None))

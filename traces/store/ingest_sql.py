@@ -125,8 +125,9 @@ INSERT INTO event_rows SELECT {_ROW.replace("RECHECK", "NULL")}
 
 # Per bulk-read file: whether all of it went in cleanly, and the run it holds. Anything
 # else (a refused line; a blank line, which the reader skips, so the rows do not account
-# for every byte; lines of several runs; a repeated seq; another schema version, flagged by
-# `recheck`) sends the file to the careful path, which numbers its lines exactly. Repeated
+# for every byte; lines of several runs; a repeated seq; another schema version, flagged at
+# insert by `_OTHER_VERSION`) sends the file to the careful path, which numbers its lines
+# exactly. Repeated
 # seqs are found with a bitmap of the first $bits seqs, a tenth of the cost of a hash of
 # every seq; `beyond` counts the lines past it, which `LONG_FILE_SEQS` then counts exactly.
 BULK_FILE_STATS = """
