@@ -52,9 +52,9 @@ class Redactor:
         lowered = text.lower()
         # "authorization" and "api-key" are inside every other name in _AUTH_KEYS, so these
         # scans are enough to know whether an auth-named key may be present.
-        if "authorization" in lowered or "api_key" in lowered or "api-key" in lowered:
+        if "authorization" in lowered or "bearer" in lowered:
             return None
-        if "bearer" in lowered:
+        if "api" in lowered and ("api_key" in lowered or "api-key" in lowered):
             return None
         for secret in self._secrets:
             if secret in text:

@@ -25,8 +25,7 @@ from traces.redact import Redactor
 
 # pydantic writes floats under 1e-4 as `0.00001` or `1e-7` where json.dumps writes `1e-05`
 # and `1e-07`; every other JSON value comes out of the two byte for byte.
-# "e-" after a digit; written literal-first so the regex engine can scan for "e-" quickly.
-_SMALL_EXPONENT = re.compile(r"e-(?<=\de-)")
+_SMALL_EXPONENT = re.compile(r"\de-")
 _ITEM = TypeAdapter(dict[str, Any])
 
 
@@ -56,9 +55,10 @@ class JsonlWriter:
             line = self._request_line(event)
         else:
             line = self._json(_text(event), lambda: event.model_dump(mode="json")) + "\n"
-        data = memoryview(line.encode())
-        while data:  # a regular file takes it all at once, short of a full disk
-            data = data[self._file.write(data) or 0 :]
+        data = line.encode()
+        written = self._file.write(data) or 0
+        while written < len(data):  # a regular file takes it all at once, short of a full disk
+            written += self._file.write(data[written:]) or 0
 
     def _json(self, text: str, python: Callable[[], Any]) -> str:
         """One value's line text: pydantic's `text` when nothing in it needs redacting and
@@ -104,7 +104,7 @@ def _text(event: BaseModel) -> str:
 
 
 def _small_float(text: str) -> bool:
-    return "0.0000" in text or _SMALL_EXPONENT.search(text) is not None
+    return "0.0000" in text or ("e-" in text and _SMALL_EXPONENT.search(text) is not None)
 
 
 class _ItemTexts:
