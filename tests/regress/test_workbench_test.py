@@ -167,3 +167,23 @@ def test_an_unreachable_model_exits_2(tmp_path: Path, project: Path) -> None:
     last = result.stderr.strip().splitlines()[-1]  # after the progress lines
     assert last.startswith("workbench: suite file-tools could not run: every sample failed")
     assert "Traceback" not in result.stderr
+
+
+def test_sample_traces_get_the_homes_redaction(
+    tmp_path: Path, chooser_server: ModelServer, project: Path
+) -> None:
+    suite = tmp_path / "file-tools.wbsuite.toml"
+    suite.write_text(SUITE, encoding="utf-8")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "redact-patterns.txt").write_text("notes\\.txt\n", encoding="utf-8")
+    api_key = "sk-regress-0123456789abcdef"
+
+    result = workbench(
+        str(suite), "--api-key", api_key, server=chooser_server, home=home, root=project
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    texts = [path.read_text() for path in (home / "traces").glob("*.jsonl")]
+    assert len(texts) == 6
+    assert not any("notes.txt" in text or api_key in text for text in texts)
+    assert any("[REDACTED:pattern-1]" in text for text in texts)

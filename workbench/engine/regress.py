@@ -119,7 +119,6 @@ class SuiteResult:
     tool_descriptions: dict[str, str]
     duration_s: float
     baseline: Baseline | None = None
-    redactor: Redactor | None = None  # for the sample traces; default: nothing configured
 
     @property
     def exit_code(self) -> int:
@@ -140,6 +139,7 @@ class RegressOptions:
     params: dict[str, Any] = field(default_factory=dict)
     model_timeout_s: float = 60.0
     baseline: Baseline | None = None
+    redactor: Redactor | None = None  # for the sample traces; default: nothing configured
 
 
 Progress = Callable[[int, int, SampleResult], None]
