@@ -245,6 +245,8 @@ def random_events(rng: random.Random, count: int) -> list[EventBase]:
             event = Error(**base, where="model", kind="http", message=rng.choice(TRICKY))
         else:
             event = RunEnd(**base, status="completed", final_answer=rng.choice(TRICKY))
+        if rng.random() < 0.1:  # as read back from a file (pydantic's own tzinfo, say)
+            event = EVENT_ADAPTER.validate_json(event.model_dump_json())
         events.append(event)
     return events
 
