@@ -4,7 +4,8 @@
 # network and no API key. Extra arguments go to `workbench demo` (e.g. --no-tui).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q -e .
+source scripts/lib.sh
+
+echo "== installing into .venv"
+install_venv ""
 exec .venv/bin/workbench demo "$@"

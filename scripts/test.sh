@@ -4,21 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-quietly() {  # run a step; show its output only when it fails
-    local log
-    log="$(mktemp)"
-    if ! "$@" >"$log" 2>&1; then
-        cat "$log" >&2
-        echo "setup step failed: $*" >&2
-        return 1
-    fi
-    rm -f "$log"
-}
+source scripts/lib.sh
 
 echo "== installing (.venv, project with dev extras, reference MCP servers)"
-[ -x .venv/bin/python ] || python3 -m venv .venv
-quietly .venv/bin/python -m pip install --upgrade pip
-quietly .venv/bin/python -m pip install -e ".[dev]"
+install_venv "[dev]"
 quietly bash scripts/install-mcp-servers.sh
 
 echo "== ruff, mypy"
