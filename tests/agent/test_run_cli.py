@@ -194,6 +194,7 @@ def test_tool_description_from_file_is_recorded(tmp_path: Path, project: Path) -
     descriptions = {t["function"]["name"]: t["function"]["description"] for t in start.tools}
     assert descriptions["calculator"] == "Evaluate sums."
     assert start.system_prompt == "Be terse."
+    assert start.meta["root"] == str(project.resolve())  # the folder the tools could read
 
 
 def test_user_tools_from_a_module(tmp_path: Path, project: Path, monkeypatch) -> None:

@@ -130,6 +130,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         stream=not args.no_stream,
         offer_reasoning=args.reasoning_arg,
         tool_descriptions=overrides,
+        meta={"root": str(args.root.resolve())},  # what the built-in tools could read
     )
     home = resolve_home(args)
     redactor = redactor_for(home, [model_settings(args).api_key, *secrets])

@@ -233,6 +233,7 @@ class Backend:
         `request` is a `workbench.engine.fork.ForkRequest`; every streamed item (trace events
         and text deltas) goes to `on_item` as it happens. Returns the agent's `RunResult`.
         """
+        from agent_core.tools.builtin import builtin_tools
         from traces.home import home_redactor, traces_dir
         from traces.writer import JsonlWriter
         from workbench.cli.common import CliError
@@ -247,7 +248,17 @@ class Backend:
         writer = JsonlWriter(
             traces_dir(self.home), config.run_id, home_redactor(self.home, [endpoint.api_key])
         )
-        agent = fork_engine.fork_agent(plan, model, sinks=[writer], run_id=config.run_id)
+        # New read-only calls in the fork run live on the parent's tool folder, as recorded
+        # (else the current folder, as `workbench fork` does by default).
+        recorded_root = Path(str(plan.parent.run_start.meta.get("root") or "."))
+        root = recorded_root if recorded_root.is_dir() else Path(".")
+        agent = fork_engine.fork_agent(
+            plan,
+            model,
+            live_toolsets=[builtin_tools(root)],
+            sinks=[writer],
+            run_id=config.run_id,
+        )
 
         async def drive() -> None:
             async for item in agent.run_stream():
