@@ -167,9 +167,8 @@ class Backend:
     # ------------------------------------------------------------------ engine
 
     def recording(self, run_id: str) -> Any:
-        with self._lock:  # the engine opens the store itself; let it have the file
-            self.release()
-            return load_recording(run_id, self.home)
+        # The engine opens the store itself; in one process DuckDB shares the open file.
+        return load_recording(run_id, self.home)
 
     def schema_diff(self, run_a: str, run_b: str) -> Any:
         """Both runs' tool schemas from the store and `traces.schema_diff` of them."""
