@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from traces.home import RedactionConfigError, home_dir, home_redactor
 from traces.redact import Redactor
+
+T = TypeVar("T", int, float)
 
 
 class CliError(Exception):
@@ -56,21 +59,20 @@ def text_or_file(value: str) -> str:
     return value
 
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be greater than 0")
-    return value
+def _positive(convert: Callable[[str], T], what: str) -> Callable[[str], T]:
+    """An argparse type: `convert`, refusing anything not greater than 0."""
+
+    def parse(text: str) -> T:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError("must be greater than 0")
+        return value
+
+    return parse
 
 
-def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be greater than 0")
-    return value
+positive_int = _positive(int, "a whole number")
+positive_float = _positive(float, "a number of seconds")
