@@ -7,11 +7,10 @@ what it returns; the engine itself never prints.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.cli.common import (
     CliError,
@@ -21,7 +20,9 @@ from workbench.cli.common import (
     resolve_home,
     text_or_file,
 )
-from workbench.engine.recording_io import Recording, RecordingError, load_recording
+
+if TYPE_CHECKING:  # the engine loads the agent and pydantic: handlers import it
+    from workbench.engine.recording_io import Recording
 
 
 def register(subparsers: Any) -> None:
@@ -32,6 +33,8 @@ def register(subparsers: Any) -> None:
 
 
 def _load(ref: str, home: Path) -> Recording:
+    from workbench.engine.recording_io import RecordingError, load_recording
+
     try:
         return load_recording(ref, home)
     except RecordingError as exc:
@@ -66,6 +69,8 @@ def _register_replay(subparsers: Any) -> None:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
+    import asyncio
+
     from workbench.engine.replay import ReplayStep, replay_run
 
     if args.speed <= 0:

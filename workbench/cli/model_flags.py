@@ -11,11 +11,24 @@ import argparse
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from agent_core.model.base import ChatModel
-from traces.events import Limits
 from workbench.cli.common import CliError, positive_float, positive_int, text_or_file
 
+if TYPE_CHECKING:  # the model and limit classes load pydantic: only handlers need them
+    from agent_core.model.base import ChatModel
+    from traces.events import Limits
+
+# The defaults of `traces.events.Limits` the limit flags' help shows, kept here so that
+# building the parser loads no models (a test holds them equal).
+LIMIT_DEFAULTS = {
+    "max_turns": 10,
+    "token_budget": 50_000,
+    "model_timeout_s": 60.0,
+    "tool_timeout_s": 30.0,
+    "run_timeout_s": 300.0,
+    "context_window": 128_000,
+}
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 NO_MODEL_HINT = (
     "no model configured: pass --base-url URL --model NAME (or set OPENAI_BASE_URL and "
@@ -49,45 +62,47 @@ def add_model_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def add_limit_flags(parser: argparse.ArgumentParser) -> None:
-    defaults = Limits()
+    defaults = LIMIT_DEFAULTS
     group = parser.add_argument_group("limits")
     group.add_argument(
-        "--max-turns", type=positive_int, metavar="N", help=f"default {defaults.max_turns}"
+        "--max-turns", type=positive_int, metavar="N", help=f"default {defaults['max_turns']}"
     )
     group.add_argument(
         "--token-budget",
         type=positive_int,
         metavar="N",
-        help=f"cumulative tokens for the whole run (default {defaults.token_budget})",
+        help=f"cumulative tokens for the whole run (default {defaults['token_budget']})",
     )
     group.add_argument(
         "--model-timeout",
         type=positive_float,
         metavar="S",
-        help=f"default {defaults.model_timeout_s:g}",
+        help=f"default {defaults['model_timeout_s']:g}",
     )
     group.add_argument(
         "--tool-timeout",
         type=positive_float,
         metavar="S",
-        help=f"default {defaults.tool_timeout_s:g}",
+        help=f"default {defaults['tool_timeout_s']:g}",
     )
     group.add_argument(
         "--run-timeout",
         type=positive_float,
         metavar="S",
-        help=f"default {defaults.run_timeout_s:g}",
+        help=f"default {defaults['run_timeout_s']:g}",
     )
     group.add_argument(
         "--context-window",
         type=positive_int,
         metavar="N",
-        help=f"tokens; history is trimmed at 70%% of it (default {defaults.context_window})",
+        help=f"tokens; history is trimmed at 70%% of it (default {defaults['context_window']})",
     )
 
 
 def limits_from_args(args: argparse.Namespace, base: Limits | None = None) -> Limits:
     """`base` (default: the defaults) with every limit flag that was given applied."""
+    from traces.events import Limits
+
     base = base or Limits()
     changes = {
         "max_turns": getattr(args, "max_turns", None),
@@ -111,6 +126,8 @@ def model_settings(args: argparse.Namespace) -> ModelSettings:
 
 def build_model(args: argparse.Namespace, limits: Limits | None = None) -> ChatModel:
     """The model the flags and environment ask for; `CliError` (exit 2) when there is none."""
+    from traces.events import Limits
+
     settings = model_settings(args)
     limits = limits or Limits()
     if settings.script is not None:

@@ -13,18 +13,26 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from traces.events import RUN_STATUSES, json_schema
-from traces.store import (
-    AmbiguousRunError,
-    IngestReport,
-    StoreError,
-    TraceStore,
-    UnknownRunError,
-)
-from traces.tree import RunChain, ToolCallNode, TurnNode, build_chain
 from workbench.cli.common import CliError, add_home, print_json, resolve_home
+
+if TYPE_CHECKING:  # the store loads DuckDB and the event models pydantic: handlers import them
+    from traces.store import IngestReport, TraceStore
+    from traces.tree import RunChain, ToolCallNode, TurnNode
+
+# `traces.events.RUN_STATUSES`, kept here so that building the parser loads no models (a
+# test holds them equal).
+STATUS_CHOICES = (
+    "completed",
+    "max_turns",
+    "duplicate_tool_calls",
+    "token_budget",
+    "timeout",
+    "cancelled",
+    "error",
+    "incomplete",
+)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -35,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ingest.set_defaults(func=cmd_ingest)
 
     runs = subparsers.add_parser("runs", help="list recorded runs, newest first")
-    runs.add_argument("--status", choices=RUN_STATUSES, help="only runs with this status")
+    runs.add_argument("--status", choices=STATUS_CHOICES, help="only runs with this status")
     runs.add_argument("--failed", action="store_true", help="only runs that did not complete")
     runs.add_argument("--text", help="only runs whose task contains TEXT")
     runs.add_argument("--limit", type=int, default=50, help="at most N runs (default 50)")
@@ -67,6 +75,8 @@ def _report_problems(report: IngestReport) -> None:
 @contextmanager
 def _store(args: argparse.Namespace, paths: list[str] | None = None) -> Iterator[TraceStore]:
     """The home's store, with new traces (and `paths`) ingested; errors become one line."""
+    from traces.store import AmbiguousRunError, StoreError, TraceStore, UnknownRunError
+
     home = resolve_home(args)
     try:
         with TraceStore.for_home(home) as store:
@@ -281,6 +291,8 @@ def _print_chain(chain: RunChain) -> None:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from traces.tree import build_chain
+
     with _store(args) as store:
         run_id = store.resolve_run(args.run)
         row = store.run(run_id)
@@ -293,6 +305,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
+    from traces.store import StoreError, TraceStore
+
     with _store(args):
         pass  # ingest first; the query itself runs on a read-only connection
     try:
@@ -323,6 +337,8 @@ def _cell(value: Any) -> str:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
+    from traces.events import json_schema
+
     print_json(json_schema())
     return 0
 

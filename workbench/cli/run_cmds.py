@@ -6,13 +6,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agent_core.agent import Agent, AgentConfig, RunResult
-from agent_core.demo import SCENARIOS, write_project
-from agent_core.tools.builtin import builtin_tools
 from traces.home import traces_dir
-from traces.writer import JsonlWriter
 from workbench.cli.common import (
     CliError,
     add_home,
@@ -21,7 +17,6 @@ from workbench.cli.common import (
     resolve_home,
     text_or_file,
 )
-from workbench.cli.driving import local_toolsets, mcp_config_secrets, run_agent
 from workbench.cli.model_flags import (
     add_limit_flags,
     add_model_flags,
@@ -31,7 +26,9 @@ from workbench.cli.model_flags import (
     model_settings,
     parse_tool_descriptions,
 )
-from workbench.cli.run_printer import RunPrinter
+
+if TYPE_CHECKING:
+    from agent_core.agent import RunResult
 
 EXIT_CODES = """\
 exit codes:
@@ -115,6 +112,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from agent_core.agent import Agent, AgentConfig
+    from traces.writer import JsonlWriter
+    from workbench.cli.driving import local_toolsets, mcp_config_secrets, run_agent
+    from workbench.cli.run_printer import RunPrinter
+
     limits = limits_from_args(args)
     toolsets = local_toolsets(args.root, args.tools)
     overrides = parse_tool_descriptions(args.tool_description)
@@ -160,7 +162,13 @@ def result_json(result: RunResult, trace: Path) -> dict[str, Any]:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from agent_core.agent import Agent, AgentConfig
+    from agent_core.demo import SCENARIOS, write_project
     from agent_core.model.scripted import ScriptedModel
+    from agent_core.tools.builtin import builtin_tools
+    from traces.writer import JsonlWriter
+    from workbench.cli.driving import run_agent
+    from workbench.cli.run_printer import RunPrinter
 
     home = resolve_home(args)
     project = write_project(home / "demo-project")

@@ -5,12 +5,10 @@ for tool descriptions, with CI exit codes (0 pass, 1 failure or regression, 2 co
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from traces.events import Limits
 from workbench.cli.common import CliError, add_home, positive_int, print_json, resolve_home
 from workbench.cli.model_flags import (
     add_model_flags,
@@ -19,24 +17,11 @@ from workbench.cli.model_flags import (
     parse_tool_descriptions,
 )
 from workbench.engine.lint_tools import MAX_TOOLS, lint_tools, summary
-from workbench.engine.regress import SampleResult
-from workbench.engine.regress_context import RecordingError, find_trace, load_context
-from workbench.engine.regress_report import summary_line, table, to_json, to_junit
-from workbench.engine.regress_session import (
-    SuiteOutcome,
-    SuiteRequest,
-    open_results_store,
-    run_suite_request,
-)
-from workbench.engine.regress_sources import (
-    ToolSourceError,
-    is_mcp_config,
-    open_tools,
-    schemas_from_file,
-    schemas_from_run,
-    schemas_of,
-)
-from workbench.engine.regress_suite import Case, SuiteError, append_case, load_suite
+
+# The regression engine loads the agent, pydantic and DuckDB: handlers import it.
+if TYPE_CHECKING:
+    from workbench.engine.regress import SampleResult
+    from workbench.engine.regress_session import SuiteOutcome, SuiteRequest
 
 
 def register(subparsers: Any) -> None:
@@ -85,6 +70,12 @@ def _register_test(subparsers: Any) -> None:
 
 
 def run_test(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from traces.events import Limits
+    from workbench.engine.regress_session import SuiteRequest
+    from workbench.engine.regress_suite import SuiteError, load_suite
+
     home = resolve_home(args)
     try:
         suite = load_suite(args.suite)
@@ -118,6 +109,8 @@ def run_test(args: argparse.Namespace) -> int:
 
 
 async def _run(request: SuiteRequest, model: Any, home: Path, progress: _Progress) -> SuiteOutcome:
+    from workbench.engine.regress_session import open_results_store, run_suite_request
+
     store = open_results_store(home)
     try:
         return await run_suite_request(request, model, store, progress=progress.update)
@@ -129,6 +122,8 @@ async def _run(request: SuiteRequest, model: Any, home: Path, progress: _Progres
 
 
 def _report(outcome: SuiteOutcome, args: argparse.Namespace) -> None:
+    from workbench.engine.regress_report import summary_line, table, to_json, to_junit
+
     result = outcome.result
     if args.junit:
         try:
@@ -208,6 +203,9 @@ def _register_capture(subparsers: Any) -> None:
 def run_capture(args: argparse.Namespace) -> int:
     import shutil
 
+    from workbench.engine.regress_context import RecordingError, find_trace, load_context
+    from workbench.engine.regress_suite import Case, SuiteError, append_case
+
     home = resolve_home(args)
     suite_path = Path(args.suite)
     try:
@@ -280,6 +278,9 @@ def _register_lint(subparsers: Any) -> None:
 
 
 def run_lint(args: argparse.Namespace) -> int:
+    from workbench.engine.regress_context import RecordingError
+    from workbench.engine.regress_sources import ToolSourceError
+
     try:
         schemas = _load(args)
     except (ToolSourceError, RecordingError) as exc:
@@ -303,6 +304,15 @@ def run_lint(args: argparse.Namespace) -> int:
 
 
 def _load(args: argparse.Namespace) -> list[dict[str, Any]]:
+    import asyncio
+
+    from workbench.engine.regress_context import find_trace
+    from workbench.engine.regress_sources import (
+        is_mcp_config,
+        schemas_from_file,
+        schemas_from_run,
+    )
+
     if args.run:
         path = Path(args.run)
         if path.suffix != ".jsonl":
@@ -318,5 +328,7 @@ def _load(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 async def _open_and_list(reference: str, root: Path) -> list[dict[str, Any]]:
+    from workbench.engine.regress_sources import open_tools, schemas_of
+
     async with open_tools(reference, root=root) as toolsets:
         return schemas_of(toolsets)
