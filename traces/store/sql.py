@@ -147,3 +147,39 @@ ORDER BY seq LIMIT $limit OFFSET $offset
 """
 COUNT_EVENTS = "SELECT count(*) FROM events WHERE run_id = $run_id"
 TOOL_SCHEMAS = "SELECT schema FROM tool_schemas WHERE run_id = $run_id ORDER BY position"
+
+# Text search over what a run said and did: one row per matching field, with a snippet
+# around the first match. `instr` on lowered text, so the search text needs no escaping.
+SEARCH = """
+WITH scoped AS (
+    SELECT run_id, turn, seq, type, event FROM events
+    WHERE ($run_id IS NULL OR run_id = $run_id)
+      AND type IN ('run_start', 'model_response', 'tool_start', 'tool_end', 'error', 'run_end')
+), fields AS (
+    SELECT run_id, turn, seq, 'task' AS place, event->>'task' AS body
+    FROM scoped WHERE type = 'run_start'
+    UNION ALL SELECT run_id, turn, seq, 'message', event->'message'->>'content'
+    FROM scoped WHERE type = 'model_response'
+    UNION ALL SELECT run_id, turn, seq, 'tool_arguments', event->>'arguments_raw'
+    FROM scoped WHERE type = 'tool_start'
+    UNION ALL SELECT run_id, turn, seq, 'tool_result', event->>'result'
+    FROM scoped WHERE type = 'tool_end'
+    UNION ALL SELECT run_id, turn, seq, 'error', event->>'error'
+    FROM scoped WHERE type = 'tool_end'
+    UNION ALL SELECT run_id, turn, seq, 'error', event->>'message'
+    FROM scoped WHERE type = 'error'
+    UNION ALL SELECT run_id, turn, seq, 'answer', event->>'final_answer'
+    FROM scoped WHERE type = 'run_end'
+), found AS (
+    SELECT run_id, turn, seq, place, body, instr(lower(body), lower($text)) AS at
+    FROM fields WHERE body IS NOT NULL
+)
+SELECT f.run_id, f.turn, f.seq, f.place,
+    CASE WHEN f.at > $context + 1 THEN '…' ELSE '' END
+    || substr(f.body, greatest(1, f.at - $context), length($text) + 2 * $context)
+    || CASE WHEN f.at + length($text) + $context <= length(f.body) THEN '…' ELSE '' END
+FROM found f LEFT JOIN runs r ON r.run_id = f.run_id
+WHERE f.at > 0
+ORDER BY r.started_at DESC NULLS LAST, f.run_id, f.seq, f.place
+LIMIT $limit
+"""
