@@ -19,10 +19,8 @@ on the batch. A cut-off last line is not consumed: it is read once the writer co
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,72 +29,12 @@ import duckdb
 from traces.events import SCHEMA_VERSION
 from traces.reader import NewerSchemaError, migrate
 from traces.store import ingest_sql as sql
-from traces.store.sql import KNOWN_FILES, NEXT_BATCH
+from traces.store.scan import IngestReport, Work, pending
+from traces.store.sql import NEXT_BATCH
 
 # Bulk files are checked for repeated seqs with a bitmap of this many seqs per file (see
 # BULK_FILE_STATS); 4096 bits is 512 bytes a file.
 _SEQ_BITS = 4096
-
-
-@dataclass
-class IngestReport:
-    files: int = 0  # files that had something new
-    new_events: int = 0
-    new_runs: int = 0
-    problems: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class _Known:
-    run_id: str | None
-    bytes_done: int
-    lines_done: int
-    size_seen: int
-    refused: str | None
-
-
-@dataclass
-class _Work:
-    path: str
-    size: int
-    known: _Known | None
-    bytes_done: int = 0
-    lines_done: int = 0
-    run_id: str | None = None
-    refused: str | None = None
-
-
-def _walk(folder: str, found: dict[str, int]) -> None:
-    # os.scandir rather than Path.rglob/resolve: with thousands of traces this scan runs on
-    # every command, and it must stay a few milliseconds.
-    with os.scandir(folder) as entries:
-        for entry in sorted(entries, key=lambda e: e.name):
-            if entry.is_dir():
-                _walk(entry.path, found)
-            elif entry.name.endswith(".jsonl") and entry.is_file():
-                found[entry.path] = entry.stat().st_size
-
-
-def find_traces(paths: Iterable[Path | str], problems: list[str]) -> dict[str, int]:
-    """The `.jsonl` files named, or found under the folders named, with their sizes."""
-    found: dict[str, int] = {}
-    for raw in paths:
-        path = os.path.realpath(Path(raw).expanduser())
-        if os.path.isdir(path):
-            before = len(found)
-            _walk(path, found)
-            if len(found) == before:
-                problems.append(f"{raw}: no .jsonl traces in this folder")
-        elif os.path.isfile(path):
-            found[path] = os.path.getsize(path)
-        else:
-            problems.append(f"{raw}: no such file or folder")
-    return found
-
-
-def _known_files(cur: duckdb.DuckDBPyConnection) -> dict[str, _Known]:
-    rows = cur.execute(KNOWN_FILES).fetchall()
-    return {row[0]: _Known(*row[1:]) for row in rows}
 
 
 def _ends_with_newline(path: str, size: int) -> bool:
@@ -107,16 +45,13 @@ def _ends_with_newline(path: str, size: int) -> bool:
 
 def ingest(cur: duckdb.DuckDBPyConnection, paths: Iterable[Path | str]) -> IngestReport:
     report = IngestReport()
-    files = find_traces(paths, report.problems)
-    known = _known_files(cur)
-    work: list[_Work] = []
-    for name, size in files.items():
-        before = known.get(name)
-        if before is not None and before.size_seen == size:
-            continue  # nothing new: the common case, kept cheap
-        if size == 0:
-            report.problems.append(f"{name}: empty trace, no events to ingest")
-        work.append(_Work(name, size, before))
+    return ingest_work(cur, pending(cur, paths, report), report)
+
+
+def ingest_work(
+    cur: duckdb.DuckDBPyConnection, work: list[Work], report: IngestReport
+) -> IngestReport:
+    """Read the new part of each file `pending` found into the store, in one transaction."""
     if not work:
         return report
     runs_before = cur.execute("SELECT count(*) FROM runs").fetchone()
@@ -143,11 +78,11 @@ def ingest(cur: duckdb.DuckDBPyConnection, paths: Iterable[Path | str]) -> Inges
 
 
 def _ingest_batch(
-    cur: duckdb.DuckDBPyConnection, work: list[_Work], scratch: Path, report: IngestReport
+    cur: duckdb.DuckDBPyConnection, work: list[Work], scratch: Path, report: IngestReport
 ) -> None:
     batch = (cur.execute(NEXT_BATCH).fetchone() or (1,))[0]
-    bulk: list[_Work] = []
-    careful: list[_Work] = []
+    bulk: list[Work] = []
+    careful: list[Work] = []
     for item in work:
         if item.known is not None and item.size < item.known.bytes_done:
             # Shorter than what was ingested: the file was replaced, so start it over.
@@ -195,8 +130,8 @@ def _ingest_batch(
 
 
 def _read_in_bulk(
-    cur: duckdb.DuckDBPyConnection, items: list[_Work], batch: int, file_runs: list[tuple[Any, ...]]
-) -> list[_Work]:
+    cur: duckdb.DuckDBPyConnection, items: list[Work], batch: int, file_runs: list[tuple[Any, ...]]
+) -> list[Work]:
     """Whole new files straight through DuckDB's reader; returns those to re-read carefully
     and adds the run of each file kept to `file_runs`."""
     cur.execute(sql.INSERT_BULK, {"files": [item.path for item in items], "batch": batch})
@@ -209,7 +144,7 @@ def _read_in_bulk(
         for path in long:
             count, nbytes, clean, _, _, run_id = stats[path]
             stats[path] = (count, nbytes, clean, exact[path], 0, run_id)
-    again: list[_Work] = []
+    again: list[Work] = []
     for item in items:
         count, nbytes, clean, seqs, beyond, run_id = stats.get(item.path, (0, 0, False, 0, 0, None))
         if clean and seqs + beyond == count and nbytes == item.size:
@@ -225,7 +160,7 @@ def _read_in_bulk(
 
 def _read_carefully(
     cur: duckdb.DuckDBPyConnection,
-    items: list[_Work],
+    items: list[Work],
     batch: int,
     scratch: Path,
     report: IngestReport,
@@ -256,7 +191,7 @@ def _read_carefully(
         cur.execute(sql.INSERT_LINES, {"files": files, "map": mapping, "batch": batch})
 
 
-def _migrated(item: _Work, whole: bytes) -> bytes:
+def _migrated(item: Work, whole: bytes) -> bytes:
     """Lines of an older schema version, brought up to the current one (else unchanged)."""
     head = whole[: whole.find(b"\n")]
     try:
@@ -279,7 +214,7 @@ def _migrated(item: _Work, whole: bytes) -> bytes:
 
 def _check_files(
     cur: duckdb.DuckDBPyConnection,
-    work: list[_Work],
+    work: list[Work],
     batch: int,
     file_runs: list[tuple[Any, ...]],
     report: IngestReport,

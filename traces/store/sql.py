@@ -5,6 +5,8 @@ Ingest's statements live in `ingest_sql`.
 
 from __future__ import annotations
 
+import zlib
+
 # Bump when the tables below change shape; an older store file is rebuilt from its traces.
 STORE_VERSION = 4
 
@@ -106,6 +108,11 @@ FROM (
 );
 INSERT OR IGNORE INTO store_meta VALUES ('store_version', '{STORE_VERSION}');
 """
+# Opening a store runs `SCHEMA` only when it differs from the one the file was made with
+# (re-creating the views costs more than the rest of a `workbench runs`).
+SCHEMA_TEXT = f"{zlib.crc32(SCHEMA.encode()):08x}"
+SCHEMA_TEXT_SET = "INSERT OR REPLACE INTO store_meta VALUES ('schema_text', $text)"
+STORE_META = "SELECT key, value FROM store_meta"
 
 DROP_ALL = """
 DROP VIEW IF EXISTS tool_schemas; DROP VIEW IF EXISTS tool_calls; DROP VIEW IF EXISTS model_calls;
@@ -114,7 +121,6 @@ DROP TABLE IF EXISTS trace_files;
 DROP TABLE IF EXISTS store_meta;
 """
 
-STORE_VERSION_GET = "SELECT value FROM store_meta WHERE key = 'store_version'"
 NEXT_BATCH = "SELECT coalesce(max(batch), 0) + 1 FROM event_rows"
 KNOWN_FILES = "SELECT path, run_id, bytes_done, lines_done, size_seen, refused FROM trace_files"
 

@@ -15,14 +15,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from traces.events import EVENT_ADAPTER, Event
 from traces.home import db_path, traces_dir
 from traces.store import sql
-from traces.store.ingest import IngestReport, ingest
+from traces.store.scan import IngestReport, pending
+
+if TYPE_CHECKING:
+    from traces.events import Event
 
 
 class StoreError(Exception):
@@ -142,15 +144,17 @@ class TraceStore:
 
     def _ensure_schema(self) -> None:
         with self._cursor() as cur:
-            has_meta = cur.execute(
-                "SELECT count(*) FROM information_schema.tables WHERE table_name = 'store_meta'"
-            ).fetchone()
-            if has_meta and has_meta[0]:
-                version = cur.execute(sql.STORE_VERSION_GET).fetchone()
-                if version is None or version[0] != str(sql.STORE_VERSION):
-                    # The store is a cache of the traces: an older layout is rebuilt.
-                    cur.execute(sql.DROP_ALL)
+            try:
+                meta = dict(cur.execute(sql.STORE_META).fetchall())
+            except duckdb.CatalogException:
+                meta = {}  # a new file
+            if meta.get("schema_text") == sql.SCHEMA_TEXT:
+                return  # made with this very schema: the common case, kept cheap
+            if meta and meta.get("store_version") != str(sql.STORE_VERSION):
+                # The store is a cache of the traces: an older layout is rebuilt.
+                cur.execute(sql.DROP_ALL)
             cur.execute(sql.SCHEMA)
+            cur.execute(sql.SCHEMA_TEXT_SET, {"text": sql.SCHEMA_TEXT})
 
     def close(self) -> None:
         self._conn.close()
@@ -180,8 +184,14 @@ class TraceStore:
     def ingest(self, paths: Iterable[Path | str]) -> IngestReport:
         if self.read_only:
             raise StoreError(f"{self.path} is open read-only; cannot ingest")
+        report = IngestReport()
         with self._cursor() as cur:
-            return ingest(cur, paths)
+            work = pending(cur, paths, report)
+            if not work:
+                return report  # the common case: no event models, no pydantic
+            from traces.store.ingest import ingest_work
+
+            return ingest_work(cur, work, report)
 
     def ingest_home(self, home: Path) -> IngestReport:
         folder = traces_dir(home)
@@ -260,6 +270,8 @@ class TraceStore:
             "types": list(types) if types is not None else None,
             "turn": turn,
         }
+        from traces.events import EVENT_ADAPTER
+
         with self._cursor() as cur:
             rows = cur.execute(sql.EVENTS, params).fetchall()
         return [EVENT_ADAPTER.validate_json(row[0]) for row in rows]

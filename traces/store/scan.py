@@ -1,0 +1,95 @@
+"""What ingest has to do: the trace files found, against what the store has already read.
+
+This runs before every command that reads the store, so it stays light: the standard
+library and one query, no event models (`traces.store.ingest` loads those, and is imported
+only when something is new).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from traces.store.sql import KNOWN_FILES
+
+
+@dataclass
+class IngestReport:
+    files: int = 0  # files that had something new
+    new_events: int = 0
+    new_runs: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Known:
+    run_id: str | None
+    bytes_done: int
+    lines_done: int
+    size_seen: int
+    refused: str | None
+
+
+@dataclass
+class Work:
+    path: str
+    size: int
+    known: Known | None
+    bytes_done: int = 0
+    lines_done: int = 0
+    run_id: str | None = None
+    refused: str | None = None
+
+
+def _walk(folder: str, found: dict[str, int]) -> None:
+    # os.scandir rather than Path.rglob/resolve: with thousands of traces this scan runs on
+    # every command, and it must stay a few milliseconds.
+    with os.scandir(folder) as entries:
+        for entry in sorted(entries, key=lambda e: e.name):
+            if entry.is_dir():
+                _walk(entry.path, found)
+            elif entry.name.endswith(".jsonl") and entry.is_file():
+                found[entry.path] = entry.stat().st_size
+
+
+def find_traces(paths: Iterable[Path | str], problems: list[str]) -> dict[str, int]:
+    """The `.jsonl` files named, or found under the folders named, with their sizes."""
+    found: dict[str, int] = {}
+    for raw in paths:
+        path = os.path.realpath(Path(raw).expanduser())
+        if os.path.isdir(path):
+            before = len(found)
+            _walk(path, found)
+            if len(found) == before:
+                problems.append(f"{raw}: no .jsonl traces in this folder")
+        elif os.path.isfile(path):
+            found[path] = os.path.getsize(path)
+        else:
+            problems.append(f"{raw}: no such file or folder")
+    return found
+
+
+def _known_files(cur: duckdb.DuckDBPyConnection) -> dict[str, Known]:
+    rows = cur.execute(KNOWN_FILES).fetchall()
+    return {row[0]: Known(*row[1:]) for row in rows}
+
+
+def pending(
+    cur: duckdb.DuckDBPyConnection, paths: Iterable[Path | str], report: IngestReport
+) -> list[Work]:
+    """The files under `paths` with something the store has not read yet."""
+    files = find_traces(paths, report.problems)
+    known = _known_files(cur)
+    work: list[Work] = []
+    for name, size in files.items():
+        before = known.get(name)
+        if before is not None and before.size_seen == size:
+            continue  # nothing new: the common case, kept cheap
+        if size == 0:
+            report.problems.append(f"{name}: empty trace, no events to ingest")
+        work.append(Work(name, size, before))
+    return work
