@@ -35,7 +35,7 @@ sys.stderr.write("LOADED " + json.dumps(loaded) + "\\n")
 
 NEVER = ["textual", "openai", "mcp", "aiohttp"]
 # Building the parser needs neither the store nor the event models.
-NOT_FOR_HELP = [*NEVER, "duckdb", "pydantic", "agent_core", "asyncio"]
+NOT_FOR_HELP = [*NEVER, "duckdb", "pydantic", "agent_core", "workbench.engine", "asyncio"]
 
 
 def _imported(argv: list[str], watched: list[str], home: Path | None = None) -> list[str]:

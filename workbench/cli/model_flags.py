@@ -28,6 +28,7 @@ LIMIT_DEFAULTS = {
     "tool_timeout_s": 30.0,
     "run_timeout_s": 300.0,
     "context_window": 128_000,
+    "max_tools": 8,
 }
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 NO_MODEL_HINT = (

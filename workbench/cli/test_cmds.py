@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.cli.common import CliError, add_home, positive_int, print_json, resolve_home
 from workbench.cli.model_flags import (
+    LIMIT_DEFAULTS,
     add_model_flags,
     build_model,
     model_settings,
     parse_tool_descriptions,
 )
-from workbench.engine.lint_tools import MAX_TOOLS, lint_tools, summary
 
 # The regression engine loads the agent, pydantic and DuckDB: handlers import it.
 if TYPE_CHECKING:
@@ -270,7 +270,10 @@ def _register_lint(subparsers: Any) -> None:
     source.add_argument("--run", help="lint the schemas a recorded run offered (run id or .jsonl)")
     parser.add_argument("--root", default=".", help="root folder for the builtin tools")
     parser.add_argument(
-        "--max-tools", type=int, default=MAX_TOOLS, help="warn above this many tools"
+        "--max-tools",
+        type=int,
+        default=LIMIT_DEFAULTS["max_tools"],
+        help="warn above this many tools",
     )
     parser.add_argument("--json", action="store_true", help="print findings as JSON")
     add_home(parser)
@@ -278,6 +281,7 @@ def _register_lint(subparsers: Any) -> None:
 
 
 def run_lint(args: argparse.Namespace) -> int:
+    from workbench.engine.lint_tools import lint_tools, summary
     from workbench.engine.regress_context import RecordingError
     from workbench.engine.regress_sources import ToolSourceError
 
