@@ -59,6 +59,22 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+# The last whole second `ts_text` wrote in UTC, and its text: events come many a second.
+_last_second: tuple[tuple[int, ...], str] = ((), "")
+
+
+def ts_text(ts: datetime) -> str:
+    """How a trace writes a time: UTC, microseconds, `Z` (`2026-03-01T09:30:00.000000Z`)."""
+    global _last_second
+    if ts.tzinfo is not UTC:
+        return ts.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    second = (ts.year, ts.month, ts.day, ts.hour, ts.minute, ts.second)
+    last = _last_second  # one read and one write of the pair: safe across threads
+    if last[0] != second:
+        last = _last_second = (second, ts.isoformat(timespec="seconds")[:-6])
+    return f"{last[1]}.{ts.microsecond:06d}Z"
+
+
 class EventBase(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -71,7 +87,7 @@ class EventBase(BaseModel):
 
     @field_serializer("ts")
     def _ts_iso(self, ts: datetime) -> str:
-        return ts.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+        return ts_text(ts)
 
 
 class Limits(BaseModel):
