@@ -11,9 +11,9 @@ extends every pytest run; heavy imports wait until a suite file is actually coll
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -93,7 +93,7 @@ class SuiteFile(pytest.File):
         from workbench.engine.regress_suite import SuiteError
 
         option = self.config.getoption
-        flags = SimpleNamespace(
+        flags = argparse.Namespace(
             base_url=option("wb_base_url"),
             model=option("wb_model"),
             api_key=option("wb_api_key"),

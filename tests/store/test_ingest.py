@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,7 @@ def write_run(folder: Path, run_id: str, turns: int = 2, end: bool = True) -> Pa
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> TraceStore:
+def store(tmp_path: Path) -> Iterator[TraceStore]:
     with TraceStore.open(tmp_path / "db" / "w.duckdb") as opened:
         yield opened
 
@@ -60,7 +61,7 @@ def test_ingest_is_idempotent_and_incremental(store: TraceStore, tmp_path: Path)
 def test_store_keeps_each_line_exactly(store: TraceStore, tmp_path: Path) -> None:
     path = write_run(tmp_path, "run-x")
     store.ingest([path])
-    columns, rows = store.query("SELECT event FROM events WHERE run_id = ? ORDER BY seq", ["run-x"])
+    _, rows = store.query("SELECT event FROM events WHERE run_id = ? ORDER BY seq", ["run-x"])
     assert [row[0] for row in rows] == path.read_text().splitlines()
 
 
@@ -124,7 +125,7 @@ def test_blank_line_keeps_line_numbers_exact(store: TraceStore, tmp_path: Path) 
     path = write_run(tmp_path, "run-b")
     lines = path.read_text().splitlines()
     lines[3] = "{not json"
-    path.write_text("\n".join(lines[:2] + [""] + lines[2:]) + "\n")
+    path.write_text("\n".join([*lines[:2], "", *lines[2:]]) + "\n")
     assert store.ingest([path]).problems == [f"{path}:5: not valid JSON"]
 
 
@@ -142,7 +143,7 @@ def test_newer_schema_version_is_refused_naming_it(store: TraceStore, tmp_path: 
 def test_duplicate_seq_keeps_the_first(store: TraceStore, tmp_path: Path) -> None:
     path = write_run(tmp_path, "run-d")
     lines = path.read_text().splitlines()
-    path.write_text("\n".join(lines[:4] + [lines[3]] + lines[4:]) + "\n")
+    path.write_text("\n".join([*lines[:4], lines[3], *lines[4:]]) + "\n")
     report = store.ingest([path])
     assert len(report.problems) == 1 and report.problems[0].startswith(
         f"{path}:5: duplicate seq 3 of run run-d"

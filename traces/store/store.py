@@ -222,7 +222,7 @@ class TraceStore:
             if exact is not None:
                 return prefix
             rows = cur.execute(sql.RUNS_BY_PREFIX, {"prefix": prefix}).fetchall()
-            found = [row[0] for row in rows]
+            found: list[str] = [row[0] for row in rows]
         if not prefix or not found:
             raise UnknownRunError(f"no run id starts with '{prefix}'; `workbench runs` lists them")
         if len(found) > 1:

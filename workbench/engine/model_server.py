@@ -19,7 +19,7 @@ import json
 import socket
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -89,7 +89,7 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     server: _Server
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         pass  # tests and the CLI print their own lines
 
     def do_GET(self) -> None:
@@ -280,7 +280,7 @@ class ScriptResponder:
     (docs/script-format.md): the same steps `ScriptedModel` follows in process."""
 
     def __init__(
-        self, steps: Script | list[ScriptStep | dict[str, Any]], *, model: str = "scripted"
+        self, steps: Script | Sequence[ScriptStep | dict[str, Any]], *, model: str = "scripted"
     ) -> None:
         self.script = steps if isinstance(steps, Script) else Script(steps)
         self.model = model

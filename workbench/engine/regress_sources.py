@@ -41,7 +41,7 @@ async def open_tools(
         return
     path = Path(reference)
     if path.suffix == ".json":
-        if not path.is_file():
+        if not path.is_file():  # noqa: ASYNC240 - one stat before any server starts
             raise ToolSourceError(f"tools {reference!r}: no such file")
         opened = False
         if not is_mcp_config(path):

@@ -41,14 +41,16 @@ def _without_nulls(value: Any) -> Any:
 def request_of_body(body: dict[str, Any]) -> dict[str, Any]:
     params = {k: v for k, v in body.items() if k not in TRANSPORT_KEYS}
     view = {"messages": body.get("messages") or [], "tools": body.get("tools") or []}
-    return _without_nulls({**view, "params": params})
+    request: dict[str, Any] = _without_nulls({**view, "params": params})
+    return request
 
 
 def request_of_turn(record: TurnRecord) -> dict[str, Any]:
     request = record.request
     assert request is not None
     view = {"messages": request.messages, "tools": request.tools, "params": request.params}
-    return _without_nulls(json.loads(json.dumps(view)))
+    recorded: dict[str, Any] = _without_nulls(json.loads(json.dumps(view)))
+    return recorded
 
 
 class ReplayResponder:
@@ -58,7 +60,7 @@ class ReplayResponder:
         self.recording = recording
         self.turns = [recording.turns[n] for n in recording.model_turns]
         self._expected = [request_of_turn(record) for record in self.turns]
-        self._next = 0
+        self._next: int = 0
         self._lock = threading.Lock()
 
     def __call__(self, body: dict[str, Any]) -> Reply:
@@ -72,7 +74,7 @@ class ReplayResponder:
 
     def _match(self, got: dict[str, Any]) -> int | None:
         # The expected turn first; any other turn too, so a client may start over or retry.
-        order = [self._next, *range(len(self.turns))]
+        order: list[int] = [self._next, *range(len(self.turns))]
         for position in order:
             if position < len(self.turns) and self._expected[position] == got:
                 return position
