@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from traces.events import SCHEMA_VERSION, SCHEMA_VERSIONS, RunStart
 from traces.reader import MIGRATIONS, migrate, read_trace
@@ -31,7 +32,7 @@ def test_every_older_version_has_a_migration_and_a_description() -> None:
 
 
 def test_a_v1_run_start_learns_its_origin_from_what_v1_kept() -> None:
-    cases = [
+    cases: list[tuple[dict[str, Any], str]] = [
         ({}, "agent"),
         ({"parent_run_id": "p", "fork_turn": 2}, "fork"),
         ({"meta": {"regress": {"suite": "s"}}, "parent_run_id": "p"}, "regression_sample"),

@@ -214,7 +214,7 @@ class RunScreen(WorkbenchScreen):
             parent.data.children = message.children
             parent.data.failed = any(n.failed for n in message.children)
             parent.set_label(turn_label(message.turn, message.children))
-            if self.tree.cursor_node is parent:
+            if self.chain_tree.cursor_node is parent:
                 self._show(self._local_detail(parent.data))
         parent.expand()
         if message.focus_seq is not None:
