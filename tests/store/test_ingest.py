@@ -211,3 +211,17 @@ def test_secrets_reach_neither_the_file_nor_the_store(store: TraceStore, tmp_pat
     _, rows = store.query("SELECT event FROM events")
     assert rows and all(secret not in row[0] for row in rows)
     assert "[REDACTED:api_key]" in (store.run("run-r").task or "")
+
+
+@pytest.mark.parametrize("key", ["store_version", "schema_version"])
+def test_a_store_filled_under_another_layout_or_schema_is_rebuilt(tmp_path: Path, key: str) -> None:
+    path = write_run(tmp_path / "t", "run-a")
+    db = tmp_path / "db" / "w.duckdb"
+    with TraceStore.open(db) as store:
+        store.ingest([path])
+        store.query("UPDATE store_meta SET value = '0' WHERE key = ?", [key])
+    with TraceStore.open(db) as store:
+        _, rows = store.query("SELECT count(*) FROM runs")
+        assert rows == [(0,)]  # rows from another schema would not load: start over
+        assert store.ingest([path]).new_runs == 1
+        assert store.run("run-a").status == "completed"

@@ -146,9 +146,9 @@ class TraceStore:
                 "SELECT count(*) FROM information_schema.tables WHERE table_name = 'store_meta'"
             ).fetchone()
             if has_meta and has_meta[0]:
-                version = cur.execute(sql.STORE_VERSION_GET).fetchone()
-                if version is None or version[0] != str(sql.STORE_VERSION):
-                    # The store is a cache of the traces: an older layout is rebuilt.
+                found = dict(cur.execute(sql.STORE_META_GET).fetchall())
+                if any(found.get(key) != value for key, value in sql.STORE_META.items()):
+                    # The store is a cache of the traces: another layout or schema is rebuilt.
                     cur.execute(sql.DROP_ALL)
             cur.execute(sql.SCHEMA)
 

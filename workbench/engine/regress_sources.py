@@ -13,8 +13,9 @@ from typing import Any
 
 from agent_core.tools.base import Toolset
 from traces.events import RunStart
-from traces.reader import NewerSchemaError, read_trace
+from traces.reader import read_trace
 from traces.recorder import Recorder
+from traces.versions import NewerSchemaError
 
 
 class ToolSourceError(Exception):
