@@ -31,6 +31,7 @@ from agent_core.history import needs_trim, trim_history
 from agent_core.messages import (
     MessageInvariantError,
     check_messages,
+    sendable,
     system_message,
     tool_message,
     user_message,
@@ -162,7 +163,7 @@ class LoopRun:
             self._finish(End("error", str(exc)))
             return
         if config.initial_messages is not None:
-            self.messages = [dict(message) for message in config.initial_messages]
+            self.messages = [sendable(message) for message in config.initial_messages]
         else:
             if config.system_prompt:
                 self.messages.append(system_message(config.system_prompt))

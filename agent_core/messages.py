@@ -1,6 +1,7 @@
 """Chat messages as the loop keeps them, and the invariant checked before every request.
 
-Assistant messages with tool calls are kept verbatim (content may be null). Every tool call
+Assistant messages with tool calls are kept as the model sent them, except that one without
+text carries no `content` key (several servers reject `"content": null`). Every tool call
 gets exactly one tool message carrying the model's own id, placed after its assistant message
 and before the next assistant message. A violation is a bug in the loop or in a fork's
 rebuilt history, so the run stops with an `error` rather than sending a malformed request.
@@ -25,6 +26,15 @@ def user_message(text: str) -> dict[str, Any]:
 
 def tool_message(call_id: str, text: str) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call_id, "content": text}
+
+
+def sendable(message: dict[str, Any]) -> dict[str, Any]:
+    """The message as servers accept it: an assistant tool-call message loses a null
+    `content` (histories rebuilt from older recordings still carry one)."""
+    null_text = "content" in message and message["content"] is None
+    if null_text and message.get("role") == "assistant" and message.get("tool_calls"):
+        return {key: value for key, value in message.items() if key != "content"}
+    return dict(message)
 
 
 def check_messages(messages: list[dict[str, Any]]) -> None:

@@ -42,8 +42,15 @@ class AssembledResponse:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_message(self) -> dict[str, Any]:
-        """The assistant message as it is kept verbatim in history."""
-        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        """The assistant message as it is kept in history and sent back to the model.
+
+        A message that only carries tool calls has no `content` key at all: OpenAI accepts
+        `"content": null` there, but llama.cpp's server (and other strict validators)
+        reject a null and accept an absent key, and every server accepts the absent key.
+        """
+        message: dict[str, Any] = {"role": "assistant"}
+        if self.content is not None or not self.tool_calls:
+            message["content"] = self.content
         if self.tool_calls:
             message["tool_calls"] = [
                 {
