@@ -37,6 +37,7 @@ from agent_core.messages import (
     user_message,
 )
 from agent_core.model.base import (
+    ERROR_TEXT_CHARS,
     ChatModel,
     Completed,
     ModelCall,
@@ -293,7 +294,9 @@ class LoopRun:
         except ModelTimeout as exc:
             self._finish(End("timeout", f"the model call timed out: {_line(exc)}", "model"))
         except ModelError as exc:
-            self._finish(End("error", f"model call failed: {_line(exc)}"))
+            # The server's own words name the cause, often late in a long validation error.
+            detail = _line(exc, ERROR_TEXT_CHARS + 200)
+            self._finish(End("error", f"model call failed: {detail}"))
         finally:
             await stream.aclose()  # type: ignore[attr-defined]
         for queued in self.recorder.drain():
@@ -482,6 +485,6 @@ def _int(value: Any, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
-def _line(exc: BaseException) -> str:
+def _line(exc: BaseException, limit: int = 300) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
-    return text[:300]
+    return text[:limit]

@@ -11,6 +11,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
+# How much of a server's error text is kept, in the trace and on screen: enough for a
+# validation error that lists several fields (the part naming the cause comes late).
+ERROR_TEXT_CHARS = 4000
+
 
 @dataclass(frozen=True)
 class ModelCall:
