@@ -15,6 +15,10 @@ Token budget: the run's cumulative tokens — provider-reported `total_tokens` f
 that reports usage, else our estimate of its prompt plus its answer. It is checked before
 each request (adding the new prompt's estimate, so an over-budget request is never sent)
 and after each answer (tool calls in an answer that crossed the budget are not run).
+
+A `tool_choice` param that forces a call ("required", or one named function) is sent until
+the model has called a tool, then left out, as openai-agents' `reset_tool_choice` does:
+sent on every turn it would force a call forever. "auto" and "none" are always sent.
 """
 
 from __future__ import annotations
@@ -190,7 +194,8 @@ class LoopRun:
             estimate = self._prepare_request(tool_tokens)
             if self.end is None:
                 self.turns += 1
-                call = ModelCall(list(self.messages), schemas, dict(config.params), config.stream)
+                params = _request_params(config.params, self._called_a_tool())
+                call = ModelCall(list(self.messages), schemas, params, config.stream)
                 completed: list[Completed] = []
                 async with aclosing(self._call_model(call, estimate, completed)) as items:
                     async for item in items:
@@ -385,6 +390,12 @@ class LoopRun:
         )
         return f"{self.config.task}\n{latest if isinstance(latest, str) else ''}"
 
+    def _called_a_tool(self) -> bool:
+        return self.tool_calls > 0 or any(
+            message.get("role") == "assistant" and message.get("tool_calls")
+            for message in self.messages
+        )
+
     def _count_usage(self, completed: Completed, estimate: int) -> None:
         self.model_calls += 1
         usage = completed.response.usage or {}
@@ -479,6 +490,13 @@ class LoopRun:
 
 def run_loop(agent: Agent) -> AsyncIterator[Event | TextDelta]:
     return LoopRun(agent).events()
+
+
+def _request_params(params: dict[str, Any], called_a_tool: bool) -> dict[str, Any]:
+    choice = params.get("tool_choice")
+    if called_a_tool and choice is not None and choice not in ("auto", "none"):
+        return {key: value for key, value in params.items() if key != "tool_choice"}
+    return dict(params)
 
 
 def _int(value: Any, default: int) -> int:

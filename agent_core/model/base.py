@@ -48,13 +48,13 @@ class AssembledResponse:
     def to_message(self) -> dict[str, Any]:
         """The assistant message as it is kept in history and sent back to the model.
 
-        A message that only carries tool calls has no `content` key at all: OpenAI accepts
-        `"content": null` there, but llama.cpp's server (and other strict validators)
-        reject a null and accept an absent key, and every server accepts the absent key.
+        A message that only carries tool calls gets `"content": ""`, not null: OpenAI,
+        vLLM, Ollama and LM Studio accept both, but llama-cpp-python's server rejects a
+        null (its request model wants a string) and its chat templates fail on a missing
+        key, while every one of them accepts the empty string.
         """
-        message: dict[str, Any] = {"role": "assistant"}
-        if self.content is not None or not self.tool_calls:
-            message["content"] = self.content
+        text = "" if self.content is None and self.tool_calls else self.content
+        message: dict[str, Any] = {"role": "assistant", "content": text}
         if self.tool_calls:
             message["tool_calls"] = [
                 {

@@ -246,8 +246,8 @@ async def test_fork_history_and_turn_numbering_are_honoured(project: Path) -> No
     assert outcome.result.status == "completed"
     request = outcome.of("model_request")[0]
     assert request.turn == 2
-    # Nothing re-added; the recorded `"content": null` is not sent (strict servers reject it).
-    assert request.messages[2] == {k: v for k, v in history[2].items() if k != "content"}
+    # Nothing re-added; the recorded `"content": null` goes as "" (strict servers reject it).
+    assert request.messages[2] == {**history[2], "content": ""}
     assert request.messages[:2] + request.messages[3:] == history[:2] + history[3:]
     start = outcome.of("run_start")[0]
     assert start.parent_run_id == "parent" and start.fork_turn == 2

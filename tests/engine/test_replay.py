@@ -305,14 +305,14 @@ async def test_run_offering_the_reasoning_argument_replays(project: Project) -> 
 
 async def test_recording_with_null_content_on_tool_calls_still_replays(project: Project) -> None:
     # Older recordings sent an assistant tool-call message as `"content": null`; the loop now
-    # leaves the key out. Both mean the same on the wire, so the replay must agree.
+    # sends "". Both mean "no text", so the replay must agree.
     path, _ = await project.record(THREE_TURNS)
     lines = []
     nulls = 0
     for event in read_events(path):
         messages = [*event.get("messages", []), event.get("message") or {}]
         for message in messages:
-            if message.get("tool_calls") and "content" not in message:
+            if message.get("tool_calls") and message.get("content") == "":
                 message["content"] = None
                 nulls += 1
         lines.append(event)

@@ -3,8 +3,8 @@
 Two runs of the same decisions never agree on wall-clock facts (timestamps, latencies,
 durations) or on identity (run id), and a replayed tool result is flagged `replayed`; those
 fields are left out. Everything else must be equal, down to each chunk's payload, except
-that a key set to null and a key left out mean the same (as they do on the wire: older
-recordings sent an assistant tool-call message with `"content": null`, now it has no key).
+that an assistant tool-call message without text may say so with a null, absent or empty
+`content` (older recordings sent null; the loop now sends "").
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from agent_core.messages import same_meaning
 from traces.events import EventBase
 
 # Event fields that legitimately differ between a recording and its replay. `seq` is left
@@ -84,12 +85,10 @@ def _walk(a: Any, b: Any, path: str, out: list[FieldDiff], limit: int) -> None:
     if len(out) >= limit:
         return
     if isinstance(a, dict) and isinstance(b, dict):
+        a, b = same_meaning(a), same_meaning(b)
         for key in list(a) + [k for k in b if k not in a]:
             sub = f"{path}.{key}" if path else str(key)
-            left, right = a.get(key, _MISSING), b.get(key, _MISSING)
-            if _null_or_absent(left, right):
-                continue
-            _walk(left, right, sub, out, limit)
+            _walk(a.get(key, _MISSING), b.get(key, _MISSING), sub, out, limit)
         return
     if isinstance(a, list) and isinstance(b, list):
         for i in range(max(len(a), len(b))):
@@ -105,10 +104,6 @@ def _walk(a: Any, b: Any, path: str, out: list[FieldDiff], limit: int) -> None:
         elif b is _MISSING:
             absent = "replayed"
         out.append(FieldDiff(path or "(value)", _plain(a), _plain(b), absent))
-
-
-def _null_or_absent(left: Any, right: Any) -> bool:
-    return (left is None and right is _MISSING) or (left is _MISSING and right is None)
 
 
 def _plain(value: Any) -> Any:
