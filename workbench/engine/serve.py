@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agent_core.messages import same_meaning
 from agent_core.model.assembler import chunk_from_completion
 from agent_core.model.script import ScriptError
 from workbench.engine.compare import FieldDiff, diff_values
@@ -38,9 +39,14 @@ def _without_nulls(value: Any) -> Any:
     return value
 
 
+def _messages(messages: Any) -> list[Any]:
+    # A tool-call message without text: null, absent or "" depending on the client.
+    return [same_meaning(m) if isinstance(m, dict) else m for m in messages or []]
+
+
 def request_of_body(body: dict[str, Any]) -> dict[str, Any]:
     params = {k: v for k, v in body.items() if k not in TRANSPORT_KEYS}
-    view = {"messages": body.get("messages") or [], "tools": body.get("tools") or []}
+    view = {"messages": _messages(body.get("messages")), "tools": body.get("tools") or []}
     request: dict[str, Any] = _without_nulls({**view, "params": params})
     return request
 
@@ -48,7 +54,8 @@ def request_of_body(body: dict[str, Any]) -> dict[str, Any]:
 def request_of_turn(record: TurnRecord) -> dict[str, Any]:
     request = record.request
     assert request is not None
-    view = {"messages": request.messages, "tools": request.tools, "params": request.params}
+    messages = _messages(request.messages)
+    view = {"messages": messages, "tools": request.tools, "params": request.params}
     recorded: dict[str, Any] = _without_nulls(json.loads(json.dumps(view)))
     return recorded
 
