@@ -16,6 +16,7 @@ from typing import Any
 from workbench.cli.common import (
     CliError,
     add_home,
+    positive_int,
     print_json,
     redactor_for,
     resolve_home,
@@ -331,6 +332,13 @@ def _register_serve(subparsers: Any) -> None:
     source.add_argument("--script", metavar="FILE", help="model script (docs/script-format.md)")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="port (default 0: pick a free one)")
+    parser.add_argument(
+        "--max-request-mb",
+        type=positive_int,
+        default=32,
+        metavar="MB",
+        help="refuse larger request bodies with HTTP 413 (default 32)",
+    )
     add_home(parser)
     parser.set_defaults(func=_cmd_serve)
 
@@ -345,7 +353,13 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         print(f"serving {base_url} ({what}; Ctrl-C stops)", flush=True)
 
     try:
-        serve_forever(source, host=args.host, port=args.port, on_ready=announce)
+        serve_forever(
+            source,
+            host=args.host,
+            port=args.port,
+            max_request_bytes=args.max_request_mb * 1024 * 1024,
+            on_ready=announce,
+        )
     except ServeError as exc:
         raise CliError(str(exc), 2) from None
     except KeyboardInterrupt:

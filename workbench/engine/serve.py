@@ -17,6 +17,7 @@ from typing import Any
 from agent_core.model.assembler import chunk_from_completion
 from agent_core.model.script import ScriptError
 from workbench.engine.compare import FieldDiff, diff_values
+from workbench.engine.http_server import DEFAULT_MAX_REQUEST_BYTES
 from workbench.engine.model_server import ModelServer, Reply, Responder, ScriptResponder
 from workbench.engine.recording_io import Recording, TurnRecord
 from workbench.engine.replay_model import is_completion
@@ -171,18 +172,21 @@ def serve_forever(
     *,
     host: str = "127.0.0.1",
     port: int = 0,
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
     on_ready: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve until Ctrl-C (KeyboardInterrupt propagates after the socket is closed)."""
+    """Serve until Ctrl-C (KeyboardInterrupt propagates after the socket is closed).
+    Requests are answered and forgotten: the server keeps no request bodies."""
     responder, model = responder_for(source)
     try:
-        server = ModelServer(responder, host=host, port=port, model=model)
+        server = ModelServer(
+            responder,
+            host=host,
+            port=port,
+            model=model,
+            keep_requests=False,
+            max_request_bytes=max_request_bytes,
+        )
     except OSError as exc:
         raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    if on_ready is not None:
-        on_ready(f"http://{_url_host(host)}:{server.port}/v1")
-    server.serve_forever()
-
-
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host else host
+    server.serve_forever(None if on_ready is None else lambda: on_ready(server.base_url))
