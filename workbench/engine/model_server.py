@@ -102,12 +102,14 @@ class ModelServer:
         *,
         host: str = "127.0.0.1",
         port: int = 0,
-        model: str = "scripted",
+        model: str | list[str] = "scripted",
         keep_requests: bool = True,
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
     ) -> None:
         self.responder = responder
-        self.model = model
+        # /v1/models lists every model served; the first one is the server's `model`.
+        self.models = [model] if isinstance(model, str) else list(model)
+        self.model = self.models[0]
         self.keep_requests = keep_requests
         self.max_request_bytes = max_request_bytes
         self.requests: list[ReceivedRequest] = []
@@ -153,8 +155,11 @@ class ModelServer:
         return app
 
     async def _models(self, request: web.Request) -> web.StreamResponse:
-        model = {"id": self.model, "object": "model", "created": 0, "owned_by": "workbench"}
-        return web.json_response({"object": "list", "data": [model]})
+        data = [
+            {"id": name, "object": "model", "created": 0, "owned_by": "workbench"}
+            for name in self.models
+        ]
+        return web.json_response({"object": "list", "data": data})
 
     async def _other(self, request: web.Request) -> web.StreamResponse:
         if request.method != "POST" or request.path not in CHAT_PATHS:
