@@ -66,9 +66,10 @@ def workbench_replay(pytestconfig: pytest.Config) -> Iterator[Callable[..., str]
         match: str = "meaning",
     ) -> str:
         folder = home_dir(home or pytestconfig.getoption("wb_home"))
-        mode = "exact" if match == "exact" else "meaning"
         try:
-            server = replay_server(list(runs), folder, name=name, mode=mode)
+            server = replay_server(
+                list(runs), folder, name=name, mode="exact" if match == "exact" else "meaning"
+            )
         except ServeError as exc:
             pytest.fail(f"workbench_replay: {exc}", pytrace=False)
         servers.append(server)
