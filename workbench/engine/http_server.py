@@ -54,14 +54,18 @@ def error_response(
 
 async def read_json_object(request: web.Request, limit: int) -> dict[str, Any]:
     """The request body as a JSON object; raises `RequestProblem` (413 or 400) otherwise."""
+    return parse_json_object(await read_body(request, limit))
+
+
+async def read_body(request: web.Request, limit: int) -> bytes:
+    """The request body, at most `limit` bytes; raises `RequestProblem` (413) when larger."""
     too_big = f"request body is larger than the server's limit of {limit} bytes"
     if request.content_length is not None and request.content_length > limit:
         raise RequestProblem(413, too_big, "request_too_large")
     try:
-        raw = await request.read()
+        return await request.read()
     except web.HTTPRequestEntityTooLarge:
         raise RequestProblem(413, too_big, "request_too_large") from None
-    return parse_json_object(raw)
 
 
 def parse_json_object(raw: bytes) -> dict[str, Any]:
@@ -88,8 +92,18 @@ def _quiet_aiohttp_logs() -> None:
 class HttpServer:
     """An aiohttp application on a socket bound now; serve with `start()` or `serve_forever()`."""
 
-    def __init__(self, make_app: AppFactory, *, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self,
+        make_app: AppFactory,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        cancel_on_disconnect: bool = False,
+    ) -> None:
         self._make_app = make_app
+        # Cancel a request's handler when its client hangs up (else it notices on its next
+        # write).
+        self._cancel_on_disconnect = cancel_on_disconnect
         self._socket = _bind(host, port)
         self.host = host
         self.port = int(self._socket.getsockname()[1])
@@ -120,6 +134,10 @@ class HttpServer:
         the server has stopped."""
         asyncio.run(self._serve(on_ready))
 
+    @property
+    def stopping(self) -> bool:
+        return self.closing is not None and self.closing.is_set()
+
     def close(self) -> None:
         loop, closing = self._loop, self.closing
         if loop is not None and closing is not None and not loop.is_closed():
@@ -138,7 +156,11 @@ class HttpServer:
         try:
             app = await self._make_app()
             runner = web.AppRunner(
-                app, access_log=None, handle_signals=False, shutdown_timeout=SHUTDOWN_GRACE_S
+                app,
+                access_log=None,
+                handle_signals=False,
+                shutdown_timeout=SHUTDOWN_GRACE_S,
+                handler_cancellation=self._cancel_on_disconnect,
             )
             await runner.setup()
             site = web.SockSite(runner, self._socket, backlog=LISTEN_BACKLOG)

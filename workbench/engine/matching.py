@@ -105,7 +105,8 @@ def _content_meaning(content: Any) -> Any:
 def _call_meaning(call: Any) -> Any:
     if not isinstance(call, dict):
         return call
-    out = {k: v for k, v in call.items() if not (k == "type" and v == "function")}
+    # `index` is where a streamed call sat in its chunks; SDKs that assemble streams keep it.
+    out = {k: v for k, v in call.items() if k != "index" and not (k == "type" and v == "function")}
     function = out.get("function")
     if isinstance(function, dict) and isinstance(function.get("arguments"), str):
         out["function"] = {**function, "arguments": _json_value(function["arguments"])}
