@@ -21,9 +21,7 @@ WORKBENCH = str(Path(sys.executable).with_name("workbench"))
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
-def test_an_openai_sdk_agent_is_recorded_and_replays_offline(
-    tmp_path: Path, stream: bool
-) -> None:
+def test_an_openai_sdk_agent_is_recorded_and_replays_offline(tmp_path: Path, stream: bool) -> None:
     home = tmp_path / "home"
     with (
         ModelServer(ScriptResponder(STEPS, model="demo-model")) as upstream,
