@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "workbench.cli.engine_cmds",
     "workbench.cli.test_cmds",
     "workbench.cli.tui_cmds",
+    "workbench.cli.interop_cmds",
 )
 
 
