@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 source scripts/lib.sh
 
 echo "== installing (.venv, project with dev extras, reference MCP servers)"
-install_venv "[dev]"
+install_venv "[dev,otel]"
 quietly bash scripts/install-mcp-servers.sh
 
 echo "== ruff, mypy"

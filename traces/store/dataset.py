@@ -63,13 +63,12 @@ WHERE NOT EXISTS (SELECT 1 FROM {done} d WHERE d.run_id = r.run_id AND d.events 
 """
 # Their events the dataset does not hold yet (a failed export may have written some).
 _NEW_EVENTS = """
-CREATE OR REPLACE TEMP TABLE export_events AS
 SELECT e.run_id, e.seq, e.type, e.turn, e.ts, e.event, x.day
 FROM events e JOIN export_runs x USING (run_id)
 WHERE NOT EXISTS (SELECT 1 FROM {done} d WHERE d.run_id = e.run_id AND d.seq = e.seq)
 """
 _COPY = """
-COPY (SELECT * FROM {table} ORDER BY {order}) TO {target}
+COPY ({query}) TO {target}
     (FORMAT parquet, PARTITION_BY (day), APPEND, FILENAME_PATTERN '{name}_{{uuid}}',
      COMPRESSION zstd)
 """
@@ -83,25 +82,30 @@ def export_dataset(cur: duckdb.DuckDBPyConnection, dest: str) -> DatasetExport:
         Path(dest).mkdir(parents=True, exist_ok=True)
     runs_done = _source(dest, "runs") if _has_files(cur, dest, "runs") else _EMPTY
     events_done = _source(dest, "events") if _has_files(cur, dest, "events") else _EMPTY
-    cur.execute(_CHANGED_RUNS.format(done=runs_done))
-    cur.execute(_NEW_EVENTS.format(done=events_done))
-    report = DatasetExport(dest=dest)
-    counts = cur.execute(
-        "SELECT (SELECT count(*) FROM export_events), (SELECT count(*) FROM export_runs), "
-        "(SELECT count(DISTINCT day) FROM export_runs)"
-    ).fetchone()
-    assert counts is not None
-    report.new_events, report.new_run_rows, report.days = (int(n) for n in counts)
     root = dest.rstrip("/")
-    if report.new_events:
-        target = _literal(f"{root}/events")
+    report = DatasetExport(dest=dest)
+    cur.execute(_CHANGED_RUNS.format(done=runs_done))
+    try:
+        row = cur.execute("SELECT count(*), count(DISTINCT day) FROM export_runs").fetchone()
+        report.new_run_rows, report.days = (int(n) for n in row or (0, 0))
+        if not report.new_run_rows:
+            return report
+        # COPY answers with the number of rows it wrote.
+        events = cur.execute(
+            _COPY.format(
+                query=_NEW_EVENTS.format(done=events_done),
+                target=_literal(f"{root}/events"),
+                name="events",
+            )
+        ).fetchone()
+        report.new_events = int(events[0]) if events else 0
         cur.execute(
-            _COPY.format(table="export_events", order="run_id, seq", target=target, name="events")
+            _COPY.format(
+                query="SELECT * FROM export_runs", target=_literal(f"{root}/runs"), name="runs"
+            )
         )
-    if report.new_run_rows:
-        target = _literal(f"{root}/runs")
-        cur.execute(_COPY.format(table="export_runs", order="run_id", target=target, name="runs"))
-    cur.execute("DROP TABLE export_events; DROP TABLE export_runs")
+    finally:
+        cur.execute("DROP TABLE export_runs")
     return report
 
 
