@@ -264,8 +264,11 @@ def _tools(span: SpanRecord) -> list[dict[str, Any]]:
     definitions = _json_value(span.attributes.get(a.TOOL_DEFINITIONS))
     if isinstance(definitions, list):
         for item in definitions:
-            if isinstance(item, dict):
-                tools.append(item if "function" in item else {"type": "function", "function": item})
+            if isinstance(item, dict) and "function" in item:
+                tools.append(item)
+            elif isinstance(item, dict):  # the conventions' flat form: type, name, …
+                function = {k: v for k, v in item.items() if k != "type"}
+                tools.append({"type": "function", "function": function})
     return tools
 
 
@@ -354,9 +357,14 @@ def run_events(spans: list[SpanRecord]) -> list[Event]:
             if message.get("role") == "tool" and message.get("tool_call_id") in asked_at:
                 answered[str(message["tool_call_id"])] = message | {"_seen_ns": span.start_ns}
         message, finish = _output_message(span)
+        if message is None and not span.error and a.ATTEMPT not in span.attributes:
+            # Instrumentation that leaves message content out still saw the call end.
+            message = {"role": "assistant", "content": None}
         prompt = _int(span.get(a.LLM_PROMPT_TOKENS, a.INPUT_TOKENS))
         completion = _int(span.get(a.LLM_COMPLETION_TOKENS, a.OUTPUT_TOKENS))
-        if message is not None and not span.error:
+        if message is None and not span.error:
+            pass  # the workbench exported a call that never answered: it stays open
+        elif message is not None and not span.error:
             model_calls += 1
             usage = None
             if prompt is not None or completion is not None:
