@@ -178,3 +178,11 @@ def test_an_openinference_instrumented_agent_becomes_a_run(
     assert main(["show", run.run_id[:8]]) == 0
     shown = capsys.readouterr().out
     assert "tool count_lines [ok" in shown and "end: completed" in shown
+
+    # Its messages are complete, so it feeds a regression case (`from_run`, turn 1).
+    from workbench.engine.regress_context import ToolCall, load_context
+
+    context = load_context(run.path, 1)
+    assert context.chosen == [ToolCall("count_lines", {"path": "notes.txt"})]
+    assert [tool["function"]["name"] for tool in context.tools] == ["count_lines"]
+    assert [m["role"] for m in context.plan.messages] == ["system", "user"]

@@ -7,6 +7,7 @@ OTLP JSON file as the collector's file exporter writes it) and bad payloads.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -177,13 +178,23 @@ def test_collect_speaks_json_and_refuses_what_is_not_otlp(wb_home: Path) -> None
         assert (status, body) == (200, b"{}")
         (run,) = collector.wait_for_runs(1)
         assert run.status == "completed"
+        # The same request gzipped is the same trace: nothing new to write.
+        gzipped = _post(collector.endpoint, gzip.compress(document), "application/json", "gzip")
+        assert gzipped == (200, b"{}")
+        runs = collector.wait_for_runs(2)
+        assert runs[1].run_id == run.run_id and not runs[1].written
         assert _post(collector.endpoint, b"hello", "text/plain")[0] == 415
         assert _post(collector.endpoint, b"\xff\x00garbage", "application/x-protobuf")[0] == 400
         assert collector.problems and "refused a request" in collector.problems[-1]
 
 
-def _post(url: str, data: bytes, content_type: str) -> tuple[int, bytes]:
-    request = urllib.request.Request(url, data=data, headers={"Content-Type": content_type})
+def _post(
+    url: str, data: bytes, content_type: str, encoding: str | None = None
+) -> tuple[int, bytes]:
+    headers = {"Content-Type": content_type}
+    if encoding is not None:
+        headers["Content-Encoding"] = encoding
+    request = urllib.request.Request(url, data=data, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, response.read()
