@@ -226,3 +226,69 @@ def test_collect_command_runs_until_interrupted(golden_home: Path, tmp_path: Pat
         out, err = process.communicate(timeout=30)
     assert process.returncode == 0, err
     assert "stopped; 1 run(s)" in out and "Traceback" not in err
+
+
+def _mutations(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The fixture with one attribute of one span given a value of another kind, each."""
+    odd_values = [
+        {"intValue": "7"},
+        {"stringValue": "not json ["},
+        {"arrayValue": {"values": [{"intValue": "1"}]}},
+        {"kvlistValue": {"values": [{"key": "k", "value": {"boolValue": True}}]}},
+        {},
+    ]
+    variants = []
+    spans = [
+        (i, j, k)
+        for i, scope in enumerate(document["resourceSpans"][0]["scopeSpans"])
+        for j, span in enumerate(scope["spans"])
+        for k in range(len(span["attributes"]))
+    ]
+    for number, (i, j, k) in enumerate(spans):
+        for odd in odd_values:
+            variant = json.loads(json.dumps(document))
+            span = variant["resourceSpans"][0]["scopeSpans"][i]["spans"][j]
+            span["attributes"][k]["value"] = odd
+            span["traceId"] = f"{number:08x}" + span["traceId"][8:]
+            for other in variant["resourceSpans"][0]["scopeSpans"]:
+                for each in other["spans"]:
+                    each["traceId"] = span["traceId"]
+            variants.append(variant)
+    return variants
+
+
+def test_odd_attribute_values_import_or_fail_in_one_line(wb_home: Path) -> None:
+    from workbench.engine.otel_import import OtlpError, group_traces, parse_json, write_run
+
+    document = json.loads((FIXTURES / "genai-agent.json").read_text(encoding="utf-8"))
+    outcomes = {"imported": 0, "refused": 0}
+    for variant in _mutations(document):
+        for spans in group_traces(parse_json(variant)).values():
+            try:
+                run = write_run(wb_home, spans)
+            except OtlpError as exc:
+                assert str(exc).startswith(f"trace {spans[0].trace_id}: ")
+                outcomes["refused"] += 1
+                continue
+            assert run is not None and read_trace(run.path).problems == []
+            outcomes["imported"] += 1
+    assert outcomes["imported"] > 50 and outcomes["refused"] > 0
+
+
+def test_ingest_otel_keeps_the_good_traces_of_a_file_with_a_bad_one(
+    wb_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = json.loads((FIXTURES / "genai-agent.json").read_text(encoding="utf-8"))
+    bad = json.loads(json.dumps(good))
+    for scope in bad["resourceSpans"][0]["scopeSpans"]:
+        for span in scope["spans"]:
+            span["traceId"] = "f" * 32
+            for attribute in span["attributes"]:
+                if attribute["key"] == "gen_ai.response.finish_reasons":
+                    attribute["value"] = {"arrayValue": {"values": [{"intValue": "7"}]}}
+    both = tmp_path / "both.jsonl"
+    both.write_text(json.dumps(bad) + "\n" + json.dumps(good) + "\n", encoding="utf-8")
+    assert main(["ingest-otel", str(both)]) == 1
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and err.startswith(f"workbench: {both}: trace ffff")
+    assert out.startswith("imported run 5b8efff79803")

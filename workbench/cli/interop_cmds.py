@@ -270,6 +270,7 @@ def cmd_ingest_otel(args: argparse.Namespace) -> int:
     otel_import = _otel_module("otel_import")
     home = resolve_home(args)
     runs = []
+    problems = 0
     for name in args.files:
         path = Path(name)
         try:
@@ -281,7 +282,12 @@ def cmd_ingest_otel(args: argparse.Namespace) -> int:
         except otel_import.OtlpError as exc:
             raise CliError(str(exc)) from None
         for spans_of_trace in otel_import.group_traces(spans).values():
-            run = otel_import.write_run(home, spans_of_trace)
+            try:
+                run = otel_import.write_run(home, spans_of_trace)
+            except otel_import.OtlpError as exc:  # one trace; the others still go in
+                print(f"workbench: {path}: {exc}", file=sys.stderr)
+                problems += 1
+                continue
             if run is not None:
                 runs.append(run)
     if args.json:
@@ -289,9 +295,9 @@ def cmd_ingest_otel(args: argparse.Namespace) -> int:
     else:
         for run in runs:
             _print_run(run)
-        if not runs:
+        if not runs and not problems:
             print("no GenAI or OpenInference spans found; nothing imported")
-    return 0
+    return 1 if problems else 0
 
 
 __all__ = ["register"]

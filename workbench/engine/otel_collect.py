@@ -74,7 +74,11 @@ class OtlpReceiver:
                 self._write(spans)
 
     def _write(self, spans: list[SpanRecord]) -> None:
-        run = write_run(self.home, spans)
+        try:
+            run = write_run(self.home, spans)
+        except OtlpError as exc:
+            self._problem(str(exc))
+            return
         if run is None:
             return
         self.runs.append(run)

@@ -28,6 +28,7 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from pydantic import ValidationError
 
 from traces.events import (
     Error,
@@ -42,6 +43,7 @@ from traces.events import (
     Totals,
 )
 from traces.home import traces_dir
+from traces.reader import describe_validation_error
 from traces.writer import JsonlWriter
 from workbench.engine import otel_attrs as a
 
@@ -616,7 +618,13 @@ def write_run(home: Path, spans: list[SpanRecord]) -> ImportedRun | None:
     and no tool call (a trace of something else)."""
     if not any(span.kind in ("LLM", "TOOL") for span in spans):
         return None
-    events = run_events(spans)
+    try:
+        events = run_events(spans)
+    except ValidationError as exc:
+        raise OtlpError(
+            f"trace {spans[0].trace_id}: its spans do not make a run "
+            f"({describe_validation_error(exc)})"
+        ) from None
     run_id = events[0].run_id
     folder = traces_dir(home)
     path = folder / f"{run_id}.jsonl"
