@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
-import re
+import socket
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -282,9 +282,6 @@ def exporter(
     )
 
 
-_ERRNO = re.compile(r"\[Errno -?\d+\] ([^'\")]+)")
-
-
 class _FirstMessage(logging.Handler):
     """Keeps the exporter's first complaint, which says why (the later ones that it gave up)."""
 
@@ -294,9 +291,19 @@ class _FirstMessage(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         if self.message is None:
-            text = record.getMessage()
-            errno = _ERRNO.search(text)
-            self.message = f"cannot connect ({errno.group(1)})" if errno else text.splitlines()[0]
+            self.message = record.getMessage().splitlines()[0]
+
+
+def _unreachable(endpoint: str) -> str | None:
+    """Why nothing listens at `endpoint`, if so: the exporter may give up on its retries
+    before it says (its backoff is random)."""
+    parts = urlsplit(endpoint)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname or "localhost", port), timeout=2):
+            return None
+    except OSError as exc:
+        return f"cannot connect ({exc.strerror or exc})"
 
 
 @dataclass
@@ -327,16 +334,18 @@ class SpanSender:
             return
         logger = logging.getLogger(_LOGGER)
         handler = _FirstMessage()
-        propagate = logger.propagate
+        propagate, level = logger.propagate, logger.level
         logger.addHandler(handler)
         logger.propagate = False
+        logger.setLevel(logging.WARNING)
         try:
             result = self.exporter.export(self.pending)
         finally:
             logger.removeHandler(handler)
             logger.propagate = propagate
+            logger.setLevel(level)
         if result is not SpanExportResult.SUCCESS:
-            why = handler.message or "the export failed"
+            why = _unreachable(self.endpoint) or handler.message or "the export failed"
             raise OtelExportError(f"{self.endpoint} did not take the spans: {why}")
         self.sent += len(self.pending)
         self.pending = []
