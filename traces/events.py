@@ -3,8 +3,8 @@
 Writer and reader share these models. `Event` is the discriminated union on `type`;
 `EVENT_ADAPTER` validates one decoded JSON line into the right model.
 
-Schema versions (bump on any change of an event's shape, add a migration in
-`traces.reader`, and add golden traces under tests/fixtures/traces/vN/):
+Schema versions (bump `traces.versions.SCHEMA_VERSION` on any change of an event's shape,
+add a migration there, and add golden traces under tests/fixtures/traces/vN/):
     1 — first release.
     2 — where a run came from (`run_start.origin`, `client`), tools left out or renamed
         (`run_start.tools_dropped`, `renamed_tools`, `tool_start.source_name`), tool calls
@@ -18,11 +18,8 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_serializer
 
-SCHEMA_VERSION = 2
-SCHEMA_VERSIONS: dict[int, str] = {
-    1: "first release: run_start … run_end, model chunks, tool calls, MCP frames, trims",
-    2: "run origin and client, tools dropped or renamed, observed tool calls, tools_changed",
-}
+from traces.versions import SCHEMA_VERSION as SCHEMA_VERSION  # re-exported: part of the
+from traces.versions import SCHEMA_VERSIONS as SCHEMA_VERSIONS  # contract's public names
 
 RunStatus: TypeAlias = Literal[
     "completed",

@@ -7,8 +7,13 @@ from __future__ import annotations
 
 import zlib
 
+from traces.versions import SCHEMA_VERSION
+
 # Bump when the tables below change shape; an older store file is rebuilt from its traces.
 STORE_VERSION = 4
+# Rows are read back with the current event models, so a store is rebuilt when either the
+# tables or the trace schema it was filled under differ from this workbench's.
+STORE_META = {"store_version": str(STORE_VERSION), "schema_version": str(SCHEMA_VERSION)}
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS store_meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -106,13 +111,13 @@ FROM (
         generate_subscripts(json_extract(event, '$.tools[*]'), 1) AS pos
     FROM events WHERE type = 'run_start'
 );
-INSERT OR IGNORE INTO store_meta VALUES ('store_version', '{STORE_VERSION}');
+INSERT OR IGNORE INTO store_meta VALUES
+    ('store_version', '{STORE_VERSION}'), ('schema_version', '{SCHEMA_VERSION}');
 """
 # Opening a store runs `SCHEMA` only when it differs from the one the file was made with
 # (re-creating the views costs more than the rest of a `workbench runs`).
 SCHEMA_TEXT = f"{zlib.crc32(SCHEMA.encode()):08x}"
 SCHEMA_TEXT_SET = "INSERT OR REPLACE INTO store_meta VALUES ('schema_text', $text)"
-STORE_META = "SELECT key, value FROM store_meta"
 
 DROP_ALL = """
 DROP VIEW IF EXISTS tool_schemas; DROP VIEW IF EXISTS tool_calls; DROP VIEW IF EXISTS model_calls;
@@ -121,6 +126,7 @@ DROP TABLE IF EXISTS trace_files;
 DROP TABLE IF EXISTS store_meta;
 """
 
+STORE_META_GET = "SELECT key, value FROM store_meta"
 NEXT_BATCH = "SELECT coalesce(max(batch), 0) + 1 FROM event_rows"
 KNOWN_FILES = "SELECT path, run_id, bytes_done, lines_done, size_seen, refused FROM trace_files"
 

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from traces.home import db_path
 from workbench.cli.common import CliError, add_home, print_json, resolve_home
 
 if TYPE_CHECKING:  # the store loads DuckDB and the event models pydantic: handlers import them
@@ -60,6 +61,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     query = subparsers.add_parser("sql", help="run SQL on the store (see docs/trace-format.md)")
     query.add_argument("query", metavar="QUERY", help='e.g. "SELECT status, count(*) ..."')
     query.add_argument("--json", action="store_true", help="print rows as JSON objects")
+    query.add_argument(
+        "--dataset",
+        metavar="DEST",
+        help="also query the Parquet dataset at DEST (a folder or object store URL written "
+        "by `workbench export-parquet`) as dataset.runs, dataset.run_rows, dataset.events",
+    )
     add_home(query)
     query.set_defaults(func=cmd_sql)
 
@@ -309,8 +316,13 @@ def cmd_sql(args: argparse.Namespace) -> int:
 
     with _store(args):
         pass  # ingest first; the query itself runs on a read-only connection
+    home = resolve_home(args)
     try:
-        with TraceStore.for_home(resolve_home(args), read_only=True) as store:
+        if args.dataset:
+            opened = TraceStore.beside_dataset(db_path(home), args.dataset)
+        else:
+            opened = TraceStore.for_home(home, read_only=True)
+        with opened as store:
             columns, rows = store.query(args.query)
     except StoreError as exc:
         raise CliError(str(exc)) from None
@@ -343,4 +355,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["chain_json", "register"]
+# Other command modules open the home's store the same way.
+open_store = _store
+
+__all__ = ["chain_json", "open_store", "register"]
