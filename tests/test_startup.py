@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from traces.events import RUN_STATUSES, Limits
+from traces.events import EVENT_TYPES, RUN_STATUSES, Limits
+from traces.store.ingest_sql import ENVELOPE, REQUIRED
 from workbench.cli.model_flags import LIMIT_DEFAULTS
 from workbench.cli.read_cmds import STATUS_CHOICES
 
@@ -66,7 +67,16 @@ def test_listing_runs_loads_no_tui_model_sdk_mcp_or_http(wb_home: Path, golden_d
     assert _imported(["runs", "--json"], [*NEVER, "pydantic"], wb_home) == []
 
 
-def test_help_texts_kept_apart_from_the_models_match_them() -> None:
+def test_figures_kept_apart_from_the_models_match_them() -> None:
     defaults = Limits()
     assert {name: getattr(defaults, name) for name in LIMIT_DEFAULTS} == LIMIT_DEFAULTS
     assert STATUS_CHOICES == RUN_STATUSES
+    required = {
+        cls.model_fields["type"].default: [
+            name
+            for name, info in cls.model_fields.items()
+            if info.is_required() and name not in ENVELOPE
+        ]
+        for cls in EVENT_TYPES
+    }
+    assert required == REQUIRED

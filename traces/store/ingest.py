@@ -26,11 +26,10 @@ from typing import Any
 
 import duckdb
 
-from traces.events import SCHEMA_VERSION
 from traces.store import ingest_sql as sql
 from traces.store.scan import IngestReport, Work, pending
 from traces.store.sql import NEXT_BATCH
-from traces.versions import NewerSchemaError, declared_version, migrate
+from traces.versions import SCHEMA_VERSION, NewerSchemaError, declared_version, migrate
 
 # Bulk files are checked for repeated seqs with a bitmap of this many seqs per file (see
 # BULK_FILE_STATS); 4096 bits is 512 bytes a file.
@@ -227,10 +226,13 @@ def _check_files(
 ) -> None:
     """File-level rules: one run per file, one file per run, no newer schema version."""
     by_path = {item.path: item for item in work}
+    # Only the runs of this batch: the store may know 100,000 others.
+    runs = sorted({by_path[row[0]].run_id or row[1] for row in file_runs} - {None})
     owners = dict(
         cur.execute(
-            "SELECT run_id, min(path) FROM trace_files WHERE run_id IS NOT NULL "
-            "AND refused IS NULL GROUP BY run_id"
+            "SELECT run_id, min(path) FROM trace_files WHERE refused IS NULL "
+            "AND run_id IN (SELECT unnest($runs)) GROUP BY run_id",
+            {"runs": runs},
         ).fetchall()
     )
     claimed: list[dict[str, str]] = []

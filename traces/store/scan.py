@@ -1,20 +1,28 @@
 """What ingest has to do: the trace files found, against what the store has already read.
 
 This runs before every command that reads the store, so it stays light: the standard
-library and one query, no event models (`traces.store.ingest` loads those, and is imported
-only when something is new).
+library and a few queries, no event models (`traces.store.ingest` loads those, and is
+imported only when something is new). Two looks:
+
+- `pending`, the exact one (`workbench ingest PATH`): every file's size against what was
+  read of it;
+- `pending_in_folder`, the quick one every command takes of the home's traces: the names
+  in the folder against the files the store knows, and the sizes of only the new files and
+  of those whose run has not ended. A run that ended is not written
+  to again, so with 100,000 runs the look still takes a few stats, not 100,000.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 
-from traces.store.sql import KNOWN_FILES
+from traces.store.sql import KNOWN_FILES, NEW_FILES, OPEN_FILES
 
 
 @dataclass
@@ -78,12 +86,7 @@ def _known_files(cur: duckdb.DuckDBPyConnection) -> dict[str, Known]:
     return {row[0]: Known(*row[1:]) for row in rows}
 
 
-def pending(
-    cur: duckdb.DuckDBPyConnection, paths: Iterable[Path | str], report: IngestReport
-) -> list[Work]:
-    """The files under `paths` with something the store has not read yet."""
-    files = find_traces(paths, report.problems)
-    known = _known_files(cur)
+def _changed(files: dict[str, int], known: dict[str, Known], report: IngestReport) -> list[Work]:
     work: list[Work] = []
     for name, size in files.items():
         before = known.get(name)
@@ -93,3 +96,44 @@ def pending(
             report.problems.append(f"{name}: empty trace, no events to ingest")
         work.append(Work(name, size, before))
     return work
+
+
+def pending(
+    cur: duckdb.DuckDBPyConnection, paths: Iterable[Path | str], report: IngestReport
+) -> list[Work]:
+    """The files under `paths` with something the store has not read yet."""
+    return _changed(find_traces(paths, report.problems), _known_files(cur), report)
+
+
+def _names(folder: str, found: list[str]) -> None:
+    # Names only: `is_dir`/`is_file` come from the directory entry itself, no stat.
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name.endswith(".jsonl"):
+                found.append(entry.path)  # `pending_in_folder` skips what is not a file
+            elif entry.is_dir():
+                _names(entry.path, found)
+
+
+def pending_in_folder(
+    cur: duckdb.DuckDBPyConnection, folder: Path, report: IngestReport
+) -> list[Work]:
+    """The files under `folder` with something new, by the quick look (module docstring):
+    new files, and the files of runs that have not ended (or not been read to their end)."""
+    root = os.path.realpath(folder)
+    names: list[str] = []
+    _names(root, names)
+    # The names go to DuckDB as one text, split there: a list of 100,000 strings costs far
+    # more to pass, and 100,000 known paths far more to fetch. Paths hold no NUL byte.
+    new = [row[0] for row in cur.execute(NEW_FILES, {"names": "\0".join(names)}).fetchall()]
+    rows = cur.execute(OPEN_FILES, {"folder": root + os.sep}).fetchall()
+    known = {row[0]: Known(*row[1:]) for row in rows}
+    files: dict[str, int] = {}
+    for path in sorted([*new, *known]):
+        try:
+            status = os.stat(path)
+        except OSError:
+            continue  # gone since the listing: nothing to read
+        if stat.S_ISREG(status.st_mode):
+            files[path] = status.st_size
+    return _changed(files, known, report)

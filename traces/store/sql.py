@@ -129,6 +129,19 @@ DROP TABLE IF EXISTS store_meta;
 STORE_META_GET = "SELECT key, value FROM store_meta"
 NEXT_BATCH = "SELECT coalesce(max(batch), 0) + 1 FROM event_rows"
 KNOWN_FILES = "SELECT path, run_id, bytes_done, lines_done, size_seen, refused FROM trace_files"
+# The quick look of `scan.pending_in_folder`: the paths in $names (one text, NUL between
+# paths) the store does not know; and the known files under $folder that may still grow:
+# not refused, and not read to their end or their run not ended (or no run at all).
+NEW_FILES = """
+SELECT name FROM (SELECT unnest(string_split($names, chr(0))) AS name)
+WHERE name <> '' AND name NOT IN (SELECT path FROM trace_files)
+"""
+OPEN_FILES = """
+SELECT path, run_id, bytes_done, lines_done, size_seen, refused FROM trace_files
+WHERE refused IS NULL AND starts_with(path, $folder) AND (
+    bytes_done < size_seen OR run_id IS NULL
+    OR run_id IN (SELECT run_id FROM runs WHERE status = 'incomplete'))
+"""
 
 # --- reads ------------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ import duckdb
 from traces.home import db_path, traces_dir
 from traces.store import dataset, sql
 from traces.store.dataset import DatasetExport
-from traces.store.scan import IngestReport, pending
+from traces.store.scan import IngestReport, Work, pending, pending_in_folder
 
 if TYPE_CHECKING:
     from traces.events import Event
@@ -193,22 +193,32 @@ class TraceStore:
     # --- ingest -------------------------------------------------------------------------
 
     def ingest(self, paths: Iterable[Path | str]) -> IngestReport:
-        if self.read_only:
-            raise StoreError(f"{self.path} is open read-only; cannot ingest")
+        """Read what is new in the files named or found under the folders named, looking
+        at every file's size (`scan.pending`)."""
         report = IngestReport()
         with self._cursor() as cur:
-            work = pending(cur, paths, report)
-            if not work:
-                return report  # the common case: no event models, no pydantic
-            from traces.store.ingest import ingest_work
-
-            return ingest_work(cur, work, report)
+            return self._ingest(cur, pending(cur, paths, report), report)
 
     def ingest_home(self, home: Path) -> IngestReport:
+        """Read what is new under the home's traces folder: the quick look every command
+        takes (`scan.pending_in_folder`)."""
         folder = traces_dir(home)
+        report = IngestReport()
         if not folder.is_dir():
-            return IngestReport()
-        return self.ingest([folder]) if any(folder.glob("*.jsonl")) else IngestReport()
+            return report
+        with self._cursor() as cur:
+            return self._ingest(cur, pending_in_folder(cur, folder, report), report)
+
+    def _ingest(
+        self, cur: duckdb.DuckDBPyConnection, work: list[Work], report: IngestReport
+    ) -> IngestReport:
+        if self.read_only:
+            raise StoreError(f"{self.path} is open read-only; cannot ingest")
+        if not work:
+            return report  # the common case: no event models, no pydantic
+        from traces.store.ingest import ingest_work
+
+        return ingest_work(cur, work, report)
 
     # --- runs ---------------------------------------------------------------------------
 
