@@ -219,8 +219,8 @@ WHERE batch = $batch AND problem IS NOT NULL ORDER BY source_path, line_no
 
 UPSERT_FILES = """
 INSERT OR REPLACE INTO trace_files
-SELECT unnest($files::STRUCT(path VARCHAR, run_id VARCHAR, bytes_done BIGINT,
-    lines_done BIGINT, size_seen BIGINT, refused VARCHAR)[], recursive := true)
+SELECT unnest($path::VARCHAR[]), unnest($run_id::VARCHAR[]), unnest($bytes_done::BIGINT[]),
+    unnest($lines_done::BIGINT[]), unnest($size_seen::BIGINT[]), unnest($refused::VARCHAR[])
 """
 
 # Rebuild the `runs` rows of the runs this batch touched. Totals come from run_end when

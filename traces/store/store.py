@@ -22,6 +22,7 @@ import duckdb
 from traces.home import db_path, traces_dir
 from traces.store import dataset, sql
 from traces.store.dataset import DatasetExport
+from traces.store.progress import Progress
 from traces.store.scan import IngestReport, Work, pending, pending_in_folder
 
 if TYPE_CHECKING:
@@ -192,14 +193,14 @@ class TraceStore:
 
     # --- ingest -------------------------------------------------------------------------
 
-    def ingest(self, paths: Iterable[Path | str]) -> IngestReport:
+    def ingest(self, paths: Iterable[Path | str], progress: Progress | None = None) -> IngestReport:
         """Read what is new in the files named or found under the folders named, looking
-        at every file's size (`scan.pending`)."""
+        at every file's size (`scan.pending`); `progress` hears how far a long one is."""
         report = IngestReport()
         with self._cursor() as cur:
-            return self._ingest(cur, pending(cur, paths, report), report)
+            return self._ingest(cur, pending(cur, paths, report), report, progress)
 
-    def ingest_home(self, home: Path) -> IngestReport:
+    def ingest_home(self, home: Path, progress: Progress | None = None) -> IngestReport:
         """Read what is new under the home's traces folder: the quick look every command
         takes (`scan.pending_in_folder`)."""
         folder = traces_dir(home)
@@ -207,10 +208,14 @@ class TraceStore:
         if not folder.is_dir():
             return report
         with self._cursor() as cur:
-            return self._ingest(cur, pending_in_folder(cur, folder, report), report)
+            return self._ingest(cur, pending_in_folder(cur, folder, report), report, progress)
 
     def _ingest(
-        self, cur: duckdb.DuckDBPyConnection, work: list[Work], report: IngestReport
+        self,
+        cur: duckdb.DuckDBPyConnection,
+        work: list[Work],
+        report: IngestReport,
+        progress: Progress | None,
     ) -> IngestReport:
         if self.read_only:
             raise StoreError(f"{self.path} is open read-only; cannot ingest")
@@ -218,7 +223,7 @@ class TraceStore:
             return report  # the common case: no event models, no pydantic
         from traces.store.ingest import ingest_work
 
-        return ingest_work(cur, work, report)
+        return ingest_work(cur, work, report, progress)
 
     # --- runs ---------------------------------------------------------------------------
 

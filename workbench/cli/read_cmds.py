@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from traces.home import db_path
 from workbench.cli.common import CliError, add_home, print_json, resolve_home
+from workbench.cli.progress import StderrProgress
 
 if TYPE_CHECKING:  # the store loads DuckDB and the event models pydantic: handlers import them
     from traces.store import IngestReport, TraceStore
@@ -85,15 +86,19 @@ def _store(args: argparse.Namespace, paths: list[str] | None = None) -> Iterator
     from traces.store import AmbiguousRunError, StoreError, TraceStore, UnknownRunError
 
     home = resolve_home(args)
+    progress = StderrProgress()  # shown only when ingest takes over a second
     try:
         with TraceStore.for_home(home) as store:
-            report = store.ingest_home(home)
-            if paths:
-                extra = store.ingest(paths)
-                report.problems += extra.problems
-                report.files += extra.files
-                report.new_events += extra.new_events
-                report.new_runs += extra.new_runs
+            try:
+                report = store.ingest_home(home, progress)
+                if paths:
+                    extra = store.ingest(paths, progress)
+                    report.problems += extra.problems
+                    report.files += extra.files
+                    report.new_events += extra.new_events
+                    report.new_runs += extra.new_runs
+            finally:
+                progress.close()
             args.ingest_report = report
             _report_problems(report)
             yield store

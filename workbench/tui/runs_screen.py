@@ -51,6 +51,11 @@ class RunsScreen(WorkbenchScreen):
             super().__init__()
             self.report = report
 
+    class IngestProgress(Message):
+        def __init__(self, what: str, done: float) -> None:
+            super().__init__()
+            self.what, self.done = what, done
+
     class FirstFailed(Message):
         def __init__(self, run_id: str | None) -> None:
             super().__init__()
@@ -98,7 +103,13 @@ class RunsScreen(WorkbenchScreen):
 
     @work(thread=True, exclusive=True, group="ingest", exit_on_error=False)
     def _ingest(self) -> None:
-        self.post_message(self.Ingested(self.backend.ingest()))
+        def progress(what: str, done: float) -> None:  # a long load, a store rebuild say
+            self.post_message(self.IngestProgress(what, done))
+
+        self.post_message(self.Ingested(self.backend.ingest(progress)))
+
+    def on_runs_screen_ingest_progress(self, message: IngestProgress) -> None:
+        self.query_one("#runs-count", Static).update(f"{message.what}… {message.done:.0%}")
 
     def on_runs_screen_counted(self, message: Counted) -> None:
         self.runs_list.reset(message.total)
@@ -129,6 +140,8 @@ class RunsScreen(WorkbenchScreen):
         report = message.report
         if report.new_runs or report.new_events:
             self._count()
+        else:
+            self._show_count()  # in place of the progress, if any was shown
         if report.problems:
             self.notify(
                 f"{len(report.problems)} bad trace line(s) skipped; first: {report.problems[0]}",
