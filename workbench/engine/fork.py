@@ -24,7 +24,7 @@ from agent_core.model.base import ChatModel
 from agent_core.tools.base import ToolResult, Toolset, ToolSpec
 from traces.events import Edit
 from traces.writer import Sink
-from workbench.engine.recording_io import Recording
+from workbench.engine.recording_io import Recording, config_from_run_start
 from workbench.engine.replay_model import recorded_read_only, recorded_specs, served_result
 
 REFUSED = "side_effects_refused"
@@ -59,26 +59,21 @@ class ForkPlan:
 
     def config(self, **overrides: Any) -> AgentConfig:
         start = self.parent.run_start
-        request = self.parent.turns[self.turn].request
-        config = AgentConfig(
-            task=self.task,
-            system_prompt=self.system_prompt,
-            limits=start.limits,
-            params=dict(start.params),
-            stream=request.stream if request is not None else True,
-            offer_reasoning=bool(start.meta.get("offer_reasoning", False)),
-            initial_messages=[dict(m) for m in self.messages],
-            start_turn=self.turn,
-            parent_run_id=self.parent.run_id,
-            fork_turn=self.turn,
-            edits=list(self.edits),
-            origin="fork",
+        changes: dict[str, Any] = {
+            "task": self.task,
+            "system_prompt": self.system_prompt,
+            "initial_messages": [dict(m) for m in self.messages],
+            "start_turn": self.turn,
+            "parent_run_id": self.parent.run_id,
+            "fork_turn": self.turn,
+            "edits": list(self.edits),
+            "origin": "fork",
             # The loop records the fork's own read-only flags; the parent's may differ.
-            meta={k: v for k, v in start.meta.items() if k != "read_only_tools"},
+            "meta": {k: v for k, v in start.meta.items() if k != "read_only_tools"},
+        }
+        return config_from_run_start(
+            start, self.parent.turns[self.turn].request, **(changes | overrides)
         )
-        for name, value in overrides.items():
-            setattr(config, name, value)
-        return config
 
 
 def mockable_call_ids(messages: list[dict[str, Any]]) -> list[str]:

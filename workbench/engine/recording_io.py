@@ -9,9 +9,11 @@ so replay sees exactly what was written. Anything that makes a recording unusabl
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
+from agent_core.agent import AgentConfig
 from traces.events import (
     Error,
     Event,
@@ -130,6 +132,28 @@ def index_events(events: list[Event], *, path: Path | None = None) -> Recording:
         elif isinstance(event, ToolEnd):
             record.tool_ends.append(event)
     return Recording(run_start.run_id, events, run_start, run_end, turns, path)
+
+
+def config_from_run_start(
+    start: RunStart, request: ModelRequest | None, **changes: Any
+) -> AgentConfig:
+    """The configuration a recorded run ran with, as its `run_start` and a request of it
+    (for streaming) say, with `changes` applied. Replay re-runs it as it was; a fork changes
+    the history, the numbering and what the fork records about its parent."""
+    config = AgentConfig(
+        task=start.task,
+        system_prompt=start.system_prompt,
+        limits=start.limits,
+        params=dict(start.params),
+        stream=request.stream if request is not None else True,
+        offer_reasoning=bool(start.meta.get("offer_reasoning", False)),
+        parent_run_id=start.parent_run_id,
+        fork_turn=start.fork_turn,
+        edits=list(start.edits),
+        meta=dict(start.meta),
+        origin=start.origin,
+    )
+    return replace(config, **changes)
 
 
 def read_recording_file(path: Path | str) -> Recording:
