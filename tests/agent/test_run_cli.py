@@ -77,6 +77,49 @@ def test_run_with_a_script_completes(tmp_path: Path, project: Path, capsys) -> N
 
 
 @pytest.mark.parametrize(
+    ("choice", "sent"),
+    [
+        ("required", "required"),
+        ("read_file", {"type": "function", "function": {"name": "read_file"}}),
+    ],
+)
+def test_tool_choice_forces_calls_until_one_is_made(
+    tmp_path: Path, project: Path, choice: str, sent: Any
+) -> None:
+    steps = [read_step(), read_step("src/main.py"), {"content": "Done."}]
+    script = write_script(tmp_path, steps)
+    home = tmp_path / "home"
+    args = ["run", "task", "--script", str(script), "--root", str(project), "--home", str(home)]
+    assert main([*args, "--tool-choice", choice]) == 0
+    (trace,) = traces(home)
+    events = read_trace(trace).events
+    assert events[0].params == {"tool_choice": sent}  # type: ignore[union-attr]
+    params = [e.params for e in events if e.type == "model_request"]  # type: ignore[union-attr]
+    # Sent again after a call, a forcing choice would never let the model answer.
+    assert params == [{"tool_choice": sent}, {}, {}]
+
+
+def test_tool_choice_auto_is_sent_on_every_turn(tmp_path: Path, project: Path) -> None:
+    script = write_script(tmp_path, [read_step(), {"content": "Done."}])
+    home = tmp_path / "home"
+    args = ["run", "task", "--script", str(script), "--root", str(project), "--home", str(home)]
+    assert main([*args, "--tool-choice", "auto"]) == 0
+    events = read_trace(traces(home)[0]).events
+    params = [e.params for e in events if e.type == "model_request"]  # type: ignore[union-attr]
+    assert params == [{"tool_choice": "auto"}] * 2
+
+
+def test_tool_choice_of_an_unknown_tool_is_a_usage_error(
+    tmp_path: Path, project: Path, capsys
+) -> None:
+    script = write_script(tmp_path, [{"content": "x"}])
+    args = ["run", "task", "--script", str(script), "--root", str(project)]
+    assert main([*args, "--home", str(tmp_path / "h"), "--tool-choice", "read_fiel"]) == 2
+    err = capsys.readouterr().err
+    assert "--tool-choice: no tool named read_fiel (tools: " in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
     ("steps", "flags", "status", "code"),
     [
         (

@@ -302,3 +302,22 @@ async def test_run_offering_the_reasoning_argument_replays(project: Project) -> 
     assert start["reasoning"] == "See what is there first."
     outcome = await replay_run(read_recording_file(path))
     assert outcome.status == "identical", outcome.divergence
+
+
+async def test_recording_with_null_content_on_tool_calls_still_replays(project: Project) -> None:
+    # Older recordings sent an assistant tool-call message as `"content": null`; the loop now
+    # sends "". Both mean "no text", so the replay must agree.
+    path, _ = await project.record(THREE_TURNS)
+    lines = []
+    nulls = 0
+    for event in read_events(path):
+        messages = [*event.get("messages", []), event.get("message") or {}]
+        for message in messages:
+            if message.get("tool_calls") and message.get("content") == "":
+                message["content"] = None
+                nulls += 1
+        lines.append(event)
+    assert nulls >= 2  # turn 2's answer, and the request of turn 3 that carries it
+    write_events(path, lines)
+    outcome = await replay_run(read_recording_file(path))
+    assert outcome.status == "identical", outcome.divergence

@@ -163,3 +163,30 @@ async def test_a_non_streamed_recording_serves_streamed_requests_too(project: Pr
     functions = [c for c in whole.choices[0].message.tool_calls or [] if c.type == "function"]
     assert [c.function.name for c in functions] == names
     assert names == ["list_dir"]
+
+
+async def test_workbench_run_tries_a_mismatched_request_once(project: Project, capfd) -> None:
+    # serve-model answers a request its recording does not match with 409 and
+    # `x-should-retry: false`; retrying cannot help, so `run` stops after one attempt.
+    _, recorded = await project.record(THREE_TURNS)
+    home = project.home / "second"
+    with serve("--replay", recorded.run_id, "--home", str(project.home)) as base_url:
+        code = await cli(
+            "run", "a task the recording never saw", "--base-url", base_url, "--model", "m",
+            "--root", str(project.root), "--home", str(home),
+            "--system", "You are a careful agent.",
+        )  # fmt: skip
+    out = capfd.readouterr().out
+    assert code == 3
+    [trace] = (home / "traces").glob("*.jsonl")
+    events = read_events(trace)
+    assert [e["attempt"] for e in events if e["type"] == "model_request"] == [1]
+    [error] = [e for e in events if e["type"] == "error"]
+    assert (error["status_code"], error["retriable"]) == (409, False)
+    expected = (
+        f"HTTP 409: request does not match turn 1 of run {recorded.run_id}: first difference "
+        "at messages[1].content (not retried: the server sent x-should-retry: false)"
+    )
+    assert error["message"] == expected
+    assert events[-1]["reason"] == f"model call failed: {expected}"
+    assert f"! model status: {expected}" in out

@@ -8,6 +8,7 @@ The model comes from `--base-url/--model/--api-key`, else `OPENAI_BASE_URL`,
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterable
 from pathlib import Path
 
 from agent_core.model.base import ChatModel
@@ -102,10 +103,13 @@ def build_model(args: argparse.Namespace, limits: Limits | None = None) -> ChatM
     return run_service.build_model(model_settings(args), limits)
 
 
-def check_tool_names(overrides: dict[str, str], known: list[str]) -> None:
-    unknown = sorted(set(overrides) - set(known))
+def check_tool_names(
+    names: Iterable[str], known: list[str], flag: str = "--tool-description"
+) -> None:
+    """`CliError` naming every one of `names` that is not a known tool."""
+    unknown = sorted(set(names) - set(known))
     if unknown:
         raise CliError(
-            f"--tool-description: no tool named {', '.join(unknown)} "
+            f"{flag}: no tool named {', '.join(unknown)} "
             f"(tools: {', '.join(sorted(known)) or 'none'})"
         )
