@@ -26,7 +26,7 @@ from agent_core.model.base import (
     RawChunk,
     StreamItem,
 )
-from agent_core.tools.base import ToolResult, ToolSpec
+from agent_core.tools.base import CallKey, ToolResult, ToolSpec, call_key
 from traces.events import ModelRequest, ToolEnd
 from workbench.engine.compare import FieldDiff, diff_values
 from workbench.engine.recording_io import Recording, TurnRecord
@@ -228,12 +228,12 @@ class ReplayToolset:
         self._served: set[tuple[int, str]] = set()
         # Indexed once: a long run asks for hundreds of results.
         self._by_id: dict[tuple[str, str], list[tuple[int, ToolEnd]]] = {}
-        self._by_arguments: dict[str, list[tuple[int, ToolEnd]]] = {}
+        self._by_arguments: dict[CallKey, list[tuple[int, ToolEnd]]] = {}
         for number, start, end in recording.tool_calls():
             if end is None:
                 continue
             self._by_id.setdefault((start.call_id, start.name), []).append((number, end))
-            key = _arguments_key(start.name, start.arguments)
+            key = call_key(start.name, start.arguments, start.arguments_raw)
             self._by_arguments.setdefault(key, []).append((number, end))
 
     def specs(self) -> list[ToolSpec]:
@@ -264,11 +264,7 @@ class ReplayToolset:
                 return number, end
         if same_id:
             return same_id[0]
-        for number, end in self._by_arguments.get(_arguments_key(name, arguments), []):
+        for number, end in self._by_arguments.get(call_key(name, arguments), []):
             if (number, end.call_id) not in self._served:
                 return number, end
         return None
-
-
-def _arguments_key(name: str, arguments: dict[str, Any] | None) -> str:
-    return name + "\x00" + json.dumps(arguments, sort_keys=True, ensure_ascii=False)
