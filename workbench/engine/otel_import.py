@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast, get_args
+from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
@@ -41,6 +41,7 @@ from traces.events import (
     ToolEnd,
     ToolStart,
     Totals,
+    is_run_status,
 )
 from traces.home import traces_dir
 from traces.reader import describe_validation_error
@@ -48,7 +49,6 @@ from traces.writer import JsonlWriter
 from workbench.engine import otel_attrs as a
 
 _STATUS_ERROR = 2  # opentelemetry.proto.trace.v1.Status.STATUS_CODE_ERROR
-_RUN_STATUSES = frozenset(get_args(RunStatus))
 
 
 class OtlpError(ValueError):
@@ -575,8 +575,8 @@ def _status(agent: SpanRecord | None, llms: list[SpanRecord]) -> RunStatus | Non
     declared = agent.attributes.get(a.RUN_STATUS) if agent else None
     if declared == "incomplete":
         return None
-    if declared in _RUN_STATUSES:
-        return cast(RunStatus, declared)
+    if is_run_status(declared):
+        return declared
     last = agent or (llms[-1] if llms else None)
     return "error" if last is not None and last.error else "completed"
 
