@@ -19,10 +19,10 @@ after the test:
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -133,7 +133,7 @@ class SuiteFile(pytest.File):
         from workbench.engine.regress_suite import SuiteError
 
         option = self.config.getoption
-        flags = SimpleNamespace(
+        flags = argparse.Namespace(
             base_url=option("wb_base_url"),
             model=option("wb_model"),
             api_key=option("wb_api_key"),

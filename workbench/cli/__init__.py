@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "workbench.cli.proxy_cmds",
     "workbench.cli.test_cmds",
     "workbench.cli.tui_cmds",
+    "workbench.cli.interop_cmds",
 )
 
 

@@ -20,7 +20,7 @@ import asyncio
 import itertools
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -241,7 +241,7 @@ class ScriptResponder:
     (docs/script-format.md): the same steps `ScriptedModel` follows in process."""
 
     def __init__(
-        self, steps: Script | list[ScriptStep | dict[str, Any]], *, model: str = "scripted"
+        self, steps: Script | Sequence[ScriptStep | dict[str, Any]], *, model: str = "scripted"
     ) -> None:
         self.script = steps if isinstance(steps, Script) else Script(steps)
         self.model = model

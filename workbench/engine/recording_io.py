@@ -134,7 +134,8 @@ def index_events(events: list[Event], *, path: Path | None = None) -> Recording:
 
 def read_recording_file(path: Path | str) -> Recording:
     """Read one trace file; a bad line before the last one makes it corrupt."""
-    from traces.reader import NewerSchemaError, read_trace
+    from traces.reader import read_trace
+    from traces.versions import NewerSchemaError
 
     path = Path(path)
     if not path.is_file():
