@@ -134,6 +134,7 @@ def peak_rss_mb() -> float:
 def whole_process(argv: list[str], home: Path) -> tuple[float, float]:
     """Wall and CPU seconds (all threads) of one `workbench` command."""
     env = dict(os.environ, WORKBENCH_HOME=str(home))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: modules load from bytecode
     started = time.perf_counter()
     process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(process.pid, 0)

@@ -106,7 +106,7 @@ def pending(
 
 
 def _names(folder: str, found: list[str]) -> None:
-    # Names only: `is_dir`/`is_file` come from the directory entry itself, no stat.
+    # Names only, no stat: `is_dir` comes from the directory entry itself.
     with os.scandir(folder) as entries:
         for entry in entries:
             if entry.name.endswith(".jsonl"):

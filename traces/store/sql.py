@@ -134,7 +134,8 @@ KNOWN_FILES = "SELECT path, run_id, bytes_done, lines_done, size_seen, refused F
 # not refused, and not read to their end or their run not ended (or no run at all).
 NEW_FILES = """
 SELECT name FROM (SELECT unnest(string_split($names, chr(0))) AS name)
-WHERE name <> '' AND name NOT IN (SELECT path FROM trace_files)
+ANTI JOIN trace_files ON path = name
+WHERE name <> ''
 """
 OPEN_FILES = """
 SELECT path, run_id, bytes_done, lines_done, size_seen, refused FROM trace_files
