@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from agent_core.history import needs_trim, trim_history
@@ -46,10 +46,14 @@ from agent_core.model.base import (
     Completed,
     ModelCall,
     ModelError,
+    ModelHook,
+    ModelStream,
     ModelTimeout,
     StreamItem,
+    TextDelta,
 )
 from agent_core.model.recording import RecordingModel
+from agent_core.run_types import RunHost, RunResult
 from agent_core.tokens import estimate_message, estimate_prompt, estimate_tools
 from agent_core.tools.base import ToolResult, call_key
 from agent_core.tools.runner import (
@@ -71,9 +75,6 @@ from traces.events import (
     Totals,
 )
 
-if TYPE_CHECKING:
-    from agent_core.agent import Agent, TextDelta
-
 
 @dataclass(frozen=True)
 class End:
@@ -86,23 +87,20 @@ class End:
 class HookedModel:
     """The agent's model with its hooks applied; `hooks[0]` is the outermost wrapper."""
 
-    def __init__(self, model: ChatModel, hooks: list[Callable[..., Any]]) -> None:
+    def __init__(self, model: ChatModel, hooks: list[ModelHook]) -> None:
         self.model = model
         self.hooks = hooks
         self.name = model.name
         self.base_url = model.base_url
 
     def stream(self, call: ModelCall) -> AsyncIterator[StreamItem]:
-        chain: Callable[[ModelCall], AsyncIterator[StreamItem]] = self.model.stream
+        chain: ModelStream = self.model.stream
         for hook in reversed(self.hooks):
             chain = _bind(hook, chain)
         return chain(call)
 
 
-def _bind(
-    hook: Callable[..., AsyncIterator[StreamItem]],
-    inner: Callable[[ModelCall], AsyncIterator[StreamItem]],
-) -> Callable[[ModelCall], AsyncIterator[StreamItem]]:
+def _bind(hook: ModelHook, inner: ModelStream) -> ModelStream:
     return lambda call: hook(call, inner)
 
 
@@ -119,7 +117,7 @@ def public_base_url(url: str | None) -> str | None:
 class LoopRun:
     """The state of one run; `events()` drives it."""
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: RunHost) -> None:
         self.agent = agent
         self.config = agent.config
         self.limits = agent.config.limits
@@ -454,7 +452,6 @@ class LoopRun:
         if self.agent.result is not None:
             return
         self.end = end
-        from agent_core.agent import RunResult
 
         final = end.final_answer if end.status == "completed" else self.last_text
         totals = Totals(
@@ -488,7 +485,7 @@ class LoopRun:
         )
 
 
-def run_loop(agent: Agent) -> AsyncIterator[Event | TextDelta]:
+def run_loop(agent: RunHost) -> AsyncIterator[Event | TextDelta]:
     return LoopRun(agent).events()
 
 
