@@ -13,7 +13,14 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from workbench.cli.common import CliError, add_home, positive_float, print_json, resolve_home
+from workbench.cli.common import (
+    CliError,
+    add_home,
+    port_number,
+    positive_float,
+    print_json,
+    resolve_home,
+)
 
 OTEL_EXTRA = "pip install 'agent-workbench[otel]'"
 
@@ -104,7 +111,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=COLLECT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    collect.add_argument("--port", type=int, default=4318, help="port (default 4318)")
+    collect.add_argument("--port", type=port_number, default=4318, help="port (default 4318)")
     collect.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
     )
