@@ -17,7 +17,7 @@ from traces.events import RunStart
 SYSTEM = "You are a careful agent."
 TASK = "What does config.toml say about the port, times two?"
 FILES = {"config.toml": 'name = "demo"\nport = 8080\n'}
-TOOLS: list[dict[str, Any]] = [
+TOOLS: Any = [  # the SDK types tools as TypedDicts
     {
         "type": "function",
         "function": {
@@ -75,6 +75,7 @@ def run_agent(base_url: str, *, stream: bool, headers: dict[str, str] | None = N
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": TASK},
     ]
+    message: Any
     for _ in range(5):
         if stream:
             with client.chat.completions.stream(
