@@ -239,7 +239,7 @@ class CaptureBook:
                 run.turn += 1
                 run.attempt = 1
             else:
-                run = self._start(body, headers, name, parent=follows)
+                run = self._start(body, headers, name, parent=follows, secret=secret)
             run.redactor.add_secret(secret)
             run.state = "answering"
             run.last_request = meaning
@@ -346,11 +346,13 @@ class CaptureBook:
         headers: dict[str, str],
         name: str | None,
         parent: CapturedRun | None,
+        secret: str | None,
     ) -> CapturedRun:
         messages, tools, params = body_parts(body)
         new = messages[len(parent.conversation) :] if parent else messages
         run_id = new_run_id()
-        redactor = home_redactor(self.home)
+        # The client's key is a secret from the first line on (run_start holds the task).
+        redactor = home_redactor(self.home, [secret])
         recorder = Recorder(run_id, [JsonlWriter(self.folder, run_id, redactor)])
         run = CapturedRun(run_id, name, recorder, redactor, time.monotonic())
         self.runs[run_id] = run
