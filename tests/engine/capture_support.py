@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import openai
+from openai.types.chat import ChatCompletionMessage
 
 from traces.events import RunStart
 
 SYSTEM = "You are a careful agent."
 TASK = "What does config.toml say about the port, times two?"
 FILES = {"config.toml": 'name = "demo"\nport = 8080\n'}
-TOOLS: Any = [  # the SDK types tools as TypedDicts
+TOOLS: list[Any] = [
     {
         "type": "function",
         "function": {
@@ -75,13 +76,12 @@ def run_agent(base_url: str, *, stream: bool, headers: dict[str, str] | None = N
         {"role": "system", "content": SYSTEM},
         {"role": "user", "content": TASK},
     ]
-    message: Any
     for _ in range(5):
         if stream:
             with client.chat.completions.stream(
                 model="demo-model", messages=messages, tools=TOOLS
             ) as events:
-                message = events.get_final_completion().choices[0].message
+                message: ChatCompletionMessage = events.get_final_completion().choices[0].message
         else:
             answer = client.chat.completions.create(
                 model="demo-model", messages=messages, tools=TOOLS

@@ -147,7 +147,7 @@ async def test_the_pytest_fixture_serves_named_runs(project: Project, tmp_path: 
     )
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", str(test_file)]
     done = await asyncio.to_thread(
-        subprocess.run, command, capture_output=True, text=True, cwd=tmp_path, timeout=120
+        lambda: subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=120)
     )
     assert "1 failed, 1 passed" in done.stdout, done.stdout + done.stderr
     assert "workbench_replay: " in done.stdout and "feedface" in done.stdout
