@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from textual.widgets import Static
+from textual.widgets import Input, Select, Static, TextArea
 
-from tests.tui.conftest import GOLDEN, MAX_TURNS, plain, settle
-from workbench.tui import WorkbenchApp
+from tests.tui.conftest import ERROR, GOLDEN, MAX_TURNS, plain, settle
+from workbench.engine.model_server import ModelServer, ScriptResponder
+from workbench.tui import Endpoint, WorkbenchApp
+from workbench.tui.diff_screens import ChainCompareScreen
+from workbench.tui.fork_screen import ForkScreen
 from workbench.tui.paged_list import PagedList
 from workbench.tui.replay_screen import ReplayScreen
 from workbench.tui.run_screen import RunScreen
@@ -86,3 +89,123 @@ async def test_verify_opens_the_replay_at_the_divergence(home: Path) -> None:
         seq = int(verdict.split(" at seq ")[1].split(",")[0])
         assert seq > 0 and replay.timeline.cursor == seq
         assert f"event {seq + 1} /" in plain(replay.query_one("#replay-position", Static))
+
+
+# ---------------------------------------------------------------- fork dialog
+
+
+async def _until(pilot, condition, tries: int = 500) -> None:
+    """Wait for `condition` while a worker is still running (settle would wait for it)."""
+    for _ in range(tries):
+        await pilot.pause(0.02)
+        if condition():
+            return
+    raise AssertionError("the app did not reach the expected state")
+
+
+async def _fork_dialog(pilot, app: WorkbenchApp) -> ForkScreen:
+    await settle(pilot, lambda: _runs(app).total >= 8)
+    app.open_fork(ERROR, 2)
+    await settle(
+        pilot, lambda: isinstance(app.screen, ForkScreen) and app.screen.context is not None
+    )
+    assert isinstance(app.screen, ForkScreen)
+    return app.screen
+
+
+async def _edit(pilot, fork: ForkScreen, key: str, text: str) -> None:
+    fork.query_one("#fork-edit", Select).value = key
+    await settle(pilot, lambda: fork._edit_key == key)
+    fork.query_one("#fork-text", TextArea).text = text
+    await settle(pilot, lambda: fork.draft.edits.get(key) == text)
+
+
+async def _mock(pilot, fork: ForkScreen, call_id: str, text: str) -> None:
+    fork.query_one("#fork-call", Select).value = call_id
+    await settle(pilot, lambda: fork._call_id == call_id)
+    fork.query_one("#fork-mock", TextArea).text = text
+    await settle(pilot, lambda: fork.draft.mocks.get(call_id) == text)
+
+
+async def test_one_fork_carries_several_edits_and_a_mock(home: Path) -> None:
+    with ModelServer(ScriptResponder([{"content": "20"}])) as server:
+        endpoint = Endpoint(base_url=server.base_url, model="scripted")
+        app = WorkbenchApp(home, endpoint=endpoint)
+        async with app.run_test(size=SIZE) as pilot:
+            fork = await _fork_dialog(pilot, app)
+            await _edit(pilot, fork, "system", "Answer with the number only.")
+            await _edit(pilot, fork, "tool:calculator", "Evaluate arithmetic; send JSON.")
+            await _mock(pilot, fork, "call_e1", "20")
+            await _edit(pilot, fork, "system", "Answer with the number only!")  # back to one
+            changes = plain(fork.query_one("#fork-changes", Static))
+            assert "system prompt" in changes and "tool:calculator" in changes
+            assert "result of call_e1" in changes
+            await pilot.press("ctrl+r")
+            await settle(pilot, lambda: isinstance(app.screen, ChainCompareScreen))
+
+    sent = server.bodies[0]
+    assert sent["messages"][0] == {"role": "system", "content": "Answer with the number only!"}
+    tool = next(m for m in sent["messages"] if m.get("role") == "tool")
+    assert tool["content"] == "20"
+    described = {t["function"]["name"]: t["function"]["description"] for t in sent["tools"]}
+    assert described["calculator"] == "Evaluate arithmetic; send JSON."
+    start = json.loads((home / "traces" / f"{fork.fork_run_id}.jsonl").read_text().split("\n")[0])
+    assert sorted(e["kind"] for e in start["edits"]) == [
+        "mock_result",
+        "system",
+        "tool_description",
+    ]
+
+
+async def test_the_fork_form_is_remembered_and_ctrl_c_asks_first(home: Path) -> None:
+    app = WorkbenchApp(home, endpoint=Endpoint())
+    async with app.run_test(size=SIZE) as pilot:
+        fork = await _fork_dialog(pilot, app)
+        await _mock(pilot, fork, "call_e1", "20")
+        fork.query_one("#fork-model", Input).value = "my-model"
+        await settle(pilot)
+
+        await pilot.press("ctrl+r")  # no model yet: the form says what to fill in
+        await settle(pilot, lambda: bool(app._notifications))
+        message = list(app._notifications)[-1].message
+        assert "base URL" in message and "--" not in message
+        assert not fork.running
+
+        await pilot.press("ctrl+c")  # a half-filled form: the first ctrl+c only warns
+        await settle(pilot)
+        assert app.is_running and app.screen is fork
+        assert "ctrl+c again" in list(app._notifications)[-1].message
+
+        await pilot.press("escape")
+        await settle(pilot, lambda: not isinstance(app.screen, ForkScreen))
+        app.open_fork(ERROR, 2)
+        await settle(
+            pilot, lambda: isinstance(app.screen, ForkScreen) and app.screen.context is not None
+        )
+        again = app.screen
+        assert isinstance(again, ForkScreen) and again is not fork
+        assert again.draft.mocks == {"call_e1": "20"}
+        assert again.query_one("#fork-mock", TextArea).text == "20"
+        assert again.query_one("#fork-model", Input).value == "my-model"
+
+        app._quit_armed = False
+        await pilot.press("ctrl+c", "ctrl+c")  # asked, then confirmed
+        await settle(pilot, lambda: not app.is_running)
+
+
+async def test_a_running_fork_can_be_cancelled(home: Path) -> None:
+    # The model takes a minute to answer: only a cancel ends this fork in time.
+    with ModelServer(ScriptResponder([{"content": "late", "delay_ms": 60_000}])) as server:
+        endpoint = Endpoint(base_url=server.base_url, model="scripted")
+        app = WorkbenchApp(home, endpoint=endpoint)
+        async with app.run_test(size=SIZE) as pilot:
+            fork = await _fork_dialog(pilot, app)
+            await pilot.press("ctrl+r")
+            await _until(pilot, lambda: fork.running and len(server.bodies) == 1)
+            await pilot.press("ctrl+x")
+            await settle(pilot, lambda: not fork.running)
+            assert isinstance(app.screen, ForkScreen)  # a cancelled fork compares nothing
+            assert "ended: cancelled" in fork.output.text.plain
+            trace = home / "traces" / f"{fork.fork_run_id}.jsonl"
+            end = json.loads(trace.read_text().splitlines()[-1])
+            assert end["type"] == "run_end" and end["status"] == "cancelled"

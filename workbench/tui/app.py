@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
@@ -18,6 +18,9 @@ from textual.screen import Screen
 from workbench.tui.backend import Backend, Endpoint, NotAvailable
 from workbench.tui.help import HelpScreen
 from workbench.tui.runs_screen import RunsScreen
+
+if TYPE_CHECKING:
+    from workbench.tui.fork_screen import ForkDraft
 
 
 def error_line(exc: BaseException) -> str:
@@ -36,6 +39,8 @@ class WorkbenchApp(App[None]):
         Binding("q", "quit", "Quit"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
     ]
+    # Seconds in which a second ctrl+c (or q) quits after the warning about unsaved work.
+    QUIT_CONFIRM_S = 4.0
 
     def __init__(
         self,
@@ -51,6 +56,10 @@ class WorkbenchApp(App[None]):
         # The model forks talk to by default: `workbench tui` flags, else the environment.
         self.endpoint = endpoint or Endpoint.from_settings(None)
         self.ingest_on_start = ingest
+        # Remembered between fork dialogs: each run's draft changes and the last model used.
+        self.fork_drafts: dict[str, ForkDraft] = {}
+        self.fork_endpoint: Endpoint | None = None
+        self._quit_armed = False
 
     def on_mount(self) -> None:
         self.push_screen(RunsScreen())
@@ -65,6 +74,24 @@ class WorkbenchApp(App[None]):
         self.notify(error_line(exc), severity=severity, timeout=8)
 
     # ------------------------------------------------------------------ actions
+
+    async def action_quit(self) -> None:
+        """Quit; when the screen holds work that would be lost, only on a second press."""
+        unsaved = getattr(self.screen, "unsaved_work", None)
+        reason = unsaved() if unsaved is not None else None
+        if reason and not self._quit_armed:
+            self._quit_armed = True
+            self.set_timer(self.QUIT_CONFIRM_S, self._disarm_quit)
+            self.notify(
+                f"{reason}: press ctrl+c again to quit anyway, or escape to leave the form "
+                "(it is remembered)",
+                severity="warning",
+            )
+            return
+        self.exit()
+
+    def _disarm_quit(self) -> None:
+        self._quit_armed = False
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

@@ -225,12 +225,18 @@ class Backend:
         )
 
     def run_fork(
-        self, run_id: str, request: Any, endpoint: Endpoint, on_item: Callable[[Any], None]
+        self,
+        run_id: str,
+        request: Any,
+        endpoint: Endpoint,
+        on_item: Callable[[Any], None],
+        cancel: CancelFork | None = None,
     ) -> Any:
         """Run a fork to its end in this (worker) thread, recording it in the home folder.
 
         `request` is a `workbench.engine.fork.ForkRequest`; every streamed item (trace events
-        and text deltas) goes to `on_item` as it happens. Returns the agent's `RunResult`.
+        and text deltas) goes to `on_item` as it happens. `cancel()`, from any thread, stops
+        the run: it ends `cancelled` and its trace says so. Returns the agent's `RunResult`.
         """
         from agent_core.tools.builtin import builtin_tools
         from traces.home import home_redactor, traces_dir
@@ -260,15 +266,45 @@ class Backend:
         )
 
         async def drive() -> None:
+            if cancel is not None:
+                cancel.bind(asyncio.get_running_loop(), asyncio.current_task())
             async for item in agent.run_stream():
                 on_item(item)
 
         try:
             asyncio.run(drive())
+        except asyncio.CancelledError:
+            if agent.result is None:
+                raise
         finally:
             writer.close()
         self.ingest()
         return agent.result
+
+
+class CancelFork:
+    """Stops a fork running in a worker thread, from the UI thread: its task is cancelled, so
+    the agent records `run_end` with status `cancelled`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._target: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = None
+        self.requested = False
+
+    def bind(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any] | None) -> None:
+        with self._lock:
+            if task is None:
+                return
+            self._target = (loop, task)
+            if self.requested:
+                loop.call_soon_threadsafe(task.cancel)
+
+    def __call__(self) -> None:
+        with self._lock:
+            self.requested = True
+            if self._target is not None:
+                loop, task = self._target
+                loop.call_soon_threadsafe(task.cancel)
 
 
 @dataclass(frozen=True)
