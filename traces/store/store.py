@@ -68,6 +68,7 @@ class RunRow:
     final_answer: str | None
     reason: str | None
     source_path: str | None
+    origin: str = "agent"  # a RunOrigin; "agent" for a run whose run_start is missing
 
     def to_json(self) -> dict[str, Any]:
         out = dict(self.__dict__)
@@ -272,6 +273,17 @@ class TraceStore:
         with self._cursor() as cur:
             rows = cur.execute(sql.TOOL_SCHEMAS, {"run_id": run_id}).fetchall()
         return [json.loads(row[0]) for row in rows]
+
+    def search(
+        self, text: str, run_id: str | None = None, limit: int = 100, context: int = 40
+    ) -> list[tuple[str, int | None, int, str, str]]:
+        """Fields of runs' events containing `text` (any case): run id, turn, seq, where
+        (task, message, tool_arguments, tool_result, error, answer) and a snippet of about
+        `context` characters either side of the first match, newest runs first."""
+        params = {"text": text, "run_id": run_id, "limit": limit, "context": context}
+        with self._cursor() as cur:
+            rows = cur.execute(sql.SEARCH, params).fetchall()
+        return [(row[0], row[1], int(row[2]), row[3], row[4]) for row in rows]
 
     def query(
         self, statement: str, params: tuple[Any, ...] | list[Any] = ()

@@ -284,7 +284,8 @@ def _register_diff(subparsers: Any) -> None:
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
-    from workbench.engine.diff import diff_chains, diff_tools, render_chain, render_tools
+    from workbench.engine.chain_compare import compare_runs, render_comparison
+    from workbench.engine.diff import diff_tools, render_tools
 
     home = resolve_home(args)
     a, b = _load(args.a, home), _load(args.b, home)
@@ -298,12 +299,12 @@ def _cmd_diff(args: argparse.Namespace) -> int:
         result["tools"] = tools.to_json()
         lines += render_tools(tools, a.run_id, b.run_id)
     if show_chain:
-        chain = diff_chains(a, b)
-        different |= not chain.is_equal
-        result["chain"] = chain.to_json()
+        comparison = compare_runs(a, b)
+        different |= not comparison.diff.is_equal
+        result["chain"] = comparison.to_json()
         if lines:
             lines.append("")
-        lines += render_chain(chain)
+        lines += render_comparison(comparison)
     result["equal"] = not different
     if args.json:
         print_json(result)
