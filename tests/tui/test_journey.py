@@ -7,7 +7,7 @@ from pathlib import Path
 
 from textual.widgets import Input, Select, Static, TextArea
 
-from tests.tui.conftest import ERROR, GOLDEN, MAX_TURNS, plain, settle
+from tests.tui.conftest import COMPLETED, ERROR, GOLDEN, MAX_TURNS, plain, settle
 from workbench.engine.model_server import ModelServer, ScriptResponder
 from workbench.tui import Endpoint, WorkbenchApp
 from workbench.tui.diff_screens import ChainCompareScreen
@@ -15,6 +15,7 @@ from workbench.tui.fork_screen import ForkScreen
 from workbench.tui.paged_list import PagedList
 from workbench.tui.replay_screen import ReplayScreen
 from workbench.tui.run_screen import RunScreen
+from workbench.tui.runs_screen import RunsScreen
 
 SIZE = (160, 45)
 TIMEOUT = "875829d45a0a53888d30260f316d29d9"
@@ -209,3 +210,80 @@ async def test_a_running_fork_can_be_cancelled(home: Path) -> None:
             trace = home / "traces" / f"{fork.fork_run_id}.jsonl"
             end = json.loads(trace.read_text().splitlines()[-1])
             assert end["type"] == "run_end" and end["status"] == "cancelled"
+
+
+# ---------------------------------------------------------------- runs list
+
+
+def _as_origin(trace: Path, origin: str, run_id: str) -> str:
+    """A copy of a golden trace under a new run id, recorded as a run of kind `origin`."""
+    lines = trace.read_text().splitlines()
+    events = [json.loads(line) | {"run_id": run_id} for line in lines]
+    events[0] |= {"schema_version": 2, "origin": origin}
+    return "".join(json.dumps(e) + "\n" for e in events)
+
+
+async def test_runs_list_kinds_sorting_and_new_runs_arriving(home: Path) -> None:
+    samples = [f"5a3p1e{n:026d}" for n in range(3)]
+    for run_id in samples:  # a suite run's failed samples
+        text = _as_origin(GOLDEN / f"{ERROR}.jsonl", "regression_sample", run_id)
+        (home / "traces" / f"{run_id}.jsonl").write_text(text)
+    app = WorkbenchApp(home)
+    async with app.run_test(size=SIZE) as pilot:
+        runs = app.screen
+        assert isinstance(runs, RunsScreen)
+        await settle(pilot, lambda: _runs(app).total == 11 and _runs(app).row(10) is not None)
+        kinds = {_runs(app).row(i).origin for i in range(11)}
+        assert kinds == {"agent", "regression_sample"}
+        assert "sample" in "".join(_runs(app).render_line(y).text for y in range(11))
+
+        await pilot.press("f")  # the samples would flood "failed only"…
+        await settle(pilot, lambda: _runs(app).total == 10)
+        runs.query_one("#filter-kind", Select).value = "runs and forks"  # …not any more
+        await settle(pilot, lambda: _runs(app).total == 7)
+        runs.query_one("#filter-kind", Select).value = "regression samples"
+        await settle(pilot, lambda: _runs(app).total == 3)
+        runs.query_one("#filter-kind", Select).clear()
+        await pilot.press("f")
+        await settle(pilot, lambda: _runs(app).total == 11)
+
+        # Sort: s steps through the columns, S reverses; a header click sorts by its column.
+        await pilot.press("s")
+        await settle(pilot, lambda: runs.where.sort == "run_id" and _runs(app).row(10) is not None)
+        ids = [_runs(app).row(i).run_id for i in range(11)]
+        assert ids == sorted(ids, reverse=True)
+        await pilot.press("S")
+        await settle(pilot, lambda: not runs.where.descending and _runs(app).row(0) is not None)
+        assert _runs(app).row(0).run_id == min(ids)
+        header = runs.query_one("#runs-header")
+        tokens_x = str(header.render()).index("tokens")
+        await pilot.click("#runs-header", offset=(tokens_x + 1, 0))
+        await settle(pilot, lambda: runs.where.sort == "total_tokens")
+        await settle(pilot, lambda: _runs(app).row(10) is not None)
+        tokens = [_runs(app).row(i).total_tokens for i in range(11)]
+        assert tokens == sorted(tokens, reverse=True)
+        assert "tokens▼" in str(header.render())
+
+        # A run recorded while the list is open appears on its own.
+        before = runs.ingests
+        fresh = "f7e5h" + "0" * 27
+        (home / "traces" / f"{fresh}.jsonl").write_text(
+            _as_origin(GOLDEN / f"{COMPLETED}.jsonl", "fork", fresh)
+        )
+        await settle(pilot, lambda: runs.ingests > before and _runs(app).total == 12)
+
+
+async def test_runs_list_at_100_columns_keeps_the_task_and_the_footer_keys(home: Path) -> None:
+    from workbench.tui.render import TASK_MIN_WIDTH, visible_columns
+
+    app = WorkbenchApp(home)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, lambda: _runs(app).total == 8 and _runs(app).row(7) is not None)
+        titles = [c.title for c in visible_columns(100)]
+        assert "task" in titles and "time" not in titles and "parent" not in titles
+        fixed = sum(c.width + 1 for c in visible_columns(100) if c.width)
+        assert 100 - fixed >= TASK_MIN_WIDTH
+        line = _runs(app).render_line(7).text
+        assert "What is in README.md, and what time" in line
+        footer = " ".join(key.key for key in app.screen.query("FooterKey"))
+        assert "question_mark" in footer.split()[:3] and "q" in footer.split()[:3]

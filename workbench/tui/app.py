@@ -49,6 +49,7 @@ class WorkbenchApp(App[None]):
         backend: Backend | None = None,
         endpoint: Endpoint | None = None,
         ingest: bool = True,
+        watch: bool = True,
     ) -> None:
         super().__init__()
         self.home = home
@@ -56,6 +57,7 @@ class WorkbenchApp(App[None]):
         # The model forks talk to by default: `workbench tui` flags, else the environment.
         self.endpoint = endpoint or Endpoint.from_settings(None)
         self.ingest_on_start = ingest
+        self.watch_traces = watch  # follow the traces folder: new runs appear on their own
         # Remembered between fork dialogs: each run's draft changes and the last model used.
         self.fork_drafts: dict[str, ForkDraft] = {}
         self.fork_endpoint: Endpoint | None = None
@@ -116,6 +118,21 @@ class WorkbenchApp(App[None]):
         from workbench.tui.diff_screens import ChainCompareScreen
 
         self.push_screen(ChainCompareScreen(run_a, run_b))
+
+    def open_regressions(self) -> None:
+        from workbench.tui.regress_screen import RegressScreen
+
+        self.push_screen(RegressScreen())
+
+    def open_timeline(self, run_id: str) -> None:
+        from workbench.tui.timeline_screen import TimelineScreen
+
+        self.push_screen(TimelineScreen(run_id))
+
+    def copy(self, text: str, what: str) -> None:
+        """Put `text` on the clipboard (the terminal's, through OSC 52) and say so."""
+        self.copy_to_clipboard(text)
+        self.notify(f"Copied {what} to the clipboard.", timeout=3)
 
     def open_fork(self, run_id: str, turn: int, *, mock_call: str | None = None) -> None:
         from workbench.tui.fork_screen import ForkScreen

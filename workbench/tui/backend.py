@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from traces.events import Event
+from traces.home import traces_dir
 from traces.schema_diff import diff_tool_schemas
 from traces.store import TraceStore
 from workbench.engine import fork as fork_engine
@@ -35,14 +36,36 @@ class NotAvailable(Exception):
     """Something the user must set up first (a model endpoint, say); shown as a warning."""
 
 
+# The kind filter's choices: run_start.origin values, and the usual pair together.
+KIND_FILTERS: dict[str, tuple[str, ...]] = {
+    "runs and forks": ("agent", "fork"),
+    "agent runs": ("agent",),
+    "forks": ("fork",),
+    "regression samples": ("regression_sample",),
+    "mcp sessions": ("mcp_session",),
+    "captured": ("captured",),
+    "imported": ("imported",),
+}
+
+
 @dataclass(frozen=True)
 class RunFilter:
     text: str = ""
     status: str | None = None
     failed_only: bool = False
+    kind: str | None = None  # a key of KIND_FILTERS
+    run_ids: tuple[str, ...] | None = None  # only these runs (what a content search found)
+    sort: str | None = None  # a column of traces.store.sql.RUN_SORT_COLUMNS
+    descending: bool = True
 
     def kwargs(self) -> dict[str, Any]:
-        return {"text": self.text or None, "status": self.status, "failed_only": self.failed_only}
+        return {
+            "text": self.text or None,
+            "status": self.status,
+            "failed_only": self.failed_only,
+            "origins": KIND_FILTERS[self.kind] if self.kind else None,
+            "run_ids": self.run_ids,
+        }
 
 
 @dataclass(frozen=True)
@@ -105,7 +128,37 @@ class Backend:
 
     def runs(self, where: RunFilter, offset: int, limit: int) -> list[Any]:
         with self._session() as store:
-            return list(store.runs(**where.kwargs(), limit=limit, offset=offset))
+            return list(
+                store.runs(
+                    **where.kwargs(),
+                    limit=limit,
+                    offset=offset,
+                    sort=where.sort,
+                    descending=where.descending,
+                )
+            )
+
+    def search(self, text: str, run_id: str | None = None, limit: int = 500) -> list[Any]:
+        """`workbench.engine.search.SearchHit`s: where `text` occurs in runs' contents."""
+        from workbench.engine.search import search
+
+        with self._session() as store:
+            return search(store, text, run_id=run_id, limit=limit)
+
+    def watch_traces(self, stop: threading.Event, on_change: Callable[[], None]) -> None:
+        """Call `on_change` whenever trace files appear or grow, until `stop` is set.
+
+        Runs in a thread worker; the operating system's file events wake it, nothing polls.
+        """
+        import watchfiles
+
+        folder = traces_dir(self.home)
+        folder.mkdir(parents=True, exist_ok=True)
+        for changes in watchfiles.watch(
+            folder, stop_event=stop, debounce=200, yield_on_timeout=False
+        ):
+            if any(path.endswith(".jsonl") for _, path in changes):
+                on_change()
 
     def run(self, run_id: str) -> Any:
         with self._session() as store:
@@ -239,7 +292,7 @@ class Backend:
         the run: it ends `cancelled` and its trace says so. Returns the agent's `RunResult`.
         """
         from agent_core.tools.builtin import builtin_tools
-        from traces.home import home_redactor, traces_dir
+        from traces.home import home_redactor
         from traces.writer import JsonlWriter
         from workbench.cli.common import CliError
         from workbench.cli.model_flags import build_model
