@@ -7,13 +7,21 @@ against the newest baseline in the failure text. The model comes from `--wb-base
 `--wb-model`, `--wb-api-key` or the usual OPENAI_BASE_URL / WORKBENCH_MODEL /
 OPENAI_API_KEY. Registered through the `pytest11` entry point, so an installed workbench
 extends every pytest run; heavy imports wait until a suite file is actually collected.
+
+The `workbench_replay` fixture serves recorded runs (captures of your own agent, say) as an
+OpenAI-compatible endpoint for the test, like `workbench serve-model --replay`, and stops it
+after the test:
+
+    def test_agent_offline(workbench_replay):
+        base_url = workbench_replay("3fa2c1", name="nightly")  # runs, and/or a run name
+        agent = make_agent(base_url=base_url, api_key="unused")
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -38,6 +46,37 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="NAME=TEXT|@FILE",
         help="offer this description for tool NAME instead (repeatable)",
     )
+
+
+@pytest.fixture
+def workbench_replay(pytestconfig: pytest.Config) -> Iterator[Callable[..., str]]:
+    """Start a replay server: `workbench_replay(*runs, name=None, home=None, match="meaning")`
+    returns its base URL (ending in /v1). The home folder defaults to `--wb-home`, else
+    $WORKBENCH_HOME, else ./.workbench."""
+    from traces.home import home_dir
+    from workbench.engine.serve import ServeError, replay_server
+
+    servers: list[Any] = []
+
+    def start(
+        *runs: str | Path,
+        name: str | None = None,
+        home: str | Path | None = None,
+        match: str = "meaning",
+    ) -> str:
+        folder = home_dir(home or pytestconfig.getoption("wb_home"))
+        try:
+            server = replay_server(
+                list(runs), folder, name=name, mode="exact" if match == "exact" else "meaning"
+            )
+        except ServeError as exc:
+            pytest.fail(f"workbench_replay: {exc}", pytrace=False)
+        servers.append(server)
+        return str(server.base_url)
+
+    yield start
+    for server in servers:
+        server.close()
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -83,26 +122,26 @@ class SuiteFile(pytest.File):
 
     async def _run(self) -> Any:
         from traces.home import home_dir
-        from workbench.cli.common import CliError
-        from workbench.cli.model_flags import build_model, parse_tool_descriptions
         from workbench.engine.regress_session import (
             SuiteRequest,
             open_results_store,
             run_suite_request,
         )
         from workbench.engine.regress_suite import SuiteError
+        from workbench.engine.run_service import (
+            ModelSettings,
+            SetupError,
+            build_model,
+            parse_tool_descriptions,
+        )
 
         option = self.config.getoption
-        flags = SimpleNamespace(
-            base_url=option("wb_base_url"),
-            model=option("wb_model"),
-            api_key=option("wb_api_key"),
-            script=None,
-            no_stream=False,
+        settings = ModelSettings.from_env(
+            base_url=option("wb_base_url"), model=option("wb_model"), api_key=option("wb_api_key")
         )
         home = home_dir(option("wb_home"))
         try:
-            model = build_model(flags)
+            model = build_model(settings)
             request = SuiteRequest(
                 suite=self.suite,
                 home=home,
@@ -114,7 +153,7 @@ class SuiteFile(pytest.File):
                 save_baseline=option("wb_save_baseline"),
                 secrets=[option("wb_api_key")],
             )
-        except CliError as exc:
+        except SetupError as exc:
             raise SuiteProblem(str(exc)) from None
         try:
             store = open_results_store(home)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from textual.widgets import Input, Select, Static, TextArea
 
@@ -35,8 +36,14 @@ async def _open(pilot, app: WorkbenchApp, run_id: str) -> RunScreen:
     return app.screen
 
 
+def _row(app: WorkbenchApp, index: int) -> Any:
+    row = _runs(app).row(index)
+    assert row is not None
+    return row
+
+
 def _labels(screen: RunScreen) -> list[str]:
-    return [str(node.label) for node in screen.tree.root.children]
+    return [str(node.label) for node in screen.chain_tree.root.children]
 
 
 async def test_turn_labels_say_what_happened(home: Path) -> None:
@@ -233,7 +240,7 @@ async def test_runs_list_kinds_sorting_and_new_runs_arriving(home: Path) -> None
         runs = app.screen
         assert isinstance(runs, RunsScreen)
         await settle(pilot, lambda: _runs(app).total == 11 and _runs(app).row(10) is not None)
-        kinds = {_runs(app).row(i).origin for i in range(11)}
+        kinds = {_row(app, i).origin for i in range(11)}
         assert kinds == {"agent", "regression_sample"}
         assert "sample" in "".join(_runs(app).render_line(y).text for y in range(11))
 
@@ -250,17 +257,17 @@ async def test_runs_list_kinds_sorting_and_new_runs_arriving(home: Path) -> None
         # Sort: s steps through the columns, S reverses; a header click sorts by its column.
         await pilot.press("s")
         await settle(pilot, lambda: runs.where.sort == "run_id" and _runs(app).row(10) is not None)
-        ids = [_runs(app).row(i).run_id for i in range(11)]
+        ids = [_row(app, i).run_id for i in range(11)]
         assert ids == sorted(ids, reverse=True)
         await pilot.press("S")
         await settle(pilot, lambda: not runs.where.descending and _runs(app).row(0) is not None)
-        assert _runs(app).row(0).run_id == min(ids)
+        assert _row(app, 0).run_id == min(ids)
         header = runs.query_one("#runs-header")
         tokens_x = str(header.render()).index("tokens")
         await pilot.click("#runs-header", offset=(tokens_x + 1, 0))
         await settle(pilot, lambda: runs.where.sort == "total_tokens")
         await settle(pilot, lambda: _runs(app).row(10) is not None)
-        tokens = [_runs(app).row(i).total_tokens for i in range(11)]
+        tokens = [_row(app, i).total_tokens for i in range(11)]
         assert tokens == sorted(tokens, reverse=True)
         assert "tokens▼" in str(header.render())
 
@@ -285,5 +292,5 @@ async def test_runs_list_at_100_columns_keeps_the_task_and_the_footer_keys(home:
         assert 100 - fixed >= TASK_MIN_WIDTH
         line = _runs(app).render_line(7).text
         assert "What is in README.md, and what time" in line
-        footer = " ".join(key.key for key in app.screen.query("FooterKey"))
+        footer = " ".join(str(getattr(key, "key", "")) for key in app.screen.query("FooterKey"))
         assert "question_mark" in footer.split()[:3] and "q" in footer.split()[:3]

@@ -16,8 +16,8 @@ from typing import Any
 from workbench.cli.common import (
     CliError,
     add_home,
+    positive_int,
     print_json,
-    redactor_for,
     resolve_home,
     text_or_file,
 )
@@ -223,13 +223,12 @@ def _fork_request(args: argparse.Namespace) -> Any:
 
 
 def _cmd_fork(args: argparse.Namespace) -> int:
-    from traces.home import traces_dir
-    from traces.writer import JsonlWriter
     from workbench.cli.driving import local_toolsets, mcp_config_secrets, run_agent
     from workbench.cli.model_flags import build_model, limits_from_args, model_settings
     from workbench.cli.run_cmds import STATUS_EXIT
     from workbench.cli.run_printer import RunPrinter
-    from workbench.engine.fork import ForkError, fork_agent, fork_toolset, plan_fork
+    from workbench.engine.fork import ForkError, fork_toolset, plan_fork
+    from workbench.engine.run_service import prepare_fork
 
     home = resolve_home(args)
     parent = _load(args.run, home)
@@ -241,15 +240,12 @@ def _cmd_fork(args: argparse.Namespace) -> int:
     secrets = mcp_config_secrets(args.mcp_config)
     limits = limits_from_args(args, parent.run_start.limits)
     model = build_model(args, limits)
-    config = plan.config(limits=limits)
     # Secrets never reach a trace: the API key and the MCP config's headers and env values.
     secrets.append(model_settings(args).api_key or "")
-    writer = JsonlWriter(traces_dir(home), config.run_id, redactor_for(home, secrets))
-    agent = fork_agent(
-        plan, model, live_toolsets=live, sinks=[writer], run_id=config.run_id, limits=limits
-    )
+    fork = prepare_fork(plan, model, home, live_toolsets=live, secrets=secrets, limits=limits)
+    agent, writer = fork.agent, fork.writer
     sys.stderr.write(
-        f"fork {config.run_id} of run {parent.run_id} at turn {plan.turn} "
+        f"fork {agent.config.run_id} of run {parent.run_id} at turn {plan.turn} "
         f"({len(plan.edits)} edit(s)), model {model.name}\n"
     )
     printer = RunPrinter(sys.stdout)
@@ -328,25 +324,68 @@ def _register_serve(subparsers: Any) -> None:
         ),
     )
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--replay", metavar="RUN", help="run id, prefix or .jsonl path")
+    source.add_argument(
+        "--replay",
+        metavar="RUN",
+        nargs="+",
+        help="run ids, prefixes or .jsonl paths; each request is answered from the run it "
+        "belongs to",
+    )
+    source.add_argument(
+        "--replay-name",
+        metavar="NAME",
+        help="every run named NAME (captured with the header X-Workbench-Run: NAME)",
+    )
     source.add_argument("--script", metavar="FILE", help="model script (docs/script-format.md)")
+    parser.add_argument(
+        "--match",
+        choices=("meaning", "exact"),
+        default="meaning",
+        help="meaning (default): tool-call arguments compared as JSON, fields sent with their "
+        "default value equal to absent; exact: every field as recorded",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="port (default 0: pick a free one)")
+    parser.add_argument(
+        "--max-request-mb",
+        type=positive_int,
+        default=32,
+        metavar="MB",
+        help="refuse larger request bodies with HTTP 413 (default 32)",
+    )
     add_home(parser)
     parser.set_defaults(func=_cmd_serve)
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
+    from workbench.engine.recording_io import runs_named
     from workbench.engine.serve import ServeError, serve_forever
 
-    source: Any = _load(args.replay, resolve_home(args)) if args.replay else Path(args.script)
-    what = f"replay of run {source.run_id}" if args.replay else f"script {args.script}"
+    source: Any
+    if args.script:
+        source, what = Path(args.script), f"script {args.script}"
+    else:
+        home = resolve_home(args)
+        try:
+            source = runs_named(args.replay_name, home) if args.replay_name else None
+        except RecordingError as exc:
+            raise CliError(str(exc), 2) from None
+        source = source or [_load(ref, home) for ref in args.replay]
+        ids = ", ".join(recording.run_id[:12] for recording in source)
+        what = f"replay of run{'s' if len(source) > 1 else ''} {ids}"
 
     def announce(base_url: str) -> None:
         print(f"serving {base_url} ({what}; Ctrl-C stops)", flush=True)
 
     try:
-        serve_forever(source, host=args.host, port=args.port, on_ready=announce)
+        serve_forever(
+            source,
+            mode=args.match,
+            host=args.host,
+            port=args.port,
+            max_request_bytes=args.max_request_mb * 1024 * 1024,
+            on_ready=announce,
+        )
     except ServeError as exc:
         raise CliError(str(exc), 2) from None
     except KeyboardInterrupt:

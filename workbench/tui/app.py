@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from workbench.tui.backend import Backend, Endpoint, NotAvailable
@@ -55,7 +56,7 @@ class WorkbenchApp(App[None]):
         self.home = home
         self.backend = backend or Backend(home)
         # The model forks talk to by default: `workbench tui` flags, else the environment.
-        self.endpoint = endpoint or Endpoint.from_settings(None)
+        self.endpoint = endpoint or Endpoint.from_env()
         self.ingest_on_start = ingest
         self.watch_traces = watch  # follow the traces folder: new runs appear on their own
         # Remembered between fork dialogs: each run's draft changes and the last model used.
@@ -72,7 +73,7 @@ class WorkbenchApp(App[None]):
     # ------------------------------------------------------------------ errors
 
     def report_error(self, exc: BaseException) -> None:
-        severity = "warning" if isinstance(exc, NotAvailable) else "error"
+        severity: SeverityLevel = "warning" if isinstance(exc, NotAvailable) else "error"
         self.notify(error_line(exc), severity=severity, timeout=8)
 
     # ------------------------------------------------------------------ actions

@@ -13,19 +13,23 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent_core.agent import RunResult, TextDelta
 from traces.events import Event
 from traces.home import traces_dir
 from traces.schema_diff import diff_tool_schemas
 from traces.store import TraceStore
 from workbench.engine import fork as fork_engine
+from workbench.engine import run_service
 from workbench.engine.diff import diff_chains
+from workbench.engine.fork import ForkRequest
 from workbench.engine.recording_io import load_recording
 from workbench.engine.replay import replay_run
+from workbench.engine.run_service import ModelSettings
 from workbench.tui.render import event_is_failure
 
 # Seconds without a store call after which the database is let go for other processes.
@@ -145,7 +149,7 @@ class Backend:
         with self._session() as store:
             return search(store, text, run_id=run_id, limit=limit)
 
-    def watch_traces(self, stop: threading.Event, on_change: Callable[[], None]) -> None:
+    def watch_traces(self, stop: threading.Event, on_change: Callable[[], object]) -> None:
         """Call `on_change` whenever trace files appear or grow, until `stop` is set.
 
         Runs in a thread worker; the operating system's file events wake it, nothing polls.
@@ -171,7 +175,11 @@ class Backend:
             return int(store.count_events(run_id))
 
     def events(
-        self, run_id: str, offset: int = 0, limit: int = 200, types: list[str] | None = None
+        self,
+        run_id: str,
+        offset: int = 0,
+        limit: int | None = 200,
+        types: list[str] | None = None,
     ) -> list[Event]:
         with self._session() as store:
             return list(store.events(run_id, offset=offset, limit=limit, types=types))
@@ -212,6 +220,50 @@ class Backend:
             if len(found) < page:
                 return None
             offset += page
+
+    def timeline(self, run_id: str) -> Any:
+        """A `TimelineView`: the engine's timeline of the run and the home's prices."""
+        from workbench.engine.cost import Prices, PricesError
+        from workbench.engine.timeline import build_timeline
+        from workbench.tui.timeline_screen import TimelineView
+
+        types = ["run_start", "model_request", "model_response", "error", "tool_start"]
+        events = self.events(run_id, 0, None, [*types, "tool_end", "run_end"])
+        try:
+            return TimelineView(build_timeline(events), Prices.load(self.home))
+        except PricesError as exc:
+            return TimelineView(build_timeline(events), Prices(), str(exc))
+
+    # ------------------------------------------------------------------ regressions
+
+    def regressions(self, limit: int = 50) -> list[Any]:
+        """Stored suite runs, newest first, each with its cases (`traces.store.regress`)."""
+        from traces.store.regress import RegressTables
+        from workbench.tui.regress_screen import SuiteRun
+
+        # In one process DuckDB shares the open file, so this is the store the backend holds.
+        with self._session(), closing(RegressTables.for_home(self.home)) as tables:
+            return [
+                SuiteRun(run, tables.cases(run["suite_run_id"])) for run in tables.runs(limit=limit)
+            ]
+
+    def regression_schema_diff(self, suite: str, baseline: str | None, suite_run_id: str) -> Any:
+        """A `SchemaPair`: the baseline's tool schemas against the suite run's."""
+        from traces.store.regress import RegressTables
+        from workbench.tui.schema_view import SchemaPair
+
+        with self._session(), closing(RegressTables.for_home(self.home)) as tables:
+            base = tables.load_baseline(suite, baseline)
+            if base is None:
+                raise NotAvailable(
+                    f"suite {suite} has no baseline to compare with; save one with "
+                    "`workbench test --save-baseline`"
+                )
+            before = list(base["tool_schemas"])
+            after = tables.run_tool_schemas(suite_run_id)
+        label = f"baseline {base['name']}"
+        diff = diff_tool_schemas(before, after)
+        return SchemaPair(label, f"suite run {suite_run_id[:8]}", before, after, diff)
 
     def tool_schemas(self, run_id: str) -> Any:
         with self._session() as store:
@@ -280,59 +332,51 @@ class Backend:
     def run_fork(
         self,
         run_id: str,
-        request: Any,
+        request: ForkRequest,
         endpoint: Endpoint,
-        on_item: Callable[[Any], None],
+        on_item: Callable[[Event | TextDelta], object],
         cancel: CancelFork | None = None,
-    ) -> Any:
+    ) -> RunResult | None:
         """Run a fork to its end in this (worker) thread, recording it in the home folder.
 
-        `request` is a `workbench.engine.fork.ForkRequest`; every streamed item (trace events
-        and text deltas) goes to `on_item` as it happens. `cancel()`, from any thread, stops
-        the run: it ends `cancelled` and its trace says so. Returns the agent's `RunResult`.
+        Every streamed item (trace events and text deltas) goes to `on_item` as it happens.
+        `cancel()`, from any thread, stops the run: it ends `cancelled` and its trace says
+        so. Returns the agent's `RunResult`.
         """
         from agent_core.tools.builtin import builtin_tools
-        from traces.home import home_redactor
-        from traces.writer import JsonlWriter
-        from workbench.cli.common import CliError
-        from workbench.cli.model_flags import build_model
 
         plan = fork_engine.plan_fork(self.recording(run_id), request)
         try:
-            model = build_model(endpoint.namespace(), plan.parent.run_start.limits)
-        except CliError as exc:
+            model = run_service.build_model(endpoint, plan.parent.run_start.limits)
+            # New read-only calls in the fork run live on the parent's tool folder, as
+            # recorded (else the current folder, as `workbench fork` does by default).
+            recorded_root = Path(str(plan.parent.run_start.meta.get("root") or "."))
+            root = recorded_root if recorded_root.is_dir() else Path(".")
+            fork = run_service.prepare_fork(
+                plan,
+                model,
+                self.home,
+                live_toolsets=[builtin_tools(root)],
+                secrets=[endpoint.api_key],
+            )
+        except run_service.SetupError as exc:
             raise NotAvailable(str(exc)) from None
-        config = plan.config()
-        writer = JsonlWriter(
-            traces_dir(self.home), config.run_id, home_redactor(self.home, [endpoint.api_key])
-        )
-        # New read-only calls in the fork run live on the parent's tool folder, as recorded
-        # (else the current folder, as `workbench fork` does by default).
-        recorded_root = Path(str(plan.parent.run_start.meta.get("root") or "."))
-        root = recorded_root if recorded_root.is_dir() else Path(".")
-        agent = fork_engine.fork_agent(
-            plan,
-            model,
-            live_toolsets=[builtin_tools(root)],
-            sinks=[writer],
-            run_id=config.run_id,
-        )
 
-        async def drive() -> None:
+        async def drive() -> RunResult | None:
             if cancel is not None:
                 cancel.bind(asyncio.get_running_loop(), asyncio.current_task())
-            async for item in agent.run_stream():
-                on_item(item)
+            return await run_service.drive(fork.agent, on_item)
 
         try:
-            asyncio.run(drive())
+            result = asyncio.run(drive())
         except asyncio.CancelledError:
-            if agent.result is None:
+            result = fork.agent.result  # cancelled: the run ended and says so
+            if result is None:
                 raise
         finally:
-            writer.close()
+            fork.writer.close()
         self.ingest()
-        return agent.result
+        return result
 
 
 class CancelFork:
@@ -380,32 +424,5 @@ class ForkContext:
     calls: list[RecordedCall]
 
 
-@dataclass(frozen=True)
-class Endpoint:
-    """The model a fork talks to, as `workbench.cli.model_flags` reads it from flags/env."""
-
-    base_url: str | None = None
-    model: str | None = None
-    api_key: str | None = None
-    script: str | None = None
-
-    def namespace(self) -> Any:
-        import argparse
-        from pathlib import Path
-
-        return argparse.Namespace(
-            base_url=self.base_url or None,
-            model=self.model or None,
-            api_key=self.api_key or None,
-            script=Path(self.script) if self.script else None,
-            no_stream=False,
-        )
-
-    @classmethod
-    def from_settings(cls, args: Any) -> Endpoint:
-        from workbench.cli.model_flags import model_settings
-
-        found = model_settings(args)
-        return cls(
-            found.base_url, found.model, found.api_key, str(found.script) if found.script else None
-        )
+# The model a fork talks to: the engine's model settings, under the TUI's name for them.
+Endpoint = ModelSettings

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -20,7 +21,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, Footer, Header, Input, Label, Select, Static, TextArea
 
-from traces.events import EventBase
+from traces.events import EventBase, ModelChunk, RunStart
 from workbench.tui.backend import CancelFork, Endpoint, ForkContext
 from workbench.tui.render import event_summary, one_line, short_id
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
@@ -185,7 +186,7 @@ class ForkScreen(WorkbenchScreen):
                         id="fork-api-key",
                     )
                     yield Input(
-                        endpoint.script or "",
+                        str(endpoint.script or ""),
                         placeholder="or a model script file",
                         id="fork-script",
                     )
@@ -344,11 +345,13 @@ class ForkScreen(WorkbenchScreen):
         def value(widget_id: str) -> str | None:
             return self.query_one(widget_id, Input).value.strip() or None
 
+        script = value("#fork-script")
         return Endpoint(
-            value("#fork-base-url"),
-            value("#fork-model"),
-            value("#fork-api-key"),
-            value("#fork-script"),
+            base_url=value("#fork-base-url"),
+            model=value("#fork-model"),
+            api_key=value("#fork-api-key"),
+            script=Path(script) if script else None,
+            stream=self.workbench.endpoint.stream,
         )
 
     @on(Button.Pressed, "#fork-run")
@@ -398,9 +401,9 @@ class ForkScreen(WorkbenchScreen):
     def on_fork_screen_streamed(self, message: Streamed) -> None:
         item, output = message.item, self.output
         if isinstance(item, EventBase):
-            if item.type == "run_start":
+            if isinstance(item, RunStart):
                 self.fork_run_id = item.run_id
-            elif item.type == "model_chunk":
+            elif isinstance(item, ModelChunk):
                 return  # the text arrives as deltas; raw chunks are in the trace
             output.write_line(f"· {event_summary(item)}", "dim")  # type: ignore[arg-type]
         elif hasattr(item, "text"):
