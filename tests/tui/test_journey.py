@@ -150,6 +150,16 @@ async def test_one_fork_carries_several_edits_and_a_mock(home: Path) -> None:
             assert "result of call_e1" in changes
             await pilot.press("ctrl+r")
             await settle(pilot, lambda: isinstance(app.screen, ChainCompareScreen))
+            compare = app.screen
+            result = compare.query_one("#pair-result", Static)
+            await settle(pilot, lambda: "aligning" not in plain(result))
+            shown = plain(result, 200)
+            # The comparison shows what the fork changed and the texts, not digests.
+            assert "is a fork of ef47ea9f at turn 2; it changed:" in shown
+            assert "system prompt: Answer with the number only!" in shown
+            assert "result of tool call call_e1 (mocked): 20" in shown
+            assert "turn 2 · answer" in shown and "B    20" in shown
+            assert "diff ERROR: arguments are not valid JSON; send a JSON object 20" in shown
 
     sent = server.bodies[0]
     assert sent["messages"][0] == {"role": "system", "content": "Answer with the number only!"}

@@ -25,7 +25,6 @@ from traces.schema_diff import diff_tool_schemas
 from traces.store import TraceStore
 from workbench.engine import fork as fork_engine
 from workbench.engine import run_service
-from workbench.engine.diff import diff_chains
 from workbench.engine.fork import ForkRequest
 from workbench.engine.recording_io import load_recording
 from workbench.engine.replay import replay_run
@@ -282,9 +281,11 @@ class Backend:
         tools_a, tools_b = self.tool_schemas(run_a), self.tool_schemas(run_b)
         return SchemaPair(run_a, run_b, tools_a, tools_b, diff_tool_schemas(tools_a, tools_b))
 
-    def chain_diff(self, run_a: str, run_b: str) -> Any:
-        """`workbench.engine.diff.ChainDiff`: the decision chains aligned by turn."""
-        return diff_chains(self.recording(run_a), self.recording(run_b))
+    def comparison(self, run_a: str, run_b: str) -> Any:
+        """`workbench.engine.chain_compare.Comparison`: chains, differing texts, fork edits."""
+        from workbench.engine.chain_compare import compare_runs
+
+        return compare_runs(self.recording(run_a), self.recording(run_b))
 
     def verify_replay(self, run_id: str) -> Any:
         """`workbench.engine.replay.ReplayOutcome` of an offline replay, run to completion.
