@@ -304,3 +304,101 @@ async def test_runs_list_at_100_columns_keeps_the_task_and_the_footer_keys(home:
         assert "What is in README.md, and what time" in line
         footer = " ".join(str(getattr(key, "key", "")) for key in app.screen.query("FooterKey"))
         assert "question_mark" in footer.split()[:3] and "q" in footer.split()[:3]
+
+
+# ---------------------------------------------------------------- search, copy, export
+
+
+def _at_seq(screen: RunScreen, seq: int) -> bool:
+    node = screen.chain_tree.cursor_node
+    return node is not None and node.data is not None and seq in node.data.seqs()
+
+
+async def test_slash_in_a_run_jumps_between_matches(home: Path) -> None:
+    app = WorkbenchApp(home)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open(pilot, app, COMPLETED)
+        await pilot.press("slash", *"tokyo", "enter")
+        await settle(pilot, lambda: len(screen.matches) == 5 and _at_seq(screen, 0))
+        assert [hit.where for hit in screen.matches] == [
+            "task",
+            "tool_arguments",
+            "tool_result",
+            "message",
+            "answer",
+        ]
+        await pilot.press("n")  # the call that asked for Tokyo's time, in turn 1
+        await settle(pilot, lambda: _at_seq(screen, screen.matches[1].seq))
+        assert screen.chain_tree.cursor_node.data.kind == "tool"  # type: ignore[union-attr]
+        await pilot.press("n", "n")  # the model's message in turn 2
+        await settle(pilot, lambda: _at_seq(screen, screen.matches[3].seq))
+        await pilot.press("N", "N", "N")  # back to the task
+        await settle(pilot, lambda: _at_seq(screen, 0) and screen.match_index == 0)
+        await pilot.press("N")  # and around to the final answer
+        await settle(pilot, lambda: _at_seq(screen, screen.matches[4].seq))
+
+
+async def test_the_runs_search_box_finds_runs_by_content(home: Path) -> None:
+    app = WorkbenchApp(home)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, lambda: _runs(app).total == 8)
+        await pilot.press("ctrl+f", *"no such folder", "enter")  # a tool result's words
+        await settle(pilot, lambda: _runs(app).total == 1 and _runs(app).row(0) is not None)
+        assert _row(app, 0).run_id == MAX_TURNS
+        assert "containing 'no such folder'" in plain(app.screen.query_one("#runs-count", Static))
+        await pilot.press("escape")
+        await settle(pilot, lambda: _runs(app).total == 8)
+
+
+async def test_copy_the_selected_value_and_export_the_run(home: Path) -> None:
+    app = WorkbenchApp(home)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _open(pilot, app, ERROR)
+        await pilot.press("y")  # on the start node: the task
+        assert app.clipboard == "Compute (2 + 3) * 4."
+        await pilot.press("e")  # the failed calculator call: its result
+        await settle(pilot, lambda: _at_seq(screen, 10))
+        await pilot.press("y")
+        assert app.clipboard.startswith("ERROR: arguments are not valid JSON")
+        await pilot.press("Y")
+        assert app.clipboard == ERROR
+
+        await pilot.press("x")
+        exported = home / "exports" / f"{ERROR}.md"
+        await settle(pilot, lambda: exported.exists())
+        markdown = exported.read_text()
+        assert "Compute (2 + 3) * 4." in markdown and "calculator" in markdown
+        assert str(exported) in list(app._notifications)[-1].message
+
+
+# ---------------------------------------------------------------- timeline
+
+
+async def test_timeline_shows_calls_durations_tokens_and_cost(home: Path) -> None:
+    from workbench.tui.timeline_screen import TimelineScreen
+
+    (home / "prices.toml").write_text(
+        '[models."gpt-4o-mini-2024-07-18"]\ninput = 0.15\noutput = 0.60\n'
+    )
+    # Turn 1's two tool calls overlapped: get_current_time started before read_file ended.
+    trace = home / "traces" / f"{COMPLETED}.jsonl"
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    stamps = [event["ts"] for event in events]
+    by_seq = {event["seq"]: event for event in events}
+    order = [*range(17), 17, 19, 18, *range(20, len(events))]
+    events = [by_seq[seq] | {"seq": n, "ts": stamps[n]} for n, seq in enumerate(order)]
+    trace.write_text("".join(json.dumps(e) + "\n" for e in events))
+
+    app = WorkbenchApp(home)
+    async with app.run_test(size=SIZE) as pilot:
+        await _open(pilot, app, COMPLETED)
+        await pilot.press("t")
+        await settle(
+            pilot, lambda: isinstance(app.screen, TimelineScreen) and app.screen.view is not None
+        )
+        shown = str(app.screen.query_one("#timeline").render())
+        assert "turn 1" in shown and "turn 2" in shown
+        assert "read_file" in shown and "get_current_time" in shown and "model" in shown
+        assert "█" in shown and " in / " in shown and "$0.0" in shown
+        # Two tool calls of turn 1 ran side by side: the second sits on its own lane.
+        assert "∥ get_current_time" in shown

@@ -281,6 +281,17 @@ class Backend:
         tools_a, tools_b = self.tool_schemas(run_a), self.tool_schemas(run_b)
         return SchemaPair(run_a, run_b, tools_a, tools_b, diff_tool_schemas(tools_a, tools_b))
 
+    def export(self, run_id: str, fmt: str) -> Path:
+        """Write the run as one document (`workbench.engine.export`) to <home>/exports/."""
+        from workbench.engine.export import export_run
+
+        text = export_run(self.events(run_id, 0, None), "md" if fmt == "md" else "json")
+        folder = self.home / "exports"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{run_id}.{fmt}"
+        path.write_text(text, encoding="utf-8")
+        return path
+
     def comparison(self, run_a: str, run_b: str) -> Any:
         """`workbench.engine.chain_compare.Comparison`: chains, differing texts, fork edits."""
         from workbench.engine.chain_compare import compare_runs
