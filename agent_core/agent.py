@@ -12,13 +12,13 @@ engine drives the same loop for replay and forks by passing wrapper models and t
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from agent_core.model.base import ChatModel, ModelCall, StreamItem
 from agent_core.tools.base import ToolResult, Toolset
-from traces.events import Edit, Event, Limits, RunStatus, TimeoutLayer, Totals
+from traces.events import Edit, Event, Limits, RunOrigin, RunStatus, TimeoutLayer, Totals
 from traces.recorder import Recorder
 from traces.writer import Sink
 
@@ -52,6 +52,7 @@ class AgentConfig:
     fork_turn: int | None = None
     edits: list[Edit] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    origin: RunOrigin = "agent"  # recorded in run_start: who started this run
 
 
 @dataclass(frozen=True)
@@ -96,13 +97,13 @@ class Agent:
         toolsets: list[Toolset],
         config: AgentConfig,
         *,
-        sinks: list[Sink] | None = None,
+        sinks: Sequence[Sink] | None = None,
         hooks: Hooks | None = None,
     ) -> None:
         self.model = model
         self.toolsets = toolsets
         self.config = config
-        self.sinks = sinks or []
+        self.sinks = list(sinks or [])
         self.hooks = hooks or Hooks()
         self.result: RunResult | None = None
         # Created here so that toolsets opened before the run (MCP servers) can record

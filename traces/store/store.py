@@ -69,6 +69,7 @@ class RunRow:
     final_answer: str | None
     reason: str | None
     source_path: str | None
+    origin: str = "agent"  # a RunOrigin; "agent" for a run whose run_start is missing
 
     def to_json(self) -> dict[str, Any]:
         out = dict(self.__dict__)
@@ -153,9 +154,9 @@ class TraceStore:
                 "SELECT count(*) FROM information_schema.tables WHERE table_name = 'store_meta'"
             ).fetchone()
             if has_meta and has_meta[0]:
-                version = cur.execute(sql.STORE_VERSION_GET).fetchone()
-                if version is None or version[0] != str(sql.STORE_VERSION):
-                    # The store is a cache of the traces: an older layout is rebuilt.
+                found = dict(cur.execute(sql.STORE_META_GET).fetchall())
+                if any(found.get(key) != value for key, value in sql.STORE_META.items()):
+                    # The store is a cache of the traces: another layout or schema is rebuilt.
                     cur.execute(sql.DROP_ALL)
             cur.execute(sql.SCHEMA)
 
@@ -232,7 +233,7 @@ class TraceStore:
             if exact is not None:
                 return prefix
             rows = cur.execute(sql.RUNS_BY_PREFIX, {"prefix": prefix}).fetchall()
-            found = [row[0] for row in rows]
+            found: list[str] = [row[0] for row in rows]
         if not prefix or not found:
             raise UnknownRunError(f"no run id starts with '{prefix}'; `workbench runs` lists them")
         if len(found) > 1:
@@ -282,6 +283,17 @@ class TraceStore:
         with self._cursor() as cur:
             rows = cur.execute(sql.TOOL_SCHEMAS, {"run_id": run_id}).fetchall()
         return [json.loads(row[0]) for row in rows]
+
+    def search(
+        self, text: str, run_id: str | None = None, limit: int = 100, context: int = 40
+    ) -> list[tuple[str, int | None, int, str, str]]:
+        """Fields of runs' events containing `text` (any case): run id, turn, seq, where
+        (task, message, tool_arguments, tool_result, error, answer) and a snippet of about
+        `context` characters either side of the first match, newest runs first."""
+        params = {"text": text, "run_id": run_id, "limit": limit, "context": context}
+        with self._cursor() as cur:
+            rows = cur.execute(sql.SEARCH, params).fetchall()
+        return [(row[0], row[1], int(row[2]), row[3], row[4]) for row in rows]
 
     def query(
         self, statement: str, params: tuple[Any, ...] | list[Any] = ()

@@ -133,7 +133,9 @@ def _traced(args: argparse.Namespace, task: str, servers: list[str] | None, body
     home = resolve_home(args)
     writer = JsonlWriter(traces_dir(home), run_id, redactor_for(home, mcp_secrets(configs)))
     recorder = Recorder(run_id, [writer])
-    recorder.emit(RunStart, task=task, model="none", meta={"mcp_config": str(path)})
+    recorder.emit(
+        RunStart, task=task, model="none", meta={"mcp_config": str(path)}, origin="mcp_session"
+    )
     started = time.perf_counter()
     tally = _Tally(status="error")
     reason = ""
@@ -333,7 +335,8 @@ def example_arguments(schema: dict[str, Any]) -> dict[str, Any]:
     properties = schema.get("properties") or {}
     arguments: dict[str, Any] = {}
     for name in schema.get("required") or []:
-        spec = properties.get(name) if isinstance(properties.get(name), dict) else {}
+        found = properties.get(name)
+        spec: dict[str, Any] = found if isinstance(found, dict) else {}
         if "default" in spec:
             arguments[name] = spec["default"]
         elif spec.get("enum"):

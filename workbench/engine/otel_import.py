@@ -48,7 +48,7 @@ from traces.writer import JsonlWriter
 from workbench.engine import otel_attrs as a
 
 _STATUS_ERROR = 2  # opentelemetry.proto.trace.v1.Status.STATUS_CODE_ERROR
-_RUN_STATUSES = frozenset(get_args(RunStatus))
+_RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
 
 
 class OtlpError(ValueError):
@@ -355,9 +355,9 @@ def run_events(spans: list[SpanRecord]) -> list[Event]:
                 "params": _params(span),
             },
         )
-        for message in messages:
-            if message.get("role") == "tool" and message.get("tool_call_id") in asked_at:
-                answered[str(message["tool_call_id"])] = message | {"_seen_ns": span.start_ns}
+        for sent in messages:
+            if sent.get("role") == "tool" and sent.get("tool_call_id") in asked_at:
+                answered[str(sent["tool_call_id"])] = sent | {"_seen_ns": span.start_ns}
         message, finish = _output_message(span)
         if message is None and not span.error and a.ATTEMPT not in span.attributes:
             # Instrumentation that leaves message content out still saw the call end.
@@ -460,8 +460,8 @@ def run_events(spans: list[SpanRecord]) -> list[Event]:
     # Calls the client ran without spans: asked for in one answer, answered in a later
     # request's messages.
     for span, turn in turns:
-        message, _ = _output_message(span)
-        for call in (message or {}).get("tool_calls") or []:
+        answer, _ = _output_message(span)
+        for call in (answer or {}).get("tool_calls") or []:
             call_id = str(call.get("id"))
             if call_id in spanned or call_id not in answered:
                 continue
@@ -541,10 +541,11 @@ def run_events(spans: list[SpanRecord]) -> list[Event]:
         events.append(_event(run_id, seq, item))
     status = _status(agent, llms)
     if status is not None:
-        answer = agent.get(a.OUTPUT_VALUE) if agent else None
+        output = agent.get(a.OUTPUT_VALUE) if agent else None
+        final_answer = output if isinstance(output, str) else None
         last = next((e for e in reversed(events) if isinstance(e, ModelResponse)), None)
-        if not isinstance(answer, str) and last is not None:
-            answer = a.text_of(last.message.get("content"))
+        if final_answer is None and last is not None:
+            final_answer = a.text_of(last.message.get("content"))
         reason = agent.get(a.RUN_REASON) if agent else None
         layer = agent.get(a.TIMEOUT_LAYER) if agent else None
         run_end = RunEnd(
@@ -554,7 +555,7 @@ def run_events(spans: list[SpanRecord]) -> list[Event]:
             status=status,
             reason=str(reason or (agent.status_message if agent else "")),
             timeout_layer=layer if layer in ("model", "tool", "run") else None,
-            final_answer=answer,
+            final_answer=final_answer,
             totals=Totals(
                 turns=len({turn for _, turn in turns}),
                 model_calls=model_calls,
@@ -575,9 +576,9 @@ def _status(agent: SpanRecord | None, llms: list[SpanRecord]) -> RunStatus | Non
     declared = agent.attributes.get(a.RUN_STATUS) if agent else None
     if declared == "incomplete":
         return None
-    if declared in _RUN_STATUSES:
-        status: RunStatus = declared
-        return status
+    for status in _RUN_STATUSES:
+        if declared == status:
+            return status
     last = agent or (llms[-1] if llms else None)
     return "error" if last is not None and last.error else "completed"
 
