@@ -60,6 +60,7 @@ def decisions(events: list[Any]) -> dict[str, Any]:
                         call.arguments,
                         call.status,
                         call.end.result if call.end else None,
+                        call.end.observed if call.end else None,
                     )
                     for call in turn.tool_calls
                 ],
@@ -96,6 +97,21 @@ def test_export_then_collect_gives_back_the_same_decision_chain(
         r["status"] for r in json.loads(_runs_json(golden_home, capsys))
     )
     assert main(["--home", str(other), "show", runs[0].run_id[:8]]) == 0
+
+
+def test_an_imported_run_exported_again_comes_back_the_same(
+    wb_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["ingest-otel", str(FIXTURES / "genai-agent.json"), "--json"]) == 0
+    (first,) = json.loads(capsys.readouterr().out)
+    other = tmp_path / "teammate"
+    with CollectorThread(other) as collector:
+        assert main(["export-otel", first["run_id"], "--endpoint", collector.endpoint]) == 0
+        (again,) = collector.wait_for_runs(1)
+    original = read_trace(first["path"]).events
+    copy = read_trace(again.path).events
+    assert decisions(copy) == decisions(original)
+    assert build_chain(copy).turns[0].tool_calls[0].end.observed  # type: ignore[union-attr]
 
 
 def _runs_json(home: Path, capsys: pytest.CaptureFixture[str]) -> str:

@@ -145,6 +145,8 @@ class _RunSpans:
             a.RUN_REASON: end.reason if end else None,
             a.TIMEOUT_LAYER: end.timeout_layer if end else None,
             a.PARENT_RUN_ID: start.parent_run_id if start else None,
+            a.RUN_ORIGIN: start.origin if start else None,
+            a.RUN_CLIENT: start.client if start else None,
             a.SYSTEM_PROMPT: start.system_prompt if start else None,
         }
         name = f"invoke_agent {a.AGENT_NAME_VALUE}"
@@ -229,6 +231,7 @@ class _RunSpans:
             a.TOOL_MOCKED: end.mocked if end else None,
             a.TOOL_REPLAYED: end.replayed if end else None,
             a.TOOL_ERROR: end.error if end else None,
+            a.TOOL_OBSERVED: end.observed if end else None,
         }
         status = Status(StatusCode.UNSET)
         if end is not None and not end.ok:

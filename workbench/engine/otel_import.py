@@ -454,6 +454,7 @@ def run_events(spans: list[SpanRecord]) -> list[Event]:
                 "duration_ms": (span.end_ns - span.start_ns) / 1e6,
                 "mocked": bool(span.attributes.get(a.TOOL_MOCKED)),
                 "replayed": bool(span.attributes.get(a.TOOL_REPLAYED)),
+                "observed": bool(span.attributes.get(a.TOOL_OBSERVED)),
             },
         )
 
