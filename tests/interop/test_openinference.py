@@ -29,8 +29,8 @@ from openinference.instrumentation.openai import OpenAIInstrumentor
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from tests.support.servers import Sequence
 
+from tests.support.servers import Sequence
 from workbench.engine.model_server import ModelServer, Reply
 from workbench.engine.otel_collect import CollectorThread
 

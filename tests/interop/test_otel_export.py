@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.interop.conftest import RecordingReceiver
 
+from tests.interop.conftest import RecordingReceiver
 from traces.events import ModelRequest, RunEnd, RunStart, ToolStart
 from traces.reader import read_trace
 from workbench.cli import main
