@@ -193,17 +193,12 @@ def cmd_export_otel(args: argparse.Namespace) -> int:
 
     with open_store(args) as store:
         if args.runs:
-            run_ids = [store.resolve_run(prefix) for prefix in args.runs]
+            rows = [store.run(store.resolve_run(prefix)) for prefix in args.runs]
         else:
-            rows = store.runs(limit=store.count_runs())
-            run_ids = [row.run_id for row in reversed(rows)]
+            rows = list(reversed(store.runs(limit=store.count_runs())))  # oldest first
         if args.since:
-            since = args.since
-            run_ids = [
-                run_id
-                for run_id in run_ids
-                if (started := store.run(run_id).started_at) is not None and started >= since
-            ]
+            rows = [r for r in rows if r.started_at is not None and r.started_at >= args.since]
+        run_ids = [row.run_id for row in rows]
         try:
             state = otel_export.export_runs(
                 (store.events(run_id) for run_id in run_ids),
