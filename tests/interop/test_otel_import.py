@@ -156,6 +156,9 @@ def test_ingest_otel_reads_genai_spans_with_observed_tool_calls(
     )
     assert call.end is not None and call.end.result == "3" and call.end.observed
     assert second.request is not None and second.request.messages[-1]["role"] == "tool"
+    # Asked for when the first answer came, answered when the next request went out.
+    assert first.response is not None and call.start.ts == first.response.ts
+    assert call.end.ts == second.request.ts
     assert first.response is not None and first.response.usage == {
         "prompt_tokens": 50,
         "completion_tokens": 12,

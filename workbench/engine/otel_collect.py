@@ -25,11 +25,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from workbench.engine.otel_import import (
     ImportedRun,
     OtlpError,
-    SpanRecord,
     parse_json,
     parse_protobuf,
     write_run,
 )
+from workbench.engine.otel_runs import SpanRecord
 
 TRACES_PATH = "/v1/traces"
 MAX_BODY = 64 * 1024 * 1024
