@@ -201,7 +201,7 @@ def cmd_export_otel(args: argparse.Namespace) -> int:
         run_ids = [row.run_id for row in rows]
         try:
             state = otel_export.export_runs(
-                (store.events(run_id) for run_id in run_ids),
+                (store.events(run_id, types=otel_export.SPAN_EVENT_TYPES) for run_id in run_ids),
                 sender,
                 otel_export.resource(),
                 redact=redact,

@@ -249,6 +249,19 @@ class _RunSpans:
         )
 
 
+# The event types spans are made of: a run's chunks and MCP frames, most of its events, are
+# not read at all.
+SPAN_EVENT_TYPES = (
+    "run_start",
+    "model_request",
+    "model_response",
+    "error",
+    "tool_start",
+    "tool_end",
+    "run_end",
+)
+
+
 def run_spans(
     events: Iterable[Event], resource: Resource, redact: Redact | None = None
 ) -> list[ReadableSpan]:
