@@ -182,3 +182,28 @@ def test_startup_does_not_load_opentelemetry() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_progress_is_told_after_each_run(
+    golden_dir: Path, otlp_receiver: RecordingReceiver
+) -> None:
+    from workbench.engine import otel_export
+
+    runs = [read_trace(path).events for path in sorted(golden_dir.glob("*.jsonl"))]
+    seen: list[tuple[int, int, int]] = []
+    sender = otel_export.SpanSender(
+        otel_export.exporter(otlp_receiver.endpoint, None, 5), batch_size=10
+    )
+    state = otel_export.export_runs(
+        runs,
+        sender,
+        otel_export.resource(),
+        total=len(runs),
+        progress=lambda p: seen.append((p.runs_done, p.runs_total, p.spans)),
+    )
+    sender.close()
+    assert [done for done, _, _ in seen] == list(range(1, 9))
+    assert {total for _, total, _ in seen} == {8}
+    assert [spans for _, _, spans in seen] == sorted(spans for _, _, spans in seen)
+    assert state.spans == seen[-1][2] == len(otlp_receiver.spans()) == sender.sent
+    assert len(otlp_receiver.requests) > 1  # sent in batches as it went
