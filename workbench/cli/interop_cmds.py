@@ -40,7 +40,7 @@ redacted. Needs the otel extra: pip install 'agent-workbench[otel]'. See docs/ot
 COLLECT_HELP = """\
 Turn spans from agents instrumented with OpenTelemetry (GenAI semantic conventions or
 OpenInference) into runs: one run per trace, marked as imported, that open in the TUI and
-work with show, diff, search and regression cases. `collect` is an OTLP/HTTP receiver
+work with show, diff, sql and regression cases. `collect` is an OTLP/HTTP receiver
 (protobuf and JSON, on http://127.0.0.1:4318/v1/traces by default; Ctrl-C stops it);
 `ingest-otel` reads OTLP JSON files. Needs the otel extra. See docs/otel.md.
 """
