@@ -311,3 +311,17 @@ def test_ingest_otel_keeps_the_good_traces_of_a_file_with_a_bad_one(
     out, err = capsys.readouterr()
     assert err.count("\n") == 1 and err.startswith(f"workbench: {both}: trace ffff")
     assert out.startswith("imported run 5b8efff79803")
+
+
+def test_diff_finds_an_imported_copy_the_same_as_its_original(
+    golden_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    original = "276a0272c8a551178d8bfedb26070002"
+    with CollectorThread(golden_home) as collector:  # the copy lands next to its original
+        assert main(["export-otel", original, "--endpoint", collector.endpoint]) == 0
+        (copy,) = collector.wait_for_runs(1)
+    capsys.readouterr()
+    assert main(["diff", original, copy.run_id, "--chain"]) == 0
+    assert "the decision chains are the same" in capsys.readouterr().out
+    assert main(["diff", original, copy.run_id, "--tools"]) == 0
+    assert "the tool schemas are the same" in capsys.readouterr().out
