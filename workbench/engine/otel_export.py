@@ -15,6 +15,7 @@ import json
 import logging
 import socket
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -330,8 +331,10 @@ class ExportProgress:
 
 
 class SpanSender:
-    """Sends spans in batches; a batch the endpoint refuses raises `OtelExportError`. The
-    exporter's own log lines are kept out of the terminal and the last one is the error."""
+    """Sends spans in batches from one background thread, so the next batch is built while
+    one is on its way (never more than one: batches go in order, and memory stays bounded).
+    A batch the endpoint refuses raises `OtelExportError` from the next `add` or `flush`.
+    The exporter's own log lines are kept out of the terminal; the first one is the error."""
 
     def __init__(self, span_exporter: SpanExporter, batch_size: int = 512) -> None:
         self.exporter = span_exporter
@@ -339,15 +342,31 @@ class SpanSender:
         self.pending: list[ReadableSpan] = []
         self.sent = 0
         self.endpoint = getattr(span_exporter, "_endpoint", "the OTLP endpoint")
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="otlp-export")
+        self._in_flight: Future[None] | None = None
 
     def add(self, spans: list[ReadableSpan]) -> None:
         self.pending.extend(spans)
         if len(self.pending) >= self.batch_size:
-            self.flush()
+            self._submit()
 
     def flush(self) -> None:
-        if not self.pending:
-            return
+        """Send what is pending and wait until every batch is in."""
+        if self.pending:
+            self._submit()
+        self._wait()
+
+    def _submit(self) -> None:
+        batch, self.pending = self.pending, []
+        self._wait()
+        self._in_flight = self._pool.submit(self._send, batch)
+
+    def _wait(self) -> None:
+        in_flight, self._in_flight = self._in_flight, None
+        if in_flight is not None:
+            in_flight.result()
+
+    def _send(self, batch: list[ReadableSpan]) -> None:
         logger = logging.getLogger(_LOGGER)
         handler = _FirstMessage()
         propagate, level = logger.propagate, logger.level
@@ -355,7 +374,7 @@ class SpanSender:
         logger.propagate = False
         logger.setLevel(logging.WARNING)
         try:
-            result = self.exporter.export(self.pending)
+            result = self.exporter.export(batch)
         finally:
             logger.removeHandler(handler)
             logger.propagate = propagate
@@ -363,10 +382,10 @@ class SpanSender:
         if result is not SpanExportResult.SUCCESS:
             why = _unreachable(self.endpoint) or handler.message or "the export failed"
             raise OtelExportError(f"{self.endpoint} did not take the spans: {why}")
-        self.sent += len(self.pending)
-        self.pending = []
+        self.sent += len(batch)
 
     def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
         self.exporter.shutdown()
 
 
