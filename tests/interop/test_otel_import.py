@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import urllib.request
@@ -325,3 +326,17 @@ def test_diff_finds_an_imported_copy_the_same_as_its_original(
     assert "the decision chains are the same" in capsys.readouterr().out
     assert main(["diff", original, copy.run_id, "--tools"]) == 0
     assert "the tool schemas are the same" in capsys.readouterr().out
+
+
+def test_collect_on_a_taken_port_is_one_line(
+    wb_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["collect", "--port", str(port)]) == 2
+    assert capsys.readouterr().err == (
+        f"workbench: cannot listen on 127.0.0.1:{port} (Address already in use); "
+        "pick another --port\n"
+    )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -135,8 +136,9 @@ async def start(receiver: OtlpReceiver, host: str, port: int) -> tuple[web.AppRu
         await site.start()
     except OSError as exc:
         await runner.cleanup()
+        why = os.strerror(exc.errno) if exc.errno else str(exc)
         raise CollectorError(
-            f"cannot listen on {host}:{port} ({exc.strerror}); pick another --port"
+            f"cannot listen on {host}:{port} ({why}); pick another --port"
         ) from None
     return runner, int(runner.addresses[0][1])
 
