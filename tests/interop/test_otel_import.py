@@ -29,6 +29,7 @@ from workbench.cli import main
 pytest.importorskip("opentelemetry.sdk", reason="needs the otel extra")
 
 from workbench.engine.otel_collect import CollectorThread
+from workbench.engine.otel_export import SPAN_EVENT_TYPES
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -86,9 +87,15 @@ def test_export_then_collect_gives_back_the_same_decision_chain(
         assert isinstance(start, RunStart)
         assert start.origin == "imported" and start.client == "agent-workbench 0.1.0"
         imported[start.meta["otel"]["run_id"]] = events
+    spanned = set(SPAN_EVENT_TYPES)
     for path in golden_dir.glob("*.jsonl"):
         original = read_trace(path).events
-        assert decisions(imported[original[0].run_id]) == decisions(original)
+        copy = imported[original[0].run_id]
+        assert decisions(copy) == decisions(original)
+        # The events spans carry come back in the same order, at the same times.
+        assert [(e.type, e.turn, e.ts) for e in copy] == [
+            (e.type, e.turn, e.ts) for e in original if e.type in spanned
+        ]
 
     # The imported runs are ordinary runs of the other home: listed, shown, searchable.
     capsys.readouterr()
