@@ -259,6 +259,7 @@ def _mutations(document: dict[str, Any]) -> list[dict[str, Any]]:
     """The fixture with one attribute of one span given a value of another kind, each."""
     odd_values = [
         {"intValue": "7"},
+        {"intValue": str(2**62)},
         {"stringValue": "not json ["},
         {"arrayValue": {"values": [{"intValue": "1"}]}},
         {"kvlistValue": {"values": [{"key": "k", "value": {"boolValue": True}}]}},

@@ -17,7 +17,8 @@ import socket
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
+from importlib import metadata
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -32,7 +33,15 @@ from traces.events import Event
 from traces.tree import ModelCallNode, RunChain, ToolCallNode, build_chain
 from workbench.engine import otel_attrs as a
 
-SCOPE = InstrumentationScope("agent-workbench", "0.1.0")
+
+def _version() -> str:
+    try:
+        return metadata.version("agent-workbench")
+    except metadata.PackageNotFoundError:
+        return "0"
+
+
+SCOPE = InstrumentationScope("agent-workbench", _version())
 _LOGGER = "opentelemetry.exporter.otlp.proto.http"
 
 
@@ -40,8 +49,13 @@ class OtelExportError(Exception):
     """The endpoint did not take the spans; one line saying why."""
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
 def _ns(ts: datetime) -> int:
-    return int(ts.timestamp() * 1_000_000) * 1000
+    # Integer arithmetic: a float timestamp can be a microsecond off.
+    return (ts - _EPOCH) // _MICROSECOND * 1000
 
 
 def _context(trace: int, span: int) -> SpanContext:
@@ -110,9 +124,10 @@ class _RunSpans:
 
     def _agent(self) -> ReadableSpan:
         chain, start, end = self.chain, self.chain.start, self.chain.end
-        events = [e for turn in chain.turns for e in turn.events]
-        first = start.ts if start else min(e.ts for e in events)
-        last = end.ts if end else max([first, *(e.ts for e in events)])
+        times = [e.ts for turn in chain.turns for e in turn.events]
+        times += [e.ts for e in (start, end) if e is not None]
+        first = start.ts if start else min(times)
+        last = end.ts if end else max(times)
         totals = end.totals if end else None
         status = Status(StatusCode.UNSET)
         if end is not None:
@@ -266,8 +281,12 @@ SPAN_EVENT_TYPES = (
 def run_spans(
     events: Iterable[Event], resource: Resource, redact: Redact | None = None
 ) -> list[ReadableSpan]:
-    """One run's spans, children first and the `invoke_agent` span last."""
-    return list(_RunSpans(build_chain(events), resource, redact).spans())
+    """One run's spans, children first and the `invoke_agent` span last; none for a run
+    without a run_start or a turn (nothing to show)."""
+    chain = build_chain(events)
+    if chain.start is None and not chain.turns:
+        return []
+    return list(_RunSpans(chain, resource, redact).spans())
 
 
 def resource(service_name: str | None = None) -> Resource:

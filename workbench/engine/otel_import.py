@@ -169,11 +169,9 @@ def write_run(home: Path, spans: list[SpanRecord]) -> ImportedRun | None:
         return None
     try:
         events = run_events(spans)
-    except ValidationError as exc:
-        raise OtlpError(
-            f"trace {spans[0].trace_id}: its spans do not make a run "
-            f"({describe_validation_error(exc)})"
-        ) from None
+    except (ValueError, OverflowError) as exc:  # pydantic's ValidationError is a ValueError
+        why = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
+        raise OtlpError(f"trace {spans[0].trace_id}: its spans do not make a run ({why})") from None
     run_id = events[0].run_id
     folder = traces_dir(home)
     path = folder / f"{run_id}.jsonl"

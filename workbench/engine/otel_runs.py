@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, get_args
 
 from traces.events import (
@@ -90,8 +90,11 @@ class SpanRecord:
         return (self.end_ns - self.start_ns) / 1e6
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def _ts(ns: int) -> datetime:
-    return datetime.fromtimestamp(ns // 1000 / 1_000_000, UTC)
+    return _EPOCH + timedelta(microseconds=ns // 1000)
 
 
 def _json_value(value: Any) -> Any:
