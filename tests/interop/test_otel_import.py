@@ -348,3 +348,23 @@ def test_collect_on_a_taken_port_is_one_line(
         f"workbench: cannot listen on 127.0.0.1:{port} (Address already in use); "
         "pick another --port\n"
     )
+
+
+def test_spans_waiting_for_their_root_survive_a_killed_collector(wb_home: Path) -> None:
+    from workbench.engine.otel_collect import OtlpReceiver
+    from workbench.engine.otel_import import parse_json
+
+    spans = parse_json(json.loads((FIXTURES / "genai-agent.json").read_text(encoding="utf-8")))
+    children = [span for span in spans if span.parent_id is not None]
+    root = [span for span in spans if span.parent_id is None]
+    first = OtlpReceiver(wb_home)
+    first.take(children)
+    assert first.runs == []
+    del first  # killed: no flush
+
+    second = OtlpReceiver(wb_home)
+    assert [len(s) for s in second.pending.values()] == [2]
+    second.take(root)
+    (run,) = second.runs
+    assert (run.status, run.turns) == ("completed", 2)
+    assert list((wb_home / "otel-pending").iterdir()) == []
