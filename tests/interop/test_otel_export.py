@@ -207,3 +207,13 @@ def test_progress_is_told_after_each_run(
     assert [spans for _, _, spans in seen] == sorted(spans for _, _, spans in seen)
     assert state.spans == seen[-1][2] == len(otlp_receiver.spans()) == sender.sent
     assert len(otlp_receiver.requests) > 1  # sent in batches as it went
+
+
+def test_a_bad_redaction_pattern_is_one_line(
+    golden_home: Path, otlp_receiver: RecordingReceiver, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (golden_home / "redact-patterns.txt").write_text("(unclosed\n", encoding="utf-8")
+    assert main(["export-otel", "--all", "--endpoint", otlp_receiver.endpoint]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a valid regular expression" in err[0]
+    assert otlp_receiver.requests == []

@@ -174,10 +174,12 @@ def cmd_export_otel(args: argparse.Namespace) -> int:
     if not (args.runs or args.all or args.since):
         raise CliError("name the runs to export (RUN …), or use --all or --since DATE")
     home = resolve_home(args)
-    redact = redactor_for(home).text if redaction_patterns(home) else None
+    redactor = redactor_for(home)  # one line for a pattern that does not compile
+    # Traces are redacted when written; patterns configured since apply on the way out.
+    redact = redactor.text if redaction_patterns(home) else None
     headers = _headers(args.header)
     try:
-        sender = otel_export.SpanSender(otel_export.exporter(args.endpoint, headers, args.timeout))
+        span_exporter = otel_export.exporter(args.endpoint, headers, args.timeout)
     except otel_export.OtelExportError as exc:
         raise CliError(str(exc)) from None
     last_report = [time.monotonic()]
@@ -199,6 +201,7 @@ def cmd_export_otel(args: argparse.Namespace) -> int:
         if args.since:
             rows = [r for r in rows if r.started_at is not None and r.started_at >= args.since]
         run_ids = [row.run_id for row in rows]
+        sender = otel_export.SpanSender(span_exporter)
         try:
             state = otel_export.export_runs(
                 (store.events(run_id, types=otel_export.SPAN_EVENT_TYPES) for run_id in run_ids),
