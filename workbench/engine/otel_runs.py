@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, get_args
+from typing import Any
 
 from traces.events import (
     Error,
@@ -29,10 +29,10 @@ from traces.events import (
     ToolEnd,
     ToolStart,
     Totals,
+    is_run_status,
 )
 from workbench.engine import otel_attrs as a
 
-_RUN_STATUSES: tuple[RunStatus, ...] = get_args(RunStatus)
 _EVENT_TYPES: dict[str, Any] = {
     "model_request": ModelRequest,
     "model_response": ModelResponse,
@@ -426,9 +426,8 @@ def _status(agent: SpanRecord | None, llms: list[SpanRecord]) -> RunStatus | Non
     declared = agent.attributes.get(a.RUN_STATUS) if agent else None
     if declared == "incomplete":
         return None
-    for status in _RUN_STATUSES:
-        if declared == status:
-            return status
+    if is_run_status(declared):
+        return declared
     last = agent or (llms[-1] if llms else None)
     return "error" if last is not None and last.error else "completed"
 
