@@ -96,6 +96,10 @@ def test_token_counts_and_output_messages_on_chat_spans(
         1,
         2,
     )
+    # The golden runs were recorded against api.openai.com.
+    assert answered.attributes["gen_ai.provider.name"] == "openai"
+    assert answered.attributes["llm.provider"] == "openai"
+    assert answered.attributes["llm.system"] == "openai"
     assert answered.attributes["gen_ai.usage.input_tokens"] == 490
     assert answered.attributes["gen_ai.usage.output_tokens"] == 102
     assert answered.attributes["llm.token_count.total"] == 592
@@ -217,3 +221,13 @@ def test_a_bad_redaction_pattern_is_one_line(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not a valid regular expression" in err[0]
     assert otlp_receiver.requests == []
+
+
+def test_provider_is_named_only_for_known_hosts() -> None:
+    from workbench.engine.otel_attrs import provider_of
+
+    assert provider_of("https://api.openai.com/v1") == ("openai", "openai")
+    assert provider_of("https://myorg.openai.azure.com/openai") == ("azure.ai.openai", "azure")
+    assert provider_of("http://127.0.0.1:8080/v1") is None
+    assert provider_of("https://evil-api.openai.com.example/v1") is None
+    assert provider_of(None) is None

@@ -80,6 +80,11 @@ class _RunSpans:
         self.root = a.span_id(chain.run_id, chain.start.seq if chain.start else 0)
         start = chain.start
         self.model = start.model if start else ""
+        provider = a.provider_of(start.base_url if start else None)
+        # The workbench speaks the OpenAI API, whoever serves it.
+        self.provider: dict[str, Any] = {a.LLM_SYSTEM: "openai"}
+        if provider is not None:
+            self.provider |= {a.PROVIDER: provider[0], a.LLM_PROVIDER: provider[1]}
         self.tools = {
             str((tool.get("function") or tool).get("name")): tool.get("function") or tool
             for tool in (start.tools if start else [])
@@ -195,6 +200,7 @@ class _RunSpans:
             a.ATTEMPT: call.attempt,
             a.SEQ: request.seq,
         }
+        attributes |= self.provider
         for key, value in request.params.items():
             if key in a.REQUEST_PARAMS and isinstance(value, int | float):
                 attributes[a.REQUEST_PARAMS[key]] = value
