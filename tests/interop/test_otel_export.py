@@ -140,7 +140,9 @@ def test_endpoint_and_headers_from_the_standard_variables(
     assert otlp_receiver.requests
     headers = {k.lower(): v for k, v in otlp_receiver.requests[0].headers.items()}
     assert headers["x-team"] == "agents" and headers["api-key"] == "s3cret"
-    assert len({s.trace_id for s in otlp_receiver.spans()}) == 8
+    spans = otlp_receiver.spans()
+    assert len({s.trace_id for s in spans}) == 8
+    assert {s.service for s in spans} == {"agent-workbench"}
     otlp_receiver.requests.clear()
     assert main(["export-otel", "--since", "2999-01-01"]) == 0
     assert otlp_receiver.requests == []
@@ -231,3 +233,12 @@ def test_provider_is_named_only_for_known_hosts() -> None:
     assert provider_of("http://127.0.0.1:8080/v1") is None
     assert provider_of("https://evil-api.openai.com.example/v1") is None
     assert provider_of(None) is None
+
+
+def test_the_service_name_comes_from_the_standard_variables(
+    golden_home: Path, otlp_receiver: RecordingReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "support-agents")
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=staging")
+    assert main(["export-otel", "--all", "--endpoint", otlp_receiver.endpoint]) == 0
+    assert {s.service for s in otlp_receiver.spans()} == {"support-agents"}

@@ -295,12 +295,14 @@ def run_spans(
     return list(_RunSpans(chain, resource, redact).spans())
 
 
-def resource(service_name: str | None = None) -> Resource:
-    """`service.name` (default agent-workbench; $OTEL_SERVICE_NAME and
-    $OTEL_RESOURCE_ATTRIBUTES apply as the SDK reads them)."""
-    attributes = {"service.name": service_name} if service_name else {}
-    base = Resource.create({"service.name": a.AGENT_NAME_VALUE})
-    return base.merge(Resource.create(attributes)) if attributes else base
+def resource() -> Resource:
+    """The SDK's resource ($OTEL_RESOURCE_ATTRIBUTES, $OTEL_SERVICE_NAME), with
+    `service.name=agent-workbench` unless those name the service."""
+    detected = Resource.create()
+    name = detected.attributes.get("service.name")
+    if isinstance(name, str) and not name.startswith("unknown_service"):
+        return detected
+    return detected.merge(Resource({"service.name": a.AGENT_NAME_VALUE}))
 
 
 def traces_endpoint(url: str) -> str:
