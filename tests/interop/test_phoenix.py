@@ -6,7 +6,8 @@ See docs/otel.md "Tests":
 
     python -m venv /tmp/phoenix && /tmp/phoenix/bin/pip install arize-phoenix
     .venv/bin/pip install arize-phoenix-client
-    WORKBENCH_PHOENIX=/tmp/phoenix/bin/phoenix .venv/bin/python -m pytest -m phoenix tests/interop
+    export WORKBENCH_PHOENIX=/tmp/phoenix/bin/phoenix
+    .venv/bin/python -m pytest -m phoenix_server tests/interop
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from traces.events import ModelResponse, RunEnd, RunStart, ToolStart
 from traces.reader import read_trace
 from workbench.cli import main
 
-pytestmark = pytest.mark.phoenix
+pytestmark = pytest.mark.phoenix_server  # `phoenix` is arize-phoenix-client's own marker
 
 PHOENIX = os.environ.get("WORKBENCH_PHOENIX") or shutil.which("phoenix")
 if PHOENIX is None:
