@@ -6,9 +6,10 @@ Each command runs as a user runs it (the installed `workbench` script, a fresh p
 Python's bytecode cache filled by one untimed run) on a small home: the golden v1 traces,
 ingested once before timing, so `runs` finds nothing new, the common case. The reference is
 `python -c pass` with the same interpreter, timed in the same rounds: every round runs each
-command once, in turn, so load from other work on the machine falls on all of them alike. Prints the median wall time of each and its CPU time
-(user + system, from the process's own rusage: steadier on a shared machine), next to the
-targets: `workbench runs` < 0.15 s, `workbench --help` < 0.1 s.
+command once, in turn, so load from other work on the machine falls on all of them alike.
+Prints the median wall time of each and its CPU time (user + system, from the process's own
+rusage: steadier on a shared machine), next to the targets: `workbench runs` < 0.15 s,
+`workbench --help` < 0.1 s.
 
 With `--instructions`, each command also runs once under valgrind's callgrind, which counts
 the instructions it executes: a figure no other load on the machine changes (a few minutes;
