@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tests.store.test_ingest import write_run
@@ -99,3 +101,33 @@ def test_a_quick_ingest_prints_no_progress(tmp_path: Path) -> None:
         [*command, "--home", str(home)], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stderr == "" and "run-a" in done.stdout
+
+
+def test_folders_unchanged_since_a_settled_look_are_not_listed_again(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    folder = traces_dir(home)
+    write_run(folder, "run-a")
+    past = time.time_ns() - 60 * 10**9
+    os.utime(folder, ns=(past, past))  # settled: changed a minute ago
+    with TraceStore.for_home(home) as store:
+        assert store.ingest_home(home).new_runs == 1
+        # A file slipped in without the folder's time moving (as within one clock tick):
+        # the quick look trusts the settled folder and skips the listing...
+        write_run(folder, "run-b")
+        os.utime(folder, ns=(past, past))
+        assert store.ingest_home(home).files == 0
+        # ...and any change to the folder brings the listing back.
+        write_run(folder, "run-c")
+        assert store.ingest_home(home).new_runs == 2
+
+
+def test_a_folder_changed_just_now_is_listed_again(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    folder = traces_dir(home)
+    write_run(folder, "run-a")
+    then = os.stat(folder).st_mtime_ns  # under two seconds ago: not trusted yet
+    with TraceStore.for_home(home) as store:
+        store.ingest_home(home)
+        write_run(folder, "run-b")
+        os.utime(folder, ns=(then, then))  # as if within the same clock tick
+        assert store.ingest_home(home).new_runs == 1

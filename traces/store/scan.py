@@ -8,21 +8,29 @@ imported only when something is new). Two looks:
   read of it;
 - `pending_in_folder`, the quick one every command takes of the home's traces: the names
   in the folder against the files the store knows, and the sizes of only the new files and
-  of those whose run has not ended. A run that ended is not written
-  to again, so with 100,000 runs the look still takes a few stats, not 100,000.
+  of those whose run has not ended. A run that ended is not written to again, so with
+  100,000 runs the look still takes a few stats, not 100,000. And when no folder under the
+  traces has changed since a look whose files are all in the store (their modification
+  times say so), the names are not even listed.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 
-from traces.store.sql import KNOWN_FILES, NEW_FILES, OPEN_FILES
+from traces.store.sql import KNOWN_FILES, LISTING_GET, NEW_FILES, OPEN_FILES
+
+# A folder's modification time is trusted only once it is this old: a file created within
+# the same clock tick as an earlier change, after the listing, would not move it.
+SETTLED_NS = 2_000_000_000
 
 
 @dataclass
@@ -105,27 +113,53 @@ def pending(
     return _changed(find_traces(paths, report.problems), _known_files(cur), report)
 
 
-def _names(folder: str, found: list[str]) -> None:
-    # Names only, no stat: `is_dir` comes from the directory entry itself.
+def _names(folder: str, found: list[str], folders: dict[str, int]) -> None:
+    # Names only, no stat of the files: `is_dir` comes from the directory entry itself. Each
+    # folder's modification time is taken before it is listed.
+    folders[folder] = os.stat(folder).st_mtime_ns
     with os.scandir(folder) as entries:
         for entry in entries:
             if entry.name.endswith(".jsonl"):
                 found.append(entry.path)  # `pending_in_folder` skips what is not a file
             elif entry.is_dir():
-                _names(entry.path, found)
+                _names(entry.path, found, folders)
+
+
+def _unchanged(listing: str | None) -> bool:
+    """Whether every folder of an earlier complete listing still has its modification time."""
+    if not listing:
+        return False
+    try:
+        for folder, mtime_ns in json.loads(listing).items():
+            if os.stat(folder).st_mtime_ns != mtime_ns:
+                return False
+    except (OSError, ValueError, AttributeError):
+        return False
+    return True
 
 
 def pending_in_folder(
     cur: duckdb.DuckDBPyConnection, folder: Path, report: IngestReport
-) -> list[Work]:
+) -> tuple[list[Work], str | None]:
     """The files under `folder` with something new, by the quick look (module docstring):
-    new files, and the files of runs that have not ended (or not been read to their end)."""
+    new files, and the files of runs that have not ended (or not been read to their end).
+
+    Also returns what to record once that work is in the store (`LISTING_SET`): the
+    folders' modification times, when all are settled; else None."""
     root = os.path.realpath(folder)
-    names: list[str] = []
-    _names(root, names)
-    # The names go to DuckDB as one text, split there: a list of 100,000 strings costs far
-    # more to pass, and 100,000 known paths far more to fetch. Paths hold no NUL byte.
-    new = [row[0] for row in cur.execute(NEW_FILES, {"names": "\0".join(names)}).fetchall()]
+    listing = (cur.execute(LISTING_GET, {"key": f"listing:{root}"}).fetchone() or (None,))[0]
+    new: list[str] = []
+    settled: str | None = None
+    if not _unchanged(listing):
+        names: list[str] = []
+        folders: dict[str, int] = {}
+        _names(root, names, folders)
+        if max(folders.values()) < time.time_ns() - SETTLED_NS:
+            settled = json.dumps(folders)
+        # The names go to DuckDB as one text, split there: a list of 100,000 strings costs
+        # far more to pass, and 100,000 known paths far more to fetch. Paths hold no NUL.
+        found = cur.execute(NEW_FILES, {"names": "\0".join(names)}).fetchall()
+        new = [row[0] for row in found]
     rows = cur.execute(OPEN_FILES, {"folder": root + os.sep}).fetchall()
     known = {row[0]: Known(*row[1:]) for row in rows}
     files: dict[str, int] = {}
@@ -136,4 +170,4 @@ def pending_in_folder(
             continue  # gone since the listing: nothing to read
         if stat.S_ISREG(status.st_mode):
             files[path] = status.st_size
-    return _changed(files, known, report)
+    return _changed(files, known, report), settled

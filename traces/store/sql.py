@@ -132,6 +132,8 @@ KNOWN_FILES = "SELECT path, run_id, bytes_done, lines_done, size_seen, refused F
 # The quick look of `scan.pending_in_folder`: the paths in $names (one text, NUL between
 # paths) the store does not know; and the known files under $folder that may still grow:
 # not refused, and not read to their end or their run not ended (or no run at all).
+LISTING_GET = "SELECT value FROM store_meta WHERE key = $key"
+LISTING_SET = "INSERT OR REPLACE INTO store_meta VALUES ($key, $value)"
 NEW_FILES = """
 SELECT name FROM (SELECT unnest(string_split($names, chr(0))) AS name)
 ANTI JOIN trace_files ON path = name

@@ -8,6 +8,7 @@ open the store read-write only for as long as they ingest and query, then close 
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -208,7 +209,12 @@ class TraceStore:
         if not folder.is_dir():
             return report
         with self._cursor() as cur:
-            return self._ingest(cur, pending_in_folder(cur, folder, report), report, progress)
+            work, listing = pending_in_folder(cur, folder, report)
+            self._ingest(cur, work, report, progress)
+            if listing is not None:  # every file listed is in the store now
+                key = f"listing:{os.path.realpath(folder)}"
+                cur.execute(sql.LISTING_SET, {"key": key, "value": listing})
+            return report
 
     def _ingest(
         self,
