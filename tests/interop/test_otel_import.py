@@ -211,6 +211,7 @@ def test_collect_speaks_json_and_refuses_what_is_not_otlp(wb_home: Path) -> None
         runs = collector.wait_for_runs(2)
         assert runs[1].run_id == run.run_id and not runs[1].written
         assert _post(collector.endpoint, b"hello", "text/plain")[0] == 415
+        assert _post(collector.endpoint, b"", "application/protobuf") == (200, b"")
         assert _post(collector.endpoint, b"\xff\x00garbage", "application/x-protobuf")[0] == 400
         assert collector.problems and "refused a request" in collector.problems[-1]
 
