@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tests.interop.conftest import RecordingReceiver
 from traces.events import RunStart
 from traces.reader import read_trace
 from traces.tree import build_chain
@@ -369,3 +370,19 @@ def test_spans_waiting_for_their_root_survive_a_killed_collector(wb_home: Path) 
     (run,) = second.runs
     assert (run.status, run.turns) == ("completed", 2)
     assert list((wb_home / "otel-pending").iterdir()) == []
+
+
+def test_collect_takes_the_exporters_gzip(
+    golden_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    otlp_receiver: RecordingReceiver,
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
+    assert main(["export-otel", "276a0272", "--endpoint", otlp_receiver.endpoint]) == 0
+    (sent,) = otlp_receiver.requests
+    assert {k.lower(): v for k, v in sent.headers.items()}["content-encoding"] == "gzip"
+    with CollectorThread(tmp_path / "teammate") as collector:
+        assert main(["export-otel", "276a0272", "--endpoint", collector.endpoint]) == 0
+        (run,) = collector.wait_for_runs(1)
+    assert (run.status, run.turns) == ("completed", 2)
