@@ -309,3 +309,22 @@ def test_a_key_the_client_echoes_in_a_message_is_redacted(tmp_path: Path) -> Non
         )
     text = json.dumps(read_run(home))
     assert API_KEY not in text and "[REDACTED:api_key]" in text
+
+
+def test_a_request_that_cannot_be_recorded_is_still_forwarded(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    odd: Any = ["not a message object", "nor this"]
+    with (
+        ModelServer(lambda body: Reply(body={"choices": []}, status=200)) as upstream,
+        RecordingProxy(upstream.base_url, tmp_path / "home") as proxy,
+    ):
+        for _ in range(2):
+            raw = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+            answer = raw.chat.completions.with_raw_response.create(model="m", messages=odd)
+            assert answer.http_response.status_code == 200
+        assert [body["messages"] for body in upstream.bodies] == [odd, odd]
+    assert not (tmp_path / "home" / "traces").exists() or runs(tmp_path / "home") == []
+    err = capfd.readouterr().err
+    assert err.count("workbench proxy: could not record an exchange") == 1
+    assert err.count("\n") == 1 and "Traceback" not in err
