@@ -75,6 +75,15 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if args.speed <= 0:
         raise CliError("--speed must be above 0")
     recording = _load(args.run, resolve_home(args))
+    start = recording.run_start
+    if start.origin == "captured":
+        # Its decisions were the client's, not the workbench agent's that replay re-drives.
+        short = recording.run_id[:12]
+        raise CliError(
+            f"run {short} was captured from {start.client or 'a client'}; replay it offline "
+            f"by pointing that client at `workbench serve-model --replay {short}`",
+            2,
+        )
 
     def show(step: ReplayStep) -> None:
         event = step.replayed
