@@ -402,3 +402,110 @@ async def test_timeline_shows_calls_durations_tokens_and_cost(home: Path) -> Non
         assert "█" in shown and " in / " in shown and "$0.0" in shown
         # Two tool calls of turn 1 ran side by side: the second sits on its own lane.
         assert "∥ get_current_time" in shown
+
+
+# ---------------------------------------------------------------- regression results
+
+
+def _tool(name: str, description: str) -> dict[str, Any]:
+    parameters = {"type": "object", "properties": {"path": {"type": "string"}}}
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }
+
+
+def store_suite_results(home: Path) -> None:
+    """Two stored runs of one suite through the store's own tables: the first saved as the
+    baseline, the second after read_file's description was reworded."""
+    from traces.store.regress import RegressTables
+
+    before = [
+        _tool("read_file", "Read a text file inside the project folder."),
+        _tool("list_dir", "List a folder."),
+    ]
+    after = [
+        _tool("read_file", "Fetch any document by its path."),
+        _tool("list_dir", "List a folder."),
+    ]
+    case = {"samples": 4, "min_pass_rate": 0.75, "expected": "read_file(path='a.txt')"}
+    tables = RegressTables.for_home(home)
+    try:
+        tables.save_run(
+            {"suite_run_id": "suite-run-1", "suite": "files", "model": "m", "tool_schemas": before},
+            [
+                case | {"case_id": "reads", "passed": 4, "pass_rate": 1.0, "status": "pass"},
+                case | {"case_id": "lists", "passed": 4, "pass_rate": 1.0, "status": "pass"},
+            ],
+            [],
+        )
+        tables.save_baseline("files", "v1", "suite-run-1")
+        tables.save_run(
+            {
+                "suite_run_id": "suite-run-2",
+                "suite": "files",
+                "model": "m",
+                "baseline": "v1",
+                "tool_schemas": after,
+            },
+            [
+                case
+                | {
+                    "case_id": "reads",
+                    "passed": 1,
+                    "pass_rate": 0.25,
+                    "baseline_rate": 1.0,
+                    "status": "regressed",
+                    "chosen": "list_dir ×3, read_file ×1",
+                },
+                case
+                | {
+                    "case_id": "lists",
+                    "passed": 4,
+                    "pass_rate": 1.0,
+                    "baseline_rate": 1.0,
+                    "status": "pass",
+                },
+            ],
+            [],
+        )
+    finally:
+        tables.close()
+    from traces.store import TraceStore
+
+    with TraceStore.for_home(home) as store:  # fixed times, for the snapshot
+        store.query("UPDATE regress_runs SET started = TIMESTAMP '2026-11-30 09:00:00'")
+        store.query(
+            "UPDATE regress_runs SET started = TIMESTAMP '2026-11-30 10:00:00' "
+            "WHERE suite_run_id = 'suite-run-2'"
+        )
+
+
+async def test_regression_results_show_rates_and_the_description_diff(home: Path) -> None:
+    from textual.widgets import DataTable
+
+    from workbench.tui.regress_screen import RegressScreen
+
+    store_suite_results(home)
+    app = WorkbenchApp(home)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, lambda: _runs(app).total == 8)
+        await pilot.press("R")
+        await settle(pilot, lambda: isinstance(app.screen, RegressScreen) and app.screen.runs)
+        screen = app.screen
+        assert isinstance(screen, RegressScreen)
+        runs = screen.query_one("#suite-runs", DataTable)
+        assert runs.row_count == 2 and str(runs.get_row_at(0)[3]) == "1/2"
+        cases = screen.query_one("#suite-cases", DataTable)
+        await settle(pilot, lambda: cases.row_count == 2)
+        row = cases.get_row_at(1)  # cases sort by id: lists, reads
+        assert row[0] == "reads" and row[1] == "25%" and row[2] == "100%"
+        assert str(row[3]) == "regressed"
+        await pilot.press("tab", "down")  # the regressed case
+        body = screen.query_one("#case-body", Static)
+        await settle(pilot, lambda: "tool changes" in plain(body))
+        shown = plain(body)
+        assert "reads" in shown and "regressed" in shown and "baseline 100%" in shown
+        assert "read_file" in shown and "this case's tool" in shown
+        assert "Fetch any document" in shown and "Read a text file" in shown
+        assert "list_dir" not in shown.split("tool changes")[1]  # unchanged tools stay out
