@@ -509,3 +509,62 @@ async def test_regression_results_show_rates_and_the_description_diff(home: Path
         assert "read_file" in shown and "this case's tool" in shown
         assert "Fetch any document" in shown and "Read a text file" in shown
         assert "list_dir" not in shown.split("tool changes")[1]  # unchanged tools stay out
+
+
+# ---------------------------------------------------------------- long text
+
+
+def _lines(widget: Static, width: int) -> list[str]:
+    return [line.rstrip() for line in plain(widget, width).splitlines()]
+
+
+def _words_whole(text: str, lines: list[str]) -> bool:
+    """Every word of `text` appears whole on some line: nothing was cut mid-word."""
+    shown = {word for line in lines for word in line.split()}
+    return all(word in shown for word in text.split())
+
+
+async def test_long_text_wraps_at_words(home: Path) -> None:
+    description = (
+        "Evaluate an arithmetic expression exactly, with parentheses and the usual operators; "
+        "send the expression as a JSON object whose expression field holds it verbatim."
+    )
+    trace = home / "traces" / f"{ERROR}.jsonl"
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    for tool in events[0]["tools"]:
+        if tool["function"]["name"] == "calculator":
+            tool["function"]["description"] = description
+    trace.write_text("".join(json.dumps(e) + "\n" for e in events))
+
+    app = WorkbenchApp(home)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await _open(pilot, app, ERROR)
+        detail = screen.query_one("#detail-body", Static)
+        await pilot.press("enter")  # the start node opens onto the tools it offered
+        labels = [str(n.label) for n in screen.chain_tree.root.children[0].children]
+        assert any("calculator" in label for label in labels)
+        for _ in labels:
+            await pilot.press("down")
+            node = screen.chain_tree.cursor_node
+            if node is not None and node.data is not None and "calculator" in str(node.label):
+                break
+        await settle(pilot, lambda: "parameters" in plain(detail))
+        lines = _lines(detail, 40)
+        assert _words_whole(description, lines)  # the whole description, wrapped at words
+        assert '"type": "object",' in lines or any('"type": "object"' in ln for ln in lines)
+
+        # In the tree, the end's long reason stops at a word, never at the pane's edge.
+        from rich.style import Style
+
+        tree = screen.chain_tree
+        end = tree.root.children[-1]
+        label = tree.render_label(end, Style(), Style()).plain
+        assert label.endswith("…") and len(label) < tree.scrollable_content_region.width
+        reason = "✖ end: error  model call failed: 401 Unauthorized (not retried)"
+        assert reason.startswith(label[:-1].rstrip()) and reason[len(label[:-1].rstrip())] == " "
+
+        await pilot.press("e")  # the failed call: its error text wraps at words too
+        await settle(pilot, lambda: "parse error" in plain(detail))
+        assert _words_whole(
+            "ERROR: arguments are not valid JSON; send a JSON object", _lines(detail, 30)
+        )
