@@ -58,6 +58,15 @@ class PagedList(ScrollView, Generic[T], can_focus=True):
         def control(self) -> PagedList[Any]:
             return self.paged_list
 
+        def can_replace(self, message: Message) -> bool:
+            # Scrolling fast posts one per row; only where the cursor came to rest matters.
+            # A Selected is an action: it neither replaces nor is replaced.
+            return (
+                type(self) is type(message) is PagedList.Highlighted
+                and isinstance(message, PagedList.Highlighted)
+                and message.paged_list is self.paged_list
+            )
+
     class Selected(Highlighted):
         pass
 

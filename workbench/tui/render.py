@@ -355,8 +355,11 @@ def render_event(event: Event) -> RenderableType:
                         ("model", event.model),
                         ("base url", event.base_url),
                         ("params", json.dumps(event.params) if event.params else None),
-                        ("parent", f"{event.parent_run_id} at turn {event.fork_turn}")
+                        ("parent", _parent(event.parent_run_id, event.fork_turn))
                         if event.parent_run_id
+                        else None,
+                        ("origin", _origin(event.origin, event.client))
+                        if event.origin != "agent"
                         else None,
                         ("schema", str(event.schema_version)),
                     ]
@@ -431,7 +434,9 @@ def render_event(event: Event) -> RenderableType:
                 args,
             )
         case ToolEnd():
-            flags = [f for f in ("mocked", "replayed", "truncated") if getattr(event, f)]
+            flags = [
+                f for f in ("mocked", "replayed", "observed", "truncated") if getattr(event, f)
+            ]
             body = Group(
                 _kv(
                     [
@@ -509,6 +514,15 @@ def render_event(event: Event) -> RenderableType:
         case _:
             assert_never(event)
     return Group(event_title(event), Text(""), body)
+
+
+def _parent(run_id: str, fork_turn: int | None) -> str:
+    # A captured follow-up run continues its parent's conversation; a fork starts at a turn.
+    return run_id if fork_turn is None else f"{run_id} at turn {fork_turn}"
+
+
+def _origin(origin: str, client: str | None) -> str:
+    return f"{origin} by {client}" if client else origin
 
 
 def _tool_schema_line(tool: dict[str, Any], sources: dict[str, str]) -> Text:

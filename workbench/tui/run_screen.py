@@ -131,6 +131,10 @@ class RunScreen(WorkbenchScreen):
             super().__init__()
             self.renderable = renderable
 
+        def can_replace(self, message: Message) -> bool:
+            # Moving through the tree renders a detail per step; only the last is shown.
+            return isinstance(message, type(self))
+
     class FailureFound(Message):
         def __init__(self, event: Event | None) -> None:
             super().__init__()

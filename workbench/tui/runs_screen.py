@@ -81,6 +81,9 @@ class RunsScreen(WorkbenchScreen):
             super().__init__()
             self.total = total
 
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, type(self))  # only the newest count matters
+
     class Ingested(Message):
         def __init__(self, report: Any) -> None:
             super().__init__()
