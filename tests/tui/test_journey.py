@@ -568,3 +568,23 @@ async def test_long_text_wraps_at_words(home: Path) -> None:
         assert _words_whole(
             "ERROR: arguments are not valid JSON; send a JSON object", _lines(detail, 30)
         )
+
+
+async def test_a_demo_run_forks_offline_with_the_model_it_ships(home: Path) -> None:
+    # `workbench demo` records, with each run, the model script its forks answer from.
+    script = home / "demo-fork-script.json"
+    script.write_text(json.dumps({"name": "scripted-demo-fork", "steps": [{"content": "20"}]}))
+    trace = home / "traces" / f"{ERROR}.jsonl"
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    events[0]["meta"] = {**events[0].get("meta", {}), "fork_script": str(script)}
+    trace.write_text("".join(json.dumps(e) + "\n" for e in events))
+
+    app = WorkbenchApp(home, endpoint=Endpoint())  # no endpoint, no network
+    async with app.run_test(size=SIZE) as pilot:
+        fork = await _fork_dialog(pilot, app)
+        assert fork.query_one("#fork-script", Input).value == str(script)
+        assert "offline scripted model" in fork.output.text.plain
+        await _edit(pilot, fork, "user", "Compute (2 + 3) * 4 and answer with the number.")
+        await pilot.press("ctrl+r")
+        await settle(pilot, lambda: isinstance(app.screen, ChainCompareScreen))
+        assert "ended: completed" in fork.output.text.plain
