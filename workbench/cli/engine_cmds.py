@@ -164,7 +164,13 @@ def _register_fork(subparsers: Any) -> None:
         help="let new calls to tools that are not read-only run for real",
     )
     parser.add_argument(
-        "--root", type=Path, default=Path("."), help="folder the live file tools read (default .)"
+        "--root",
+        type=Path,
+        default=None,
+        help=(
+            "folder new file-tool calls read (default: the parent run's folder, as it "
+            "recorded it; else the current folder)"
+        ),
     )
     parser.add_argument(
         "--tools",
@@ -237,16 +243,25 @@ def _cmd_fork(args: argparse.Namespace) -> int:
         plan = plan_fork(parent, _fork_request(args))
     except ForkError as exc:
         raise CliError(str(exc), 2) from None
-    live = local_toolsets(args.root, args.tools)
+    root = _fork_root(args.root, parent.run_start)
+    live = local_toolsets(root, args.tools)
     secrets = mcp_config_secrets(args.mcp_config)
     limits = limits_from_args(args, parent.run_start.limits)
+    _offline_model(args, parent.run_start)
     model = build_model(args, limits)
     config = plan.config(limits=limits)
+    config.meta["root"] = str(root.resolve())  # what this fork's file tools could read
     # Secrets never reach a trace: the API key and the MCP config's headers and env values.
     secrets.append(model_settings(args).api_key or "")
     writer = JsonlWriter(traces_dir(home), config.run_id, redactor_for(home, secrets))
     agent = fork_agent(
-        plan, model, live_toolsets=live, sinks=[writer], run_id=config.run_id, limits=limits
+        plan,
+        model,
+        live_toolsets=live,
+        sinks=[writer],
+        run_id=config.run_id,
+        limits=limits,
+        meta=config.meta,
     )
     sys.stderr.write(
         f"fork {config.run_id} of run {parent.run_id} at turn {plan.turn} "
@@ -262,6 +277,38 @@ def _cmd_fork(args: argparse.Namespace) -> int:
     )
     printer.summary(result, str(writer.path))
     return STATUS_EXIT[result.status]
+
+
+def _fork_root(given: Path | None, start: Any) -> Path:
+    """`--root`, else the folder the parent's tools read, else the current folder."""
+    from workbench.engine.fork import recorded_root
+
+    if given is not None:
+        return given
+    found = recorded_root(start)
+    if found is not None:
+        return found
+    recorded = start.meta.get("root")
+    if recorded:
+        sys.stderr.write(
+            f"note: the parent run's folder {recorded} is gone; new file-tool calls read the "
+            "current folder (pass --root to choose)\n"
+        )
+    return Path(".")
+
+
+def _offline_model(args: argparse.Namespace, start: Any) -> None:
+    """With no model configured, a run that names an offline fork script (the demo's runs
+    do) is forked with it, so the demo forks with no network."""
+    from workbench.cli.model_flags import model_settings
+    from workbench.engine.fork import offline_fork_script
+
+    settings = model_settings(args)
+    script = offline_fork_script(start)
+    if settings.script is not None or settings.model or script is None:
+        return
+    args.script = script
+    sys.stderr.write(f"no model configured: using the run's offline model script {script}\n")
 
 
 # --- diff ---------------------------------------------------------------------------------

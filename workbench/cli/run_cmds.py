@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_core.agent import Agent, AgentConfig, RunResult
-from agent_core.demo import SCENARIOS, write_project
+from agent_core.demo import SCENARIOS, write_fork_script, write_project
 from agent_core.tools.builtin import builtin_tools
 from traces.home import traces_dir
 from traces.writer import JsonlWriter
@@ -164,6 +164,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     home = resolve_home(args)
     project = write_project(home / "demo-project")
+    # Forks of the demo's runs answer from this script: offline, like the demo itself.
+    fork_script = write_fork_script(home)
     print(SCRIPTED_NOTICE)
     print(f"Recording {len(SCENARIOS)} runs into {home} (project folder: {project})\n")
     printer = RunPrinter(sys.stdout)
@@ -175,7 +177,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
             task=scenario.task,
             system_prompt=scenario.system_prompt,
             limits=scenario.run_limits(),
-            meta={"demo": scenario.name, "scripted": True},
+            meta={
+                "demo": scenario.name,
+                "scripted": True,
+                "root": str(project.resolve()),  # what the built-in tools could read
+                "fork_script": str(fork_script.resolve()),
+            },
         )
         writer = JsonlWriter(traces_dir(home), config.run_id, redactor_for(home))
         model = ScriptedModel(scenario.steps, name="scripted-demo")
