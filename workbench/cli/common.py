@@ -44,6 +44,11 @@ def redactor_for(home: Path, secrets: list[str | None] | None = None) -> Redacto
         raise CliError(str(exc)) from None
 
 
+def counted(number: int, word: str, plural: str | None = None) -> str:
+    """`1 turn`, `3 turns`: a count with its noun agreeing."""
+    return f"{number} {word if number == 1 else plural or word + 's'}"
+
+
 def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, default=str, ensure_ascii=False) + "\n")
 
@@ -76,3 +81,4 @@ def _positive(convert: Callable[[str], T], what: str) -> Callable[[str], T]:
 
 positive_int = _positive(int, "a whole number")
 positive_float = _positive(float, "a number of seconds")
+positive_number = _positive(float, "a number")

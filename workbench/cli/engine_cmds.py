@@ -16,6 +16,7 @@ from typing import Any
 from workbench.cli.common import (
     CliError,
     add_home,
+    positive_number,
     print_json,
     redactor_for,
     resolve_home,
@@ -55,10 +56,16 @@ def _register_replay(subparsers: Any) -> None:
     parser.add_argument(
         "--pace",
         choices=("fast", "original"),
-        default="fast",
+        default=None,
         help="fast (default) or original: re-emit events at their recorded timing",
     )
-    parser.add_argument("--speed", type=float, default=1.0, help="speed-up for --pace original")
+    parser.add_argument(
+        "--speed",
+        type=positive_number,
+        default=None,
+        metavar="X",
+        help="play X times faster than recorded (implies --pace original)",
+    )
     parser.add_argument("--events", action="store_true", help="print each replayed event")
     parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
     add_home(parser)
@@ -68,8 +75,10 @@ def _register_replay(subparsers: Any) -> None:
 def _cmd_replay(args: argparse.Namespace) -> int:
     from workbench.engine.replay import ReplayStep, replay_run
 
-    if args.speed <= 0:
-        raise CliError("--speed must be above 0")
+    if args.speed is not None and args.pace == "fast":
+        raise CliError("--speed sets the pace of --pace original; drop --pace fast or --speed")
+    pace = args.pace or ("original" if args.speed is not None else "fast")
+    speed = args.speed if args.speed is not None else 1.0
     recording = _load(args.run, resolve_home(args))
 
     def show(step: ReplayStep) -> None:
@@ -79,16 +88,18 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     outcome = asyncio.run(
         replay_run(
             recording,
-            pace=args.pace,
-            speed=args.speed,
+            pace=pace,
+            speed=speed,
             on_step=show if args.events and not args.json else None,
         )
     )
     if args.json:
-        print_json(outcome.to_json())
+        print_json(outcome.to_json() | {"pace": pace, "speed": speed})
     else:
         for line in render_outcome(outcome):
             print(line)
+        if pace == "original":
+            print(f"  paced as recorded{f', {speed:g}× faster' if speed != 1 else ''}")
     if outcome.status == "incomplete":
         raise CliError(f"run {outcome.run_id[:12]}: {outcome.note}", 2)
     return outcome.exit_code

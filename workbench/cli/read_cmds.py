@@ -9,7 +9,9 @@ write at a time); `sql` then runs the user's query on a read-only connection.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -46,6 +48,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     show = subparsers.add_parser("show", help="show a run's decision chain, turn by turn")
     show.add_argument("run", metavar="RUN", help="run id or a unique prefix of it")
     show.add_argument("--json", action="store_true", help="print the chain as JSON")
+    show.add_argument(
+        "--timeline",
+        action="store_true",
+        help="the turns as a waterfall of model and tool calls with durations and tokens",
+    )
     add_home(show)
     show.set_defaults(func=cmd_show)
 
@@ -138,13 +145,6 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return 0
 
 
-def _clip(text: str | None, width: int = 300) -> str:
-    if text is None:
-        return ""
-    text = text.replace("\n", "\\n")
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def _tool_json(call: ToolCallNode) -> dict[str, Any]:
     end = call.end
     return {
@@ -166,6 +166,8 @@ def _tool_json(call: ToolCallNode) -> dict[str, Any]:
 
 
 def _turn_json(turn: TurnNode) -> dict[str, Any]:
+    from workbench.cli.show_render import calls_not_run
+
     request = turn.request
     response = turn.response
     return {
@@ -199,6 +201,7 @@ def _turn_json(turn: TurnNode) -> dict[str, Any]:
             "latency_ms": response.latency_ms,
         },
         "tool_calls": [_tool_json(call) for call in turn.tool_calls],
+        "calls_not_run": calls_not_run(turn),
         "trims": [t.model_dump(mode="json") for t in turn.trims],
         "errors": [e.model_dump(mode="json") for e in turn.errors],
     }
@@ -216,80 +219,54 @@ def chain_json(chain: RunChain) -> dict[str, Any]:
     }
 
 
-def _print_chain(chain: RunChain) -> None:
-    start = chain.start
-    if start is not None:
-        print(f"run {chain.run_id}  model {start.model}  tools {len(start.tools)}")
-        print(f"task: {_clip(start.task)}")
-    for turn in chain.turns:
-        print(f"\n── turn {turn.turn} [{turn.status}]")
-        request = turn.request
-        if request is not None:
-            last = request.messages[-1] if request.messages else {}
-            print(
-                f"  request: {len(request.messages)} messages, {len(request.tools)} tools, "
-                f"~{request.estimated_tokens} tokens; last {last.get('role', '?')}: "
-                f"{_clip(str(last.get('content') or ''), 120)}"
-            )
-        for call in turn.model_calls:
-            if call.error is not None:
-                print(
-                    f"  attempt {call.attempt} failed: {call.error.kind}: "
-                    f"{_clip(call.error.message, 160)}"
-                )
-        response = turn.response
-        if response is not None:
-            content = response.message.get("content")
-            print(
-                f"  response ({response.finish_reason}, {response.latency_ms:.0f} ms, "
-                f"attempt {response.attempt}): {_clip(content, 200) or '(no text)'}"
-            )
-        for tool in turn.tool_calls:
-            timing = f"{tool.duration_ms:.0f} ms" if tool.duration_ms is not None else "running"
-            print(
-                f"  tool {tool.name} [{tool.status}, {timing}, {tool.start.source}] "
-                f"{_clip(tool.start.arguments_raw, 160)}"
-            )
-            if tool.start.parse_error:
-                print(f"    arguments: {tool.start.parse_error}")
-            if tool.end is not None:
-                print(f"    → {_clip(tool.end.result, 200)}")
-            if tool.mcp:
-                print(f"    {len(tool.mcp)} MCP frame(s)")
-        for trim in turn.trims:
-            print(
-                f"  history trimmed: {trim.tokens_before} → {trim.tokens_after} tokens, "
-                f"{trim.rounds_dropped} round(s) dropped"
-            )
-        for error in turn.errors:
-            print(f"  error ({error.where}): {error.kind}: {_clip(error.message, 160)}")
-    end = chain.end
-    print()
-    if end is None:
-        print("end: incomplete (the trace has no run_end; the run was killed or is running)")
-        return
-    layer = f" ({end.timeout_layer})" if end.timeout_layer else ""
-    print(f"end: {end.status}{layer}: {end.reason}")
-    if end.final_answer:
-        print(f"answer: {_clip(end.final_answer, 500)}")
-    totals = end.totals
-    print(
-        f"totals: {totals.turns} turns, {totals.model_calls} model calls, "
-        f"{totals.tool_calls} tool calls ({totals.tool_errors} failed), "
-        f"{totals.total_tokens} tokens, {totals.duration_ms:.0f} ms"
-    )
+def _prices(args: argparse.Namespace) -> Any:
+    from workbench.engine.cost import Prices, PricesError
+
+    try:
+        return Prices.load(resolve_home(args))
+    except PricesError as exc:
+        raise CliError(str(exc)) from None
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from workbench.cli.show_render import chain_lines, turn_figures
+    from workbench.engine.timeline import build_timeline, render_timeline
+
+    prices = _prices(args)
     with _store(args) as store:
         run_id = store.resolve_run(args.run)
         row = store.run(run_id)
-        chain = build_chain(store.events(run_id))
+        events = store.events(run_id)
+    chain = build_chain(events)
+    timeline = build_timeline(events)
+    model = row.model or ""
     if args.json:
-        print_json({"run": row.to_json(), "chain": chain_json(chain)})
+        document = {"run": row.to_json(), "chain": chain_json(chain)}
+        document["tokens"] = turn_figures(timeline, model, prices)
+        if args.timeline:
+            document["timeline"] = timeline_json(timeline)
+        print_json(document)
+        return 0
+    if args.timeline:
+
+        def cost(input_tokens: int, output_tokens: int) -> str:
+            amount = prices.cost(model, input_tokens, output_tokens)
+            return f", {prices.format(amount)}" if amount is not None else ""
+
+        width = shutil.get_terminal_size((100, 30)).columns
+        lines = render_timeline(timeline, width=width, cost=cost)
     else:
-        _print_chain(chain)
+        lines = chain_lines(chain, timeline, prices)
+    sys.stdout.write("\n".join(lines) + "\n")
     return 0
+
+
+def timeline_json(timeline: Any) -> dict[str, Any]:
+    return {
+        "run_id": timeline.run_id,
+        "end_ms": timeline.end_ms,
+        "turns": [dataclasses.asdict(turn) for turn in timeline.turns],
+    }
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
@@ -327,4 +304,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["chain_json", "register"]
+# Other command modules' read commands (search) open the store the same way.
+open_store = _store
+
+__all__ = ["chain_json", "open_store", "register"]

@@ -9,6 +9,7 @@ from typing import Any, TextIO
 
 from agent_core.agent import RunResult, TextDelta
 from traces.events import Error, HistoryTrimmed, ToolEnd, ToolStart
+from workbench.cli.common import counted
 
 PREVIEW_CHARS = 100
 
@@ -62,6 +63,6 @@ class RunPrinter:
         layer = f" ({result.timeout_layer})" if result.timeout_layer else ""
         self._line(
             f"run {result.run_id}: {result.status}{layer} — {result.reason} · "
-            f"{totals.turns} turns, {totals.tool_calls} tool calls, "
-            f"{totals.total_tokens} tokens · trace {trace}"
+            f"{counted(totals.turns, 'turn')}, {counted(totals.tool_calls, 'tool call')}, "
+            f"{counted(totals.total_tokens, 'token')} · trace {trace}"
         )
