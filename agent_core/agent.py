@@ -18,7 +18,7 @@ from typing import Any
 
 from agent_core.model.base import ChatModel, ModelCall, StreamItem
 from agent_core.tools.base import ToolResult, Toolset
-from traces.events import Edit, Event, Limits, RunStatus, TimeoutLayer, Totals
+from traces.events import Edit, Event, Limits, RunOrigin, RunStatus, TimeoutLayer, Totals
 from traces.recorder import Recorder
 from traces.writer import Sink
 
@@ -52,6 +52,7 @@ class AgentConfig:
     fork_turn: int | None = None
     edits: list[Edit] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+    origin: RunOrigin = "agent"  # recorded in run_start: who started this run
 
 
 @dataclass(frozen=True)

@@ -432,6 +432,7 @@ class LoopRun:
             fork_turn=config.fork_turn,
             edits=list(config.edits),
             meta=meta,
+            origin=config.origin,
         )
 
     def _finish(self, end: End) -> None:

@@ -6,6 +6,9 @@ Writer and reader share these models. `Event` is the discriminated union on `typ
 Schema versions (bump on any change of an event's shape, add a migration in
 `traces.reader`, and add golden traces under tests/fixtures/traces/vN/):
     1 — first release.
+    2 — where a run came from (`run_start.origin`, `client`), tools left out or renamed
+        (`run_start.tools_dropped`, `renamed_tools`, `tool_start.source_name`), tool calls
+        a client ran (`tool_end.observed`), and `tools_changed` mid-run.
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_serializer
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SCHEMA_VERSIONS: dict[int, str] = {
     1: "first release: run_start … run_end, model chunks, tool calls, MCP frames, trims",
+    2: "run origin and client, tools dropped or renamed, observed tool calls, tools_changed",
 }
 
 RunStatus: TypeAlias = Literal[
@@ -44,6 +48,11 @@ RUN_STATUSES: tuple[str, ...] = (
 TimeoutLayer: TypeAlias = Literal["model", "tool", "run"]
 ErrorWhere: TypeAlias = Literal["model", "tool", "mcp", "history", "run"]
 McpDirection: TypeAlias = Literal["send", "recv"]
+# Where a run came from: the agent core, a fork of another run, a regression sample, an
+# `mcp` command session, traffic captured by the proxy, or an OpenTelemetry import.
+RunOrigin: TypeAlias = Literal[
+    "agent", "fork", "regression_sample", "mcp_session", "captured", "imported"
+]
 
 
 def utc_now() -> datetime:
@@ -117,6 +126,19 @@ class RunStart(EventBase):
     tool_sources: dict[str, str] = Field(
         default_factory=dict, description="tool name -> builtin | user | mcp:<server>"
     )
+    tools_dropped: list[str] = Field(
+        default_factory=list, description="registered tools not offered (over max_tools)"
+    )
+    renamed_tools: dict[str, str] = Field(
+        default_factory=dict,
+        description="name offered to the model -> the tool's own name at its source, for "
+        "tools renamed to resolve a clash",
+    )
+    origin: RunOrigin = "agent"
+    client: str | None = Field(
+        default=None,
+        description="who produced a captured or imported run (user agent, instrumentation)",
+    )
     parent_run_id: str | None = None
     fork_turn: int | None = None
     edits: list[Edit] = Field(default_factory=list)
@@ -160,6 +182,9 @@ class ToolStart(EventBase):
     arguments: dict[str, Any] | None = None
     parse_error: str | None = None
     source: str = Field(default="builtin", description="builtin | user | mcp:<server>")
+    source_name: str | None = Field(
+        default=None, description="the tool's own name at its source, when the model saw another"
+    )
     reasoning: str | None = None
 
 
@@ -174,6 +199,10 @@ class ToolEnd(EventBase):
     truncated: bool = False
     mocked: bool = False
     replayed: bool = False
+    observed: bool = Field(
+        default=False,
+        description="the client ran this call (a captured run); only its result was seen",
+    )
 
 
 class McpMessage(EventBase):
@@ -181,6 +210,21 @@ class McpMessage(EventBase):
     server: str
     direction: McpDirection
     frame: dict[str, Any] = Field(description="the raw JSON-RPC frame")
+
+
+class ToolsChanged(EventBase):
+    """A tool source changed its tools mid-run; `tools` is offered from the next turn."""
+
+    type: Literal["tools_changed"] = "tools_changed"
+    source: str = Field(description="e.g. mcp:<server>")
+    tools: list[dict[str, Any]] = Field(
+        default_factory=list, description="every tool schema offered from the next turn"
+    )
+    added: list[str] = Field(default_factory=list)
+    removed: list[str] = Field(default_factory=list)
+    dropped: list[str] = Field(
+        default_factory=list, description="registered tools not offered (over max_tools)"
+    )
 
 
 class HistoryTrimmed(EventBase):
@@ -221,6 +265,7 @@ Event: TypeAlias = Annotated[
     | ToolStart
     | ToolEnd
     | McpMessage
+    | ToolsChanged
     | HistoryTrimmed
     | Error
     | RunEnd,
@@ -234,6 +279,7 @@ EVENT_TYPES: tuple[type[EventBase], ...] = (
     ToolStart,
     ToolEnd,
     McpMessage,
+    ToolsChanged,
     HistoryTrimmed,
     Error,
     RunEnd,
@@ -246,6 +292,7 @@ EventType: TypeAlias = Literal[
     "tool_start",
     "tool_end",
     "mcp_message",
+    "tools_changed",
     "history_trimmed",
     "error",
     "run_end",

@@ -34,9 +34,28 @@ class NewerSchemaError(ValueError):
 
 
 # One function per old version: it turns a decoded line of version N into version N + 1.
-# Version 1 is the first release, so nothing is registered yet; v2 adds `MIGRATIONS[1]`.
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
-MIGRATIONS: dict[int, Migration] = {}
+
+
+def _v1_to_v2(record: dict[str, Any]) -> dict[str, Any]:
+    """v2 adds optional fields only; a v1 run_start learns its origin from what v1 kept:
+    regression meta (a sample), an MCP config (an `mcp` session) or a parent run (a fork)."""
+    if record.get("type") != "run_start":
+        return record
+    meta = record.get("meta")
+    meta = meta if isinstance(meta, dict) else {}
+    if "regress" in meta:  # samples of a recorded context have a parent too
+        origin = "regression_sample"
+    elif "mcp_config" in meta:
+        origin = "mcp_session"
+    elif record.get("parent_run_id") is not None:
+        origin = "fork"
+    else:
+        origin = "agent"
+    return {**record, "schema_version": 2, "origin": origin}
+
+
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2}
 
 
 def migrate(record: dict[str, Any], version: int) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from traces.events import (
     RunEnd,
     RunStart,
     ToolEnd,
+    ToolsChanged,
     ToolStart,
 )
 
@@ -190,6 +191,8 @@ class _Builder:
                 self._add_mcp(event, turn)
             case HistoryTrimmed():
                 (turn.trims if turn is not None else self.chain.trims).append(event)
+            case ToolsChanged():
+                pass  # kept in its turn's events; the next turn's request shows the new tools
             case Error():
                 self._add_error(event, turn)
             case _:

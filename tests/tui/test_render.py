@@ -66,3 +66,24 @@ def test_schema_diff_marks_added_removed_and_changed_tools() -> None:
     assert "1 added, 1 removed, 1 changed" in shown
     assert "+ new" in shown and "- old" in shown and "~ read_file" in shown
     assert "path (type)" in shown
+
+
+def test_a_tools_changed_event_names_what_changed_and_what_is_offered() -> None:
+    from datetime import UTC, datetime
+
+    from traces.events import ToolsChanged
+
+    tool = {"type": "function", "function": {"name": "list_directory", "description": "List."}}
+    event = ToolsChanged(
+        run_id="r",
+        seq=3,
+        ts=datetime.now(UTC),
+        turn=1,
+        source="mcp:fs",
+        tools=[tool],
+        added=["list_directory"],
+        removed=["old_tool"],
+    )
+    shown = text(render_event(event))
+    assert "mcp:fs" in shown and "list_directory" in shown and "old_tool" in shown
+    assert "+list_directory -old_tool" in event_line(event, 120).plain

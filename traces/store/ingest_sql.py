@@ -248,6 +248,6 @@ SELECT run_id, coalesce(started_at, first_ts), ended_at, s->>'task', s->>'model'
              epoch_us(last_ts) / 1000.0 - epoch_us(first_ts) / 1000.0),
     s->>'parent_run_id', try_cast(s->>'fork_turn' AS INTEGER), e->>'final_answer',
     e->>'reason', e->>'timeout_layer', try_cast(s->>'schema_version' AS INTEGER), n,
-    source_path
+    source_path, coalesce(s->>'origin', 'agent')
 FROM agg
 """

@@ -6,7 +6,7 @@ Ingest's statements live in `ingest_sql`.
 from __future__ import annotations
 
 # Bump when the tables below change shape; an older store file is rebuilt from its traces.
-STORE_VERSION = 3
+STORE_VERSION = 4
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS store_meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -57,7 +57,8 @@ CREATE TABLE IF NOT EXISTS runs (
     timeout_layer VARCHAR,
     schema_version INTEGER,
     events INTEGER,
-    source_path VARCHAR
+    source_path VARCHAR,
+    origin VARCHAR              -- run_start.origin: agent, fork, captured, ...
 );
 CREATE OR REPLACE VIEW model_calls AS
 SELECT run_id, turn, seq, ts,
@@ -121,7 +122,7 @@ KNOWN_FILES = "SELECT path, run_id, bytes_done, lines_done, size_seen, refused F
 
 RUN_COLUMNS = """run_id, started_at, ended_at, task, model, status, turns, model_calls,
     tool_calls, tool_errors, total_tokens, duration_ms, parent_run_id, fork_turn,
-    final_answer, reason, source_path"""
+    final_answer, reason, source_path, origin"""
 _RUN_FILTER = """
 WHERE ($status IS NULL OR status = $status)
     AND (NOT $failed_only OR status <> 'completed')

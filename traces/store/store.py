@@ -68,6 +68,7 @@ class RunRow:
     final_answer: str | None
     reason: str | None
     source_path: str | None
+    origin: str = "agent"  # a RunOrigin; "agent" for a run whose run_start is missing
 
     def to_json(self) -> dict[str, Any]:
         out = dict(self.__dict__)

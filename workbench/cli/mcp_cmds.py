@@ -133,7 +133,9 @@ def _traced(args: argparse.Namespace, task: str, servers: list[str] | None, body
     home = resolve_home(args)
     writer = JsonlWriter(traces_dir(home), run_id, redactor_for(home, mcp_secrets(configs)))
     recorder = Recorder(run_id, [writer])
-    recorder.emit(RunStart, task=task, model="none", meta={"mcp_config": str(path)})
+    recorder.emit(
+        RunStart, task=task, model="none", meta={"mcp_config": str(path)}, origin="mcp_session"
+    )
     started = time.perf_counter()
     tally = _Tally(status="error")
     reason = ""

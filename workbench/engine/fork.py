@@ -73,6 +73,7 @@ class ForkPlan:
             parent_run_id=self.parent.run_id,
             fork_turn=self.turn,
             edits=list(self.edits),
+            origin="fork",
             # The loop records the fork's own read-only flags; the parent's may differ.
             meta={k: v for k, v in start.meta.items() if k != "read_only_tools"},
         )

@@ -299,6 +299,7 @@ async def _run_sample(
             limits=limits,
             tool_descriptions=dict(options.tool_descriptions),
             meta=meta,
+            origin="regression_sample",
             **({"params": dict(options.params)} if options.params else {}),
         )
     else:
@@ -309,6 +310,7 @@ async def _run_sample(
             params=dict(options.params),
             tool_descriptions=dict(options.tool_descriptions),
             meta=meta,
+            origin="regression_sample",
         )
     sinks = (
         [JsonlWriter(options.traces_dir, config.run_id, options.redactor)]

@@ -107,6 +107,7 @@ def replay_config(recording: Recording) -> AgentConfig:
         fork_turn=start.fork_turn,
         edits=list(start.edits),
         meta=dict(start.meta),
+        origin=start.origin,
     )
     if start.fork_turn is not None and first is not None:
         # A fork began from a rebuilt history; its first request is that history.

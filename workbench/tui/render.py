@@ -28,6 +28,7 @@ from traces.events import (
     RunEnd,
     RunStart,
     ToolEnd,
+    ToolsChanged,
     ToolStart,
 )
 
@@ -97,6 +98,12 @@ def fmt_count(n: int | None) -> str:
     if n < 1_000_000:
         return f"{n / 1000:.1f}k"
     return f"{n / 1_000_000:.1f}M"
+
+
+def plural(n: int | None, noun: str) -> str:
+    """`1 turn`, `3 turns`, `0 tool calls`."""
+    count = n or 0
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def one_line(text: str | None, limit: int = 80) -> str:
@@ -377,6 +384,19 @@ def render_event(event: Event) -> RenderableType:
             body = Group(
                 _kv([("server", event.server), ("direction", arrow)]), pretty_json(event.frame)
             )
+        case ToolsChanged():
+            body = Group(
+                _kv(
+                    [
+                        ("source", event.source),
+                        ("added", ", ".join(event.added) or None),
+                        ("removed", ", ".join(event.removed) or None),
+                        ("left out", ", ".join(event.dropped) or None),
+                    ]
+                ),
+                Text("offered from the next turn", style="bold dim"),
+                *[_tool_schema_line(tool, {}) for tool in event.tools],
+            )
         case HistoryTrimmed():
             body = _kv(
                 [
@@ -475,6 +495,9 @@ def event_summary(event: Event) -> str:
         case McpMessage():
             method = event.frame.get("method") or ("result" if "result" in event.frame else "error")
             return f"mcp {event.server} {'→' if event.direction == 'send' else '←'} {method}"
+        case ToolsChanged():
+            change = [f"+{name}" for name in event.added] + [f"-{name}" for name in event.removed]
+            return f"tools changed · {event.source} · {' '.join(change) or 'same names'}"
         case HistoryTrimmed():
             return f"history trimmed · {event.tokens_before} → {event.tokens_after} tokens"
         case Error():

@@ -34,6 +34,7 @@ from workbench.tui.render import (
     fmt_count,
     fmt_ms,
     one_line,
+    plural,
     render_chunks,
     render_event,
     short_id,
@@ -57,10 +58,11 @@ def run_summary(outline: Outline) -> Text:
         "  ",
         status_badge(row.status),
         ("  " + one_line(row.task, 70), ""),
-        (f"\n{row.model}  ·  {row.turns} turns  ·  {row.tool_calls} tool calls", "dim"),
+        (f"\n{row.model}  ·  {plural(outline.turns, 'turn')}  ·  ", "dim"),
+        (plural(row.tool_calls, "tool call"), "dim"),
         (f" ({row.tool_errors} failed)" if row.tool_errors else "", "red"),
         (f"  ·  {fmt_count(row.total_tokens)} tokens  ·  {fmt_ms(row.duration_ms)}", "dim"),
-        (f"  ·  {outline.events} events{parent}", "dim"),
+        (f"  ·  {plural(outline.events, 'event')}{parent}", "dim"),
     )
 
 
@@ -105,6 +107,7 @@ class RunScreen(WorkbenchScreen):
         self.outline: Outline | None = None
         self._turns: dict[int, TreeNode[ChainNode]] = {}
         self._loading: set[int] = set()
+        self._loaded: set[int] = set()
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -185,7 +188,7 @@ class RunScreen(WorkbenchScreen):
             return
         if data.kind == "turns":
             self._add_turns(event.node, data.turn or 0, data.last_turn or 0)
-        elif data.kind == "turn":
+        elif data.kind == "turn" and data.turn not in self._loaded:
             self._request_turn(data.turn or 0)
 
     def _request_turn(self, turn: int, focus_seq: int | None = None) -> None:
@@ -204,12 +207,15 @@ class RunScreen(WorkbenchScreen):
         parent = self._turn_tree_node(message.turn)
         if parent is None:
             return
-        if not parent.children:
+        if message.turn not in self._loaded:
+            self._loaded.add(message.turn)
             self._fill(parent, message.children)
             assert parent.data is not None
             parent.data.children = message.children
             parent.data.failed = any(n.failed for n in message.children)
             parent.set_label(turn_label(message.turn, message.children))
+            if self.tree.cursor_node is parent:
+                self._show(self._local_detail(parent.data))
         parent.expand()
         if message.focus_seq is not None:
             self._select_seq(parent, message.focus_seq)
@@ -261,10 +267,12 @@ class RunScreen(WorkbenchScreen):
                 f"turns {node.turn} to {node.last_turn}: press enter to list them", style="dim"
             )
         if node.kind == "turn":
-            if not node.children:
+            if node.turn in self._loading:
+                return Text(f"turn {node.turn}: loading…", style="dim")
+            if node.turn not in self._loaded:
                 return Text(f"turn {node.turn}: press enter to open", style="dim")
             return Group(
-                Text(f"turn {node.turn}", style="bold"),
+                turn_label(node.turn or 0, node.children),
                 *(Text("  " + event_summary(e)) for c in node.children for e in c.events),
             )
         if node.kind == "end" and not node.events:
@@ -338,7 +346,7 @@ class RunScreen(WorkbenchScreen):
         parent = self._turn_tree_node(event.turn)
         if parent is None:
             return
-        if parent.children:
+        if event.turn in self._loaded:
             parent.expand()
             self._select_seq(parent, event.seq)
         else:
@@ -358,7 +366,9 @@ class RunScreen(WorkbenchScreen):
         self.workbench.open_replay(self.run_id, node.seq or 0 if node else 0)
 
     def action_verify(self) -> None:
-        self.workbench.open_replay(self.run_id, 0, verify=True)
+        # The replay opens at the selected step and moves to the divergence once verified.
+        node = self._selected()
+        self.workbench.open_replay(self.run_id, node.seq or 0 if node else 0, verify=True)
 
     def action_fork(self) -> None:
         node = self._selected()
