@@ -135,3 +135,37 @@ def test_export_markdown_and_json(
     assert document["run_id"] == run_id and document["events"][0]["type"] == "run_start"
     assert main(["--home", str(home), "export", "ffffffff"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_runs_list_costs_when_priced(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["--home", str(home), "runs"]) == 0
+    assert "COST" not in capsys.readouterr().out
+    (home / "prices.toml").write_text(
+        'currency = "€"\n[models."scripted-demo"]\ninput = 1_000_000\noutput = 1_000_000\n',
+        encoding="utf-8",
+    )
+    assert main(["--home", str(home), "runs", "--json"]) == 0
+    runs = json.loads(capsys.readouterr().out)
+    assert all(r["cost"] == r["input_tokens"] + r["output_tokens"] for r in runs)
+    assert main(["--home", str(home), "runs"]) == 0
+    out = capsys.readouterr().out
+    assert "COST" in out.splitlines()[0]
+    first = runs[0]
+    assert f"€{first['cost']:.2f}" in out
+
+
+def test_a_run_summary_prices_its_tokens(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "prices.toml").write_text(
+        '[models."scripted"]\ninput = 1_000_000\noutput = 0\n', encoding="utf-8"
+    )
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps([{"content": "hi"}]), encoding="utf-8")
+    run = ["--home", str(home), "run", "Say hi.", "--script", str(script), "--root", str(tmp_path)]
+    assert main(run) == 0
+    [summary] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("run ")]
+    assert "tokens ($" in summary

@@ -16,7 +16,9 @@ from typing import Any
 from workbench.cli.common import (
     CliError,
     add_home,
+    load_prices,
     positive_number,
+    priced,
     print_json,
     redactor_for,
     resolve_home,
@@ -249,6 +251,7 @@ def _cmd_fork(args: argparse.Namespace) -> int:
     from workbench.engine.fork import ForkError, fork_agent, fork_toolset, plan_fork
 
     home = resolve_home(args)
+    prices = load_prices(home)
     parent = _load(args.run, home)
     try:
         plan = plan_fork(parent, _fork_request(args))
@@ -286,7 +289,9 @@ def _cmd_fork(args: argparse.Namespace) -> int:
         mcp_config=args.mcp_config,
         attach=lambda agent, toolsets: fork_toolset(agent).add_live(toolsets),
     )
-    printer.summary(result, str(writer.path))
+    totals = result.totals
+    cost = priced(prices, model.name, totals.input_tokens, totals.output_tokens)
+    printer.summary(result, str(writer.path), cost)
     return STATUS_EXIT[result.status]
 
 

@@ -115,13 +115,28 @@ def _when(row_value: Any) -> str:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    prices = _prices(args)
     with _store(args) as store:
         rows = store.runs(
             status=args.status, text=args.text, failed_only=args.failed, limit=args.limit
         )
         total = store.count_runs(status=args.status, text=args.text, failed_only=args.failed)
+        split = store.run_tokens([row.run_id for row in rows]) if prices or args.json else {}
+    costs = {
+        run_id: prices.cost(model, *split[run_id])
+        for run_id, model in ((row.run_id, row.model or "") for row in rows)
+        if run_id in split
+    }
     if args.json:
-        print_json([row.to_json() for row in rows])
+        listed = []
+        for row in rows:
+            tokens_in, tokens_out = split.get(row.run_id, (None, None))
+            listed.append(
+                row.to_json()
+                | {"input_tokens": tokens_in, "output_tokens": tokens_out}
+                | {"cost": costs.get(row.run_id)}
+            )
+        print_json(listed)
         return 0
     if not rows:
         print(
@@ -129,16 +144,18 @@ def cmd_runs(args: argparse.Namespace) -> int:
             "`workbench ingest PATH`"
         )
         return 0
+    cost_head = f"  {'COST':>9}" if prices else ""
     print(
-        f"{'RUN':<12}  {'STATUS':<20}  {'TURNS':>5}  {'TOOLS':>7}  {'TOKENS':>7}  "
+        f"{'RUN':<12}  {'STATUS':<20}  {'TURNS':>5}  {'TOOLS':>7}  {'TOKENS':>7}{cost_head}  "
         f"{'STARTED (UTC)':<19}  TASK"
     )
     for row in rows:
         tools = f"{row.tool_calls}" + (f"/{row.tool_errors}!" if row.tool_errors else "")
         task = (row.task or "").replace("\n", " ")
+        cost = f"  {prices.format(costs.get(row.run_id)) or '-':>9}" if prices else ""
         print(
             f"{row.run_id[:12]:<12}  {row.status:<20}  {row.turns:>5}  {tools:>7}  "
-            f"{row.total_tokens:>7}  {_when(row.started_at):<19}  {task[:60]}"
+            f"{row.total_tokens:>7}{cost}  {_when(row.started_at):<19}  {task[:60]}"
         )
     if total > len(rows):
         print(f"… {total - len(rows)} more (use --limit)")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_core.agent import Agent, AgentConfig, RunResult
 from agent_core.demo import SCENARIOS, write_fork_script, write_project
@@ -16,6 +16,8 @@ from traces.writer import JsonlWriter
 from workbench.cli.common import (
     CliError,
     add_home,
+    load_prices,
+    priced,
     print_json,
     redactor_for,
     resolve_home,
@@ -32,6 +34,9 @@ from workbench.cli.model_flags import (
     parse_tool_descriptions,
 )
 from workbench.cli.run_printer import RunPrinter
+
+if TYPE_CHECKING:
+    from workbench.engine.cost import Prices
 
 EXIT_CODES = """\
 exit codes:
@@ -123,6 +128,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_tool_names(overrides, [spec.name for t in toolsets for spec in t.specs()])
     system_prompt = text_or_file(args.system) if args.system else None
     model = build_model(args, limits)
+    prices = load_prices(resolve_home(args))
     config = AgentConfig(
         task=args.task,
         system_prompt=system_prompt,
@@ -138,10 +144,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     agent = Agent(model, toolsets, config, sinks=[writer])
     printer = RunPrinter(sys.stderr if args.json else sys.stdout)
     result = run_agent(agent, printer, writer, mcp_config=args.mcp_config)
-    printer.summary(result, str(writer.path))
+    printer.summary(result, str(writer.path), _cost(prices, model.name, result))
     if args.json:
         print_json(result_json(result, writer.path))
     return STATUS_EXIT[result.status]
+
+
+def _cost(prices: Prices, model: str, result: RunResult) -> str:
+    return priced(prices, model, result.totals.input_tokens, result.totals.output_tokens)
 
 
 def result_json(result: RunResult, trace: Path) -> dict[str, Any]:
@@ -163,6 +173,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from agent_core.model.scripted import ScriptedModel
 
     home = resolve_home(args)
+    prices = load_prices(home)
     project = write_project(home / "demo-project")
     # Forks of the demo's runs answer from this script: offline, like the demo itself.
     fork_script = write_fork_script(home)
@@ -188,7 +199,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         model = ScriptedModel(scenario.steps, name="scripted-demo")
         agent = Agent(model, [builtin_tools(project)], config, sinks=[writer])
         result = run_agent(agent, printer, writer)
-        printer.summary(result, str(writer.path))
+        printer.summary(result, str(writer.path), _cost(prices, model.name, result))
         print()
         if result.status != scenario.expect:
             unexpected.append(f"{scenario.name}: {result.status} (expected {scenario.expect})")

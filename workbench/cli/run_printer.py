@@ -58,11 +58,13 @@ class RunPrinter:
             retry = " (retrying)" if item.retriable and item.where == "model" else ""
             self._line(f"  ! {item.where} {item.kind}: {_preview(item.message)}{retry}")
 
-    def summary(self, result: RunResult, trace: str) -> None:
+    def summary(self, result: RunResult, trace: str, cost: str = "") -> None:
+        """The run's end in one line; `cost` (e.g. `$0.0123`) follows the tokens."""
         totals = result.totals
         layer = f" ({result.timeout_layer})" if result.timeout_layer else ""
+        priced = f" ({cost})" if cost else ""
         self._line(
             f"run {result.run_id}: {result.status}{layer} — {result.reason} · "
             f"{counted(totals.turns, 'turn')}, {counted(totals.tool_calls, 'tool call')}, "
-            f"{counted(totals.total_tokens, 'token')} · trace {trace}"
+            f"{counted(totals.total_tokens, 'token')}{priced} · trace {trace}"
         )
