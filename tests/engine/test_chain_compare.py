@@ -66,8 +66,9 @@ async def test_comparison_shows_texts_word_diffs_and_the_edits(project: Project)
 
 
 def test_word_diff_marks_changes_and_cuts_long_unchanged_text() -> None:
-    from traces.schema_diff import word_diff
+    from workbench.engine.chain_compare import word_diff
 
+    assert word_diff("same words\n", "same  words") == [("equal", "same  words")]
     before = "The port is 8080 " + "and the rest stays the same " * 10 + "until the end."
     after = "The port is 9090 " + "and the rest stays the same " * 10 + "until the finish."
     text = marked(word_diff(before, after), context=20)

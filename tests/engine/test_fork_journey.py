@@ -146,11 +146,22 @@ async def test_the_demo_forks_offline_with_its_own_script(
     code = await cli(
         "--home", str(home), "fork", loop.run_id, "--turn", "2",
         "--mock", "call_s1_0=src/report.py:7: # TODO: report the humidity range too",
-        "--quiet",
+        "--system", "Answer from the results you have.", "--quiet",
     )  # fmt: skip
     assert code == 0
     fork = read_trace(_new_trace(home, before)).events
     assert fork[-1].status == "completed" and "TODO" in (fork[-1].final_answer or "")
+
+    # The comparison shows the edits and the changed texts, not digests.
+    capsys.readouterr()
+    code = await cli("--home", str(home), "diff", loop.run_id, fork[0].run_id, "--chain")
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "system prompt: Answer from the results you have." in out
+    assert "result of tool call call_s1_0 (mocked): src/report.py:7: # TODO" in out
+    assert "turn 1, search_files result:" in out
+    assert "# TODO: report the humidity range too [-src/sensors.py:14:" in out
+    assert 'search_files({"query": "TODO"}) → not run' in out  # the refused repeat
 
 
 def test_a_served_script_skips_ids_the_conversation_already_holds() -> None:
