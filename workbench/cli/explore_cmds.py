@@ -19,6 +19,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "tool arguments, tool results, errors and final answers. Prints one line per "
             "match: run, turn, where it matched and the text around it; newest runs first."
         ),
+        epilog=(
+            "examples:\n  workbench search 'no file'\n  workbench search timeout --run 3fa2 "
+            "--json\n\nexit codes: 0 something matched, 1 nothing did, 2 usage error"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     search.add_argument("text", metavar="TEXT", help="the text to look for")
     search.add_argument("--run", metavar="RUN", help="only this run (id or unique prefix)")
@@ -36,6 +41,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "json: the run's summary and every event, one document. md: the task, each "
             "turn's text, tool calls and results, and how the run ended, as Markdown."
         ),
+        epilog="example:\n  workbench export 3fa2 --format md -o run.md",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     export.add_argument("run", metavar="RUN", help="run id (or unique prefix) or a .jsonl path")
     export.add_argument(
