@@ -133,6 +133,12 @@ def test_export_markdown_and_json(
     assert "wrote run" in capsys.readouterr().err
     document = json.loads(target.read_text(encoding="utf-8"))
     assert document["run_id"] == run_id and document["events"][0]["type"] == "run_start"
+    loop = demo_run(home, "duplicate-call-loop")
+    assert main(["--home", str(home), "export", loop]) == 0
+    text = capsys.readouterr().out
+    assert "## Turn 2 · " in text and " out tokens, " in text
+    assert "**Tool `search_files`** (`call_s2_0`, not run)" in text
+    assert "Last text (not an answer):" in text and "Final answer:" not in text
     assert main(["--home", str(home), "export", "ffffffff"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
 

@@ -183,8 +183,6 @@ def _tool_json(call: ToolCallNode) -> dict[str, Any]:
 
 
 def _turn_json(turn: TurnNode) -> dict[str, Any]:
-    from workbench.cli.show_render import calls_not_run
-
     request = turn.request
     response = turn.response
     return {
@@ -218,7 +216,7 @@ def _turn_json(turn: TurnNode) -> dict[str, Any]:
             "latency_ms": response.latency_ms,
         },
         "tool_calls": [_tool_json(call) for call in turn.tool_calls],
-        "calls_not_run": calls_not_run(turn),
+        "calls_not_run": turn.calls_not_run,
         "trims": [t.model_dump(mode="json") for t in turn.trims],
         "errors": [e.model_dump(mode="json") for e in turn.errors],
     }

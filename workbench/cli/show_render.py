@@ -20,17 +20,6 @@ def clip(text: str | None, width: int = 300) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def calls_not_run(turn: TurnNode) -> list[dict[str, Any]]:
-    """Tool calls the model asked for in this turn that have no tool_start: the loop
-    stopped before running them (a repeated call, a limit)."""
-    response = turn.response
-    if response is None:
-        return []
-    started = {call.call_id for call in turn.tool_calls}
-    asked = [c for c in response.message.get("tool_calls") or () if isinstance(c, dict)]
-    return [c for c in asked if c.get("id") not in started]
-
-
 def _not_run_reason(chain: RunChain, turn: TurnNode) -> str:
     end = chain.end
     last = chain.turns[-1].turn if chain.turns else None
@@ -114,7 +103,7 @@ def _turn_lines(chain: RunChain, turn: TurnNode) -> list[str]:
             lines.append(f"    → {clip(tool.end.result, 200)}")
         if tool.mcp:
             lines.append(f"    {counted(len(tool.mcp), 'MCP frame')}")
-    for call in calls_not_run(turn):
+    for call in turn.calls_not_run:
         function = call.get("function") or {}
         arguments = function.get("arguments")
         shown = arguments if isinstance(arguments, str) else json.dumps(arguments)

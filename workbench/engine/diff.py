@@ -126,14 +126,8 @@ def _chain_turn(node: TurnNode) -> ChainTurn:
 def _calls_not_run(node: TurnNode) -> list[ChainCall]:
     """Calls the model asked for that the loop never started (a refused repeat, a limit):
     the model's decision all the same, so the turn is a tools turn, not an answer."""
-    response = node.response
-    if response is None:
-        return []
-    started = {call.call_id for call in node.tool_calls}
     found: list[ChainCall] = []
-    for call in response.message.get("tool_calls") or ():
-        if not isinstance(call, dict) or call.get("id") in started:
-            continue
+    for call in node.calls_not_run:
         function = call.get("function") or {}
         raw = function.get("arguments") or ""
         try:
