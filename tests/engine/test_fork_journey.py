@@ -7,22 +7,32 @@ import json
 from pathlib import Path
 
 import pytest
-from engine_support import Project, cli, read_events
 
+from tests.engine.engine_support import Project, cli, read_events
+from traces.events import RunEnd, ToolEnd
 from traces.home import traces_dir
-from traces.reader import read_trace
 from workbench.engine.fork import offline_fork_script, recorded_root
+from workbench.engine.recording_io import Recording, read_recording_file
 
 # Written like docs/script-format.md's example: no ids, so the script numbers them itself.
-READ_THEN_ANSWER = [
+READ_THEN_ANSWER: list[dict[str, object]] = [
     {"tool_calls": [{"name": "read_file", "arguments": {"path": "config.toml"}}]},
     {"content": "The port is 8080."},
 ]
 
 
-def _new_trace(home: Path, before: set[Path]) -> Path:
+def _new_run(home: Path, before: set[Path]) -> Recording:
     [path] = set(traces_dir(home).glob("*.jsonl")) - before
-    return path
+    return read_recording_file(path)
+
+
+def _end(run: Recording) -> RunEnd:
+    assert run.run_end is not None
+    return run.run_end
+
+
+def _tool_ends(run: Recording) -> list[ToolEnd]:
+    return [event for event in run.events if isinstance(event, ToolEnd)]
 
 
 def _script(project: Project, name: str, steps: list[dict[str, object]]) -> Path:
@@ -69,7 +79,8 @@ async def test_a_fork_script_without_ids_never_reuses_a_recorded_call_id(
     out = capsys.readouterr()
     assert code == 0, out.err
     assert "used twice" not in out.err + out.out
-    events = read_events(_new_trace(project.home, before))
+    [path] = set(traces_dir(project.home).glob("*.jsonl")) - before
+    events = read_events(path)
     new_ids = [e["call_id"] for e in events if e["type"] == "tool_start"]
     assert len(new_ids) == 1 and new_ids[0] not in recorded_ids
     assert events[-1]["status"] == "completed"
@@ -89,11 +100,11 @@ async def test_new_file_calls_in_a_fork_read_the_parents_folder(
         "--quiet",
     )  # fmt: skip
     assert code == 0
-    fork = read_trace(_new_trace(project.home, before)).events
-    [end] = [e for e in fork if e.type == "tool_end"]
+    fork = _new_run(project.home, before)
+    [end] = _tool_ends(fork)
     assert end.ok and "The port lives in config.toml" in end.result
-    assert fork[0].meta["root"] == str(project.root.resolve())
-    assert recorded_root(fork[0]) == project.root.resolve()
+    assert fork.run_start.meta["root"] == str(project.root.resolve())
+    assert recorded_root(fork.run_start) == project.root.resolve()
 
 
 async def test_a_fork_whose_parent_folder_is_gone_says_so(
@@ -118,8 +129,9 @@ async def test_the_demo_forks_offline_with_its_own_script(
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/unreachable")  # never used
     monkeypatch.chdir(tmp_path)  # not the demo project: forks must read the recorded folder
     assert await cli("--home", str(home), "demo", "--no-tui") == 0
-    runs = {read_trace(p).events[0].meta["demo"]: p for p in traces_dir(home).glob("*.jsonl")}
-    recovered = read_trace(runs["tool-error-recovered"]).events[0]
+    demo = [read_recording_file(p).run_start for p in traces_dir(home).glob("*.jsonl")]
+    runs = {start.meta["demo"]: start for start in demo}
+    recovered = runs["tool-error-recovered"]
     script = offline_fork_script(recovered)
     assert script is not None and script.parent == home.resolve()
     assert recorded_root(recovered) == (home / "demo-project").resolve()
@@ -133,15 +145,15 @@ async def test_the_demo_forks_offline_with_its_own_script(
     err = capsys.readouterr().err
     assert code == 0, err
     assert "offline model script" in err
-    fork = read_trace(_new_trace(home, before)).events
+    fork = _new_run(home, before)
     # The script reads src/units.py live from the demo's folder and answers from it.
-    [end] = [e for e in fork if e.type == "tool_end"]
+    [end] = _tool_ends(fork)
     assert end.ok and "def fahrenheit_to_celsius" in end.result
-    assert fork[-1].status == "completed"
-    assert "fahrenheit_to_celsius" in (fork[-1].final_answer or "")
+    assert _end(fork).status == "completed"
+    assert "fahrenheit_to_celsius" in (_end(fork).final_answer or "")
 
     # A failed run with a mocked result: the duplicate loop, forked at its repeat.
-    loop = read_trace(runs["duplicate-call-loop"]).events[0]
+    loop = runs["duplicate-call-loop"]
     before = set(traces_dir(home).glob("*.jsonl"))
     code = await cli(
         "--home", str(home), "fork", loop.run_id, "--turn", "2",
@@ -149,12 +161,12 @@ async def test_the_demo_forks_offline_with_its_own_script(
         "--system", "Answer from the results you have.", "--quiet",
     )  # fmt: skip
     assert code == 0
-    fork = read_trace(_new_trace(home, before)).events
-    assert fork[-1].status == "completed" and "TODO" in (fork[-1].final_answer or "")
+    fork = _new_run(home, before)
+    assert _end(fork).status == "completed" and "TODO" in (_end(fork).final_answer or "")
 
     # The comparison shows the edits and the changed texts, not digests.
     capsys.readouterr()
-    code = await cli("--home", str(home), "diff", loop.run_id, fork[0].run_id, "--chain")
+    code = await cli("--home", str(home), "diff", loop.run_id, fork.run_id, "--chain")
     out = capsys.readouterr().out
     assert code == 1
     assert "system prompt: Answer from the results you have." in out

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from traces.home import traces_dir
-from traces.reader import read_trace
 from workbench.cli import main
+from workbench.engine.recording_io import read_recording_file
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def home(demo_home: Path, tmp_path: Path) -> Path:
 
 def demo_run(home: Path, name: str) -> str:
     for path in traces_dir(home).glob("*.jsonl"):
-        start = read_trace(path).events[0]
+        start = read_recording_file(path).run_start
         if start.meta.get("demo") == name:
             return start.run_id
     raise AssertionError(f"no demo run {name}")

@@ -103,12 +103,12 @@ def _turn_lines(chain: RunChain, turn: TurnNode) -> list[str]:
             lines.append(f"    → {clip(tool.end.result, 200)}")
         if tool.mcp:
             lines.append(f"    {counted(len(tool.mcp), 'MCP frame')}")
-    for call in turn.calls_not_run:
-        function = call.get("function") or {}
+    for asked in turn.calls_not_run:
+        function = asked.get("function") or {}
         arguments = function.get("arguments")
         shown = arguments if isinstance(arguments, str) else json.dumps(arguments)
         lines.append(
-            f"  tool {function.get('name', '?')} {call.get('id', '?')} "
+            f"  tool {function.get('name', '?')} {asked.get('id', '?')} "
             f"[{_not_run_reason(chain, turn)}] {clip(shown, 160)}"
         )
     for trim in turn.trims:

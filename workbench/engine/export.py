@@ -136,10 +136,10 @@ def _markdown_turn(turn: TurnNode, figures: TurnTimeline | None) -> list[str]:
         lines += ["**Assistant:**", "", *_quote(content), ""]
     for tool in turn.tool_calls:
         lines += _markdown_tool(tool)
-    for call in turn.calls_not_run:
-        function = call.get("function") or {}
+    for asked in turn.calls_not_run:
+        function = asked.get("function") or {}
         arguments = str(function.get("arguments") or "")
-        lines += [f"**Tool `{function.get('name', '?')}`** (`{call.get('id', '?')}`, not run)"]
+        lines += [f"**Tool `{function.get('name', '?')}`** (`{asked.get('id', '?')}`, not run)"]
         lines += ["", *fenced(_clip(arguments)), ""]
     for error in turn.errors:
         lines += [f"- error ({error.where}): {error.kind}: {error.message}", ""]
