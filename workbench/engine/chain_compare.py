@@ -17,7 +17,7 @@ import difflib
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, assert_never
 
 from traces.events import Edit
 from traces.schema_diff import SpanOp
@@ -195,13 +195,19 @@ def _describe_edit(edit: Edit) -> str:
     flat = " ".join(value.split())
     if len(flat) > 200:
         flat = flat[:199] + "…"
-    target = {
-        "system": "system prompt",
-        "user": "user message",
-        "tool_description": f"description of tool {edit.target}",
-        "tool_schema": f"parameter schema of tool {edit.target}",
-        "mock_result": f"result of tool call {edit.target} (mocked)",
-    }[edit.kind]
+    match edit.kind:
+        case "system":
+            target = "system prompt"
+        case "user":
+            target = "user message"
+        case "tool_description":
+            target = f"description of tool {edit.target}"
+        case "tool_schema":
+            target = f"parameter schema of tool {edit.target}"
+        case "mock_result":
+            target = f"result of tool call {edit.target} (mocked)"
+        case _:
+            assert_never(edit.kind)
     return f"{target}: {flat}"
 
 
