@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_core.tools.base import ToolResult, Toolset, ToolSpec
-from workbench.engine.regress_context import call_key
+from agent_core.tools.base import CallKey, ToolResult, Toolset, ToolSpec, call_key
 
 REFUSED = (
     "not executed: {name} may change things, and a regression sample runs only read-only "
@@ -25,7 +24,7 @@ class GuardedToolset:
         inner: Toolset,
         *,
         specs: list[ToolSpec] | None = None,
-        recorded: dict[str, ToolResult] | None = None,
+        recorded: dict[CallKey, ToolResult] | None = None,
     ) -> None:
         self.inner = inner
         # A suite lists its tools' specs once: building them (JSON Schema generation) costs
