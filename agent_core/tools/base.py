@@ -7,7 +7,7 @@ mocking/replay wrappers all implement, so the loop never knows which one it is u
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
@@ -53,6 +53,22 @@ class ToolResult:
     mocked: bool = False
     replayed: bool = False
     meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ToolInvocation:
+    """One tool call as the tool hooks see it."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    turn: int
+
+
+# A hook wraps the tool call: it receives the invocation and the next step in the chain, and
+# returns what the next one would (authorisation, approval, mocking, replay).
+ToolRun: TypeAlias = Callable[[ToolInvocation], Awaitable[ToolResult]]
+ToolHook: TypeAlias = Callable[[ToolInvocation, ToolRun], Awaitable[ToolResult]]
 
 
 @runtime_checkable

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agent_core.model.repair import parse_arguments
-from agent_core.tools.base import ToolResult, Toolset, ToolSpec
+from agent_core.tools.base import ToolHook, ToolInvocation, ToolResult, ToolRun, Toolset, ToolSpec
 from agent_core.tools.selection import select_tools
 from traces.events import ToolEnd, ToolStart
 from traces.recorder import Recorder
@@ -149,7 +149,7 @@ def record_end(recorder: Recorder, call: PendingCall, result: ToolResult, ms: fl
 async def execute(
     call: PendingCall,
     turn: int,
-    hooks: list[Callable[..., Awaitable[ToolResult]]],
+    hooks: list[ToolHook],
     timeout_s: float,
     max_chars: int,
     offered: list[str],
@@ -163,7 +163,7 @@ async def execute(
 async def _execute(
     call: PendingCall,
     turn: int,
-    hooks: list[Callable[..., Awaitable[ToolResult]]],
+    hooks: list[ToolHook],
     timeout_s: float,
     offered: list[str],
 ) -> ToolResult:
@@ -176,10 +176,10 @@ async def _execute(
         return ToolResult(False, f"Error: {call.name}: {call.parse_error}", "bad_json")
     toolset = call.toolset
 
-    async def base(invocation: Any) -> ToolResult:
+    async def base(invocation: ToolInvocation) -> ToolResult:
         return await toolset.call(invocation.name, invocation.arguments, invocation.call_id)
 
-    chain: Callable[[Any], Awaitable[ToolResult]] = base
+    chain: ToolRun = base
     for hook in reversed(hooks):
         chain = _wrap(hook, chain)
     invocation = _invocation(call, turn)
@@ -198,19 +198,14 @@ async def _execute(
         return ToolResult(False, f"Error: {call.name} failed: {text}", "exception")
 
 
-def _wrap(
-    hook: Callable[..., Awaitable[ToolResult]], inner: Callable[[Any], Awaitable[ToolResult]]
-) -> Callable[[Any], Awaitable[ToolResult]]:
-    async def wrapped(invocation: Any) -> ToolResult:
+def _wrap(hook: ToolHook, inner: ToolRun) -> ToolRun:
+    async def wrapped(invocation: ToolInvocation) -> ToolResult:
         return await hook(invocation, inner)
 
     return wrapped
 
 
-def _invocation(call: PendingCall, turn: int) -> Any:
-    # The public hook type lives in agent_core.agent; import late to keep this module leaf-like.
-    from agent_core.agent import ToolInvocation
-
+def _invocation(call: PendingCall, turn: int) -> ToolInvocation:
     return ToolInvocation(call.call_id, call.name, dict(call.arguments or {}), turn)
 
 

@@ -44,9 +44,10 @@ def test_show_names_call_ids_and_the_refused_repeat_without_calling_it_an_answer
     run_id = demo_run(home, "duplicate-call-loop")
     assert main(["--home", str(home), "show", run_id[:10]]) == 0
     out = capsys.readouterr().out
-    assert "tool search_files call_s1_0 [ok" in out
+    assert "tool search_files [ok, " in out and ", builtin] call_s1_0 {" in out
     # Turn 2 asked for the same search again; the loop refused it, and show says so.
-    assert "tool search_files call_s2_0 [refused: it repeats the previous turn's call" in out
+    refused = "tool search_files [refused: it repeats the previous turn's call; the run stopped]"
+    assert f"{refused} call_s2_0 " in out
     assert "\nanswer:" not in out
     assert "last text (not an answer): Let me search again to be sure." in out
     assert "--mock CALL_ID=TEXT` (a call made before turn N): call_s1_0" in out

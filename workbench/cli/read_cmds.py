@@ -27,7 +27,7 @@ from traces.store import (
     UnknownRunError,
 )
 from traces.tree import RunChain, ToolCallNode, TurnNode, build_chain
-from workbench.cli.common import CliError, add_home, print_json, resolve_home
+from workbench.cli.common import CliError, add_home, positive_int, print_json, resolve_home
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     runs.add_argument("--status", choices=RUN_STATUSES, help="only runs with this status")
     runs.add_argument("--failed", action="store_true", help="only runs that did not complete")
     runs.add_argument("--text", help="only runs whose task contains TEXT")
-    runs.add_argument("--limit", type=int, default=50, help="at most N runs (default 50)")
+    runs.add_argument("--limit", type=positive_int, default=50, help="at most N runs (default 50)")
     runs.add_argument("--json", action="store_true", help="print the runs as JSON")
     add_home(runs)
     runs.set_defaults(func=cmd_runs)
@@ -185,6 +185,7 @@ def _tool_json(call: ToolCallNode) -> dict[str, Any]:
         "duration_ms": call.duration_ms,
         "mocked": end.mocked if end else False,
         "replayed": end.replayed if end else False,
+        "observed": end.observed if end else False,
         "mcp_frames": [m.model_dump(mode="json") for m in call.mcp],
     }
 

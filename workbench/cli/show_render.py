@@ -42,9 +42,13 @@ def chain_lines(chain: RunChain, timeline: Timeline, prices: Prices) -> list[str
     model = start.model if start is not None else ""
     if start is not None:
         lines.append(f"run {chain.run_id}  model {start.model}  tools {len(start.tools)}")
-        if start.parent_run_id:
-            lines.append(f"fork of {start.parent_run_id} at turn {start.fork_turn}")
         lines.append(f"task: {clip(start.task)}")
+        if start.origin == "fork":
+            lines.append(f"origin: fork of {start.parent_run_id} at turn {start.fork_turn}")
+        elif start.origin != "agent":
+            client = f" by {start.client}" if start.client else ""
+            parent = f", follows run {start.parent_run_id[:12]}" if start.parent_run_id else ""
+            lines.append(f"origin: {start.origin}{client}{parent}")
     tokens = {turn.turn: turn for turn in timeline.turns}
     for turn in chain.turns:
         figures = tokens.get(turn.turn)
@@ -85,17 +89,19 @@ def _turn_lines(chain: RunChain, turn: TurnNode) -> list[str]:
         )
     for tool in turn.tool_calls:
         timing = f"{tool.duration_ms:.0f} ms" if tool.duration_ms is not None else "running"
+        end = tool.end
         flags = "".join(
             f", {flag}"
             for flag, on in (
-                ("mocked", tool.end is not None and tool.end.mocked),
-                ("replayed", tool.end is not None and tool.end.replayed),
+                ("observed", end is not None and end.observed),  # the client ran it
+                ("mocked", end is not None and end.mocked),
+                ("replayed", end is not None and end.replayed),
             )
             if on
         )
         lines.append(
-            f"  tool {tool.name} {tool.call_id} [{tool.status}, {timing}, "
-            f"{tool.start.source}{flags}] {clip(tool.start.arguments_raw, 160)}"
+            f"  tool {tool.name} [{tool.status}, {timing}, {tool.start.source}{flags}] "
+            f"{tool.call_id} {clip(tool.start.arguments_raw, 160)}"
         )
         if tool.start.parse_error:
             lines.append(f"    arguments: {tool.start.parse_error}")
@@ -108,8 +114,8 @@ def _turn_lines(chain: RunChain, turn: TurnNode) -> list[str]:
         arguments = function.get("arguments")
         shown = arguments if isinstance(arguments, str) else json.dumps(arguments)
         lines.append(
-            f"  tool {function.get('name', '?')} {asked.get('id', '?')} "
-            f"[{_not_run_reason(chain, turn)}] {clip(shown, 160)}"
+            f"  tool {function.get('name', '?')} [{_not_run_reason(chain, turn)}] "
+            f"{asked.get('id', '?')} {clip(shown, 160)}"
         )
     for trim in turn.trims:
         lines.append(
