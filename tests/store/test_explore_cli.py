@@ -176,3 +176,21 @@ def test_a_run_summary_prices_its_tokens(
     assert main(run) == 0
     [summary] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("run ")]
     assert "tokens ($" in summary
+
+
+def test_runs_filter_by_kind(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    loop = demo_run(home, "duplicate-call-loop")
+    assert main(["--home", str(home), "fork", loop, "--turn", "2", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["--home", str(home), "runs", "--kind", "fork", "--json"]) == 0
+    forks = json.loads(capsys.readouterr().out)
+    assert [(r["origin"], r["parent_run_id"]) for r in forks] == [("fork", loop)]
+    assert main(["--home", str(home), "runs", "--kind", "agent", "--failed", "--json"]) == 0
+    failed = json.loads(capsys.readouterr().out)
+    assert len(failed) == 4 and {r["origin"] for r in failed} == {"agent"}
+    assert main(["--home", str(home), "runs", "--kind", "fork", "--kind", "agent"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "KIND" in out[0] and len(out) == 1 + 7
+    assert sum("  fork  " in line for line in out) == 1
+    assert main(["--home", str(home), "runs", "--kind", "mcp_session"]) == 0
+    assert "no runs" in capsys.readouterr().out

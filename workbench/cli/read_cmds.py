@@ -15,9 +15,9 @@ import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, get_args
 
-from traces.events import RUN_STATUSES, json_schema
+from traces.events import RUN_STATUSES, RunOrigin, json_schema
 from traces.home import db_path
 from traces.store import (
     AmbiguousRunError,
@@ -41,6 +41,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     runs.add_argument("--status", choices=RUN_STATUSES, help="only runs with this status")
     runs.add_argument("--failed", action="store_true", help="only runs that did not complete")
     runs.add_argument("--text", help="only runs whose task contains TEXT")
+    runs.add_argument(
+        "--kind",
+        action="append",
+        choices=RUN_KINDS,
+        metavar="KIND",
+        help=(
+            "only runs of this kind (repeatable): agent (workbench run), fork, "
+            "regression_sample (workbench test), mcp_session (workbench mcp), captured "
+            "(the proxy), imported (OpenTelemetry)"
+        ),
+    )
     runs.add_argument("--limit", type=positive_int, default=50, help="at most N runs (default 50)")
     runs.add_argument("--json", action="store_true", help="print the runs as JSON")
     add_home(runs)
@@ -117,6 +128,11 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return 1 if report.problems and not report.files else 0
 
 
+# `run_start.origin` values, and how the runs list labels them.
+RUN_KINDS: tuple[str, ...] = get_args(RunOrigin)
+KIND_LABELS = {"regression_sample": "sample", "mcp_session": "mcp"}
+
+
 def _when(row_value: Any) -> str:
     return row_value.strftime("%Y-%m-%d %H:%M:%S") if row_value is not None else "-"
 
@@ -125,9 +141,15 @@ def cmd_runs(args: argparse.Namespace) -> int:
     prices = _prices(args)
     with _store(args) as store:
         rows = store.runs(
-            status=args.status, text=args.text, failed_only=args.failed, limit=args.limit
+            status=args.status,
+            text=args.text,
+            failed_only=args.failed,
+            limit=args.limit,
+            origins=args.kind,
         )
-        total = store.count_runs(status=args.status, text=args.text, failed_only=args.failed)
+        total = store.count_runs(
+            status=args.status, text=args.text, failed_only=args.failed, origins=args.kind
+        )
         split = store.run_tokens([row.run_id for row in rows]) if prices or args.json else {}
     costs = {
         run_id: prices.cost(model, *split[run_id])
@@ -145,6 +167,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
             )
         print_json(listed)
         return 0
+    if not rows and (args.status or args.text or args.failed or args.kind):
+        print("no runs match these filters")
+        return 0
     if not rows:
         print(
             "no runs yet: record one with `workbench run` or `workbench demo`, or "
@@ -153,15 +178,16 @@ def cmd_runs(args: argparse.Namespace) -> int:
         return 0
     cost_head = f"  {'COST':>9}" if prices else ""
     print(
-        f"{'RUN':<12}  {'STATUS':<20}  {'TURNS':>5}  {'TOOLS':>7}  {'TOKENS':>7}{cost_head}  "
-        f"{'STARTED (UTC)':<19}  TASK"
+        f"{'RUN':<12}  {'STATUS':<20}  {'KIND':<8}  {'TURNS':>5}  {'TOOLS':>7}  "
+        f"{'TOKENS':>7}{cost_head}  {'STARTED (UTC)':<19}  TASK"
     )
     for row in rows:
         tools = f"{row.tool_calls}" + (f"/{row.tool_errors}!" if row.tool_errors else "")
         task = (row.task or "").replace("\n", " ")
         cost = f"  {prices.format(costs.get(row.run_id)) or '-':>9}" if prices else ""
+        kind = KIND_LABELS.get(row.origin, row.origin)
         print(
-            f"{row.run_id[:12]:<12}  {row.status:<20}  {row.turns:>5}  {tools:>7}  "
+            f"{row.run_id[:12]:<12}  {row.status:<20}  {kind:<8}  {row.turns:>5}  {tools:>7}  "
             f"{row.total_tokens:>7}{cost}  {_when(row.started_at):<19}  {task[:60]}"
         )
     if total > len(rows):
