@@ -8,12 +8,15 @@ import sys
 from collections.abc import Callable, Sequence
 from enum import IntEnum
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from traces.home import RedactionConfigError, home_dir, home_redactor
 from traces.redact import Redactor
 from workbench.engine.run_service import SetupError as SetupError
 from workbench.engine.run_service import text_or_file as text_or_file
+
+if TYPE_CHECKING:
+    from workbench.engine.cost import Prices
 
 T = TypeVar("T", int, float)
 
@@ -79,6 +82,26 @@ def redactor_for(home: Path, secrets: Sequence[str | None] | None = None) -> Red
         return home_redactor(home, secrets or [])
     except RedactionConfigError as exc:
         raise CliError(str(exc)) from None
+
+
+def counted(number: int, word: str, plural: str | None = None) -> str:
+    """`1 turn`, `3 turns`: a count with its noun agreeing."""
+    return f"{number} {word if number == 1 else plural or word + 's'}"
+
+
+def load_prices(home: Path) -> Prices:
+    """`<home>/prices.toml` (none when absent); a bad file is one line, before any work."""
+    from workbench.engine.cost import Prices, PricesError
+
+    try:
+        return Prices.load(home)
+    except PricesError as exc:
+        raise CliError(str(exc)) from None
+
+
+def priced(prices: Prices, model: str, input_tokens: int, output_tokens: int) -> str:
+    """`$0.0123` for these tokens on `model`, or "" when it has no price."""
+    return prices.format(prices.cost(model, input_tokens, output_tokens))
 
 
 def print_json(value: Any) -> None:

@@ -10,6 +10,7 @@ from typing import Any, TextIO
 from agent_core.agent import RunResult, TextDelta
 from agent_core.model.base import ERROR_TEXT_CHARS
 from traces.events import Error, HistoryTrimmed, ToolEnd, ToolStart
+from workbench.cli.common import counted
 
 PREVIEW_CHARS = 100
 
@@ -60,11 +61,13 @@ class RunPrinter:
             limit = ERROR_TEXT_CHARS + 300 if item.where == "model" else PREVIEW_CHARS
             self._line(f"  ! {item.where} {item.kind}: {_preview(item.message, limit)}")
 
-    def summary(self, result: RunResult, trace: str) -> None:
+    def summary(self, result: RunResult, trace: str, cost: str = "") -> None:
+        """The run's end in one line; `cost` (e.g. `$0.0123`) follows the tokens."""
         totals = result.totals
         layer = f" ({result.timeout_layer})" if result.timeout_layer else ""
+        priced = f" ({cost})" if cost else ""
         self._line(
             f"run {result.run_id}: {result.status}{layer} — {result.reason} · "
-            f"{totals.turns} turns, {totals.tool_calls} tool calls, "
-            f"{totals.total_tokens} tokens · trace {trace}"
+            f"{counted(totals.turns, 'turn')}, {counted(totals.tool_calls, 'tool call')}, "
+            f"{counted(totals.total_tokens, 'token')}{priced} · trace {trace}"
         )
