@@ -224,6 +224,11 @@ class McpConnection:
         self.server_info: dict[str, Any] = {}
         self.tools: list[dict[str, Any]] = []  # as listed on the wire (camelCase keys)
         self.tools_version = 0  # bumped on every completed listing
+        # list_changed notifications seen, and the re-listings they caused that have ended
+        # (done or failed): a caller can wait until the server's latest list is known.
+        self.refreshes_wanted = 0
+        self.refreshes_done = 0
+        self._refreshed = anyio.Event()
         self.closed = False  # the transport ended (server exited or dropped us)
         self.last_bad_output: str | None = None
         self.failure: str | None = None  # why the transport failed under a live session
@@ -245,7 +250,12 @@ class McpConnection:
             self.last_bad_output = str(bad)[:200]
             self._emit("recv", frame)
         else:
-            self._emit("recv", _dump(item.message))
+            frame = _dump(item.message)
+            if frame.get("method") == "notifications/tools/list_changed":
+                # Counted here, as the frame arrives: a tool result that follows it on the
+                # wire can then wait for the re-listing it causes.
+                self.refreshes_wanted += 1
+            self._emit("recv", frame)
 
     def _emit(self, direction: FrameDirection, frame: dict[str, Any]) -> None:
         try:
@@ -342,12 +352,21 @@ class McpConnection:
         while self.tools_version < version:
             await self._tools_listed.wait()
 
+    async def tools_settled(self) -> None:
+        """Wait until every list_changed seen so far has been followed by a re-listing."""
+        while self.refreshes_done < self.refreshes_wanted:
+            await self._refreshed.wait()
+
     async def _handle(self, message: IncomingMessage) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             try:
                 await self.list_tools()
             except McpCallError as exc:  # the previous list stays in use
                 log.warning("refreshing tools of MCP server %r failed: %s", self.name, exc)
+            finally:
+                self.refreshes_done += 1
+                refreshed, self._refreshed = self._refreshed, anyio.Event()
+                refreshed.set()
 
 
 async def _ignore(progress: float, total: float | None, message: str | None) -> None:

@@ -180,8 +180,9 @@ def _register_fork(subparsers: Any) -> None:
         help="MCP servers (mcpServers JSON) whose tools may run live",
     )
     parser.add_argument("--quiet", action="store_true", help="print only the summary")
-    from workbench.cli.model_flags import add_limit_flags, add_model_flags
+    from workbench.cli.model_flags import add_builtin_flags, add_limit_flags, add_model_flags
 
+    add_builtin_flags(parser)
     add_model_flags(parser)
     add_limit_flags(parser)
     add_home(parser)
@@ -226,7 +227,12 @@ def _cmd_fork(args: argparse.Namespace) -> int:
     from traces.home import traces_dir
     from traces.writer import JsonlWriter
     from workbench.cli.driving import local_toolsets, mcp_config_secrets, run_agent
-    from workbench.cli.model_flags import build_model, limits_from_args, model_settings
+    from workbench.cli.model_flags import (
+        build_model,
+        builtin_names,
+        limits_from_args,
+        model_settings,
+    )
     from workbench.cli.run_cmds import STATUS_EXIT
     from workbench.cli.run_printer import RunPrinter
     from workbench.engine.fork import ForkError, fork_agent, fork_toolset, plan_fork
@@ -237,7 +243,7 @@ def _cmd_fork(args: argparse.Namespace) -> int:
         plan = plan_fork(parent, _fork_request(args))
     except ForkError as exc:
         raise CliError(str(exc), 2) from None
-    live = local_toolsets(args.root, args.tools)
+    live = local_toolsets(args.root, args.tools, builtin_names(args))
     secrets = mcp_config_secrets(args.mcp_config)
     limits = limits_from_args(args, parent.run_start.limits)
     model = build_model(args, limits)
