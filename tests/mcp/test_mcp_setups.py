@@ -80,6 +80,8 @@ def test_server_filesystem_next_to_the_builtins_lists_a_directory(
     # The server was asked by its own name.
     sent = [e.frame for e in of(events, McpMessage) if e.frame.get("method") == "tools/call"]
     assert [frame["params"]["name"] for frame in sent] == ["list_directory", "read_file"]
+    # Offline replay serves the calls from the recording, under both names again.
+    assert main(["replay", start.run_id, "--home", str(tmp_path / "home")]) == 0
 
 
 def test_builtin_tools_can_be_chosen_or_left_out(tmp_path: Path, project: Path) -> None:

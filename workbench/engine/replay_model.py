@@ -195,6 +195,7 @@ def recorded_specs(recording: Recording, read_only: set[str] | None = None) -> l
                 parameters=function.get("parameters") or {"type": "object", "properties": {}},
                 read_only=name in flags,
                 source=start.tool_sources.get(name, "builtin"),
+                source_name=start.renamed_tools.get(name),
             )
         )
     return specs
