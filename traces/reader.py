@@ -4,69 +4,20 @@ A trace is written line by line while the run goes on, so the last line of a liv
 run may be cut short: that line is skipped silently. Every other bad line is reported as
 `file:line: reason` and the rest of the file is still read. A trace written by a newer
 workbench (`schema_version` above ours) is refused; older versions are migrated line by line
-through `MIGRATIONS` before validation.
+before validation (`traces.versions`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
 from traces.events import EVENT_ADAPTER, SCHEMA_VERSION, Event
-
-
-class NewerSchemaError(ValueError):
-    """The trace was written with a schema version this workbench does not know yet."""
-
-    def __init__(self, path: Path | str, version: int) -> None:
-        self.reason = (
-            f"schema_version {version} is newer than this workbench supports "
-            f"({SCHEMA_VERSION}); upgrade agent-workbench to read it"
-        )
-        super().__init__(f"{path}: {self.reason}")
-        self.path = str(path)
-        self.version = version
-
-
-# One function per old version: it turns a decoded line of version N into version N + 1.
-Migration = Callable[[dict[str, Any]], dict[str, Any]]
-
-
-def _v1_to_v2(record: dict[str, Any]) -> dict[str, Any]:
-    """v2 adds optional fields only; a v1 run_start learns its origin from what v1 kept:
-    regression meta (a sample), an MCP config (an `mcp` session) or a parent run (a fork)."""
-    if record.get("type") != "run_start":
-        return record
-    meta = record.get("meta")
-    meta = meta if isinstance(meta, dict) else {}
-    if "regress" in meta:  # samples of a recorded context have a parent too
-        origin = "regression_sample"
-    elif "mcp_config" in meta:
-        origin = "mcp_session"
-    elif record.get("parent_run_id") is not None:
-        origin = "fork"
-    else:
-        origin = "agent"
-    return {**record, "schema_version": 2, "origin": origin}
-
-
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2}
-
-
-def migrate(record: dict[str, Any], version: int) -> dict[str, Any]:
-    """Bring one decoded line from `version` up to the current schema."""
-    while version < SCHEMA_VERSION:
-        step = MIGRATIONS.get(version)
-        if step is None:
-            raise ValueError(f"no migration from schema_version {version}")
-        record = step(record)
-        version += 1
-    return record
+from traces.versions import check_version, declared_version, migrate
 
 
 @dataclass
@@ -121,12 +72,9 @@ def _iter(path: Path, progress: _Progress) -> Iterator[tuple[int, Event]]:
             if not isinstance(record, dict):
                 progress.problems.append(f"{path}:{number}: not a JSON object")
                 continue
-            if record.get("type") == "run_start":
-                declared = record.get("schema_version", SCHEMA_VERSION)
-                if isinstance(declared, int) and declared > SCHEMA_VERSION:
-                    raise NewerSchemaError(path, declared)
-                if isinstance(declared, int):
-                    version = progress.schema_version = declared
+            declared = declared_version(record)
+            if declared is not None:
+                version = progress.schema_version = check_version(path, declared)
             if version < SCHEMA_VERSION:
                 record = migrate(record, version)
             try:

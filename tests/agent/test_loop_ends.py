@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -254,7 +255,7 @@ async def test_fork_history_and_turn_numbering_are_honoured(project: Path) -> No
 
 
 async def test_same_answers_give_the_same_requests(project: Path) -> None:
-    steps = [
+    steps: list[dict[str, Any]] = [
         {"tool_calls": [call("list_dir"), call("read_file", path="README.md")]},
         {"content": "done"},
     ]

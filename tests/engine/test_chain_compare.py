@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 
-from engine_support import THREE_TURNS, Project, cli
-
+from tests.engine.engine_support import THREE_TURNS, Project, cli
 from traces.home import traces_dir
 from workbench.engine.chain_compare import compare_runs, marked, render_comparison
 from workbench.engine.recording_io import read_recording_file

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from engine_support import THREE_TURNS, Project
 
+from tests.engine.engine_support import THREE_TURNS, Project
 from traces.home import traces_dir
 from traces.reader import read_trace
 from traces.store import TraceStore
@@ -51,7 +51,7 @@ async def test_search_finds_each_kind_of_text_with_run_turn_and_snippet(
 
 async def test_search_snippets_are_cut_around_the_match(project: Project) -> None:
     long_text = "alpha " * 50 + "needle" + " omega" * 50
-    _, run = await project.record([{"content": long_text}], task="Find the needle.")
+    await project.record([{"content": long_text}], task="Find the needle.")
     with _store(project) as store:
         hits = search(store, "NEEDLE", limit=10)
         limited = search(store, "e", limit=1)
@@ -151,5 +151,5 @@ def test_prices_from_the_home_folder(tmp_path: Path) -> None:
 )
 def test_bad_prices_are_one_line_naming_the_file(tmp_path: Path, text: str) -> None:
     (tmp_path / "prices.toml").write_text(text, encoding="utf-8")
-    with pytest.raises(PricesError, match="prices.toml"):
+    with pytest.raises(PricesError, match=r"prices\.toml"):
         Prices.load(tmp_path)

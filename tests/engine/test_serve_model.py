@@ -9,10 +9,12 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import openai
 import pytest
-from engine_support import THREE_TURNS, Project, cli, read_events
+
+from tests.engine.engine_support import THREE_TURNS, Project, cli, read_events
 
 WORKBENCH = str(Path(sys.executable).with_name("workbench"))
 
@@ -27,7 +29,7 @@ def serve(*args: str) -> Iterator[str]:
         text=True,
     )
     try:
-        assert process.stdout is not None
+        assert process.stdout is not None and process.stderr is not None
         line = process.stdout.readline()  # blocks until the server is listening
         assert line.startswith("serving http://127.0.0.1:"), line + process.stderr.read()
         yield line.split()[1]
@@ -54,9 +56,8 @@ async def test_plain_openai_sdk_gets_the_recorded_answers(project: Project) -> N
         )
         message = first.choices[0].message
         assert message.content == "Let me look around."
-        assert [(c.id, c.function.name) for c in message.tool_calls or []] == [
-            ("call_list", "list_dir")
-        ]
+        functions = [c for c in message.tool_calls or [] if c.type == "function"]
+        assert [(c.id, c.function.name) for c in functions] == [("call_list", "list_dir")]
         assert first.usage is not None and first.usage.total_tokens == 132
 
         stream = client.chat.completions.create(
@@ -76,7 +77,7 @@ async def test_plain_openai_sdk_gets_the_recorded_answers(project: Project) -> N
             ("calculator", {"expression": "8080 * 2"}),
         ]
 
-        changed = [dict(m) for m in requests[3]["messages"]]
+        changed: list[Any] = [dict(m) for m in requests[3]["messages"]]
         changed[-1]["content"] = "something else"
         with pytest.raises(openai.ConflictError) as caught:
             client.chat.completions.create(
@@ -155,10 +156,12 @@ async def test_a_non_streamed_recording_serves_streamed_requests_too(project: Pr
         async for chunk in pieces:
             delta = chunk.choices[0].delta if chunk.choices else None
             text += (delta.content or "") if delta else ""
-            names += [c.function.name for c in (delta.tool_calls or [])] if delta else []
+            called = (delta.tool_calls or []) if delta else []
+            names += [c.function.name for c in called if c.function]
         await client.close()
     assert whole.choices[0].message.content == text == "Let me look around."
-    assert [c.function.name for c in whole.choices[0].message.tool_calls or []] == names
+    functions = [c for c in whole.choices[0].message.tool_calls or [] if c.type == "function"]
+    assert [c.function.name for c in functions] == names
     assert names == ["list_dir"]
 
 

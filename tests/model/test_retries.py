@@ -8,7 +8,6 @@ from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import pytest
-from support.servers import Sequence, text_chunks
 
 from agent_core.model.base import (
     ERROR_TEXT_CHARS,
@@ -22,6 +21,7 @@ from agent_core.model.base import (
 )
 from agent_core.model.openai_client import OpenAIChatModel, public_url
 from agent_core.model.retry import RetryPolicy, parse_retry_after
+from tests.support.servers import Sequence, text_chunks
 from workbench.engine.model_server import ModelServer, Reply
 
 FAST = RetryPolicy(initial_backoff_s=0.001, max_backoff_s=0.01, deadline_s=10)

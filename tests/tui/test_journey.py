@@ -32,7 +32,7 @@ async def _open(pilot, app: WorkbenchApp, run_id: str) -> RunScreen:
 
 
 def _labels(screen: RunScreen) -> list[str]:
-    return [str(node.label) for node in screen.tree.root.children]
+    return [str(node.label) for node in screen.chain_tree.root.children]
 
 
 async def test_turn_labels_say_what_happened(home: Path) -> None:

@@ -29,9 +29,9 @@ from typing import Any
 import duckdb
 
 from traces.events import SCHEMA_VERSION
-from traces.reader import NewerSchemaError, migrate
 from traces.store import ingest_sql as sql
 from traces.store.sql import KNOWN_FILES, NEXT_BATCH
+from traces.versions import NewerSchemaError, declared_version, migrate
 
 # Bulk files are checked for repeated seqs with a bitmap of this many seqs per file (see
 # BULK_FILE_STATS); 4096 bits is 512 bytes a file.
@@ -245,7 +245,7 @@ def _read_carefully(
             )
         if not whole:
             continue
-        whole = _migrated(item, whole)
+        whole = _migrated(whole)
         copy = scratch / f"{number}.jsonl"
         copy.write_bytes(whole)
         files.append(str(copy))
@@ -256,25 +256,31 @@ def _read_carefully(
         cur.execute(sql.INSERT_LINES, {"files": files, "map": mapping, "batch": batch})
 
 
-def _migrated(item: _Work, whole: bytes) -> bytes:
-    """Lines of an older schema version, brought up to the current one (else unchanged)."""
-    head = whole[: whole.find(b"\n")]
-    try:
-        first = json.loads(head)
-        version = first.get("schema_version", SCHEMA_VERSION)
-    except (json.JSONDecodeError, AttributeError):
+def _migrated(whole: bytes) -> bytes:
+    """Lines of an older schema version, brought up to the current one (else unchanged).
+
+    As in the reader, each line is of the version its run's `run_start` declared
+    (`traces.versions.declared_version`).
+    """
+    if b'"run_start"' not in whole:  # no line here declares a version
         return whole
-    if first.get("type") != "run_start" or not isinstance(version, int):
-        return whole
-    if version >= SCHEMA_VERSION:
-        return whole
-    out = []
+    out: list[bytes] = []
+    version, older = SCHEMA_VERSION, False
     for line in whole.splitlines():
         try:
-            out.append(json.dumps(migrate(json.loads(line), version), ensure_ascii=False))
-        except (json.JSONDecodeError, ValueError, AttributeError):
-            out.append(line.decode("utf-8", "replace"))
-    return ("\n".join(out) + "\n").encode()
+            record = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            record = None
+        if not isinstance(record, dict):
+            out.append(line)
+            continue
+        declared = declared_version(record)
+        version = version if declared is None else declared
+        if version < SCHEMA_VERSION:
+            older = True
+            line = json.dumps(migrate(record, version), ensure_ascii=False).encode()
+        out.append(line)
+    return b"\n".join(out) + b"\n" if older else whole
 
 
 def _check_files(

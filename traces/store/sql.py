@@ -5,8 +5,13 @@ Ingest's statements live in `ingest_sql`.
 
 from __future__ import annotations
 
+from traces.events import SCHEMA_VERSION
+
 # Bump when the tables below change shape; an older store file is rebuilt from its traces.
 STORE_VERSION = 4
+# Rows are read back with the current event models, so a store is rebuilt when either the
+# tables or the trace schema it was filled under differ from this workbench's.
+STORE_META = {"store_version": str(STORE_VERSION), "schema_version": str(SCHEMA_VERSION)}
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS store_meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -104,7 +109,8 @@ FROM (
         generate_subscripts(json_extract(event, '$.tools[*]'), 1) AS pos
     FROM events WHERE type = 'run_start'
 );
-INSERT OR IGNORE INTO store_meta VALUES ('store_version', '{STORE_VERSION}');
+INSERT OR IGNORE INTO store_meta VALUES
+    ('store_version', '{STORE_VERSION}'), ('schema_version', '{SCHEMA_VERSION}');
 """
 
 DROP_ALL = """
@@ -114,7 +120,7 @@ DROP TABLE IF EXISTS trace_files;
 DROP TABLE IF EXISTS store_meta;
 """
 
-STORE_VERSION_GET = "SELECT value FROM store_meta WHERE key = 'store_version'"
+STORE_META_GET = "SELECT key, value FROM store_meta"
 NEXT_BATCH = "SELECT coalesce(max(batch), 0) + 1 FROM event_rows"
 KNOWN_FILES = "SELECT path, run_id, bytes_done, lines_done, size_seen, refused FROM trace_files"
 

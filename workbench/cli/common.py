@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -36,7 +36,7 @@ def resolve_home(args: argparse.Namespace) -> Path:
     return home_dir(getattr(args, "home", None))
 
 
-def redactor_for(home: Path, secrets: list[str | None] | None = None) -> Redactor:
+def redactor_for(home: Path, secrets: Sequence[str | None] | None = None) -> Redactor:
     """The home's redaction (configured patterns) plus the secrets this command uses."""
     try:
         return home_redactor(home, secrets or [])

@@ -127,11 +127,11 @@ class RunScreen(WorkbenchScreen):
         yield Footer()
 
     @property
-    def tree(self) -> Tree[ChainNode]:
+    def chain_tree(self) -> Tree[ChainNode]:
         return self.query_one("#chain-tree", Tree)
 
     def on_mount(self) -> None:
-        self.tree.focus()
+        self.chain_tree.focus()
         self._load_outline()
 
     # ------------------------------------------------------------------ outline
@@ -144,7 +144,7 @@ class RunScreen(WorkbenchScreen):
         outline = self.outline = message.outline
         self.query_one("#run-summary", Static).update(run_summary(outline))
         self.sub_title = f"{short_id(self.run_id)} · {outline.row.status}"
-        root = self.tree.root
+        root = self.chain_tree.root
         root.remove_children()
         if outline.start is not None:
             start = start_node(outline.start)  # type: ignore[arg-type]
@@ -157,7 +157,7 @@ class RunScreen(WorkbenchScreen):
         end = end_node(outline.end, outline.row.status)  # type: ignore[arg-type]
         root.add_leaf(end.label, data=end)
         root.expand()
-        self.tree.call_after_refresh(self.tree.move_cursor_to_line, 0)
+        self.chain_tree.call_after_refresh(self.chain_tree.move_cursor_to_line, 0)
         if self.jump_to_error:
             self.jump_to_error = False
             self.action_first_error()
@@ -172,7 +172,7 @@ class RunScreen(WorkbenchScreen):
     def _turn_tree_node(self, turn: int) -> TreeNode[ChainNode] | None:
         """The turn's node, creating its group's turn nodes first if it is still folded."""
         if turn not in self._turns:
-            for group in self.tree.root.children:
+            for group in self.chain_tree.root.children:
                 data = group.data
                 if data is None or data.kind != "turns" or group.children:
                     continue
@@ -214,7 +214,7 @@ class RunScreen(WorkbenchScreen):
             parent.data.children = message.children
             parent.data.failed = any(n.failed for n in message.children)
             parent.set_label(turn_label(message.turn, message.children))
-            if self.tree.cursor_node is parent:
+            if self.chain_tree.cursor_node is parent:
                 self._show(self._local_detail(parent.data))
         parent.expand()
         if message.focus_seq is not None:
@@ -235,13 +235,13 @@ class RunScreen(WorkbenchScreen):
             if node.data is target:
                 for ancestor in _ancestors(node):
                     ancestor.expand()
-                self.tree.call_after_refresh(self._move_to, node)
+                self.chain_tree.call_after_refresh(self._move_to, node)
                 return
 
     def _move_to(self, node: TreeNode[ChainNode]) -> None:
-        self.tree.move_cursor(node)
-        self.tree.scroll_to_node(node, animate=False)
-        self.tree.focus()
+        self.chain_tree.move_cursor(node)
+        self.chain_tree.scroll_to_node(node, animate=False)
+        self.chain_tree.focus()
 
     # ------------------------------------------------------------------ detail
 
@@ -353,12 +353,12 @@ class RunScreen(WorkbenchScreen):
             self._request_turn(event.turn, focus_seq=event.seq)
 
     def _select_top(self, kind: str) -> None:
-        for node in self.tree.root.children:
+        for node in self.chain_tree.root.children:
             if node.data is not None and node.data.kind == kind:
-                self.tree.call_after_refresh(self._move_to, node)
+                self.chain_tree.call_after_refresh(self._move_to, node)
 
     def _selected(self) -> ChainNode | None:
-        node = self.tree.cursor_node
+        node = self.chain_tree.cursor_node
         return node.data if node is not None else None
 
     def action_replay(self) -> None:
