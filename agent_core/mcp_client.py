@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import tempfile
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -78,7 +79,7 @@ class McpStartError(Exception):
         self.stderr = stderr
         message = f"MCP server '{server}' ({command}) could not start: {reason}"
         if stderr:
-            message += f"; it printed: {_one_line(stderr)}"
+            message += f"; it printed: {stderr_summary(stderr)}"
         super().__init__(message)
 
 
@@ -94,6 +95,30 @@ class McpCallError(Exception):
 def _one_line(text: str, limit: int = STDERR_TAIL_CHARS) -> str:
     flat = " | ".join(line.strip() for line in text.strip().splitlines() if line.strip())
     return flat if len(flat) <= limit else "…" + flat[-limit:]
+
+
+# A stack frame says where, not what: Node's "at fn (file:1:2)", Python's 'File "x", line 3'.
+_STACK_FRAME = re.compile(r'^(at\s|File ".*", line \d+)')
+_ERROR_LINE = re.compile(r"error|cannot|not found|no such|denied|refus", re.IGNORECASE)
+
+
+def stderr_summary(text: str, limit: int = STDERR_TAIL_CHARS) -> str:
+    """What a server that would not start printed, on one line: stack frames left out, its
+    last line that names an error kept whole (Node's `Error: Cannot find module '…'` comes
+    before ten lines of frames and versions), then as much of the end as fits."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    kept = [line for line in lines if not _STACK_FRAME.match(line)]
+    flat = " | ".join(kept)
+    if len(flat) <= limit:
+        return flat
+    errors = [index for index, line in enumerate(kept) if _ERROR_LINE.search(line)]
+    if not errors:
+        return "…" + flat[-limit:]
+    key = kept[errors[-1]]
+    after = " | ".join(kept[errors[-1] + 1 :])
+    room = max(limit - len(key), 0)
+    tail = after if len(after) <= room else "…" + after[-room:] if room else ""
+    return f"… {key}" + (f" | {tail}" if tail else "")
 
 
 def _dump(message: Any) -> dict[str, Any]:

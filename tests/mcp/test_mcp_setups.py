@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_support import fault, filesystem_server, time_server, write_config
 
+from tests.mcp.mcp_support import fault, filesystem_server, time_server, write_config
 from traces.events import McpMessage, RunEnd, RunStart, ToolEnd, ToolsChanged, ToolStart
 from traces.reader import read_trace
 from workbench.cli import main
