@@ -24,11 +24,11 @@ from typing import Any, Literal, TextIO, TypeAlias
 
 import anyio
 import anyio.abc
+import httpx2
 import mcp_types as types
 from mcp.client.session import ClientRequestContext, ClientSession, IncomingMessage
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
@@ -42,6 +42,8 @@ CallErrorKind: TypeAlias = Literal["rpc_error", "timeout", "closed", "protocol"]
 CLIENT_INFO = types.Implementation(name="agent-workbench", version="0.1.0")
 MAX_TOOL_PAGES = 100  # a server whose cursor never ends must not hang the start
 STDERR_TAIL_CHARS = 400
+HTTP_TIMEOUT_S = 30.0
+HTTP_READ_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -504,7 +506,12 @@ async def _open_transport(
         )
         streams = await stack.enter_async_context(stdio_client(params, errlog=stderr.file))
         return streams
-    client = create_mcp_http_client(headers=config.headers or None)
+    # Our own client (the SDK's transport takes one for headers): its timeouts are the SDK's
+    # defaults, 30 s for connecting and writing and 300 s to read, as a response stream may
+    # stay open that long between events.
+    client = httpx2.AsyncClient(
+        headers=config.headers or None, timeout=httpx2.Timeout(HTTP_TIMEOUT_S, read=HTTP_READ_S)
+    )
     await stack.enter_async_context(client)
     return await stack.enter_async_context(streamable_http_client(config.url, http_client=client))
 
