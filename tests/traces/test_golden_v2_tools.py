@@ -39,7 +39,8 @@ def test_the_tools_golden_trace_reads_with_its_v2_fields() -> None:
 def test_the_v2_golden_traces_ingest(tmp_path: Path) -> None:
     with TraceStore.open(tmp_path / "w.duckdb") as store:
         report = store.ingest([GOLDEN_V2])
-        assert report.new_events == sum(len(read_trace(p).events) for p in GOLDEN_V2.glob("*.jsonl"))
+        traces = GOLDEN_V2.glob("*.jsonl")
+        assert report.new_events == sum(len(read_trace(path).events) for path in traces)
         [run] = [r for r in store.runs() if r.run_id == TOOLS_RUN.stem]
         assert run.status == "completed"
         assert build_chain(store.events(run.run_id)).status == "completed"
