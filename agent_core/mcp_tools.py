@@ -294,9 +294,9 @@ class McpToolset:
         return [str(tool.get("name")) for tool in self.connection.tools]
 
     @property
-    def tools_version(self) -> int:
+    def tools_versions(self) -> dict[str, int]:
         """Bumped each time the server's tool list is fetched (on list_changed too)."""
-        return self.connection.tools_version
+        return {self.source: self.connection.tools_version}
 
     def tool_names(self) -> dict[str, str]:
         """Offered name -> the server's own name, for the current tool list."""

@@ -69,14 +69,18 @@ class Toolset(Protocol):
 @runtime_checkable
 class ChangingToolset(Toolset, Protocol):
     """A toolset whose tools may change mid-run (an MCP server's list_changed); the loop
-    offers the new set from the next turn after `tools_version` moves."""
-
-    source: str
+    offers the new set from the next turn after a source's version moves."""
 
     @property
-    def tools_version(self) -> int: ...
+    def tools_versions(self) -> dict[str, int]:
+        """Source (e.g. `mcp:fs`) -> a number that changes whenever its tools do."""
+        ...
 
 
 def tool_versions(toolsets: list[Toolset]) -> dict[str, int]:
-    """Source -> tools version of every toolset whose tools may change."""
-    return {ts.source: ts.tools_version for ts in toolsets if isinstance(ts, ChangingToolset)}
+    """Source -> tools version, over every toolset whose tools may change."""
+    versions: dict[str, int] = {}
+    for toolset in toolsets:
+        if isinstance(toolset, ChangingToolset):
+            versions.update(toolset.tools_versions)
+    return versions

@@ -139,6 +139,8 @@ def test_with_15_tools_the_user_is_told_which_are_left_out(
         "  warning: 7 tools not offered (at most 8 per request; raise it with --max-tools): "
         + ", ".join(start.tools_dropped)
     )
+    # The recording replays identically: the same tools are left out again.
+    assert main(["replay", start.run_id, "--home", str(tmp_path / "default" / "home")]) == 0
 
     code, events = run(tmp_path / "twenty", steps, "What time is it?", *flags, "--max-tools", "20")
     [start] = of(events, RunStart)
@@ -168,3 +170,5 @@ def test_tools_that_change_mid_run_are_offered_from_the_next_turn(
     # The change is recorded after the re-listing and before the request that offers it.
     assert requests[0].seq < changed.seq < requests[1].seq
     assert "  ⟳ tools of mcp:fault changed (+extra); 14 offered from this turn" in out
+    # Offline, the recorded change happens again at the same turn.
+    assert main(["replay", changed.run_id, "--home", str(tmp_path / "home")]) == 0
