@@ -51,13 +51,12 @@ from agent_core.model.base import (
 )
 from agent_core.model.recording import RecordingModel
 from agent_core.tokens import estimate_message, estimate_prompt, estimate_tools
-from agent_core.tools.base import ToolResult, tool_versions
+from agent_core.tools.base import ToolResult, call_key, tool_versions
 from agent_core.tools.runner import (
     Offer,
     PendingCall,
     ToolBox,
     ToolConfigError,
-    call_key,
     execute,
     record_end,
     record_start,
@@ -218,7 +217,7 @@ class LoopRun:
             calls = [
                 offer.prepare(part.id, part.name, part.arguments) for part in response.tool_calls
             ]
-            keys = sorted(call_key(call) for call in calls)
+            keys = sorted(call_key(call.name, call.arguments, call.arguments_raw) for call in calls)
             if keys == previous_keys:
                 self._finish(
                     End(

@@ -6,9 +6,23 @@ mocking/replay wrappers all implement, so the loop never knows which one it is u
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+# A tool call's identity: the tool's name and its arguments in one canonical form.
+CallKey: TypeAlias = tuple[str, str]
+
+
+def call_key(name: str, arguments: Mapping[str, Any] | None, arguments_raw: str = "") -> CallKey:
+    """The same call gets the same key: arguments as JSON with sorted keys, or their raw text
+    when they did not parse. The loop spots a repeated turn by it; replay, forks and
+    regression samples find the recorded result of the same call."""
+    if arguments is None:
+        return name, arguments_raw
+    return name, json.dumps(arguments, sort_keys=True, ensure_ascii=False)
 
 NAME_LIMIT = 64  # the longest function name chat APIs accept
 _BAD_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")

@@ -9,7 +9,6 @@ result the model can read.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -269,10 +268,3 @@ def cap(result: ToolResult, max_chars: int) -> ToolResult:
     hidden = len(result.text) - max_chars
     note = f"\n[truncated: {hidden} more characters not shown; ask for a narrower part]"
     return replace(result, text=result.text[:max_chars] + note, truncated=True)
-
-
-def call_key(call: PendingCall) -> tuple[str, str]:
-    """Name and canonical arguments, to spot the same call made twice in a row."""
-    if call.arguments is not None:
-        return call.name, json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)
-    return call.name, call.arguments_raw

@@ -7,12 +7,13 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import openai
 import pytest
-from capture_support import API_KEY, STEPS, TASK, read_run, run_agent, runs
-from test_serve_model import serve
 
+from tests.engine.capture_support import API_KEY, STEPS, TASK, read_run, run_agent, runs
+from tests.engine.test_serve_model import serve
 from tests.support.servers import Sequence, text_chunks
 from workbench.engine.model_server import ModelServer, Reply, ScriptResponder
 from workbench.engine.proxy import RecordingProxy
@@ -108,7 +109,7 @@ def test_upstream_errors_reach_the_client_unchanged_and_a_retry_is_the_next_atte
         body={"error": {"message": "slow down", "type": "rate_limit"}},
     )
     home = tmp_path / "home"
-    ask = [{"role": "user", "content": "hi"}]
+    ask: list[Any] = [{"role": "user", "content": "hi"}]
     with (
         ModelServer(Sequence(limited, Reply(chunks=text_chunks("Hi!")))) as upstream,
         RecordingProxy(upstream.base_url, home) as proxy,
@@ -153,7 +154,7 @@ def test_runs_from_traffic_names_follow_ups_and_separate_conversations(tmp_path:
     # the newest conversation it extends is its parent.
     assert third[0]["parent_run_id"] == second[0]["run_id"]
     assert third[0]["task"] == "Again, louder."
-    assert [e["messages"] for e in third if e["type"] == "model_request"][0][-1] == {
+    assert next(e["messages"] for e in third if e["type"] == "model_request")[-1] == {
         "role": "user",
         "content": "Again, louder.",
     }

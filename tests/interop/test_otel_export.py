@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import RecordingReceiver
 
+from tests.interop.conftest import RecordingReceiver
 from traces.events import ModelRequest, RunEnd, RunStart, ToolStart
 from traces.reader import read_trace
 from workbench.cli import main
@@ -102,7 +102,7 @@ def test_token_counts_and_output_messages_on_chat_spans(
     assert answered.attributes["gen_ai.response.finish_reasons"] == ["tool_calls"]
     (output,) = json.loads(answered.attributes["gen_ai.output.messages"])
     assert output["role"] == "assistant" and output["finish_reason"] == "tool_calls"
-    call = [p for p in output["parts"] if p["type"] == "tool_call"][0]
+    call = next(p for p in output["parts"] if p["type"] == "tool_call")
     assert call == {
         "type": "tool_call",
         "id": "call_r1",
@@ -111,7 +111,7 @@ def test_token_counts_and_output_messages_on_chat_spans(
     }
     prefix = "llm.output_messages.0.message.tool_calls.0.tool_call"
     assert answered.attributes[f"{prefix}.function.arguments"] == '{"path": "README.md"}'
-    root = [s for s in spans if s.parent_id is None][0]
+    root = next(s for s in spans if s.parent_id is None)
     assert not root.error and root.attributes["workbench.run.status"] == "completed"
 
 

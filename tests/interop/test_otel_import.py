@@ -27,7 +27,7 @@ from workbench.cli import main
 
 pytest.importorskip("opentelemetry.sdk", reason="needs the otel extra")
 
-from workbench.engine.otel_collect import CollectorThread  # noqa: E402
+from workbench.engine.otel_collect import CollectorThread
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

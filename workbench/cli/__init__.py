@@ -11,7 +11,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from workbench.cli.common import CliError
+from workbench.cli.common import CliError, SetupError
 
 # Modules that add subcommands, in the order they appear in --help.
 COMMAND_MODULES = (
@@ -62,6 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         print(f"workbench: {exc}", file=sys.stderr)
         return exc.exit_code
+    except SetupError as exc:  # raised by the engine when a run cannot be set up
+        print(f"workbench: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("workbench: interrupted", file=sys.stderr)
         return 130

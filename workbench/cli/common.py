@@ -11,6 +11,8 @@ from typing import Any, TypeVar
 
 from traces.home import RedactionConfigError, home_dir, home_redactor
 from traces.redact import Redactor
+from workbench.engine.run_service import SetupError as SetupError
+from workbench.engine.run_service import text_or_file as text_or_file
 
 T = TypeVar("T", int, float)
 
@@ -46,17 +48,6 @@ def redactor_for(home: Path, secrets: Sequence[str | None] | None = None) -> Red
 
 def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, default=str, ensure_ascii=False) + "\n")
-
-
-def text_or_file(value: str) -> str:
-    """`TEXT` or `@FILE`, as the --system, --user and --tool-description flags take."""
-    if value.startswith("@"):
-        path = Path(value[1:])
-        try:
-            return path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise CliError(f"cannot read {path}: {exc.strerror}") from exc
-    return value
 
 
 def _positive(convert: Callable[[str], T], what: str) -> Callable[[str], T]:

@@ -18,7 +18,6 @@ from workbench.cli.common import (
     add_home,
     positive_int,
     print_json,
-    redactor_for,
     resolve_home,
     text_or_file,
 )
@@ -225,8 +224,6 @@ def _fork_request(args: argparse.Namespace) -> Any:
 
 
 def _cmd_fork(args: argparse.Namespace) -> int:
-    from traces.home import traces_dir
-    from traces.writer import JsonlWriter
     from workbench.cli.driving import local_toolsets, mcp_config_secrets, run_agent
     from workbench.cli.model_flags import (
         build_model,
@@ -236,7 +233,8 @@ def _cmd_fork(args: argparse.Namespace) -> int:
     )
     from workbench.cli.run_cmds import STATUS_EXIT
     from workbench.cli.run_printer import RunPrinter
-    from workbench.engine.fork import ForkError, fork_agent, fork_toolset, plan_fork
+    from workbench.engine.fork import ForkError, fork_toolset, plan_fork
+    from workbench.engine.run_service import prepare_fork
 
     home = resolve_home(args)
     parent = _load(args.run, home)
@@ -248,15 +246,12 @@ def _cmd_fork(args: argparse.Namespace) -> int:
     secrets = mcp_config_secrets(args.mcp_config)
     limits = limits_from_args(args, parent.run_start.limits)
     model = build_model(args, limits)
-    config = plan.config(limits=limits)
     # Secrets never reach a trace: the API key and the MCP config's headers and env values.
     secrets.append(model_settings(args).api_key or "")
-    writer = JsonlWriter(traces_dir(home), config.run_id, redactor_for(home, secrets))
-    agent = fork_agent(
-        plan, model, live_toolsets=live, sinks=[writer], run_id=config.run_id, limits=limits
-    )
+    fork = prepare_fork(plan, model, home, live_toolsets=live, secrets=secrets, limits=limits)
+    agent, writer = fork.agent, fork.writer
     sys.stderr.write(
-        f"fork {config.run_id} of run {parent.run_id} at turn {plan.turn} "
+        f"fork {agent.config.run_id} of run {parent.run_id} at turn {plan.turn} "
         f"({len(plan.edits)} edit(s)), model {model.name}\n"
     )
     printer = RunPrinter(sys.stdout)

@@ -8,29 +8,15 @@ The model comes from `--base-url/--model/--api-key`, else `OPENAI_BASE_URL`,
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 from agent_core.model.base import ChatModel
 from traces.events import Limits
-from workbench.cli.common import CliError, positive_float, positive_int, text_or_file
-
-OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
-NO_MODEL_HINT = (
-    "no model configured: pass --base-url URL --model NAME (or set OPENAI_BASE_URL and "
-    "WORKBENCH_MODEL, plus OPENAI_API_KEY if the endpoint needs one), or --script FILE to "
-    "use a scripted model"
-)
-
-
-@dataclass(frozen=True)
-class ModelSettings:
-    base_url: str | None
-    model: str | None
-    api_key: str | None
-    script: Path | None
+from workbench.cli.common import CliError, positive_float, positive_int
+from workbench.engine import run_service
+from workbench.engine.run_service import ModelSettings
+from workbench.engine.run_service import parse_tool_descriptions as parse_tool_descriptions
 
 
 def add_model_flags(parser: argparse.ArgumentParser) -> None:
@@ -140,53 +126,19 @@ def limits_from_args(args: argparse.Namespace, base: Limits | None = None) -> Li
 
 
 def model_settings(args: argparse.Namespace) -> ModelSettings:
-    return ModelSettings(
-        base_url=getattr(args, "base_url", None) or os.environ.get("OPENAI_BASE_URL") or None,
-        model=getattr(args, "model", None) or os.environ.get("WORKBENCH_MODEL") or None,
-        api_key=getattr(args, "api_key", None) or os.environ.get("OPENAI_API_KEY") or None,
+    """The model the flags ask for, else the one the environment names."""
+    return ModelSettings.from_env(
+        base_url=getattr(args, "base_url", None),
+        model=getattr(args, "model", None),
+        api_key=getattr(args, "api_key", None),
         script=getattr(args, "script", None),
+        stream=not getattr(args, "no_stream", False),
     )
 
 
 def build_model(args: argparse.Namespace, limits: Limits | None = None) -> ChatModel:
-    """The model the flags and environment ask for; `CliError` (exit 2) when there is none."""
-    settings = model_settings(args)
-    limits = limits or Limits()
-    if settings.script is not None:
-        from agent_core.model.script import ScriptError
-        from agent_core.model.scripted import ScriptedModel
-
-        try:
-            return ScriptedModel.from_file(settings.script)
-        except ScriptError as exc:
-            raise CliError(str(exc)) from None
-    if not settings.model or not (settings.base_url or settings.api_key):
-        raise CliError(NO_MODEL_HINT)
-    from agent_core.model.openai_client import OpenAIChatModel
-    from agent_core.model.retry import RetryPolicy
-
-    return OpenAIChatModel(
-        settings.base_url or OPENAI_DEFAULT_BASE_URL,
-        settings.api_key,
-        settings.model,
-        stream=not getattr(args, "no_stream", False),
-        timeout_s=limits.model_timeout_s,
-        retry=RetryPolicy(deadline_s=limits.model_timeout_s),
-    )
-
-
-def parse_tool_descriptions(values: list[str] | None) -> dict[str, str]:
-    """`NAME=TEXT` or `NAME=@FILE` pairs from repeated --tool-description flags."""
-    overrides: dict[str, str] = {}
-    for value in values or ():
-        name, sep, text = value.partition("=")
-        if not sep or not name.strip():
-            raise CliError(f"--tool-description {value!r}: expected NAME=TEXT or NAME=@FILE")
-        description = text_or_file(text).strip()
-        if not description:
-            raise CliError(f"--tool-description for {name.strip()}: the description is empty")
-        overrides[name.strip()] = description
-    return overrides
+    """The model the flags and environment ask for; `SetupError` (exit 2) when there is none."""
+    return run_service.build_model(model_settings(args), limits)
 
 
 def check_tool_names(

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -75,6 +75,7 @@ class CapturedRun:
     last_request: list[Any] = field(default_factory=list)  # messages by meaning
     pending_calls: list[dict[str, Any]] = field(default_factory=list)
     answered_at: float = 0.0
+    resume_key: tuple[str, str] | None = None
     totals: dict[str, float] = field(default_factory=dict)
 
     def add(self, key: str, amount: float) -> None:
@@ -94,13 +95,16 @@ class Exchange:
         self.chunks = 0
         self.closed = False
         self.malformed: str | None = None
+        self.last_arrival: float | None = None
 
     def _emit(self, cls: Any, **fields: Any) -> None:
         self.run.recorder.emit(cls, turn=self.run.turn, **fields)
 
-    def chunk(self, data: dict[str, Any]) -> None:
-        """One streamed chunk (a decoded SSE `data:` payload), as it passed to the client."""
-        elapsed_ms = (time.monotonic() - self.sent) * 1000.0
+    def chunk(self, data: dict[str, Any], arrived: float) -> None:
+        """One streamed chunk (a decoded SSE `data:` payload) that reached the client, and
+        when it arrived (`time.monotonic()`)."""
+        elapsed_ms = (arrived - self.sent) * 1000.0
+        self.last_arrival = arrived
         with self.book.guard(self):
             self._emit(
                 ModelChunk,
@@ -144,7 +148,7 @@ class Exchange:
                 return
             run, response = self.run, self.assembler.result()
             message = response.to_message()
-            latency_ms = (time.monotonic() - self.sent) * 1000.0
+            latency_ms = ((self.last_arrival or time.monotonic()) - self.sent) * 1000.0
             self._emit(
                 ModelResponse,
                 attempt=run.attempt,
@@ -172,6 +176,7 @@ class Exchange:
                 run.state = "waiting"
             else:
                 self.book.end(run, "completed", final_answer=response.content)
+            self.book.resumable(run)
 
     def failed(self, status: int, message: str, kind: str = "status") -> None:
         """The upstream answered with an error (passed to the client unchanged)."""
@@ -188,6 +193,7 @@ class Exchange:
             self.closed = True
             self.run.add("model_calls", 1)
             self.run.state = "failed"
+            self.book.resumable(self.run)
 
     def abandoned(self) -> None:
         """The client went away before the answer was whole: the run stays incomplete."""
@@ -202,9 +208,16 @@ class CaptureBook:
     def __init__(self, home: Path, upstream: str) -> None:
         self.home = home
         self.folder = traces_dir(home)
+        from agent_core.model.openai_client import public_url
+
         self.upstream = upstream
+        self.upstream_public = public_url(upstream)  # what a trace may say
         self.runs: OrderedDict[str, CapturedRun] = OrderedDict()
         self.problems: list[str] = []
+        # Runs a request may continue, by the text of what it must repeat: ("retry", the
+        # failed request's messages) or ("extend", the conversation so far).
+        self._resumable: dict[tuple[str, str], list[CapturedRun]] = {}
+        self._sizes: Counter[int] = Counter()  # conversation lengths in the index
 
     def guard(self, exchange: Exchange | None = None) -> _Guard:
         return _Guard(self, exchange)
@@ -217,7 +230,9 @@ class CaptureBook:
             messages, tools, params = body_parts(body)
             meaning = [message_meaning(m) for m in messages]
             run, follows = self._continued(meaning, name)
-            if run is not None and run.state == "failed" and meaning == run.last_request:
+            if run is not None:
+                self._settled(run)
+            if run is not None and run.state == "failed":
                 run.attempt += 1
             elif run is not None and run.state == "waiting":
                 self._observe_results(run, messages[len(run.conversation) :])
@@ -245,23 +260,43 @@ class CaptureBook:
     def _continued(
         self, meaning: list[Any], name: str | None
     ) -> tuple[CapturedRun | None, CapturedRun | None]:
-        """The run this request continues (waiting or failed), or the completed run it
-        follows up; the longest conversation it extends wins."""
-        best: CapturedRun | None = None
-        for run in reversed(self.runs.values()):
-            if name is not None and run.name != name:
-                continue
-            if run.state == "failed" and meaning == run.last_request:
+        """The run this request continues (retries, or extends while it waits for its
+        client), or the completed run it follows up; the longest conversation wins."""
+        texts = [_key(message) for message in meaning]
+        for run in reversed(self._resumable.get(("retry", _joined(texts)), [])):
+            if name is None or run.name == name:
                 return run, None
-            if run.state not in ("waiting", "completed"):
-                continue
-            size = len(run.conversation)
-            extends = len(meaning) > size and meaning[:size] == run.conversation
-            if extends and (best is None or size > len(best.conversation)):
-                best = run
-        if best is not None and best.state == "completed":
-            return None, best
-        return best, None
+        for size in sorted((n for n in self._sizes if n < len(texts)), reverse=True):
+            for run in reversed(self._resumable.get(("extend", _joined(texts[:size])), [])):
+                if name is None or run.name == name:
+                    return (None, run) if run.state == "completed" else (run, None)
+        return None, None
+
+    def resumable(self, run: CapturedRun) -> None:
+        """`run` now waits for its client, failed, or completed: index it for what comes."""
+        self._settled(run)
+        if run.state == "failed":
+            entry = ("retry", _joined([_key(m) for m in run.last_request]))
+        else:
+            entry = ("extend", _joined([_key(m) for m in run.conversation]))
+            self._sizes[len(run.conversation)] += 1
+        self._resumable.setdefault(entry, []).append(run)
+        run.resume_key = entry
+
+    def _settled(self, run: CapturedRun) -> None:
+        """Take `run` out of the index (it is answering again, or forgotten)."""
+        entry, run.resume_key = run.resume_key, None
+        if entry is None:
+            return
+        runs = self._resumable.get(entry, [])
+        if run in runs:
+            runs.remove(run)
+        if not runs:
+            self._resumable.pop(entry, None)
+        if entry[0] == "extend":
+            self._sizes[len(run.conversation)] -= 1
+            if self._sizes[len(run.conversation)] <= 0:
+                del self._sizes[len(run.conversation)]
 
     def _observe_results(self, run: CapturedRun, new_messages: list[Any]) -> None:
         """The client ran the last answer's tool calls; record the results it sends back."""
@@ -312,8 +347,6 @@ class CaptureBook:
         name: str | None,
         parent: CapturedRun | None,
     ) -> CapturedRun:
-        from agent_core.model.openai_client import public_url
-
         messages, tools, params = body_parts(body)
         new = messages[len(parent.conversation) :] if parent else messages
         run_id = new_run_id()
@@ -326,7 +359,7 @@ class CaptureBook:
             for tool in tools
             if isinstance(tool, dict) and isinstance(tool.get("function"), dict)
         ]
-        meta: dict[str, Any] = {"upstream": public_url(self.upstream)}
+        meta: dict[str, Any] = {}
         if name:
             meta["name"] = name
         recorder.emit(
@@ -335,7 +368,7 @@ class CaptureBook:
             task=_first_text(new, "user") or _first_text(messages, "user") or "",
             system_prompt=_first_text(messages, "system") or _first_text(messages, "developer"),
             model=str(body.get("model") or "unknown"),
-            base_url=public_url(self.upstream),
+            base_url=self.upstream_public,
             params=params,
             tools=tools,
             tool_sources={tool: TOOL_SOURCE for tool in tool_names},
@@ -379,6 +412,7 @@ class CaptureBook:
     def forget(self, run: CapturedRun, state: RunState) -> None:
         """Stop recording a run without ending it (its trace stays `incomplete`)."""
         run.recorder.close()
+        self._settled(run)
         run.state = state
         self.runs.pop(run.run_id, None)
 
@@ -389,10 +423,13 @@ class CaptureBook:
                 with self.guard():
                     self.end(run, "cancelled", reason="the proxy stopped")
         self.runs.clear()
+        self._resumable.clear()
+        self._sizes.clear()
 
     def _forget_old(self) -> None:
         ended = [r for r in self.runs.values() if r.state in ("completed", "ended")]
         for run in ended[: max(0, len(ended) - MAX_REMEMBERED_RUNS)]:
+            self._settled(run)
             self.runs.pop(run.run_id, None)
 
     def report(self, message: str) -> None:
@@ -420,6 +457,15 @@ class _Guard:
             self.exchange.closed = True
             self.book.forget(self.exchange.run, "abandoned")
         return True
+
+
+def _key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def _joined(texts: list[str]) -> str:
+    # A record separator cannot occur in JSON text unescaped, so the join is unambiguous.
+    return "\x1e".join(texts)
 
 
 def _bearer(value: str | None) -> str | None:

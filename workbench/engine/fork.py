@@ -15,16 +15,15 @@ names the parent, the fork turn and every edit.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agent_core.agent import Agent, AgentConfig, Hooks
 from agent_core.model.base import ChatModel
-from agent_core.tools.base import ToolResult, Toolset, ToolSpec
+from agent_core.tools.base import CallKey, ToolResult, Toolset, ToolSpec, call_key
 from traces.events import Edit
 from traces.writer import Sink
-from workbench.engine.recording_io import Recording
+from workbench.engine.recording_io import Recording, config_from_run_start
 from workbench.engine.replay_model import recorded_read_only, recorded_specs, served_result
 
 REFUSED = "side_effects_refused"
@@ -59,26 +58,21 @@ class ForkPlan:
 
     def config(self, **overrides: Any) -> AgentConfig:
         start = self.parent.run_start
-        request = self.parent.turns[self.turn].request
-        config = AgentConfig(
-            task=self.task,
-            system_prompt=self.system_prompt,
-            limits=start.limits,
-            params=dict(start.params),
-            stream=request.stream if request is not None else True,
-            offer_reasoning=bool(start.meta.get("offer_reasoning", False)),
-            initial_messages=[dict(m) for m in self.messages],
-            start_turn=self.turn,
-            parent_run_id=self.parent.run_id,
-            fork_turn=self.turn,
-            edits=list(self.edits),
-            origin="fork",
+        changes: dict[str, Any] = {
+            "task": self.task,
+            "system_prompt": self.system_prompt,
+            "initial_messages": [dict(m) for m in self.messages],
+            "start_turn": self.turn,
+            "parent_run_id": self.parent.run_id,
+            "fork_turn": self.turn,
+            "edits": list(self.edits),
+            "origin": "fork",
             # The loop records the fork's own read-only flags; the parent's may differ.
-            meta={k: v for k, v in start.meta.items() if k != "read_only_tools"},
+            "meta": {k: v for k, v in start.meta.items() if k != "read_only_tools"},
+        }
+        return config_from_run_start(
+            start, self.parent.turns[self.turn].request, **(changes | overrides)
         )
-        for name, value in overrides.items():
-            setattr(config, name, value)
-        return config
 
 
 def mockable_call_ids(messages: list[dict[str, Any]]) -> list[str]:
@@ -161,10 +155,6 @@ def plan_fork(parent: Recording, request: ForkRequest) -> ForkPlan:
     )
 
 
-def _call_key(name: str, arguments: Any) -> str:
-    return name + "\x00" + json.dumps(arguments, sort_keys=True, ensure_ascii=False)
-
-
 class ForkToolset:
     """Recorded results for repeated calls; live calls only when they change nothing."""
 
@@ -177,7 +167,7 @@ class ForkToolset:
         self._read_only: dict[str, bool] = {}
         self.add_live(live or [])
         self._allow = plan.allow_side_effects
-        self._recorded: dict[str, ToolResult] = {}
+        self._recorded: dict[CallKey, ToolResult] = {}
         for _, start, end in plan.parent.tool_calls():
             if end is None or start.arguments is None:
                 continue
@@ -186,7 +176,7 @@ class ForkToolset:
                 result = ToolResult(ok=True, text=mocked, mocked=True)
             else:
                 result = served_result(end)
-            self._recorded.setdefault(_call_key(start.name, start.arguments), result)
+            self._recorded.setdefault(call_key(start.name, start.arguments), result)
 
     def add_live(self, toolsets: list[Toolset]) -> None:
         """Tools that may run for real (e.g. MCP servers started after the agent exists);
@@ -205,7 +195,7 @@ class ForkToolset:
         return list(self._specs)
 
     async def call(self, name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
-        recorded = self._recorded.get(_call_key(name, arguments))
+        recorded = self._recorded.get(call_key(name, arguments))
         if recorded is not None:
             return recorded
         if not self._read_only.get(name, False) and not self._allow:

@@ -219,14 +219,14 @@ def unflatten_messages(prefix: str, attributes: dict[str, Any]) -> list[dict[str
         elif field in ("role", "content", "tool_call_id", "name"):
             message[field] = value
     messages: list[dict[str, Any]] = []
-    for index in sorted(found):
-        message = found[index]
+    for position in sorted(found):
+        message = found[position]
         out: dict[str, Any] = {"role": message.get("role", "user")}
         out["content"] = message.get("content")
         for field in ("tool_call_id", "name"):
             if field in message:
                 out[field] = message[field]
-        message_calls = [calls[key] for key in sorted(calls) if key[0] == index]
+        message_calls = [calls[key] for key in sorted(calls) if key[0] == position]
         if message_calls:
             out["tool_calls"] = [
                 {

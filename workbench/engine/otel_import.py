@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
@@ -41,6 +41,7 @@ from traces.events import (
     ToolEnd,
     ToolStart,
     Totals,
+    is_run_status,
 )
 from traces.home import traces_dir
 from traces.reader import describe_validation_error
@@ -48,7 +49,6 @@ from traces.writer import JsonlWriter
 from workbench.engine import otel_attrs as a
 
 _STATUS_ERROR = 2  # opentelemetry.proto.trace.v1.Status.STATUS_CODE_ERROR
-_RUN_STATUSES = frozenset(get_args(RunStatus))
 
 
 class OtlpError(ValueError):
@@ -355,9 +355,9 @@ def run_events(spans: list[SpanRecord]) -> list[Event]:
                 "params": _params(span),
             },
         )
-        for message in messages:
-            if message.get("role") == "tool" and message.get("tool_call_id") in asked_at:
-                answered[str(message["tool_call_id"])] = message | {"_seen_ns": span.start_ns}
+        for sent in messages:
+            if sent.get("role") == "tool" and sent.get("tool_call_id") in asked_at:
+                answered[str(sent["tool_call_id"])] = sent | {"_seen_ns": span.start_ns}
         message, finish = _output_message(span)
         if message is None and not span.error and a.ATTEMPT not in span.attributes:
             # Instrumentation that leaves message content out still saw the call end.
@@ -575,9 +575,8 @@ def _status(agent: SpanRecord | None, llms: list[SpanRecord]) -> RunStatus | Non
     declared = agent.attributes.get(a.RUN_STATUS) if agent else None
     if declared == "incomplete":
         return None
-    if declared in _RUN_STATUSES:
-        status: RunStatus = declared
-        return status
+    if is_run_status(declared):
+        return declared
     last = agent or (llms[-1] if llms else None)
     return "error" if last is not None and last.error else "completed"
 

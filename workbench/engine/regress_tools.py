@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_core.tools.base import ToolResult, Toolset, ToolSpec
-from workbench.engine.regress_context import call_key
+from agent_core.tools.base import CallKey, ToolResult, Toolset, ToolSpec, call_key
 
 REFUSED = "not executed: a regression sample runs only read-only or recorded tools"
 
@@ -22,7 +21,7 @@ class GuardedToolset:
         inner: Toolset,
         *,
         specs: list[ToolSpec] | None = None,
-        recorded: dict[str, ToolResult] | None = None,
+        recorded: dict[CallKey, ToolResult] | None = None,
         run_read_only: bool = False,
     ) -> None:
         self.inner = inner

@@ -26,11 +26,12 @@ from agent_core.model.base import (
     RawChunk,
     StreamItem,
 )
-from agent_core.tools.base import ToolResult, ToolSpec
+from agent_core.tools.base import CallKey, ToolResult, ToolSpec, call_key
 from traces.events import ModelRequest, ToolEnd, ToolsChanged
 from traces.recorder import Recorder
+from traces.tree import TurnNode
 from workbench.engine.compare import FieldDiff, diff_values
-from workbench.engine.recording_io import Recording, TurnRecord
+from workbench.engine.recording_io import Recording
 
 
 def request_view(
@@ -59,7 +60,7 @@ class ReplayModel:
     def __init__(self, recording: Recording) -> None:
         self.name = recording.run_start.model
         self.base_url = recording.run_start.base_url
-        self._turns: list[TurnRecord] = [recording.turns[n] for n in recording.model_turns]
+        self._turns: list[TurnNode] = [recording.turns[n] for n in recording.model_turns]
         self._cursor = 0
         self.current_turn: int | None = None
         self.mismatch: RequestMismatch | None = None
@@ -125,7 +126,7 @@ class ReplayModel:
                 raise ModelError(error.kind, error.message, status_code=error.status_code)
 
 
-def _loop_timeout(record: TurnRecord) -> bool:
+def _loop_timeout(record: TurnNode) -> bool:
     """The loop (not the client) gave up on the model: its error carries no attempt."""
     return any(e.kind == "timeout" and e.attempt is None for e in record.model_errors)
 
@@ -142,7 +143,7 @@ def as_chunk(data: dict[str, Any]) -> dict[str, Any]:
     return chunk_from_completion(data) if is_completion(data) else data
 
 
-def _attempt_numbers(record: TurnRecord) -> list[int]:
+def _attempt_numbers(record: TurnNode) -> list[int]:
     numbers = {request.attempt for request in record.requests}
     numbers.update(record.chunks)
     numbers.update(e.attempt for e in record.model_errors if e.attempt is not None)
@@ -255,12 +256,12 @@ class ReplayToolset:
         self._served: set[tuple[int, str]] = set()
         # Indexed once: a long run asks for hundreds of results.
         self._by_id: dict[tuple[str, str], list[tuple[int, ToolEnd]]] = {}
-        self._by_arguments: dict[str, list[tuple[int, ToolEnd]]] = {}
+        self._by_arguments: dict[CallKey, list[tuple[int, ToolEnd]]] = {}
         for number, start, end in recording.tool_calls():
             if end is None:
                 continue
             self._by_id.setdefault((start.call_id, start.name), []).append((number, end))
-            key = _arguments_key(start.name, start.arguments)
+            key = call_key(start.name, start.arguments, start.arguments_raw)
             self._by_arguments.setdefault(key, []).append((number, end))
 
     def _applied(self) -> list[ToolsChanged]:
@@ -313,11 +314,7 @@ class ReplayToolset:
                 return number, end
         if same_id:
             return same_id[0]
-        for number, end in self._by_arguments.get(_arguments_key(name, arguments), []):
+        for number, end in self._by_arguments.get(call_key(name, arguments), []):
             if (number, end.call_id) not in self._served:
                 return number, end
         return None
-
-
-def _arguments_key(name: str, arguments: dict[str, Any] | None) -> str:
-    return name + "\x00" + json.dumps(arguments, sort_keys=True, ensure_ascii=False)

@@ -50,7 +50,7 @@ class WorkbenchApp(App[None]):
         self.home = home
         self.backend = backend or Backend(home)
         # The model forks talk to by default: `workbench tui` flags, else the environment.
-        self.endpoint = endpoint or Endpoint.from_settings(None)
+        self.endpoint = endpoint or Endpoint.from_env()
         self.ingest_on_start = ingest
 
     def on_mount(self) -> None:

@@ -18,13 +18,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent_core.agent import RunResult, TextDelta
 from traces.events import Event
 from traces.schema_diff import diff_tool_schemas
 from traces.store import TraceStore
 from workbench.engine import fork as fork_engine
+from workbench.engine import run_service
 from workbench.engine.diff import diff_chains
+from workbench.engine.fork import ForkRequest
 from workbench.engine.recording_io import load_recording
 from workbench.engine.replay import replay_run
+from workbench.engine.run_service import ModelSettings
 from workbench.tui.render import event_is_failure
 
 # Seconds without a store call after which the database is let go for other processes.
@@ -225,50 +229,41 @@ class Backend:
         )
 
     def run_fork(
-        self, run_id: str, request: Any, endpoint: Endpoint, on_item: Callable[[Any], object]
-    ) -> Any:
+        self,
+        run_id: str,
+        request: ForkRequest,
+        endpoint: Endpoint,
+        on_item: Callable[[Event | TextDelta], object],
+    ) -> RunResult | None:
         """Run a fork to its end in this (worker) thread, recording it in the home folder.
 
-        `request` is a `workbench.engine.fork.ForkRequest`; every streamed item (trace events
-        and text deltas) goes to `on_item` as it happens. Returns the agent's `RunResult`.
+        Every streamed item (trace events and text deltas) goes to `on_item` as it happens.
+        Returns the agent's `RunResult`.
         """
         from agent_core.tools.builtin import builtin_tools
-        from traces.home import home_redactor, traces_dir
-        from traces.writer import JsonlWriter
-        from workbench.cli.common import CliError
-        from workbench.cli.model_flags import build_model
 
         plan = fork_engine.plan_fork(self.recording(run_id), request)
         try:
-            model = build_model(endpoint.namespace(), plan.parent.run_start.limits)
-        except CliError as exc:
+            model = run_service.build_model(endpoint, plan.parent.run_start.limits)
+            # New read-only calls in the fork run live on the parent's tool folder, as
+            # recorded (else the current folder, as `workbench fork` does by default).
+            recorded_root = Path(str(plan.parent.run_start.meta.get("root") or "."))
+            root = recorded_root if recorded_root.is_dir() else Path(".")
+            fork = run_service.prepare_fork(
+                plan,
+                model,
+                self.home,
+                live_toolsets=[builtin_tools(root)],
+                secrets=[endpoint.api_key],
+            )
+        except run_service.SetupError as exc:
             raise NotAvailable(str(exc)) from None
-        config = plan.config()
-        writer = JsonlWriter(
-            traces_dir(self.home), config.run_id, home_redactor(self.home, [endpoint.api_key])
-        )
-        # New read-only calls in the fork run live on the parent's tool folder, as recorded
-        # (else the current folder, as `workbench fork` does by default).
-        recorded_root = Path(str(plan.parent.run_start.meta.get("root") or "."))
-        root = recorded_root if recorded_root.is_dir() else Path(".")
-        agent = fork_engine.fork_agent(
-            plan,
-            model,
-            live_toolsets=[builtin_tools(root)],
-            sinks=[writer],
-            run_id=config.run_id,
-        )
-
-        async def drive() -> None:
-            async for item in agent.run_stream():
-                on_item(item)
-
         try:
-            asyncio.run(drive())
+            result = asyncio.run(run_service.drive(fork.agent, on_item))
         finally:
-            writer.close()
+            fork.writer.close()
         self.ingest()
-        return agent.result
+        return result
 
 
 @dataclass(frozen=True)
@@ -291,32 +286,5 @@ class ForkContext:
     calls: list[RecordedCall]
 
 
-@dataclass(frozen=True)
-class Endpoint:
-    """The model a fork talks to, as `workbench.cli.model_flags` reads it from flags/env."""
-
-    base_url: str | None = None
-    model: str | None = None
-    api_key: str | None = None
-    script: str | None = None
-
-    def namespace(self) -> Any:
-        import argparse
-        from pathlib import Path
-
-        return argparse.Namespace(
-            base_url=self.base_url or None,
-            model=self.model or None,
-            api_key=self.api_key or None,
-            script=Path(self.script) if self.script else None,
-            no_stream=False,
-        )
-
-    @classmethod
-    def from_settings(cls, args: Any) -> Endpoint:
-        from workbench.cli.model_flags import model_settings
-
-        found = model_settings(args)
-        return cls(
-            found.base_url, found.model, found.api_key, str(found.script) if found.script else None
-        )
+# The model a fork talks to: the engine's model settings, under the TUI's name for them.
+Endpoint = ModelSettings

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -115,7 +116,7 @@ class ForkScreen(WorkbenchScreen):
                         id="fork-api-key",
                     )
                     yield Input(
-                        endpoint.script or "",
+                        str(endpoint.script or ""),
                         placeholder="or a model script file",
                         id="fork-script",
                     )
@@ -208,11 +209,13 @@ class ForkScreen(WorkbenchScreen):
         def value(widget_id: str) -> str | None:
             return self.query_one(widget_id, Input).value.strip() or None
 
+        script = value("#fork-script")
         return Endpoint(
-            value("#fork-base-url"),
-            value("#fork-model"),
-            value("#fork-api-key"),
-            value("#fork-script"),
+            base_url=value("#fork-base-url"),
+            model=value("#fork-model"),
+            api_key=value("#fork-api-key"),
+            script=Path(script) if script else None,
+            stream=self.workbench.endpoint.stream,
         )
 
     @on(Button.Pressed, "#fork-run")
