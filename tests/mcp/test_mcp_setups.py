@@ -83,6 +83,25 @@ def test_server_filesystem_next_to_the_builtins_lists_a_directory(
     # Offline replay serves the calls from the recording, under both names again.
     assert main(["replay", start.run_id, "--home", str(tmp_path / "home")]) == 0
 
+    # A fork runs a new call of the renamed tool on the server's read_file, not the built-in.
+    script = tmp_path / "fork.json"
+    steps = [call("fs__read_file", {"path": str(project / "docs" / "guide.md")}, "c3")]
+    script.write_text(json.dumps({"steps": [*steps, {"content": "A guide."}]}))
+    code = main(
+        [
+            "fork", start.run_id, "--turn", "2", "--script", str(script),
+            "--home", str(tmp_path / "home"), "--root", str(project),
+            "--mcp-config", str(config), "--allow-side-effects",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    [fork] = [p for p in (tmp_path / "home" / "traces").glob("*.jsonl") if p.stem != start.run_id]
+    forked = read_trace(fork).events
+    [again] = of(forked, ToolStart)
+    assert (again.name, again.source, again.source_name) == ("fs__read_file", "mcp:fs", "read_file")
+    [result] = of(forked, ToolEnd)
+    assert result.ok and result.result == "# Guide\n"
+
 
 def test_builtin_tools_can_be_chosen_or_left_out(tmp_path: Path, project: Path) -> None:
     config = write_config(tmp_path, {"fs": filesystem_server(project)})
