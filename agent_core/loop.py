@@ -178,6 +178,7 @@ class LoopRun:
         self._record_start(offer)
         for item in self.recorder.drain():
             yield item
+        tool_tokens = estimate_tools(offer.schemas)
         versions = tool_versions(self.agent.toolsets)
         previous_keys: list[tuple[str, str]] | None = None
         turn = config.start_turn
@@ -188,7 +189,8 @@ class LoopRun:
             self.recorder.turn = turn
             if tool_versions(self.agent.toolsets) != versions:
                 offer, versions = self._tools_changed(offer, versions)
-            estimate = self._prepare_request(estimate_tools(offer.schemas))
+                tool_tokens = estimate_tools(offer.schemas)
+            estimate = self._prepare_request(tool_tokens)
             if self.end is None:
                 self.turns += 1
                 params = _request_params(config.params, self._called_a_tool())
