@@ -38,7 +38,23 @@ ROOT = Path(__file__).resolve().parents[1]
 WORKBENCH = str(Path(sys.executable).with_name("workbench"))
 TARGET_ADDED_MS = 2.0
 TARGET_TTFC_RATIO = 1.1
-WORDS = "the proxy passes every chunk through as it arrives and records it on the way ".split()
+WORDS = [
+    "the",
+    "proxy",
+    "passes",
+    "every",
+    "chunk",
+    "through",
+    "as",
+    "it",
+    "arrives",
+    "and",
+    "records",
+    "it",
+    "on",
+    "the",
+    "way",
+]
 
 
 @contextmanager

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
@@ -23,6 +23,7 @@ def call_key(name: str, arguments: Mapping[str, Any] | None, arguments_raw: str 
     if arguments is None:
         return name, arguments_raw
     return name, json.dumps(arguments, sort_keys=True, ensure_ascii=False)
+
 
 NAME_LIMIT = 64  # the longest function name chat APIs accept
 _BAD_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
@@ -69,6 +70,22 @@ class ToolResult:
     mocked: bool = False
     replayed: bool = False
     meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ToolInvocation:
+    """One tool call as the tool hooks see it."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    turn: int
+
+
+# A hook wraps the tool call: it receives the invocation and the next step in the chain, and
+# returns what the next one would (authorisation, approval, mocking, replay).
+ToolRun: TypeAlias = Callable[[ToolInvocation], Awaitable[ToolResult]]
+ToolHook: TypeAlias = Callable[[ToolInvocation, ToolRun], Awaitable[ToolResult]]
 
 
 @runtime_checkable

@@ -15,7 +15,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agent_core.model.repair import parse_arguments
-from agent_core.tools.base import ToolResult, Toolset, ToolSpec, prefixed_name
+from agent_core.tools.base import (
+    ToolHook,
+    ToolInvocation,
+    ToolResult,
+    ToolRun,
+    Toolset,
+    ToolSpec,
+    prefixed_name,
+)
 from agent_core.tools.selection import select_tools
 from traces.events import ToolEnd, ToolStart
 from traces.recorder import Recorder
@@ -194,7 +202,7 @@ def record_end(recorder: Recorder, call: PendingCall, result: ToolResult, ms: fl
 async def execute(
     call: PendingCall,
     turn: int,
-    hooks: list[Callable[..., Awaitable[ToolResult]]],
+    hooks: list[ToolHook],
     timeout_s: float,
     max_chars: int,
     offered: list[str],
@@ -208,7 +216,7 @@ async def execute(
 async def _execute(
     call: PendingCall,
     turn: int,
-    hooks: list[Callable[..., Awaitable[ToolResult]]],
+    hooks: list[ToolHook],
     timeout_s: float,
     offered: list[str],
 ) -> ToolResult:
@@ -222,12 +230,12 @@ async def _execute(
     toolset = call.toolset
     renamed = {call.name: call.toolset_name or call.name}
 
-    async def base(invocation: Any) -> ToolResult:
+    async def base(invocation: ToolInvocation) -> ToolResult:
         # Hooks see the name the model used; the toolset is asked by the name it gave.
         name = renamed.get(invocation.name, invocation.name)
         return await toolset.call(name, invocation.arguments, invocation.call_id)
 
-    chain: Callable[[Any], Awaitable[ToolResult]] = base
+    chain: ToolRun = base
     for hook in reversed(hooks):
         chain = _wrap(hook, chain)
     invocation = _invocation(call, turn)
@@ -246,19 +254,14 @@ async def _execute(
         return ToolResult(False, f"Error: {call.name} failed: {text}", "exception")
 
 
-def _wrap(
-    hook: Callable[..., Awaitable[ToolResult]], inner: Callable[[Any], Awaitable[ToolResult]]
-) -> Callable[[Any], Awaitable[ToolResult]]:
-    async def wrapped(invocation: Any) -> ToolResult:
+def _wrap(hook: ToolHook, inner: ToolRun) -> ToolRun:
+    async def wrapped(invocation: ToolInvocation) -> ToolResult:
         return await hook(invocation, inner)
 
     return wrapped
 
 
-def _invocation(call: PendingCall, turn: int) -> Any:
-    # The public hook type lives in agent_core.agent; import late to keep this module leaf-like.
-    from agent_core.agent import ToolInvocation
-
+def _invocation(call: PendingCall, turn: int) -> ToolInvocation:
     return ToolInvocation(call.call_id, call.name, dict(call.arguments or {}), turn)
 
 

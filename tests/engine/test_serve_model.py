@@ -183,10 +183,11 @@ async def test_workbench_run_tries_a_mismatched_request_once(project: Project, c
     assert [e["attempt"] for e in events if e["type"] == "model_request"] == [1]
     [error] = [e for e in events if e["type"] == "error"]
     assert (error["status_code"], error["retriable"]) == (409, False)
-    # The server's own words, then the decision taken on them.
-    expected = error["message"]
-    assert expected.startswith("HTTP 409: request matches no recorded turn")
-    assert f"turn 1 of run {recorded.run_id}: first difference at messages[1].content" in expected
-    assert expected.endswith(" (not retried: the server sent x-should-retry: false)")
+    expected = (
+        f"HTTP 409: request matches no recorded turn; closest is turn 1 of run "
+        f"{recorded.run_id}: first difference at messages[1].content (not retried: the server "
+        "sent x-should-retry: false)"
+    )
+    assert error["message"] == expected
     assert events[-1]["reason"] == f"model call failed: {expected}"
     assert f"! model status: {expected}" in out

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
+from enum import IntEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -17,10 +18,44 @@ from workbench.engine.run_service import text_or_file as text_or_file
 T = TypeVar("T", int, float)
 
 
+class ExitCode(IntEnum):
+    """What every `workbench` command exits with (`EXIT_CODES` says it to users)."""
+
+    OK = 0
+    FAILED = 1  # a check failed, or a limit stopped the run
+    USAGE = 2  # a usage or setup error: nothing ran
+    RUN_ERROR = 3  # the run ended with status error
+    CANCELLED = 130  # Ctrl-C
+
+
+# The one exit-code table: `workbench --help` and `workbench run --help` show it, and the
+# README repeats it (tests/test_readme.py checks that it does).
+EXIT_CODES = """\
+exit codes (every command):
+  0    ok: the run completed, the check passed
+  1    a check failed (replay diverged, a case failed, runs differ) or a limit stopped the
+       run (max_turns, duplicate_tool_calls, token_budget, timeout)
+  2    usage or setup error (bad flag, no model configured, unreadable file); nothing ran
+  3    the run ended with status error (e.g. the model call failed after its retries)
+  130  cancelled (Ctrl-C); a run's trace still ends with run_end status cancelled
+"""
+
+# A run's end status as an exit code.
+STATUS_EXIT: dict[str, ExitCode] = {
+    "completed": ExitCode.OK,
+    "max_turns": ExitCode.FAILED,
+    "duplicate_tool_calls": ExitCode.FAILED,
+    "token_budget": ExitCode.FAILED,
+    "timeout": ExitCode.FAILED,
+    "error": ExitCode.RUN_ERROR,
+    "cancelled": ExitCode.CANCELLED,
+}
+
+
 class CliError(Exception):
     """A failure shown as one line on stderr, with an exit code."""
 
-    def __init__(self, message: str, exit_code: int = 2) -> None:
+    def __init__(self, message: str, exit_code: int = ExitCode.USAGE) -> None:
         super().__init__(message)
         self.exit_code = exit_code
 
@@ -50,20 +85,30 @@ def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, default=str, ensure_ascii=False) + "\n")
 
 
-def _positive(convert: Callable[[str], T], what: str) -> Callable[[str], T]:
-    """An argparse type: `convert`, refusing anything not greater than 0."""
+def _number(
+    convert: Callable[[str], T], what: str, low: T, high: T | None, *, low_ok: bool
+) -> Callable[[str], T]:
+    """An argparse type: `convert`, refusing values below `low` (or at it, unless `low_ok`)
+    and above `high`."""
 
     def parse(text: str) -> T:
         try:
             value = convert(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError("must be greater than 0")
+        if value < low or (value == low and not low_ok):
+            raise argparse.ArgumentTypeError(
+                f"must be {'at least' if low_ok else 'greater than'} {low}"
+            )
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high}")
         return value
 
     return parse
 
 
-positive_int = _positive(int, "a whole number")
-positive_float = _positive(float, "a number of seconds")
+# The number types of every command's flags: counts and limits, seconds, rates and ports.
+positive_int = _number(int, "a whole number", 0, None, low_ok=False)
+positive_float = _number(float, "a number", 0.0, None, low_ok=False)
+fraction = _number(float, "a number from 0 to 1", 0.0, 1.0, low_ok=True)
+port_number = _number(int, "a port number", 0, 65535, low_ok=True)

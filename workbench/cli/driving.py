@@ -15,7 +15,7 @@ from agent_core.tools.base import Toolset
 from agent_core.tools.builtin import builtin_tools, chosen_builtins
 from agent_core.tools.loader import ToolLoadError, load_toolset
 from traces.writer import JsonlWriter
-from workbench.cli.common import CliError, SetupError
+from workbench.cli.common import CliError, ExitCode, SetupError
 from workbench.cli.run_printer import RunPrinter
 from workbench.engine.run_service import AttachTools, drive, offer_tools
 
@@ -70,13 +70,13 @@ def run_agent(
         result = asyncio.run(_interruptible(agent, printer, mcp_config, attach))
     except asyncio.CancelledError:  # Ctrl-C before the run itself had started
         _drop_unstarted(agent, writer)
-        raise CliError("cancelled before the run started", 130) from None
+        raise CliError("cancelled before the run started", ExitCode.CANCELLED) from None
     except SetupError as exc:  # an MCP server that will not start
         _drop_unstarted(agent, writer)
         raise CliError(f"--mcp-config {mcp_config}: {exc}") from None
     if result is None:
         _drop_unstarted(agent, writer)
-        raise CliError("the run ended without a result", 3)
+        raise CliError("the run ended without a result", ExitCode.RUN_ERROR)
     return result
 
 

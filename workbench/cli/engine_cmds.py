@@ -16,6 +16,8 @@ from typing import Any
 from workbench.cli.common import (
     CliError,
     add_home,
+    port_number,
+    positive_float,
     positive_int,
     print_json,
     resolve_home,
@@ -35,7 +37,7 @@ def _load(ref: str, home: Path) -> Recording:
     try:
         return load_recording(ref, home)
     except RecordingError as exc:
-        raise CliError(str(exc), 2) from None
+        raise CliError(str(exc)) from None
 
 
 # --- replay -------------------------------------------------------------------------------
@@ -58,7 +60,9 @@ def _register_replay(subparsers: Any) -> None:
         default="fast",
         help="fast (default) or original: re-emit events at their recorded timing",
     )
-    parser.add_argument("--speed", type=float, default=1.0, help="speed-up for --pace original")
+    parser.add_argument(
+        "--speed", type=positive_float, default=1.0, help="speed-up for --pace original"
+    )
     parser.add_argument("--events", action="store_true", help="print each replayed event")
     parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
     add_home(parser)
@@ -90,7 +94,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         for line in render_outcome(outcome):
             print(line)
     if outcome.status == "incomplete":
-        raise CliError(f"run {outcome.run_id[:12]}: {outcome.note}", 2)
+        raise CliError(f"run {outcome.run_id[:12]}: {outcome.note}")
     return outcome.exit_code
 
 
@@ -132,7 +136,9 @@ def _register_fork(subparsers: Any) -> None:
         ),
     )
     parser.add_argument("run", help="run id (or unique prefix) or a .jsonl trace path")
-    parser.add_argument("--turn", type=int, required=True, help="turn to fork at (1-based)")
+    parser.add_argument(
+        "--turn", type=positive_int, required=True, help="turn to fork at (1-based)"
+    )
     parser.add_argument("--system", metavar="TEXT|@FILE", help="new system prompt")
     parser.add_argument(
         "--user", metavar="TEXT|@FILE", help="new text for the last user message (the task)"
@@ -224,6 +230,7 @@ def _fork_request(args: argparse.Namespace) -> Any:
 
 
 def _cmd_fork(args: argparse.Namespace) -> int:
+    from workbench.cli.common import STATUS_EXIT
     from workbench.cli.driving import local_toolsets, mcp_config_secrets, run_agent
     from workbench.cli.model_flags import (
         build_model,
@@ -231,7 +238,6 @@ def _cmd_fork(args: argparse.Namespace) -> int:
         limits_from_args,
         model_settings,
     )
-    from workbench.cli.run_cmds import STATUS_EXIT
     from workbench.cli.run_printer import RunPrinter
     from workbench.engine.fork import ForkError, fork_toolset, plan_fork
     from workbench.engine.run_service import prepare_fork
@@ -241,7 +247,7 @@ def _cmd_fork(args: argparse.Namespace) -> int:
     try:
         plan = plan_fork(parent, _fork_request(args))
     except ForkError as exc:
-        raise CliError(str(exc), 2) from None
+        raise CliError(str(exc)) from None
     live = local_toolsets(args.root, args.tools, builtin_names(args))
     secrets = mcp_config_secrets(args.mcp_config)
     limits = limits_from_args(args, parent.run_start.limits)
@@ -351,7 +357,9 @@ def _register_serve(subparsers: Any) -> None:
         "default value equal to absent; exact: every field as recorded",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=0, help="port (default 0: pick a free one)")
+    parser.add_argument(
+        "--port", type=port_number, default=0, help="port (default 0: pick a free one)"
+    )
     parser.add_argument(
         "--max-request-mb",
         type=positive_int,
@@ -375,7 +383,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         try:
             source = runs_named(args.replay_name, home) if args.replay_name else None
         except RecordingError as exc:
-            raise CliError(str(exc), 2) from None
+            raise CliError(str(exc)) from None
         source = source or [_load(ref, home) for ref in args.replay]
         ids = ", ".join(recording.run_id[:12] for recording in source)
         what = f"replay of run{'s' if len(source) > 1 else ''} {ids}"
@@ -393,7 +401,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             on_ready=announce,
         )
     except ServeError as exc:
-        raise CliError(str(exc), 2) from None
+        raise CliError(str(exc)) from None
     except KeyboardInterrupt:
         print("stopped", file=sys.stderr)
     return 0

@@ -28,7 +28,9 @@ from traces.recorder import Recorder
 from traces.writer import JsonlWriter
 from workbench.cli.common import (
     CliError,
+    ExitCode,
     add_home,
+    positive_float,
     print_json,
     redactor_for,
     resolve_home,
@@ -74,7 +76,9 @@ def register(subparsers: Any) -> None:
         ),
     )
     conformance.add_argument("url")
-    conformance.add_argument("--timeout", type=float, default=20.0, help="seconds per request")
+    conformance.add_argument(
+        "--timeout", type=positive_float, default=20.0, help="seconds per request"
+    )
     conformance.set_defaults(func=_cmd_conformance)
 
 
@@ -85,7 +89,9 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help=f"mcpServers JSON (default: ${DEFAULT_CONFIG_ENV}, else ./{DEFAULT_CONFIG_FILE})",
     )
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per tool call")
+    parser.add_argument(
+        "--timeout", type=positive_float, default=30.0, help="seconds per tool call"
+    )
     parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
     add_home(parser)
 
@@ -151,7 +157,7 @@ def _traced(args: argparse.Namespace, task: str, servers: list[str] | None, body
         asyncio.run(session())
     except (McpConfigError, McpStartError) as exc:
         tally.reason = str(exc)
-        raise CliError(tally.reason, 2) from None
+        raise CliError(tally.reason) from None
     except KeyboardInterrupt:
         tally.status, tally.reason = "cancelled", "interrupted"
         raise
@@ -322,7 +328,7 @@ async def _conformance_client(url: str, timeout_s: float) -> int:
                     continue
                 print(f"{name}: {json.dumps(result, ensure_ascii=False)[:300]}")
     except McpStartError as exc:
-        raise CliError(str(exc), 1) from None
+        raise CliError(str(exc), ExitCode.FAILED) from None
     return 1 if failures else 0
 
 

@@ -14,7 +14,10 @@ from agent_core.tools.builtin import builtin_tools
 from traces.home import traces_dir
 from traces.writer import JsonlWriter
 from workbench.cli.common import (
+    EXIT_CODES,
+    STATUS_EXIT,
     CliError,
+    ExitCode,
     add_home,
     print_json,
     redactor_for,
@@ -35,23 +38,6 @@ from workbench.cli.model_flags import (
 )
 from workbench.cli.run_printer import RunPrinter
 
-EXIT_CODES = """\
-exit codes:
-  0    the run completed (the model gave its answer)
-  1    the run was stopped by a limit: max_turns, duplicate_tool_calls, token_budget, timeout
-  2    usage or setup error (bad flag, no model configured, unreadable file); nothing ran
-  3    the run ended with status error (e.g. the model call failed after its retries)
-  130  cancelled (Ctrl-C); the trace still ends with run_end status cancelled
-"""
-STATUS_EXIT = {
-    "completed": 0,
-    "max_turns": 1,
-    "duplicate_tool_calls": 1,
-    "token_budget": 1,
-    "timeout": 1,
-    "error": 3,
-    "cancelled": 130,
-}
 SCRIPTED_NOTICE = (
     "This demo uses a SCRIPTED model: every answer is pre-written in agent_core/demo, not "
     "produced by a real language model. No network and no API key are used."
@@ -221,7 +207,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if result.status != scenario.expect:
             unexpected.append(f"{scenario.name}: {result.status} (expected {scenario.expect})")
     if unexpected:
-        raise CliError("demo runs ended unexpectedly: " + "; ".join(unexpected), 3)
+        raise CliError("demo runs ended unexpectedly: " + "; ".join(unexpected), ExitCode.RUN_ERROR)
     return _show_runs(home, open_tui=not args.no_tui and sys.stdout.isatty())
 
 

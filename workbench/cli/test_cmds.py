@@ -11,7 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from traces.events import Limits
-from workbench.cli.common import CliError, add_home, positive_int, print_json, resolve_home
+from workbench.cli.common import (
+    CliError,
+    add_home,
+    fraction,
+    positive_float,
+    positive_int,
+    print_json,
+    resolve_home,
+)
 from workbench.cli.model_flags import (
     add_builtin_flags,
     add_model_flags,
@@ -75,7 +83,11 @@ def _register_test(subparsers: Any) -> None:
         "--concurrency", type=positive_int, default=4, metavar="N", help="samples at once (4)"
     )
     parser.add_argument(
-        "--model-timeout", type=float, default=60.0, metavar="S", help="per model call (60)"
+        "--model-timeout",
+        type=positive_float,
+        default=60.0,
+        metavar="S",
+        help="per model call (60)",
     )
     parser.add_argument("--save-baseline", metavar="NAME", help="store this run as baseline NAME")
     parser.add_argument(
@@ -203,7 +215,7 @@ def _register_capture(subparsers: Any) -> None:
     parser.add_argument(
         "--with-args", action="store_true", help="also expect the recorded arguments"
     )
-    parser.add_argument("--min-pass-rate", type=float, default=1.0, metavar="R")
+    parser.add_argument("--min-pass-rate", type=fraction, default=1.0, metavar="R")
     parser.add_argument("--no-copy", action="store_true", help="do not copy the trace")
     add_home(parser)
     parser.set_defaults(func=run_capture)
@@ -276,7 +288,7 @@ def _register_lint(subparsers: Any) -> None:
     source.add_argument("--run", help="lint the schemas a recorded run offered (run id or .jsonl)")
     parser.add_argument("--root", default=".", help="root folder for the builtin tools")
     parser.add_argument(
-        "--max-tools", type=int, default=MAX_TOOLS, help="warn above this many tools"
+        "--max-tools", type=positive_int, default=MAX_TOOLS, help="warn above this many tools"
     )
     parser.add_argument("--json", action="store_true", help="print findings as JSON")
     add_home(parser)

@@ -99,6 +99,9 @@ class ReplayScreen(WorkbenchScreen):
             super().__init__()
             self.total = total
 
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, type(self))  # only the newest count matters
+
     class Verified(Message):
         def __init__(self, outcome: Any) -> None:
             super().__init__()
