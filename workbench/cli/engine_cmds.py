@@ -211,8 +211,9 @@ def _register_fork(subparsers: Any) -> None:
         help="MCP servers (mcpServers JSON) whose tools may run live",
     )
     parser.add_argument("--quiet", action="store_true", help="print only the summary")
-    from workbench.cli.model_flags import add_limit_flags, add_model_flags
+    from workbench.cli.model_flags import add_builtin_flags, add_limit_flags, add_model_flags
 
+    add_builtin_flags(parser)
     add_model_flags(parser)
     add_limit_flags(parser)
     add_home(parser)
@@ -256,7 +257,12 @@ def _fork_request(args: argparse.Namespace) -> Any:
 def _cmd_fork(args: argparse.Namespace) -> int:
     from workbench.cli.common import STATUS_EXIT
     from workbench.cli.driving import local_toolsets, mcp_config_secrets, run_agent
-    from workbench.cli.model_flags import build_model, limits_from_args, model_settings
+    from workbench.cli.model_flags import (
+        build_model,
+        builtin_names,
+        limits_from_args,
+        model_settings,
+    )
     from workbench.cli.run_printer import RunPrinter
     from workbench.engine.fork import ForkError, fork_toolset, plan_fork
     from workbench.engine.run_service import prepare_fork
@@ -269,7 +275,7 @@ def _cmd_fork(args: argparse.Namespace) -> int:
     except ForkError as exc:
         raise CliError(str(exc)) from None
     root = _fork_root(args.root, parent.run_start)
-    live = local_toolsets(root, args.tools)
+    live = local_toolsets(root, args.tools, builtin_names(args))
     secrets = mcp_config_secrets(args.mcp_config)
     limits = limits_from_args(args, parent.run_start.limits)
     _offline_model(args, parent.run_start)

@@ -28,9 +28,11 @@ from workbench.cli.common import (
 )
 from workbench.cli.driving import local_toolsets, mcp_config_secrets, run_agent
 from workbench.cli.model_flags import (
+    add_builtin_flags,
     add_limit_flags,
     add_model_flags,
     build_model,
+    builtin_names,
     check_tool_names,
     limits_from_args,
     model_settings,
@@ -72,8 +74,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="add a toolset from package.module:attribute (repeatable)",
     )
     tools.add_argument(
-        "--mcp-config", type=Path, metavar="FILE", help="MCP servers in mcpServers JSON format"
+        "--mcp-config",
+        type=Path,
+        metavar="FILE",
+        help=(
+            "MCP servers in mcpServers JSON format; a server's tool whose name is taken is "
+            "offered as SERVER__NAME"
+        ),
     )
+    add_builtin_flags(tools)
     tools.add_argument("--system", metavar="TEXT|@FILE", help="system prompt")
     tools.add_argument(
         "--tool-description",
@@ -116,7 +125,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def cmd_run(args: argparse.Namespace) -> int:
     limits = limits_from_args(args)
-    toolsets = local_toolsets(args.root, args.tools)
+    toolsets = local_toolsets(args.root, args.tools, builtin_names(args))
     overrides = parse_tool_descriptions(args.tool_description)
     secrets = mcp_config_secrets(args.mcp_config)
     if args.mcp_config is None:  # MCP tools are known only once their servers start

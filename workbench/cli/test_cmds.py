@@ -21,8 +21,10 @@ from workbench.cli.common import (
     resolve_home,
 )
 from workbench.cli.model_flags import (
+    add_builtin_flags,
     add_model_flags,
     build_model,
+    builtin_names,
     model_settings,
     parse_tool_descriptions,
 )
@@ -69,6 +71,7 @@ def _register_test(subparsers: Any) -> None:
     parser.add_argument("suite", help="suite file (TOML)")
     add_model_flags(parser)
     parser.add_argument("--root", default=".", help="root folder for the builtin tools")
+    add_builtin_flags(parser)
     parser.add_argument(
         "--tool-description",
         action="append",
@@ -109,6 +112,7 @@ def run_test(args: argparse.Namespace) -> int:
         samples=args.samples,
         concurrency=args.concurrency,
         tool_descriptions=parse_tool_descriptions(args.tool_description),
+        builtin_tools=builtin_names(args),
         baseline=args.baseline,
         save_baseline=args.save_baseline,
         model_timeout_s=args.model_timeout,
