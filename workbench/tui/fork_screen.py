@@ -14,7 +14,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, Footer, Header, Input, Label, Log, Select, Static, TextArea
 
-from traces.events import EventBase, ModelChunk, RunStart
+from agent_core.agent import RunResult, TextDelta
+from traces.events import Event, ModelChunk, RunStart
+from workbench.engine.fork import ForkRequest
 from workbench.tui.backend import Endpoint, ForkContext
 from workbench.tui.render import event_summary, one_line, short_id
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
@@ -54,12 +56,12 @@ class ForkScreen(WorkbenchScreen):
             self.context = context
 
     class Streamed(Message):
-        def __init__(self, item: Any) -> None:
+        def __init__(self, item: Event | TextDelta) -> None:
             super().__init__()
             self.item = item
 
     class Finished(Message):
-        def __init__(self, result: Any) -> None:
+        def __init__(self, result: RunResult | None) -> None:
             super().__init__()
             self.result = result
 
@@ -188,9 +190,7 @@ class ForkScreen(WorkbenchScreen):
 
     # ------------------------------------------------------------------ run
 
-    def fork_request(self) -> Any:
-        from workbench.engine.fork import ForkRequest
-
+    def fork_request(self) -> ForkRequest:
         request = ForkRequest(turn=self.turn)
         kind = self.query_one("#fork-edit", Select).value
         text = self.query_one("#fork-text", TextArea).text
@@ -231,7 +231,7 @@ class ForkScreen(WorkbenchScreen):
         self._run(self.fork_request(), self.endpoint())
 
     @work(thread=True, exclusive=True, group="fork", exit_on_error=False)
-    def _run(self, request: Any, endpoint: Endpoint) -> None:
+    def _run(self, request: ForkRequest, endpoint: Endpoint) -> None:
         result = self.backend.run_fork(
             self.run_id, request, endpoint, lambda item: self.post_message(self.Streamed(item))
         )
@@ -239,20 +239,23 @@ class ForkScreen(WorkbenchScreen):
 
     def on_fork_screen_streamed(self, message: Streamed) -> None:
         item, log = message.item, self.query_one("#fork-log", Log)
-        if isinstance(item, EventBase):
-            if isinstance(item, RunStart):
-                self.fork_run_id = item.run_id
-            elif isinstance(item, ModelChunk):
-                return  # the text arrives as deltas; raw chunks are in the trace
-            log.write(f"\n· {event_summary(item)}\n")  # type: ignore[arg-type]
-        elif hasattr(item, "text"):
+        if isinstance(item, TextDelta):
             log.write(item.text)
+            return
+        if isinstance(item, RunStart):
+            self.fork_run_id = item.run_id
+        elif isinstance(item, ModelChunk):
+            return  # the text arrives as deltas; raw chunks are in the trace
+        log.write(f"\n· {event_summary(item)}\n")
 
     def on_fork_screen_finished(self, message: Finished) -> None:
         self.running = False
         self.query_one("#fork-run", Button).disabled = False
         result = message.result
         log = self.query_one("#fork-log", Log)
+        if result is None:  # the run never started
+            log.write_line("\nthe fork ended before its run started")
+            return
         log.write_line(f"\nfork {short_id(result.run_id)} ended: {result.status} — {result.reason}")
         self.fork_run_id = result.run_id
         self.query_one("#fork-compare", Button).disabled = False
