@@ -168,6 +168,7 @@ def _tool_json(call: ToolCallNode) -> dict[str, Any]:
         "duration_ms": call.duration_ms,
         "mocked": end.mocked if end else False,
         "replayed": end.replayed if end else False,
+        "observed": end.observed if end else False,
         "mcp_frames": [m.model_dump(mode="json") for m in call.mcp],
     }
 
@@ -228,6 +229,10 @@ def _print_chain(chain: RunChain) -> None:
     if start is not None:
         print(f"run {chain.run_id}  model {start.model}  tools {len(start.tools)}")
         print(f"task: {_clip(start.task)}")
+        if start.origin != "agent":
+            client = f" by {start.client}" if start.client else ""
+            parent = f", follows run {start.parent_run_id[:12]}" if start.parent_run_id else ""
+            print(f"origin: {start.origin}{client}{parent}")
     for turn in chain.turns:
         print(f"\n── turn {turn.turn} [{turn.status}]")
         request = turn.request
@@ -253,8 +258,9 @@ def _print_chain(chain: RunChain) -> None:
             )
         for tool in turn.tool_calls:
             timing = f"{tool.duration_ms:.0f} ms" if tool.duration_ms is not None else "running"
+            source = tool.start.source + (", observed" if tool.end and tool.end.observed else "")
             print(
-                f"  tool {tool.name} [{tool.status}, {timing}, {tool.start.source}] "
+                f"  tool {tool.name} [{tool.status}, {timing}, {source}] "
                 f"{_clip(tool.start.arguments_raw, 160)}"
             )
             if tool.start.parse_error:

@@ -22,6 +22,7 @@ gone to the client, and a failure here is reported once and the exchange goes un
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 import time
@@ -71,11 +72,13 @@ class CapturedRun:
     state: RunState = "answering"
     turn: int = 1
     attempt: int = 1
-    conversation: list[Any] = field(default_factory=list)  # messages by meaning, with answer
-    last_request: list[Any] = field(default_factory=list)  # messages by meaning
+    # Digests of the messages by meaning (not the messages: a long conversation is not
+    # kept in memory): the last request's, and the conversation so far with its answer.
+    conversation: list[bytes] = field(default_factory=list)
+    last_request: list[bytes] = field(default_factory=list)
     pending_calls: list[dict[str, Any]] = field(default_factory=list)
     answered_at: float = 0.0
-    resume_key: tuple[str, str] | None = None
+    resume_key: tuple[str, bytes] | None = None
     totals: dict[str, float] = field(default_factory=dict)
 
     def add(self, key: str, amount: float) -> None:
@@ -169,7 +172,7 @@ class Exchange:
             ):
                 value = usage.get(name)
                 run.add(key, value if isinstance(value, int) else 0)
-            run.conversation = [*run.last_request, message_meaning(message)]
+            run.conversation = [*run.last_request, _digest(message_meaning(message))]
             run.answered_at = time.monotonic()
             run.pending_calls = list(message.get("tool_calls") or [])
             if run.pending_calls:
@@ -216,7 +219,7 @@ class CaptureBook:
         self.problems: list[str] = []
         # Runs a request may continue, by the text of what it must repeat: ("retry", the
         # failed request's messages) or ("extend", the conversation so far).
-        self._resumable: dict[tuple[str, str], list[CapturedRun]] = {}
+        self._resumable: dict[tuple[str, bytes], list[CapturedRun]] = {}
         self._sizes: Counter[int] = Counter()  # conversation lengths in the index
 
     def guard(self, exchange: Exchange | None = None) -> _Guard:
@@ -228,7 +231,7 @@ class CaptureBook:
             name = headers.get(RUN_HEADER) or None
             secret = _bearer(headers.get("authorization"))
             messages, tools, params = body_parts(body)
-            meaning = [message_meaning(m) for m in messages]
+            meaning = [_digest(message_meaning(m)) for m in messages]
             run, follows = self._continued(meaning, name)
             if run is not None:
                 self._settled(run)
@@ -239,7 +242,7 @@ class CaptureBook:
                 run.turn += 1
                 run.attempt = 1
             else:
-                run = self._start(body, headers, name, parent=follows)
+                run = self._start(body, headers, name, parent=follows, secret=secret)
             run.redactor.add_secret(secret)
             run.state = "answering"
             run.last_request = meaning
@@ -258,16 +261,15 @@ class CaptureBook:
         return None
 
     def _continued(
-        self, meaning: list[Any], name: str | None
+        self, meaning: list[bytes], name: str | None
     ) -> tuple[CapturedRun | None, CapturedRun | None]:
         """The run this request continues (retries, or extends while it waits for its
         client), or the completed run it follows up; the longest conversation wins."""
-        texts = [_key(message) for message in meaning]
-        for run in reversed(self._resumable.get(("retry", _joined(texts)), [])):
+        for run in reversed(self._resumable.get(("retry", _joined(meaning)), [])):
             if name is None or run.name == name:
                 return run, None
-        for size in sorted((n for n in self._sizes if n < len(texts)), reverse=True):
-            for run in reversed(self._resumable.get(("extend", _joined(texts[:size])), [])):
+        for size in sorted((n for n in self._sizes if n < len(meaning)), reverse=True):
+            for run in reversed(self._resumable.get(("extend", _joined(meaning[:size])), [])):
                 if name is None or run.name == name:
                     return (None, run) if run.state == "completed" else (run, None)
         return None, None
@@ -276,9 +278,9 @@ class CaptureBook:
         """`run` now waits for its client, failed, or completed: index it for what comes."""
         self._settled(run)
         if run.state == "failed":
-            entry = ("retry", _joined([_key(m) for m in run.last_request]))
+            entry = ("retry", _joined(run.last_request))
         else:
-            entry = ("extend", _joined([_key(m) for m in run.conversation]))
+            entry = ("extend", _joined(run.conversation))
             self._sizes[len(run.conversation)] += 1
         self._resumable.setdefault(entry, []).append(run)
         run.resume_key = entry
@@ -346,11 +348,13 @@ class CaptureBook:
         headers: dict[str, str],
         name: str | None,
         parent: CapturedRun | None,
+        secret: str | None,
     ) -> CapturedRun:
         messages, tools, params = body_parts(body)
         new = messages[len(parent.conversation) :] if parent else messages
         run_id = new_run_id()
-        redactor = home_redactor(self.home)
+        # The client's key is a secret from the first line on (run_start holds the task).
+        redactor = home_redactor(self.home, [secret])
         recorder = Recorder(run_id, [JsonlWriter(self.folder, run_id, redactor)])
         run = CapturedRun(run_id, name, recorder, redactor, time.monotonic())
         self.runs[run_id] = run
@@ -459,13 +463,14 @@ class _Guard:
         return True
 
 
-def _key(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+def _digest(value: Any) -> bytes:
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 
-def _joined(texts: list[str]) -> str:
-    # A record separator cannot occur in JSON text unescaped, so the join is unambiguous.
-    return "\x1e".join(texts)
+def _joined(digests: list[bytes]) -> bytes:
+    # Fixed-size digests joined end to end: one digest names the whole list.
+    return hashlib.blake2b(b"".join(digests), digest_size=16).digest()
 
 
 def _bearer(value: str | None) -> str | None:

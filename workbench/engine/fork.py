@@ -15,11 +15,13 @@ names the parent, the fork turn and every edit.
 
 from __future__ import annotations
 
+import json
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agent_core.agent import Agent, AgentConfig, Hooks
-from agent_core.model.base import ChatModel
+from agent_core.model.base import ChatModel, ModelCall, ModelError, StreamItem
 from agent_core.tools.base import CallKey, ToolResult, Toolset, ToolSpec, call_key
 from traces.events import Edit
 from traces.writer import Sink
@@ -27,6 +29,11 @@ from workbench.engine.recording_io import Recording, config_from_run_start
 from workbench.engine.replay_model import recorded_read_only, recorded_specs, served_result
 
 REFUSED = "side_effects_refused"
+# A call to a tool that only the recorded client could run (a captured or imported run),
+# with arguments the recording has no result for: the fork cannot go on without a mock.
+NOT_RECORDED = "not_recorded"
+# Runs whose tools ran in the client, not here: their tools never run live in a fork.
+OBSERVED_ORIGINS = frozenset({"captured", "imported"})
 
 
 class ForkError(Exception):
@@ -167,6 +174,14 @@ class ForkToolset:
         self._read_only: dict[str, bool] = {}
         self.add_live(live or [])
         self._allow = plan.allow_side_effects
+        run_start = plan.parent.run_start
+        self._client_tools = {
+            spec.name
+            for spec in self._planned
+            if run_start.origin in OBSERVED_ORIGINS
+            or run_start.tool_sources.get(spec.name) == "client"
+        }
+        self.stopped: str | None = None  # why the fork cannot go on, once it cannot
         self._recorded: dict[CallKey, ToolResult] = {}
         for _, start, end in plan.parent.tool_calls():
             if end is None or start.arguments is None:
@@ -198,6 +213,14 @@ class ForkToolset:
         recorded = self._recorded.get(call_key(name, arguments))
         if recorded is not None:
             return recorded
+        if name in self._client_tools:
+            shown = json.dumps(arguments, ensure_ascii=False)
+            self.stopped = (
+                f"fork stopped at {name}({shown}): the recorded client ran this tool, and "
+                "the recording has no result for these arguments (mock a recorded call with "
+                "--mock CALL_ID=TEXT, or fork at another turn)"
+            )
+            return ToolResult(ok=False, text=self.stopped, error=NOT_RECORDED)
         if not self._read_only.get(name, False) and not self._allow:
             return ToolResult(
                 ok=False,
@@ -228,6 +251,18 @@ def fork_agent(
 ) -> Agent:
     """The agent that runs the fork from turn N; drive it with `run_stream()` or `run()`."""
     toolset = ForkToolset(plan, live_toolsets)
+
+    async def stop_when_stuck(
+        call: ModelCall, inner: Callable[[ModelCall], AsyncIterator[StreamItem]]
+    ) -> AsyncIterator[StreamItem]:
+        # The model has read the tool's refusal; asking it again would only guess.
+        if toolset.stopped is not None:
+            raise ModelError(NOT_RECORDED, toolset.stopped)
+        async for item in inner(call):
+            yield item
+
+    hooks = hooks or Hooks()
+    hooks = Hooks(model=[stop_when_stuck, *hooks.model], tool=list(hooks.tool))
     return Agent(model, [toolset], plan.config(**config_overrides), sinks=sinks, hooks=hooks)
 
 

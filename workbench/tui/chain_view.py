@@ -184,6 +184,7 @@ def turn_children(events: list[Event]) -> list[ChainNode]:
                     (f"({one_line(args, 40)})", "cyan"),
                     (f" {fmt_ms(event.duration_ms)}", "dim"),
                     (" mocked" if event.mocked else "", "magenta"),
+                    (" observed" if event.observed else "", "blue"),
                 )
             case Error():
                 label = Text.assemble(
