@@ -12,13 +12,14 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
-from traces.events import EVENT_TYPES, RUN_STATUSES, Limits
+from traces.events import EVENT_TYPES, RUN_STATUSES, Limits, RunOrigin
 from traces.store.ingest_sql import ENVELOPE, REQUIRED
 from workbench.cli.model_flags import LIMIT_DEFAULTS
-from workbench.cli.read_cmds import STATUS_CHOICES
+from workbench.cli.read_cmds import RUN_KINDS, STATUS_CHOICES
 
 # Runs `workbench ARGS...`, then prints which of the named packages it imported.
 _PROBE = """
@@ -72,6 +73,7 @@ def test_figures_kept_apart_from_the_models_match_them() -> None:
     defaults = Limits()
     assert {name: getattr(defaults, name) for name in LIMIT_DEFAULTS} == LIMIT_DEFAULTS
     assert STATUS_CHOICES == RUN_STATUSES
+    assert get_args(RunOrigin) == RUN_KINDS
     required = {
         cls.model_fields["type"].default: [
             name
