@@ -38,6 +38,10 @@ from traces.versions import SCHEMA_VERSION, NewerSchemaError, declared_version, 
 _SEQ_BITS = 4096
 
 
+def _files(count: int, noun: str = "file") -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
 def _ends_with_newline(path: str, size: int) -> bool:
     # os.pread on a bare descriptor: with 100,000 new files, a file object each costs seconds.
     fd = os.open(path, os.O_RDONLY)
@@ -75,7 +79,7 @@ def ingest_work(
         ):
             _ingest_batch(cur, work, Path(scratch), report, watch)
             # Shares of the whole, from a rebuild of 100,000 runs: reading is most of it.
-            watch.step(f"writing the store ({len(work):,} files)", 0.05)
+            watch.step(f"writing the store ({_files(len(work))})", 0.05)
             cur.execute("COMMIT")
     except BaseException:
         cur.execute("ROLLBACK")
@@ -120,7 +124,7 @@ def _ingest_batch(
 
     # (path, run id, lowest and highest run id of its lines, schema version, run_start line)
     file_runs: list[tuple[Any, ...]] = []
-    watch.step(f"reading {len(work):,} trace files", 0.8)
+    watch.step(f"reading {_files(len(work), 'trace file')}", 0.8)
     if bulk:
         careful += _read_in_bulk(cur, bulk, batch, file_runs)
     if careful:
@@ -131,7 +135,7 @@ def _ingest_batch(
     cur.execute(sql.MARK_DUPLICATE_SEQ, {"batch": batch})
     for path, line, problem in cur.execute(sql.BATCH_PROBLEMS, {"batch": batch}).fetchall():
         report.problems.append(f"{path}:{line}: {problem}")
-    watch.step(f"summing up runs ({len(work):,} files)", 0.15)
+    watch.step(f"summing up runs ({_files(len(work))})", 0.15)
     # One list per column: DuckDB takes lists of plain values far faster than of dicts.
     files = {
         "path": [item.path for item in work],

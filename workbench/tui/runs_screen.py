@@ -7,6 +7,7 @@ which asks for an ingest, and the list recounts.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -162,8 +163,11 @@ class RunsScreen(WorkbenchScreen):
 
     @work(thread=True, exclusive=True, group="ingest", exit_on_error=False)
     def _ingest(self) -> None:
-        def progress(what: str, done: float) -> None:  # a long load, a store rebuild say
-            self.post_message(self.IngestProgress(what, done))
+        shown_from = time.monotonic() + 1.0  # only a long load shows, a store rebuild say
+
+        def progress(what: str, done: float) -> None:
+            if time.monotonic() >= shown_from:
+                self.post_message(self.IngestProgress(what, done))
 
         self.post_message(self.Ingested(self.backend.ingest(progress)))
 
