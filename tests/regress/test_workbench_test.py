@@ -122,6 +122,11 @@ def test_json_output_and_samples_override(
     assert [s["chosen"] for s in first["samples"]] == ["read_file"] * 3
     run_ids = {s["run_id"] for c in report["cases"] for s in c["samples"]}
     assert all((tmp_path / "home" / "traces" / f"{r}.jsonl").is_file() for r in run_ids)
+    # A sample runs the read-only read_file for real (it changes nothing).
+    trace = tmp_path / "home" / "traces" / f"{first['samples'][0]['run_id']}.jsonl"
+    events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
+    [end] = [e for e in events if e["type"] == "tool_end"]
+    assert end["name"] == "read_file" and end["ok"] and "buy milk" in end["result"]
 
 
 def test_a_bad_suite_exits_2_with_one_line(

@@ -11,6 +11,7 @@ from typing import Any, TextIO
 from agent_core.agent import RunResult, TextDelta
 from agent_core.model.base import ERROR_TEXT_CHARS
 from traces.events import Error, HistoryTrimmed, RunStart, ToolEnd, ToolsChanged, ToolStart
+from workbench.cli.common import counted
 
 PREVIEW_CHARS = 100
 
@@ -76,16 +77,18 @@ class RunPrinter:
             self._line(f"  note: renamed to avoid a name clash: {names}")
         if dropped:
             self._line(
-                f"  warning: {len(dropped)} tool{'s' if len(dropped) > 1 else ''} not offered "
+                f"  warning: {counted(len(dropped), 'tool')} not offered "
                 f"(at most {max_tools} per request; raise it with --max-tools): "
                 + ", ".join(dropped)
             )
 
-    def summary(self, result: RunResult, trace: str) -> None:
+    def summary(self, result: RunResult, trace: str, cost: str = "") -> None:
+        """The run's end in one line; `cost` (e.g. `$0.0123`) follows the tokens."""
         totals = result.totals
         layer = f" ({result.timeout_layer})" if result.timeout_layer else ""
+        priced = f" ({cost})" if cost else ""
         self._line(
             f"run {result.run_id}: {result.status}{layer} — {result.reason} · "
-            f"{totals.turns} turns, {totals.tool_calls} tool calls, "
-            f"{totals.total_tokens} tokens · trace {trace}"
+            f"{counted(totals.turns, 'turn')}, {counted(totals.tool_calls, 'tool call')}, "
+            f"{counted(totals.total_tokens, 'token')}{priced} · trace {trace}"
         )

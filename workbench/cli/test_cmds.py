@@ -280,7 +280,9 @@ def _register_lint(subparsers: Any) -> None:
     )
     source = parser.add_mutually_exclusive_group()
     source.add_argument(
-        "file", nargs="?", help="JSON file of tool schemas (list or {tools: [...]})"
+        "file",
+        nargs="?",
+        help="JSON file of tool schemas (list or {tools: [...]}); none: the built-in tools",
     )
     source.add_argument(
         "--tools", help="builtin | package.module:registry | MCP config JSON | schema JSON"
@@ -324,9 +326,8 @@ def _load(args: argparse.Namespace) -> list[dict[str, Any]]:
         if path.suffix != ".jsonl":
             path = find_trace(args.run, [resolve_home(args) / "traces"])
         return schemas_from_run(path)
-    reference = args.tools or args.file
-    if reference is None:
-        raise CliError("give a schema file, --tools builtin|module:registry|mcp.json, or --run RUN")
+    # With nothing named, the built-in tools: what every run offers unless told otherwise.
+    reference = args.tools or args.file or "builtin"
     path = Path(reference)
     if path.suffix == ".json" and not is_mcp_config(path):
         return schemas_from_file(path)

@@ -18,12 +18,13 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from agent_core.agent import Agent, AgentConfig, Hooks
 from agent_core.model.base import ChatModel, ModelCall, ModelError, StreamItem
 from agent_core.tools.base import CallKey, ToolResult, Toolset, ToolSpec, call_key
-from traces.events import Edit
+from traces.events import Edit, RunStart
 from traces.writer import Sink
 from workbench.engine.recording_io import Recording, config_from_run_start
 from workbench.engine.replay_model import recorded_read_only, recorded_specs, served_result
@@ -80,6 +81,26 @@ class ForkPlan:
         return config_from_run_start(
             start, self.parent.turns[self.turn].request, **(changes | overrides)
         )
+
+
+def recorded_root(start: RunStart) -> Path | None:
+    """The folder the parent run's file tools read (`run_start.meta.root`), when it still
+    exists: new file-tool calls in a fork run there, wherever the fork is started from."""
+    root = start.meta.get("root")
+    if not isinstance(root, str) or not root:
+        return None
+    path = Path(root)
+    return path if path.is_dir() else None
+
+
+def offline_fork_script(start: RunStart) -> Path | None:
+    """The model script a recorded run names for forking it offline
+    (`run_start.meta.fork_script`, which `workbench demo` records), when the file exists."""
+    script = start.meta.get("fork_script")
+    if not isinstance(script, str) or not script:
+        return None
+    path = Path(script)
+    return path if path.is_file() else None
 
 
 def mockable_call_ids(messages: list[dict[str, Any]]) -> list[str]:

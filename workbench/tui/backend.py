@@ -22,14 +22,15 @@ from agent_core.agent import RunResult, TextDelta
 from traces.events import Event
 from traces.home import traces_dir
 from traces.schema_diff import diff_tool_schemas
-from traces.store import TraceStore
+from traces.store import IngestReport, RunRow, TraceStore
 from workbench.engine import fork as fork_engine
 from workbench.engine import run_service
 from workbench.engine.fork import ForkRequest
-from workbench.engine.recording_io import load_recording
-from workbench.engine.replay import replay_run
+from workbench.engine.recording_io import Recording, load_recording
+from workbench.engine.replay import ReplayOutcome, replay_run
 from workbench.engine.run_service import ModelSettings
 from workbench.tui.render import event_is_failure
+from workbench.tui.schema_view import SchemaPair
 
 # Seconds without a store call after which the database is let go for other processes.
 IDLE_RELEASE_S = 1.0
@@ -73,7 +74,7 @@ class RunFilter:
 
 @dataclass(frozen=True)
 class Outline:
-    row: Any  # the store's RunRow
+    row: RunRow
     start: Event | None
     end: Event | None
     turns: int
@@ -118,7 +119,7 @@ class Backend:
                 self._store = None
             self.released.set()
 
-    def ingest(self) -> Any:
+    def ingest(self) -> IngestReport:
         """Load new traces from the home folder (every read starts with this)."""
         with self._session() as store:
             return store.ingest_home(self.home)
@@ -129,7 +130,7 @@ class Backend:
         with self._session() as store:
             return int(store.count_runs(**where.kwargs()))
 
-    def runs(self, where: RunFilter, offset: int, limit: int) -> list[Any]:
+    def runs(self, where: RunFilter, offset: int, limit: int) -> list[RunRow]:
         with self._session() as store:
             return list(
                 store.runs(
@@ -163,7 +164,7 @@ class Backend:
             if any(path.endswith(".jsonl") for _, path in changes):
                 on_change()
 
-    def run(self, run_id: str) -> Any:
+    def run(self, run_id: str) -> RunRow:
         with self._session() as store:
             return store.run(run_id)
 
@@ -246,10 +247,11 @@ class Backend:
                 SuiteRun(run, tables.cases(run["suite_run_id"])) for run in tables.runs(limit=limit)
             ]
 
-    def regression_schema_diff(self, suite: str, baseline: str | None, suite_run_id: str) -> Any:
-        """A `SchemaPair`: the baseline's tool schemas against the suite run's."""
+    def regression_schema_diff(
+        self, suite: str, baseline: str | None, suite_run_id: str
+    ) -> SchemaPair:
+        """The baseline's tool schemas against the suite run's."""
         from traces.store.regress import RegressTables
-        from workbench.tui.schema_view import SchemaPair
 
         with self._session(), closing(RegressTables.for_home(self.home)) as tables:
             base = tables.load_baseline(suite, baseline)
@@ -264,20 +266,18 @@ class Backend:
         diff = diff_tool_schemas(before, after)
         return SchemaPair(label, f"suite run {suite_run_id[:8]}", before, after, diff)
 
-    def tool_schemas(self, run_id: str) -> Any:
+    def tool_schemas(self, run_id: str) -> list[dict[str, Any]]:
         with self._session() as store:
             return store.tool_schemas(run_id)
 
     # ------------------------------------------------------------------ engine
 
-    def recording(self, run_id: str) -> Any:
+    def recording(self, run_id: str) -> Recording:
         # The engine opens the store itself; in one process DuckDB shares the open file.
         return load_recording(run_id, self.home)
 
-    def schema_diff(self, run_a: str, run_b: str) -> Any:
+    def schema_diff(self, run_a: str, run_b: str) -> SchemaPair:
         """Both runs' tool schemas from the store and `traces.schema_diff` of them."""
-        from workbench.tui.schema_view import SchemaPair
-
         tools_a, tools_b = self.tool_schemas(run_a), self.tool_schemas(run_b)
         return SchemaPair(run_a, run_b, tools_a, tools_b, diff_tool_schemas(tools_a, tools_b))
 
@@ -298,8 +298,8 @@ class Backend:
 
         return compare_runs(self.recording(run_a), self.recording(run_b))
 
-    def verify_replay(self, run_id: str) -> Any:
-        """`workbench.engine.replay.ReplayOutcome` of an offline replay, run to completion.
+    def verify_replay(self, run_id: str) -> ReplayOutcome:
+        """The outcome of an offline replay, run to completion.
 
         Called from a thread worker, so the replay gets its own event loop there.
         """
@@ -339,6 +339,7 @@ class Backend:
             user=users[-1] if users and isinstance(users[-1], str) else None,
             tools=tools,
             calls=calls,
+            fork_script=_offline_fork_script(recording.run_start.meta),
         )
 
     def run_fork(
@@ -434,6 +435,15 @@ class ForkContext:
     user: str | None
     tools: dict[str, str]
     calls: list[RecordedCall]
+    fork_script: Path | None = None  # a model script the run ships for its forks (the demo)
+
+
+def _offline_fork_script(meta: dict[str, Any]) -> Path | None:
+    """The model script a recorded run names for its forks (`workbench demo` writes one so
+    forks of its runs complete offline), when it is still there."""
+    named = meta.get("fork_script")
+    path = Path(str(named)) if named else None
+    return path if path is not None and path.is_file() else None
 
 
 # The model a fork talks to: the engine's model settings, under the TUI's name for them.

@@ -20,6 +20,7 @@ from textual.message import Message
 from textual.widgets import Checkbox, Footer, Header, Input, Select, Static
 
 from traces.events import RUN_STATUSES
+from traces.store import IngestReport
 from workbench.tui.backend import KIND_FILTERS, RunFilter
 from workbench.tui.paged_list import PagedList
 from workbench.tui.render import (
@@ -85,7 +86,7 @@ class RunsScreen(WorkbenchScreen):
             return isinstance(message, type(self))  # only the newest count matters
 
     class Ingested(Message):
-        def __init__(self, report: Any) -> None:
+        def __init__(self, report: IngestReport) -> None:
             super().__init__()
             self.report = report
 
