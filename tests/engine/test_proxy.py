@@ -187,7 +187,10 @@ def test_a_client_that_goes_away_leaves_an_incomplete_run(tmp_path: Path) -> Non
     assert [e["type"] for e in events][:3] == ["run_start", "model_request", "model_chunk"]
 
 
-def test_stopping_the_proxy_cancels_runs_waiting_for_their_client(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_stopping_the_proxy_cancels_runs_waiting_for_their_client(
+    tmp_path: Path, stop: signal.Signals
+) -> None:
     home = tmp_path / "home"
     with ModelServer(ScriptResponder(STEPS)) as upstream:
         process = subprocess.Popen(
@@ -204,7 +207,7 @@ def test_stopping_the_proxy_cancels_runs_waiting_for_their_client(tmp_path: Path
             model="m", messages=[{"role": "user", "content": TASK}]
         )
         client.close()
-        process.send_signal(signal.SIGINT)
+        process.send_signal(stop)
         _, err = process.communicate(timeout=20)
     assert process.returncode == 0 and "Traceback" not in err
     assert first.choices[0].message.tool_calls
