@@ -331,3 +331,28 @@ def test_a_request_that_cannot_be_recorded_is_still_forwarded(
     err = capfd.readouterr().err
     assert err.count("workbench proxy: could not record an exchange") == 1
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_client_that_echoes_the_answer_with_fields_of_its_own_continues_its_run(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    with (
+        ModelServer(ScriptResponder(STEPS)) as upstream,
+        RecordingProxy(upstream.base_url, home) as proxy,
+    ):
+        client = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+        history: Any = [{"role": "user", "content": TASK}]
+        first = client.chat.completions.create(model="m", messages=history)
+        answer = first.choices[0].message.model_dump(exclude_none=True)
+        calls = answer["tool_calls"]
+        # What some clients send back: the provider's reasoning, empty extras, no `type`.
+        answer.update(reasoning_content="I should read the file.", annotations=[])
+        for call in calls:
+            call.pop("type")
+        history += [answer]
+        history += [{"role": "tool", "tool_call_id": c["id"], "content": "ok"} for c in calls]
+        client.chat.completions.create(model="m", messages=history)
+    events = read_run(home)
+    assert [e["turn"] for e in events if e["type"] == "model_request"] == [1, 2]
+    assert events[-1]["status"] == "completed"
