@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tests.interop.conftest import RecordingReceiver
 from traces.events import RunStart
 from traces.reader import read_trace
 from traces.tree import build_chain
@@ -211,6 +212,7 @@ def test_collect_speaks_json_and_refuses_what_is_not_otlp(wb_home: Path) -> None
         runs = collector.wait_for_runs(2)
         assert runs[1].run_id == run.run_id and not runs[1].written
         assert _post(collector.endpoint, b"hello", "text/plain")[0] == 415
+        assert _post(collector.endpoint, b"", "application/protobuf") == (200, b"")
         assert _post(collector.endpoint, b"\xff\x00garbage", "application/x-protobuf")[0] == 400
         assert collector.problems and "refused a request" in collector.problems[-1]
 
@@ -368,3 +370,19 @@ def test_spans_waiting_for_their_root_survive_a_killed_collector(wb_home: Path) 
     (run,) = second.runs
     assert (run.status, run.turns) == ("completed", 2)
     assert list((wb_home / "otel-pending").iterdir()) == []
+
+
+def test_collect_takes_the_exporters_gzip(
+    golden_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    otlp_receiver: RecordingReceiver,
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
+    assert main(["export-otel", "276a0272", "--endpoint", otlp_receiver.endpoint]) == 0
+    (sent,) = otlp_receiver.requests
+    assert {k.lower(): v for k, v in sent.headers.items()}["content-encoding"] == "gzip"
+    with CollectorThread(tmp_path / "teammate") as collector:
+        assert main(["export-otel", "276a0272", "--endpoint", collector.endpoint]) == 0
+        (run,) = collector.wait_for_runs(1)
+    assert (run.status, run.turns) == ("completed", 2)

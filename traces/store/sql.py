@@ -219,3 +219,11 @@ WHERE f.at > 0
 ORDER BY r.started_at DESC NULLS LAST, f.run_id, f.seq, f.place
 LIMIT $limit
 """
+
+# Input and output tokens of each run, from its run_end totals (the runs table keeps only
+# the sum), for pricing a listing.
+RUN_TOKENS = """
+SELECT run_id, (event->'totals'->>'input_tokens')::BIGINT,
+    (event->'totals'->>'output_tokens')::BIGINT
+FROM events WHERE type = 'run_end' AND list_contains($run_ids, run_id)
+"""

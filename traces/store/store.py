@@ -311,6 +311,12 @@ class TraceStore:
             rows = cur.execute(sql.TOOL_SCHEMAS, {"run_id": run_id}).fetchall()
         return [json.loads(row[0]) for row in rows]
 
+    def run_tokens(self, run_ids: Iterable[str]) -> dict[str, tuple[int, int]]:
+        """Input and output tokens per run (from run_end; a run without one is left out)."""
+        with self._cursor() as cur:
+            rows = cur.execute(sql.RUN_TOKENS, {"run_ids": list(run_ids)}).fetchall()
+        return {row[0]: (int(row[1] or 0), int(row[2] or 0)) for row in rows}
+
     def search(
         self, text: str, run_id: str | None = None, limit: int = 100, context: int = 40
     ) -> list[tuple[str, int | None, int, str, str]]:

@@ -16,6 +16,7 @@ from workbench.cli.common import EXIT_CODES, CliError, ExitCode, SetupError
 # Modules that add subcommands, in the order they appear in --help.
 COMMAND_MODULES = (
     "workbench.cli.read_cmds",
+    "workbench.cli.explore_cmds",
     "workbench.cli.run_cmds",
     "workbench.cli.mcp_cmds",
     "workbench.cli.engine_cmds",

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from enum import IntEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from traces.home import RedactionConfigError, home_dir, home_redactor
 from traces.redact import Redactor
@@ -20,6 +20,9 @@ from workbench.number_args import fraction as fraction
 from workbench.number_args import port_number as port_number
 from workbench.number_args import positive_float as positive_float
 from workbench.number_args import positive_int as positive_int
+
+if TYPE_CHECKING:
+    from workbench.engine.cost import Prices
 
 
 class ExitCode(IntEnum):
@@ -83,6 +86,26 @@ def redactor_for(home: Path, secrets: Sequence[str | None] | None = None) -> Red
         return home_redactor(home, secrets or [])
     except RedactionConfigError as exc:
         raise CliError(str(exc)) from None
+
+
+def counted(number: int, word: str, plural: str | None = None) -> str:
+    """`1 turn`, `3 turns`: a count with its noun agreeing."""
+    return f"{number} {word if number == 1 else plural or word + 's'}"
+
+
+def load_prices(home: Path) -> Prices:
+    """`<home>/prices.toml` (none when absent); a bad file is one line, before any work."""
+    from workbench.engine.cost import Prices, PricesError
+
+    try:
+        return Prices.load(home)
+    except PricesError as exc:
+        raise CliError(str(exc)) from None
+
+
+def priced(prices: Prices, model: str, input_tokens: int, output_tokens: int) -> str:
+    """`$0.0123` for these tokens on `model`, or "" when it has no price."""
+    return prices.format(prices.cost(model, input_tokens, output_tokens))
 
 
 def print_json(value: Any) -> None:

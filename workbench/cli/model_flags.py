@@ -66,11 +66,48 @@ def add_limit_flags(parser: argparse.ArgumentParser) -> None:
         help=f"default {defaults.run_timeout_s:g}",
     )
     group.add_argument(
+        "--max-tools",
+        type=positive_int,
+        metavar="N",
+        help=(
+            f"tools offered per request (default {defaults.max_tools}); with more registered, "
+            "the ones whose names and descriptions best match the task are chosen and the "
+            "rest named in a warning"
+        ),
+    )
+    group.add_argument(
         "--context-window",
         type=positive_int,
         metavar="N",
         help=f"tokens; history is trimmed at 70%% of it (default {defaults.context_window})",
     )
+
+
+def add_builtin_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    choice = parser.add_mutually_exclusive_group()
+    choice.add_argument(
+        "--builtin-tools",
+        metavar="LIST",
+        help=(
+            "offer only these built-in tools, comma-separated (read_file, list_dir, "
+            "search_files, calculator); default all"
+        ),
+    )
+    choice.add_argument(
+        "--no-builtin-tools",
+        action="store_true",
+        help="offer no built-in tools (e.g. only an MCP server's)",
+    )
+
+
+def builtin_names(args: argparse.Namespace) -> list[str] | None:
+    """The built-ins the flags choose: None for all of them."""
+    if getattr(args, "no_builtin_tools", False):
+        return []
+    listed = getattr(args, "builtin_tools", None)
+    if listed is None:
+        return None
+    return [name.strip() for name in listed.split(",") if name.strip()]
 
 
 def limits_from_args(args: argparse.Namespace, base: Limits | None = None) -> Limits:
@@ -83,6 +120,7 @@ def limits_from_args(args: argparse.Namespace, base: Limits | None = None) -> Li
         "tool_timeout_s": getattr(args, "tool_timeout", None),
         "run_timeout_s": getattr(args, "run_timeout", None),
         "context_window": getattr(args, "context_window", None),
+        "max_tools": getattr(args, "max_tools", None),
     }
     return base.model_copy(update={k: v for k, v in changes.items() if v is not None})
 

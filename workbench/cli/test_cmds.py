@@ -21,8 +21,10 @@ from workbench.cli.common import (
     resolve_home,
 )
 from workbench.cli.model_flags import (
+    add_builtin_flags,
     add_model_flags,
     build_model,
+    builtin_names,
     model_settings,
     parse_tool_descriptions,
 )
@@ -69,6 +71,7 @@ def _register_test(subparsers: Any) -> None:
     parser.add_argument("suite", help="suite file (TOML)")
     add_model_flags(parser)
     parser.add_argument("--root", default=".", help="root folder for the builtin tools")
+    add_builtin_flags(parser)
     parser.add_argument(
         "--tool-description",
         action="append",
@@ -109,6 +112,7 @@ def run_test(args: argparse.Namespace) -> int:
         samples=args.samples,
         concurrency=args.concurrency,
         tool_descriptions=parse_tool_descriptions(args.tool_description),
+        builtin_tools=builtin_names(args),
         baseline=args.baseline,
         save_baseline=args.save_baseline,
         model_timeout_s=args.model_timeout,
@@ -276,7 +280,9 @@ def _register_lint(subparsers: Any) -> None:
     )
     source = parser.add_mutually_exclusive_group()
     source.add_argument(
-        "file", nargs="?", help="JSON file of tool schemas (list or {tools: [...]})"
+        "file",
+        nargs="?",
+        help="JSON file of tool schemas (list or {tools: [...]}); none: the built-in tools",
     )
     source.add_argument(
         "--tools", help="builtin | package.module:registry | MCP config JSON | schema JSON"
@@ -320,9 +326,8 @@ def _load(args: argparse.Namespace) -> list[dict[str, Any]]:
         if path.suffix != ".jsonl":
             path = find_trace(args.run, [resolve_home(args) / "traces"])
         return schemas_from_run(path)
-    reference = args.tools or args.file
-    if reference is None:
-        raise CliError("give a schema file, --tools builtin|module:registry|mcp.json, or --run RUN")
+    # With nothing named, the built-in tools: what every run offers unless told otherwise.
+    reference = args.tools or args.file or "builtin"
     path = Path(reference)
     if path.suffix == ".json" and not is_mcp_config(path):
         return schemas_from_file(path)

@@ -231,6 +231,10 @@ class CaptureBook:
             name = headers.get(RUN_HEADER) or None
             secret = _bearer(headers.get("authorization"))
             messages, tools, params = body_parts(body)
+            if not all(isinstance(item, dict) for item in [*messages, *tools]):
+                # Checked before any run is started for it; the upstream will say why.
+                raise ValueError("its messages or tools are not all JSON objects")
+            estimated = estimate_prompt(messages, tools)
             meaning = [_digest(message_meaning(m)) for m in messages]
             run, follows = self._continued(meaning, name)
             if run is not None:
@@ -254,7 +258,7 @@ class CaptureBook:
                 tools=tools,
                 params=params,
                 stream=bool(body.get("stream")),
-                estimated_tokens=estimate_prompt(messages, tools),
+                estimated_tokens=estimated,
             )
             self.runs.move_to_end(run.run_id)
             return Exchange(self, run, bool(body.get("stream")))
@@ -456,7 +460,8 @@ class _Guard:
     ) -> bool:
         if exc is None or not isinstance(exc, Exception):
             return False
-        self.book.report(f"could not record an exchange: {type(exc).__name__}: {exc}")
+        detail = " ".join(str(exc).split())[:300]  # pydantic's messages span lines
+        self.book.report(f"could not record an exchange: {type(exc).__name__}: {detail}")
         if self.exchange is not None and not self.exchange.closed:
             self.exchange.closed = True
             self.book.forget(self.exchange.run, "abandoned")

@@ -35,6 +35,8 @@ from workbench.engine.otel_import import (
 from workbench.engine.otel_runs import SpanRecord
 
 TRACES_PATH = "/v1/traces"
+# OTLP names the first; some clients send the second.
+PROTOBUF_TYPES = ("application/x-protobuf", "application/protobuf")
 MAX_BODY = 64 * 1024 * 1024
 
 RunCallback = Callable[[ImportedRun], None]
@@ -120,7 +122,7 @@ class OtlpReceiver:
         content_type = request.content_type
         body = await request.read()
         try:
-            if content_type == "application/x-protobuf":
+            if content_type in PROTOBUF_TYPES:
                 spans = parse_protobuf(body)
             elif content_type == "application/json":
                 try:

@@ -345,6 +345,7 @@ class Backend:
             user=users[-1] if users and isinstance(users[-1], str) else None,
             tools=tools,
             calls=calls,
+            fork_script=_offline_fork_script(recording.run_start.meta),
         )
 
     def run_fork(
@@ -440,6 +441,15 @@ class ForkContext:
     user: str | None
     tools: dict[str, str]
     calls: list[RecordedCall]
+    fork_script: Path | None = None  # a model script the run ships for its forks (the demo)
+
+
+def _offline_fork_script(meta: dict[str, Any]) -> Path | None:
+    """The model script a recorded run names for its forks (`workbench demo` writes one so
+    forks of its runs complete offline), when it is still there."""
+    named = meta.get("fork_script")
+    path = Path(str(named)) if named else None
+    return path if path is not None and path.is_file() else None
 
 
 # The model a fork talks to: the engine's model settings, under the TUI's name for them.

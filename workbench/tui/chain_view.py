@@ -8,7 +8,7 @@ one small query per opened turn.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from rich.text import Text
 
@@ -46,6 +46,7 @@ SKELETON_TYPES: list[str] = [
 
 NodeKind = Literal[
     "start",
+    "tool_def",
     "turns",
     "turn",
     "model_call",
@@ -71,6 +72,8 @@ class ChainNode:
     failed: bool = False
     events: list[Event] = field(default_factory=list)  # already-loaded events to show
     children: list[ChainNode] = field(default_factory=list)
+    schema: dict[str, Any] | None = None  # a tool offered at the start, in full
+    source: str | None = None  # where that tool came from
 
     def seqs(self) -> set[int]:
         found = {e.seq for e in self.events}
@@ -85,7 +88,20 @@ def _icon(ok: bool) -> tuple[str, str]:
 
 def start_node(event: RunStart) -> ChainNode:
     label = Text.assemble(("● ", "cyan"), ("start ", "bold"), (one_line(event.task, 60), ""))
-    return ChainNode("start", label, seq=event.seq, events=[event])
+    node = ChainNode("start", label, seq=event.seq, events=[event])
+    for tool in event.tools:
+        function = tool.get("function") or tool
+        name = str(function.get("name"))
+        described = one_line(str(function.get("description") or ""), 50)
+        node.children.append(
+            ChainNode(
+                "tool_def",
+                Text.assemble(("tool ", "dim"), (name, "bold"), (f"  {described}", "dim")),
+                schema=tool,
+                source=event.tool_sources.get(name),
+            )
+        )
+    return node
 
 
 def end_node(event: RunEnd | None, status: str) -> ChainNode:

@@ -248,6 +248,17 @@ class ForkScreen(WorkbenchScreen):
             calls.value = wanted
         self._show_changes()
         output = self.output
+        chosen = self.endpoint()
+        if context.fork_script is not None and not (
+            chosen.base_url or chosen.model or chosen.script
+        ):
+            # Nothing chosen yet and the run ships an offline model for its forks: use it.
+            self.query_one("#fork-script", Input).value = str(context.fork_script)
+            output.write_line(
+                "this run comes with an offline scripted model for its forks; it is filled "
+                "in below, so the fork needs no network",
+                "cyan",
+            )
         if context.turn not in context.turns:
             output.write_line(
                 f"turn {context.turn} has no model call; pick one of {context.turns}", "yellow"
