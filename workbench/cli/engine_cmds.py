@@ -160,9 +160,8 @@ def _register_fork(subparsers: Any) -> None:
         ),
     )
     parser.add_argument("run", help="run id (or unique prefix) or a .jsonl trace path")
-    parser.add_argument(
-        "--turn", type=positive_int, required=True, help="turn to fork at (1-based)"
-    )
+    # A whole number; the fork engine checks it against the run's turns and names the range.
+    parser.add_argument("--turn", type=int, required=True, help="turn to fork at (1-based)")
     parser.add_argument("--system", metavar="TEXT|@FILE", help="new system prompt")
     parser.add_argument(
         "--user", metavar="TEXT|@FILE", help="new text for the last user message (the task)"
