@@ -1,7 +1,7 @@
 """Bulk, incremental, idempotent ingest of `.jsonl` traces into the store.
 
-Python only decides what to read (sizes against what is already ingested); DuckDB reads,
-validates and inserts, set-based. Two paths:
+Python only decides what to read (`traces.store.scan` finds what is new: sizes against what
+is already ingested); DuckDB reads, validates and inserts, set-based. Two paths:
 
 - bulk: a new file that ends in a whole line goes straight through `read_ndjson_objects`,
   the fast path that carries most data. Bulk rows have no line numbers, so a bulk file
@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,7 @@ import duckdb
 
 from traces.store import ingest_sql as sql
 from traces.store.progress import Progress, Watch
-from traces.store.scan import IngestReport, Work, pending
+from traces.store.scan import IngestReport, Work
 from traces.store.sql import NEXT_BATCH
 from traces.versions import SCHEMA_VERSION, NewerSchemaError, declared_version, migrate
 
@@ -49,11 +48,6 @@ def _ends_with_newline(path: str, size: int) -> bool:
         return os.pread(fd, 1, size - 1) == b"\n"
     finally:
         os.close(fd)
-
-
-def ingest(cur: duckdb.DuckDBPyConnection, paths: Iterable[Path | str]) -> IngestReport:
-    report = IngestReport()
-    return ingest_work(cur, pending(cur, paths, report), report)
 
 
 def ingest_work(
