@@ -147,7 +147,11 @@ def _register_fork(subparsers: Any) -> None:
     )
     parser.add_argument("run", help="run id (or unique prefix) or a .jsonl trace path")
     parser.add_argument(
-        "--turn", type=positive_int, required=True, help="turn to fork at (1-based)"
+        # A plain int: a turn out of range is refused by the fork plan, naming the range.
+        "--turn",
+        type=int,
+        required=True,
+        help="turn to fork at (1-based)",
     )
     parser.add_argument("--system", metavar="TEXT|@FILE", help="new system prompt")
     parser.add_argument(
