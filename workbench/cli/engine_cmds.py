@@ -147,9 +147,8 @@ def _register_fork(subparsers: Any) -> None:
     )
     parser.add_argument("run", help="run id (or unique prefix) or a .jsonl trace path")
     parser.add_argument(
-        # A plain int: a turn out of range is refused by the fork plan, naming the range.
         "--turn",
-        type=int,
+        type=_whole_number,
         required=True,
         help="turn to fork at (1-based)",
     )
@@ -212,6 +211,15 @@ def _register_fork(subparsers: Any) -> None:
     add_limit_flags(parser)
     add_home(parser)
     parser.set_defaults(func=_cmd_fork)
+
+
+def _whole_number(text: str) -> int:
+    """A turn number. Any whole number parses: one out of range is refused by the fork
+    plan, which names the run's valid range."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
 
 
 def _pairs(values: list[str], flag: str) -> dict[str, str]:
