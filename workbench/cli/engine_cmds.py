@@ -7,11 +7,10 @@ what it returns; the engine itself never prints.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.cli.common import (
     CliError,
@@ -25,7 +24,9 @@ from workbench.cli.common import (
     resolve_home,
     text_or_file,
 )
-from workbench.engine.recording_io import Recording, RecordingError, load_recording
+
+if TYPE_CHECKING:  # the engine loads the agent and pydantic: handlers import it
+    from workbench.engine.recording_io import Recording
 
 
 def register(subparsers: Any) -> None:
@@ -36,6 +37,8 @@ def register(subparsers: Any) -> None:
 
 
 def _load(ref: str, home: Path) -> Recording:
+    from workbench.engine.recording_io import RecordingError, load_recording
+
     try:
         return load_recording(ref, home)
     except RecordingError as exc:
@@ -76,6 +79,8 @@ def _register_replay(subparsers: Any) -> None:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
+    import asyncio
+
     from workbench.engine.replay import Pace, ReplayStep, replay_run
 
     if args.speed is not None and args.pace == "fast":
@@ -83,6 +88,15 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     pace: Pace = args.pace or ("original" if args.speed is not None else "fast")
     speed = args.speed if args.speed is not None else 1.0
     recording = _load(args.run, resolve_home(args))
+    start = recording.run_start
+    if start.origin == "captured":
+        # Its decisions were the client's, not the workbench agent's that replay re-drives.
+        short = recording.run_id[:12]
+        raise CliError(
+            f"run {short} was captured from {start.client or 'a client'}; replay it offline "
+            f"by pointing that client at `workbench serve-model --replay {short}`",
+            2,
+        )
 
     def show(step: ReplayStep) -> None:
         event = step.replayed
@@ -146,12 +160,8 @@ def _register_fork(subparsers: Any) -> None:
         ),
     )
     parser.add_argument("run", help="run id (or unique prefix) or a .jsonl trace path")
-    parser.add_argument(
-        "--turn",
-        type=_whole_number,
-        required=True,
-        help="turn to fork at (1-based)",
-    )
+    # A whole number; the fork engine checks it against the run's turns and names the range.
+    parser.add_argument("--turn", type=int, required=True, help="turn to fork at (1-based)")
     parser.add_argument("--system", metavar="TEXT|@FILE", help="new system prompt")
     parser.add_argument(
         "--user", metavar="TEXT|@FILE", help="new text for the last user message (the task)"
@@ -205,21 +215,13 @@ def _register_fork(subparsers: Any) -> None:
         help="MCP servers (mcpServers JSON) whose tools may run live",
     )
     parser.add_argument("--quiet", action="store_true", help="print only the summary")
-    from workbench.cli.model_flags import add_limit_flags, add_model_flags
+    from workbench.cli.model_flags import add_builtin_flags, add_limit_flags, add_model_flags
 
+    add_builtin_flags(parser)
     add_model_flags(parser)
     add_limit_flags(parser)
     add_home(parser)
     parser.set_defaults(func=_cmd_fork)
-
-
-def _whole_number(text: str) -> int:
-    """A turn number. Any whole number parses: one out of range is refused by the fork
-    plan, which names the run's valid range."""
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
 
 
 def _pairs(values: list[str], flag: str) -> dict[str, str]:
@@ -259,7 +261,12 @@ def _fork_request(args: argparse.Namespace) -> Any:
 def _cmd_fork(args: argparse.Namespace) -> int:
     from workbench.cli.common import STATUS_EXIT
     from workbench.cli.driving import local_toolsets, mcp_config_secrets, run_agent
-    from workbench.cli.model_flags import build_model, limits_from_args, model_settings
+    from workbench.cli.model_flags import (
+        build_model,
+        builtin_names,
+        limits_from_args,
+        model_settings,
+    )
     from workbench.cli.run_printer import RunPrinter
     from workbench.engine.fork import ForkError, fork_toolset, plan_fork
     from workbench.engine.run_service import prepare_fork
@@ -272,7 +279,7 @@ def _cmd_fork(args: argparse.Namespace) -> int:
     except ForkError as exc:
         raise CliError(str(exc)) from None
     root = _fork_root(args.root, parent.run_start)
-    live = local_toolsets(root, args.tools)
+    live = local_toolsets(root, args.tools, builtin_names(args))
     secrets = mcp_config_secrets(args.mcp_config)
     limits = limits_from_args(args, parent.run_start.limits)
     _offline_model(args, parent.run_start)
@@ -433,7 +440,7 @@ def _register_serve(subparsers: Any) -> None:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from workbench.engine.recording_io import runs_named
+    from workbench.engine.recording_io import RecordingError, runs_named
     from workbench.engine.serve import ServeError, serve_forever
 
     source: Any

@@ -190,6 +190,7 @@ class ForkToolset:
         self._planned = plan.specs
         self._recorded_read_only = recorded_read_only(plan.parent)
         self._live: dict[str, Toolset] = {}
+        self._live_name: dict[str, str] = {}  # offered name -> the name its toolset gave it
         self._live_read_only: dict[str, bool] = {}
         self._specs: list[ToolSpec] = []
         self._read_only: dict[str, bool] = {}
@@ -217,10 +218,22 @@ class ForkToolset:
     def add_live(self, toolsets: list[Toolset]) -> None:
         """Tools that may run for real (e.g. MCP servers started after the agent exists);
         call before the run starts. Their read-only flags are the authoritative ones."""
+        by_source: dict[tuple[str, str], tuple[Toolset, ToolSpec]] = {}
         for toolset in toolsets:
             for spec in toolset.specs():
                 self._live.setdefault(spec.name, toolset)
+                self._live_name.setdefault(spec.name, spec.name)
                 self._live_read_only.setdefault(spec.name, spec.read_only)
+                own = spec.source_name or spec.name
+                by_source.setdefault((spec.source, own), (toolset, spec))
+        # A tool the parent offered under another name (a clash: `fs__read_file`) runs on the
+        # server's tool of its own name, not on whatever else is called that now.
+        for planned in self._planned:
+            found = by_source.get((planned.source, planned.source_name or ""))
+            if planned.source_name and found is not None:
+                toolset, spec = found
+                self._live[planned.name], self._live_name[planned.name] = toolset, spec.name
+                self._live_read_only[planned.name] = spec.read_only
         self._read_only = {
             spec.name: self._live_read_only.get(spec.name, spec.name in self._recorded_read_only)
             for spec in self._planned
@@ -258,7 +271,7 @@ class ForkToolset:
                 text=f"{name} is not available in this fork (only recorded results are)",
                 error="unavailable",
             )
-        return await toolset.call(name, arguments, call_id)
+        return await toolset.call(self._live_name.get(name, name), arguments, call_id)
 
 
 def fork_agent(
