@@ -16,13 +16,14 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import aiohttp
 from aiohttp import web
 
-from workbench.engine.capture import RUN_HEADER, CaptureBook, Exchange
+from workbench.engine.capture import RUN_HEADER, CaptureBook
 from workbench.engine.http_server import (
     DEFAULT_MAX_REQUEST_BYTES,
     HttpServer,
@@ -152,119 +153,106 @@ class RecordingProxy:
         except RequestProblem as problem:
             return problem.response()
         headers = {name.lower(): value for name, value in request.headers.items()}
+        seen = _Seen(body, headers, time.monotonic())
         session = request.app[_SESSION]
-        call = session.post(self._target(request), data=raw, headers=_forwarded(request))
-        # The request goes upstream first; it is recorded while the model thinks.
-        pending: asyncio.Future[aiohttp.ClientResponse] = asyncio.ensure_future(call)
         try:
-            await asyncio.sleep(0)  # let it start sending
-            # This request may continue an answer still being recorded: that goes first.
-            # (`wait`, unlike `gather`, leaves those tasks running if this one is cancelled.)
-            if self._recording:
-                await asyncio.wait(set(self._recording))
-        except asyncio.CancelledError:
-            _drop(pending)
-            raise
-        exchange = self.book.begin(body, headers)
-        try:
-            upstream = await pending
+            async with session.post(
+                self._target(request), data=raw, headers=_forwarded(request)
+            ) as upstream:
+                seen.status = upstream.status
+                if upstream.status >= 400 or not _is_event_stream(upstream):
+                    seen.whole = await upstream.read()
+                    seen.ended = time.monotonic()
+                    return web.Response(
+                        status=upstream.status,
+                        body=seen.whole,
+                        headers=_relayed(upstream.headers),
+                    )
+                return await self._stream(request, upstream, seen)
         except aiohttp.ClientError as exc:
-            if exchange is not None:
-                exchange.failed(502, f"cannot reach the upstream: {exc}", "connection")
+            seen.problem = f"cannot reach the upstream: {exc}"
             return _unreachable(self.upstream, exc)
         except asyncio.CancelledError:
-            _drop(pending)
-            self._hung_up(exchange)
-            raise
-        try:
-            if upstream.status >= 400 or not _is_event_stream(upstream):
-                return await self._whole(upstream, exchange)
-            return await self._stream(request, upstream, exchange)
-        except aiohttp.ClientError as exc:
-            if exchange is not None:
-                exchange.failed(502, f"the upstream broke off: {exc}", "connection")
-            return _unreachable(self.upstream, exc)
-        except asyncio.CancelledError:
-            self._hung_up(exchange)
+            # The client hung up (its run stays incomplete), or the proxy is stopping (its
+            # runs end as cancelled when the book closes).
+            seen.cut = "stopped" if self._http.stopping else "hung_up"
             raise
         finally:
-            upstream.release()
-
-    def _hung_up(self, exchange: Exchange | None) -> None:
-        # The client hung up (the run stays incomplete), or the proxy is stopping (its runs
-        # end as cancelled when the book closes).
-        if exchange is not None and not self._http.stopping:
-            exchange.abandoned()
-
-    async def _whole(
-        self, upstream: aiohttp.ClientResponse, exchange: Exchange | None
-    ) -> web.StreamResponse:
-        body = await upstream.read()
-        answer = web.Response(status=upstream.status, body=body, headers=_relayed(upstream.headers))
-        if exchange is not None:
-            if upstream.status >= 400:
-                exchange.failed(upstream.status, _error_text(upstream.status, body))
-            else:
-                exchange.completion(body)
-        return answer
+            seen.ended = seen.ended or time.monotonic()
+            # Recorded in a task of its own, after the exchanges before it: the handler is
+            # done at once, so recording never holds up an answer or the client's next
+            # request on this connection.
+            earlier = set(self._recording)
+            task = asyncio.create_task(_record(self.book, seen, earlier))
+            self._recording.add(task)
+            task.add_done_callback(self._recording.discard)
 
     async def _stream(
-        self, request: web.Request, upstream: aiohttp.ClientResponse, exchange: Exchange | None
+        self, request: web.Request, upstream: aiohttp.ClientResponse, seen: _Seen
     ) -> web.StreamResponse:
         answer = web.StreamResponse(status=upstream.status, headers=_relayed(upstream.headers))
-        # Pieces are recorded once the answer is through, so recording never holds up a
-        # chunk; each keeps the time it arrived.
-        arrivals: list[tuple[float, bytes]] = []
         try:
             await answer.prepare(request)
             async for piece in upstream.content.iter_any():
                 await answer.write(piece)
-                arrivals.append((time.monotonic(), piece))
+                seen.pieces.append((time.monotonic(), piece))
             await answer.write_eof()
         except ConnectionError:
-            # The client went away mid-answer; the run stays incomplete.
-            _record_pieces(exchange, arrivals)
-            if exchange is not None:
-                exchange.abandoned()
-            return answer
+            seen.cut = "hung_up"  # the client went away mid-answer
         except aiohttp.ClientError as exc:
             # The upstream broke off: the client sees the same cut.
-            _record_pieces(exchange, arrivals)
-            if exchange is not None:
-                exchange.failed(502, f"the upstream stream broke off: {exc}", "connection")
+            seen.problem = f"the upstream stream broke off: {exc}"
             if request.transport is not None:
                 request.transport.abort()
-            return answer
-        except asyncio.CancelledError:
-            _record_pieces(exchange, arrivals)
-            raise
-        if exchange is not None:
-            # Recorded in a task of its own: the handler is done, so the client's next
-            # request on this connection is read at once.
-            task = asyncio.create_task(_record_answer(exchange, arrivals))
-            self._recording.add(task)
-            task.add_done_callback(self._recording.discard)
+        seen.ended = time.monotonic()
         return answer
 
 
-async def _record_answer(exchange: Exchange, arrivals: list[tuple[float, bytes]]) -> None:
-    decoder = SseDecoder()
-    for arrived, piece in arrivals:
-        for data in decoder.feed(piece):
-            exchange.chunk(data, arrived)
-        # Other clients' requests and chunks go first: recording can wait.
-        await asyncio.sleep(0)
-    exchange.finish()
+@dataclass
+class _Seen:
+    """What the proxy saw of one exchange, with `time.monotonic()` times, for recording."""
+
+    body: dict[str, Any]
+    headers: dict[str, str]
+    sent: float
+    status: int | None = None
+    whole: bytes | None = None  # a non-streamed answer (or an error's body)
+    pieces: list[tuple[float, bytes]] = field(default_factory=list)  # a stream, as it came
+    ended: float = 0.0
+    problem: str | None = None  # the upstream could not be reached or broke off
+    cut: Literal["hung_up", "stopped"] | None = None
 
 
-def _record_pieces(exchange: Exchange | None, arrivals: list[tuple[float, bytes]]) -> None:
-    """Record what arrived of an answer that was cut off."""
+async def _record(book: CaptureBook, seen: _Seen, earlier: set[asyncio.Task[None]]) -> None:
+    if earlier:
+        await asyncio.wait(earlier)  # this request may continue one of theirs
+    try:
+        await _record_seen(book, seen)
+    except Exception as exc:  # recording must never take the proxy down
+        book.report(f"could not record an exchange: {type(exc).__name__}: {exc}")
+
+
+async def _record_seen(book: CaptureBook, seen: _Seen) -> None:
+    exchange = book.begin(seen.body, seen.headers, seen.sent)
     if exchange is None:
         return
+    if seen.whole is not None and seen.status is not None:
+        if seen.status >= 400:
+            exchange.failed(seen.status, _error_text(seen.status, seen.whole), seen.ended)
+        else:
+            exchange.completion(seen.whole, seen.ended)
+        return
     decoder = SseDecoder()
-    for arrived, piece in arrivals:
+    for arrived, piece in seen.pieces:
         for data in decoder.feed(piece):
             exchange.chunk(data, arrived)
+        await asyncio.sleep(0)  # other clients' requests and chunks go first
+    if seen.problem is not None:
+        exchange.failed(502, seen.problem, seen.ended, "connection")
+    elif seen.cut == "hung_up":
+        exchange.abandoned()
+    elif seen.cut is None:
+        exchange.finish(seen.ended)
 
 
 class SseDecoder:
@@ -299,17 +287,6 @@ class SseDecoder:
             return
         if isinstance(value, dict):
             found.append(value)
-
-
-def _drop(pending: asyncio.Future[aiohttp.ClientResponse]) -> None:
-    """Give up on an upstream call, and release its connection should it answer anyway."""
-
-    def release(done: asyncio.Future[aiohttp.ClientResponse]) -> None:
-        if not done.cancelled() and done.exception() is None:
-            done.result().release()
-
-    pending.add_done_callback(release)
-    pending.cancel()
 
 
 def _is_event_stream(upstream: aiohttp.ClientResponse) -> bool:
