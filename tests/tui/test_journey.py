@@ -160,6 +160,9 @@ async def test_one_fork_carries_several_edits_and_a_mock(home: Path) -> None:
             assert "result of tool call call_e1 (mocked): 20" in shown
             assert "turn 2 · answer" in shown and "B    20" in shown
             assert "diff ERROR: arguments are not valid JSON; send a JSON object 20" in shown
+            # The fork's live output wraps at words in a narrow pane.
+            output = fork.query_one("#fork-output-text", Static)
+            assert _words_whole("the model answered without tool calls", _lines(output, 24))
 
     sent = server.bodies[0]
     assert sent["messages"][0] == {"role": "system", "content": "Answer with the number only!"}
@@ -402,3 +405,189 @@ async def test_timeline_shows_calls_durations_tokens_and_cost(home: Path) -> Non
         assert "█" in shown and " in / " in shown and "$0.0" in shown
         # Two tool calls of turn 1 ran side by side: the second sits on its own lane.
         assert "∥ get_current_time" in shown
+
+
+# ---------------------------------------------------------------- regression results
+
+
+def _tool(name: str, description: str) -> dict[str, Any]:
+    parameters = {"type": "object", "properties": {"path": {"type": "string"}}}
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }
+
+
+def store_suite_results(home: Path) -> None:
+    """Two stored runs of one suite through the store's own tables: the first saved as the
+    baseline, the second after read_file's description was reworded."""
+    from traces.store.regress import RegressTables
+
+    before = [
+        _tool("read_file", "Read a text file inside the project folder."),
+        _tool("list_dir", "List a folder."),
+    ]
+    after = [
+        _tool("read_file", "Fetch any document by its path."),
+        _tool("list_dir", "List a folder."),
+    ]
+    case = {"samples": 4, "min_pass_rate": 0.75, "expected": "read_file(path='a.txt')"}
+    tables = RegressTables.for_home(home)
+    try:
+        tables.save_run(
+            {"suite_run_id": "suite-run-1", "suite": "files", "model": "m", "tool_schemas": before},
+            [
+                case | {"case_id": "reads", "passed": 4, "pass_rate": 1.0, "status": "pass"},
+                case | {"case_id": "lists", "passed": 4, "pass_rate": 1.0, "status": "pass"},
+            ],
+            [],
+        )
+        tables.save_baseline("files", "v1", "suite-run-1")
+        tables.save_run(
+            {
+                "suite_run_id": "suite-run-2",
+                "suite": "files",
+                "model": "m",
+                "baseline": "v1",
+                "tool_schemas": after,
+            },
+            [
+                case
+                | {
+                    "case_id": "reads",
+                    "passed": 1,
+                    "pass_rate": 0.25,
+                    "baseline_rate": 1.0,
+                    "status": "regressed",
+                    "chosen": "list_dir ×3, read_file ×1",
+                },
+                case
+                | {
+                    "case_id": "lists",
+                    "passed": 4,
+                    "pass_rate": 1.0,
+                    "baseline_rate": 1.0,
+                    "status": "pass",
+                },
+            ],
+            [],
+        )
+    finally:
+        tables.close()
+    from traces.store import TraceStore
+
+    with TraceStore.for_home(home) as store:  # fixed times, for the snapshot
+        store.query("UPDATE regress_runs SET started = TIMESTAMP '2026-11-30 09:00:00'")
+        store.query(
+            "UPDATE regress_runs SET started = TIMESTAMP '2026-11-30 10:00:00' "
+            "WHERE suite_run_id = 'suite-run-2'"
+        )
+
+
+async def test_regression_results_show_rates_and_the_description_diff(home: Path) -> None:
+    from textual.widgets import DataTable
+
+    from workbench.tui.regress_screen import RegressScreen
+
+    store_suite_results(home)
+    app = WorkbenchApp(home)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, lambda: _runs(app).total == 8)
+        await pilot.press("R")
+        await settle(pilot, lambda: isinstance(app.screen, RegressScreen) and app.screen.runs)
+        screen = app.screen
+        assert isinstance(screen, RegressScreen)
+        runs = screen.query_one("#suite-runs", DataTable)
+        assert runs.row_count == 2 and str(runs.get_row_at(0)[3]) == "1/2"
+        cases = screen.query_one("#suite-cases", DataTable)
+        await settle(pilot, lambda: cases.row_count == 2)
+        row = cases.get_row_at(1)  # cases sort by id: lists, reads
+        assert row[0] == "reads" and row[1] == "25%" and row[2] == "100%"
+        assert str(row[3]) == "regressed"
+        await pilot.press("tab", "down")  # the regressed case
+        body = screen.query_one("#case-body", Static)
+        await settle(pilot, lambda: "tool changes" in plain(body))
+        shown = plain(body)
+        assert "reads" in shown and "regressed" in shown and "baseline 100%" in shown
+        assert "read_file" in shown and "this case's tool" in shown
+        assert "Fetch any document" in shown and "Read a text file" in shown
+        assert "list_dir" not in shown.split("tool changes")[1]  # unchanged tools stay out
+
+
+# ---------------------------------------------------------------- long text
+
+
+def _lines(widget: Static, width: int) -> list[str]:
+    return [line.rstrip() for line in plain(widget, width).splitlines()]
+
+
+def _words_whole(text: str, lines: list[str]) -> bool:
+    """Every word of `text` appears whole on some line: nothing was cut mid-word."""
+    shown = {word for line in lines for word in line.split()}
+    return all(word in shown for word in text.split())
+
+
+async def test_long_text_wraps_at_words(home: Path) -> None:
+    description = (
+        "Evaluate an arithmetic expression exactly, with parentheses and the usual operators; "
+        "send the expression as a JSON object whose expression field holds it verbatim."
+    )
+    trace = home / "traces" / f"{ERROR}.jsonl"
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    for tool in events[0]["tools"]:
+        if tool["function"]["name"] == "calculator":
+            tool["function"]["description"] = description
+    trace.write_text("".join(json.dumps(e) + "\n" for e in events))
+
+    app = WorkbenchApp(home)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await _open(pilot, app, ERROR)
+        detail = screen.query_one("#detail-body", Static)
+        await pilot.press("enter")  # the start node opens onto the tools it offered
+        labels = [str(n.label) for n in screen.chain_tree.root.children[0].children]
+        assert any("calculator" in label for label in labels)
+        for _ in labels:
+            await pilot.press("down")
+            node = screen.chain_tree.cursor_node
+            if node is not None and node.data is not None and "calculator" in str(node.label):
+                break
+        await settle(pilot, lambda: "parameters" in plain(detail))
+        lines = _lines(detail, 40)
+        assert _words_whole(description, lines)  # the whole description, wrapped at words
+        assert '"type": "object",' in lines or any('"type": "object"' in ln for ln in lines)
+
+        # In the tree, the end's long reason stops at a word, never at the pane's edge.
+        from rich.style import Style
+
+        tree = screen.chain_tree
+        end = tree.root.children[-1]
+        label = tree.render_label(end, Style(), Style()).plain
+        assert label.endswith("…") and len(label) < tree.scrollable_content_region.width
+        reason = "✖ end: error  model call failed: 401 Unauthorized (not retried)"
+        assert reason.startswith(label[:-1].rstrip()) and reason[len(label[:-1].rstrip())] == " "
+
+        await pilot.press("e")  # the failed call: its error text wraps at words too
+        await settle(pilot, lambda: "parse error" in plain(detail))
+        assert _words_whole(
+            "ERROR: arguments are not valid JSON; send a JSON object", _lines(detail, 30)
+        )
+
+
+async def test_a_demo_run_forks_offline_with_the_model_it_ships(home: Path) -> None:
+    # `workbench demo` records, with each run, the model script its forks answer from.
+    script = home / "demo-fork-script.json"
+    script.write_text(json.dumps({"name": "scripted-demo-fork", "steps": [{"content": "20"}]}))
+    trace = home / "traces" / f"{ERROR}.jsonl"
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    events[0]["meta"] = {**events[0].get("meta", {}), "fork_script": str(script)}
+    trace.write_text("".join(json.dumps(e) + "\n" for e in events))
+
+    app = WorkbenchApp(home, endpoint=Endpoint())  # no endpoint, no network
+    async with app.run_test(size=SIZE) as pilot:
+        fork = await _fork_dialog(pilot, app)
+        assert fork.query_one("#fork-script", Input).value == str(script)
+        assert "offline scripted model" in fork.output.text.plain
+        await _edit(pilot, fork, "user", "Compute (2 + 3) * 4 and answer with the number.")
+        await pilot.press("ctrl+r")
+        await settle(pilot, lambda: isinstance(app.screen, ChainCompareScreen))
+        assert "ended: completed" in fork.output.text.plain

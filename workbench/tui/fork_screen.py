@@ -21,8 +21,10 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, Footer, Header, Input, Label, Select, Static, TextArea
 
-from traces.events import EventBase, ModelChunk, RunStart
-from workbench.tui.backend import CancelFork, Endpoint, ForkContext
+from agent_core.agent import RunResult, TextDelta
+from traces.events import Event, ModelChunk, RunStart
+from workbench.engine.fork import ForkRequest
+from workbench.tui.backend import CancelFork, Endpoint, ForkContext, RecordedCall
 from workbench.tui.render import event_summary, one_line, short_id
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
 
@@ -124,12 +126,12 @@ class ForkScreen(WorkbenchScreen):
             self.context = context
 
     class Streamed(Message):
-        def __init__(self, item: Any) -> None:
+        def __init__(self, item: Event | TextDelta) -> None:
             super().__init__()
             self.item = item
 
     class Finished(Message):
-        def __init__(self, result: Any) -> None:
+        def __init__(self, result: RunResult | None) -> None:
             super().__init__()
             self.result = result
 
@@ -246,6 +248,17 @@ class ForkScreen(WorkbenchScreen):
             calls.value = wanted
         self._show_changes()
         output = self.output
+        chosen = self.endpoint()
+        if context.fork_script is not None and not (
+            chosen.base_url or chosen.model or chosen.script
+        ):
+            # Nothing chosen yet and the run ships an offline model for its forks: use it.
+            self.query_one("#fork-script", Input).value = str(context.fork_script)
+            output.write_line(
+                "this run comes with an offline scripted model for its forks; it is filled "
+                "in below, so the fork needs no network",
+                "cyan",
+            )
         if context.turn not in context.turns:
             output.write_line(
                 f"turn {context.turn} has no model call; pick one of {context.turns}", "yellow"
@@ -314,7 +327,7 @@ class ForkScreen(WorkbenchScreen):
             self.draft.mocks[call.call_id] = text
         self._show_changes()
 
-    def _recorded_call(self, call_id: object) -> Any | None:
+    def _recorded_call(self, call_id: object) -> RecordedCall | None:
         if self.context is None or not isinstance(call_id, str):
             return None
         return next((c for c in self.context.calls if c.call_id == call_id), None)
@@ -324,9 +337,7 @@ class ForkScreen(WorkbenchScreen):
 
     # ------------------------------------------------------------------ run
 
-    def fork_request(self) -> Any:
-        from workbench.engine.fork import ForkRequest
-
+    def fork_request(self) -> ForkRequest:
         # What the boxes hold now, even if their last change is still on its way.
         self._edit_typed()
         self._mock_typed()
@@ -360,7 +371,7 @@ class ForkScreen(WorkbenchScreen):
             self.notify("The fork is still running; ctrl+x cancels it.")
             return
         endpoint = self.endpoint()
-        if not endpoint.script and not (endpoint.base_url and endpoint.model):
+        if not endpoint.script and not (endpoint.model and (endpoint.base_url or endpoint.api_key)):
             self.notify(NO_MODEL, severity="warning")
             return
         self._set_running(True)
@@ -388,7 +399,7 @@ class ForkScreen(WorkbenchScreen):
             self._cancel()
 
     @work(thread=True, exclusive=True, group="fork", exit_on_error=False)
-    def _run(self, request: Any, endpoint: Endpoint, cancel: CancelFork) -> None:
+    def _run(self, request: ForkRequest, endpoint: Endpoint, cancel: CancelFork) -> None:
         result = self.backend.run_fork(
             self.run_id,
             request,
@@ -400,18 +411,21 @@ class ForkScreen(WorkbenchScreen):
 
     def on_fork_screen_streamed(self, message: Streamed) -> None:
         item, output = message.item, self.output
-        if isinstance(item, EventBase):
-            if isinstance(item, RunStart):
-                self.fork_run_id = item.run_id
-            elif isinstance(item, ModelChunk):
-                return  # the text arrives as deltas; raw chunks are in the trace
-            output.write_line(f"· {event_summary(item)}", "dim")  # type: ignore[arg-type]
-        elif hasattr(item, "text"):
-            output.write(str(item.text))
+        if isinstance(item, TextDelta):
+            output.write(item.text)
+            return
+        if isinstance(item, RunStart):
+            self.fork_run_id = item.run_id
+        elif isinstance(item, ModelChunk):
+            return  # the text arrives as deltas; raw chunks are in the trace
+        output.write_line(f"· {event_summary(item)}", "dim")
 
     def on_fork_screen_finished(self, message: Finished) -> None:
         self._set_running(False)
         result = message.result
+        if result is None:  # the run never started
+            self.output.write_line("the fork ended before its run started", "bold")
+            return
         self.output.write_line(
             f"fork {short_id(result.run_id)} ended: {result.status} — {result.reason}", "bold"
         )

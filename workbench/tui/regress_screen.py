@@ -20,6 +20,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Header, Static
 
+from workbench.tui.diff_screens import word_diff_text
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
 
 STATUS_STYLES = {"pass": "green", "fail": "bold red", "regressed": "bold red", "error": "red"}
@@ -62,15 +63,7 @@ def render_description_diff(pair: Any, involved: set[str]) -> RenderableType:
         mark = "  ← this case's tool" if change.name in involved else ""
         parts.append(Text.assemble(("~ ", "yellow"), (change.name, "bold yellow"), (mark, "dim")))
         if change.description_changed:
-            text = Text("  ")
-            for op, words in change.description:
-                if op == "delete":
-                    text.append(words, style="red strike")
-                elif op == "insert":
-                    text.append(words, style="bold green")
-                else:
-                    text.append(words)
-            parts.append(text)
+            parts.append(Text.assemble("  ", word_diff_text(change.description)))
         for param in change.params:
             parts.append(Text(f"  parameter {param.name}: {param.kind}", style="yellow"))
     return Group(*parts)

@@ -108,8 +108,15 @@ def plural(n: int | None, noun: str) -> str:
 
 
 def one_line(text: str | None, limit: int = 80) -> str:
+    """The text on one line, cut to `limit` at a word boundary when one is near."""
     flat = " ".join((text or "").split())
-    return flat if len(flat) <= limit else flat[: max(0, limit - 1)] + "…"
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: max(0, limit - 1)]
+    space = cut.rfind(" ")
+    if space >= limit * 2 // 3:
+        cut = cut[:space]
+    return cut + "…"
 
 
 # ---------------------------------------------------------------- runs list rows
@@ -282,7 +289,7 @@ def _message_body(message: dict[str, Any]) -> RenderableType:
         parts.append(Text(str(function.get("arguments")), style="cyan"))
     extra = {k: v for k, v in message.items() if k not in {"role", "content", "tool_calls"}}
     if extra:
-        parts.append(Text(json.dumps(extra, ensure_ascii=False), style="dim"))
+        parts.append(pretty_json(extra))
     return Group(*parts)
 
 
@@ -320,7 +327,7 @@ def render_chunks(chunks: Sequence[ModelChunk], total: int | None = None) -> Ren
             str(chunk.index),
             f"{chunk.elapsed_ms:.0f}ms",
             f"+{chunk.elapsed_ms - previous:.0f}",
-            Text(json.dumps(chunk.data, ensure_ascii=False, separators=(",", ":"))),
+            Text(json.dumps(chunk.data, ensure_ascii=False)),
         )
         previous = chunk.elapsed_ms
     shown = len(chunks)
@@ -370,7 +377,7 @@ def render_event(event: Event) -> RenderableType:
                     else []
                 ),
                 Text("limits", style="bold dim"),
-                Text(json.dumps(event.limits.model_dump()), style="dim"),
+                pretty_json(event.limits.model_dump()),
             )
         case ModelRequest():
             body = Group(
@@ -519,13 +526,32 @@ def _origin(origin: str, client: str | None) -> str:
 
 
 def _tool_schema_line(tool: dict[str, Any], sources: dict[str, str]) -> Text:
+    """A tool as offered: name, source and its whole description, wrapped at words."""
     function = tool.get("function") or tool
     name = str(function.get("name"))
     return Text.assemble(
         ("• ", "dim"),
         (name, "bold"),
         (f" [{sources.get(name, 'builtin')}] ", "dim"),
-        one_line(function.get("description"), 100),
+        " ".join(str(function.get("description") or "").split()),
+    )
+
+
+def render_tool_schema(tool: dict[str, Any], source: str | None) -> RenderableType:
+    """One offered tool in full: its description as written and its parameters."""
+    function = tool.get("function") or tool
+    return Group(
+        Text.assemble(
+            ("tool ", "dim"),
+            (str(function.get("name")), "bold"),
+            (f"  [{source or 'builtin'}]", "dim"),
+        ),
+        Text(""),
+        Text("description", style="bold dim"),
+        Text(str(function.get("description") or "(none)")),
+        Text(""),
+        Text("parameters", style="bold dim"),
+        pretty_json(function.get("parameters") or {}),
     )
 
 

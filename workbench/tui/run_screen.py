@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.console import Group, RenderableType
+from rich.style import Style
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -49,6 +50,7 @@ from workbench.tui.render import (
     plural,
     render_chunks,
     render_event,
+    render_tool_schema,
     short_id,
     status_badge,
 )
@@ -76,6 +78,21 @@ def run_summary(outline: Outline) -> Text:
         (f"  ·  {fmt_count(row.total_tokens)} tokens  ·  {fmt_ms(row.duration_ms)}", "dim"),
         (f"  ·  {plural(outline.events, 'event')}{parent}", "dim"),
     )
+
+
+class ChainTree(Tree[ChainNode]):
+    """The decision chain. A label longer than the pane ends at a word with an ellipsis (the
+    detail pane has the whole text), never cut mid-word by the pane's edge."""
+
+    def render_label(self, node: TreeNode[ChainNode], base_style: Style, style: Style) -> Text:
+        text = super().render_label(node, base_style, style)
+        levels = sum(1 for _ in _ancestors(node)) - (0 if self.show_root else 1)
+        room = self.scrollable_content_region.width - levels * self.guide_depth - 1
+        if room <= 12 or text.cell_len <= room:
+            return text
+        space = text.plain.rfind(" ", 0, room - 1)
+        end = space if space >= room * 2 // 3 else room - 1
+        return Text.assemble(text[:end], "…")
 
 
 class RunScreen(WorkbenchScreen):
@@ -151,7 +168,7 @@ class RunScreen(WorkbenchScreen):
             Text(f"run {short_id(self.run_id)} · loading…"), classes="summary", id="run-summary"
         )
         with Horizontal():
-            tree: Tree[ChainNode] = Tree("decision chain", id="chain-tree")
+            tree = ChainTree("decision chain", id="chain-tree")
             tree.show_root = False
             tree.auto_expand = True
             yield tree
@@ -189,7 +206,10 @@ class RunScreen(WorkbenchScreen):
         root.remove_children()
         if outline.start is not None:
             start = start_node(outline.start)  # type: ignore[arg-type]
-            root.add_leaf(start.label, data=start)
+            if start.children:  # the tools it offered, each expandable to its description
+                self._fill(root.add(start.label, data=start), start.children)
+            else:
+                root.add_leaf(start.label, data=start)
         if outline.turns > TURNS_PER_GROUP:
             for group in turn_groups(outline.turns):
                 root.add(group.label, data=group, allow_expand=True)
@@ -316,6 +336,8 @@ class RunScreen(WorkbenchScreen):
                 turn_label(node.turn or 0, node.children),
                 *(Text("  " + event_summary(e)) for c in node.children for e in c.events),
             )
+        if node.kind == "tool_def" and node.schema is not None:
+            return render_tool_schema(node.schema, node.source)
         if node.kind == "end" and not node.events:
             return Text(
                 "The trace has no run_end: the run was killed or is still going.", style="cyan"
