@@ -16,8 +16,9 @@ turn it belongs to and writes it in the trace contract (docs/capture.md has the 
   mid-answer stays without `run_end` (`incomplete`); `close()` ends runs still waiting for
   their client as `cancelled`.
 
-Recording never gets in the way of forwarding: the proxy calls in here after the bytes have
-gone to the client, and a failure here is reported once and the exchange goes unrecorded.
+Recording never gets in the way of forwarding: the proxy calls in here once an exchange is
+over, passing the times things happened (`time.monotonic()` readings; events are stamped
+with them), and a failure here is reported once and the exchange goes unrecorded.
 """
 
 from __future__ import annotations

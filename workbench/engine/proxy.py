@@ -5,9 +5,10 @@ upstream with the client's own headers (its credentials go upstream and nowhere 
 answer comes back unchanged — streams chunk by chunk as they arrive, errors with their
 status and body — and each exchange is recorded by a `CaptureBook` into runs
 (workbench.engine.capture, docs/capture.md). Every other path (`GET /v1/models`, say) is
-passed through unrecorded. Server and upstream client are aiohttp; nothing is buffered
-beyond the SSE line being decoded for the trace, and recording happens after each piece
-has been written to the client.
+passed through unrecorded. Server and upstream client are aiohttp. The request handler only
+forwards, keeping what it saw (each stream piece with its arrival time); each exchange is
+recorded right after it ends, in a task of its own and in order, so recording never holds
+up an answer.
 """
 
 from __future__ import annotations
