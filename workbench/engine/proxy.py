@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -24,7 +24,7 @@ from typing import Any, Literal
 import aiohttp
 from aiohttp import web
 
-from workbench.engine.capture import RUN_HEADER, CaptureBook
+from workbench.engine.capture import RUN_HEADER, CaptureBook, Exchange
 from workbench.engine.http_server import (
     DEFAULT_MAX_REQUEST_BYTES,
     HttpServer,
@@ -107,7 +107,10 @@ class RecordingProxy:
 
     async def _app(self) -> web.Application:
         app = web.Application(client_max_size=self.max_request_bytes)
+        went_up = aiohttp.TraceConfig()
+        went_up.on_request_chunk_sent.append(_went_up)
         app[_SESSION] = aiohttp.ClientSession(
+            trace_configs=[went_up],
             # No pool limit: every client stream gets its own upstream connection at once.
             connector=aiohttp.TCPConnector(limit=0),
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=30),
@@ -155,10 +158,16 @@ class RecordingProxy:
             return problem.response()
         headers = {name.lower(): value for name, value in request.headers.items()}
         seen = _Seen(body, headers, time.monotonic())
+        # The request is sorted into its run once it has gone upstream, while the model
+        # thinks, after the exchanges before it.
+        begun = self._track(_begin(self.book, seen, set(self._recording)))
         session = request.app[_SESSION]
         try:
             async with session.post(
-                self._target(request), data=raw, headers=_forwarded(request)
+                self._target(request),
+                data=raw,
+                headers=_forwarded(request),
+                trace_request_ctx=seen,
             ) as upstream:
                 seen.status = upstream.status
                 if upstream.status >= 400 or not _is_event_stream(upstream):
@@ -180,13 +189,17 @@ class RecordingProxy:
             raise
         finally:
             seen.ended = seen.ended or time.monotonic()
-            # Recorded in a task of its own, after the exchanges before it: the handler is
-            # done at once, so recording never holds up an answer or the client's next
-            # request on this connection.
-            earlier = set(self._recording)
-            task = asyncio.create_task(_record(self.book, seen, earlier))
-            self._recording.add(task)
-            task.add_done_callback(self._recording.discard)
+            seen.over.set()
+            # The answer is recorded in a task of its own: the handler is done at once, so
+            # recording never holds up an answer or the client's next request.
+            self._track(_record(self.book, seen, begun))
+
+    def _track(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """Run recording work in a task the proxy waits for before it stops."""
+        task = asyncio.create_task(work)
+        self._recording.add(task)
+        task.add_done_callback(self._recording.discard)
+        return task
 
     async def _stream(
         self, request: web.Request, upstream: aiohttp.ClientResponse, seen: _Seen
@@ -222,19 +235,43 @@ class _Seen:
     ended: float = 0.0
     problem: str | None = None  # the upstream could not be reached or broke off
     cut: Literal["hung_up", "stopped"] | None = None
+    went_up: asyncio.Event = field(default_factory=asyncio.Event)  # the request was sent
+    over: asyncio.Event = field(default_factory=asyncio.Event)  # the handler is done
+    exchange: Exchange | None = None
 
 
-async def _record(book: CaptureBook, seen: _Seen, earlier: set[asyncio.Task[None]]) -> None:
+async def _went_up(
+    session: aiohttp.ClientSession, context: Any, params: aiohttp.TraceRequestChunkSentParams
+) -> None:
+    seen = context.trace_request_ctx
+    if isinstance(seen, _Seen) and not seen.went_up.is_set():
+        seen.sent = time.monotonic()
+        seen.went_up.set()
+
+
+async def _begin(book: CaptureBook, seen: _Seen, earlier: set[asyncio.Task[None]]) -> None:
+    waits = [asyncio.ensure_future(event.wait()) for event in (seen.went_up, seen.over)]
+    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    for wait in waits:
+        wait.cancel()
     if earlier:
         await asyncio.wait(earlier)  # this request may continue one of theirs
     try:
-        await _record_seen(book, seen)
+        seen.exchange = book.begin(seen.body, seen.headers, seen.sent)
     except Exception as exc:  # recording must never take the proxy down
         book.report(f"could not record an exchange: {type(exc).__name__}: {exc}")
 
 
-async def _record_seen(book: CaptureBook, seen: _Seen) -> None:
-    exchange = book.begin(seen.body, seen.headers, seen.sent)
+async def _record(book: CaptureBook, seen: _Seen, begun: asyncio.Task[None]) -> None:
+    await asyncio.wait({begun})
+    try:
+        await _record_seen(seen)
+    except Exception as exc:  # recording must never take the proxy down
+        book.report(f"could not record an exchange: {type(exc).__name__}: {exc}")
+
+
+async def _record_seen(seen: _Seen) -> None:
+    exchange = seen.exchange
     if exchange is None:
         return
     if seen.whole is not None and seen.status is not None:
@@ -247,7 +284,9 @@ async def _record_seen(book: CaptureBook, seen: _Seen) -> None:
     for arrived, piece in seen.pieces:
         for data in decoder.feed(piece):
             exchange.chunk(data, arrived)
-        await asyncio.sleep(0)  # other clients' requests and chunks go first
+            # Other clients' requests and chunks go first, a chunk's recording at most
+            # (a piece can hold a whole answer).
+            await asyncio.sleep(0)
     if seen.problem is not None:
         exchange.failed(502, seen.problem, seen.ended, "connection")
     elif seen.cut == "hung_up":
