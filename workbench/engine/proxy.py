@@ -6,9 +6,9 @@ answer comes back unchanged — streams chunk by chunk as they arrive, errors wi
 status and body — and each exchange is recorded by a `CaptureBook` into runs
 (workbench.engine.capture, docs/capture.md). Every other path (`GET /v1/models`, say) is
 passed through unrecorded. Server and upstream client are aiohttp. The request handler only
-forwards, keeping what it saw (each stream piece with its arrival time); each exchange is
-recorded right after it ends, in a task of its own and in order, so recording never holds
-up an answer.
+forwards: a request is recorded once it has gone upstream, its answer (each stream piece
+kept with its arrival time) right after it ends, both in tasks of their own and in order,
+so recording never holds up an answer.
 """
 
 from __future__ import annotations
