@@ -394,7 +394,8 @@ async def test_timeline_shows_calls_durations_tokens_and_cost(home: Path) -> Non
 
     app = WorkbenchApp(home)
     async with app.run_test(size=SIZE) as pilot:
-        await _open(pilot, app, COMPLETED)
+        run = await _open(pilot, app, COMPLETED)
+        assert "1367 tokens ($0.0" in plain(run.query_one("#run-summary", Static))
         await pilot.press("t")
         await settle(
             pilot, lambda: isinstance(app.screen, TimelineScreen) and app.screen.view is not None

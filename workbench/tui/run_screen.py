@@ -75,7 +75,9 @@ def run_summary(outline: Outline) -> Text:
         (f"\n{row.model}  ·  {plural(outline.turns, 'turn')}  ·  ", "dim"),
         (plural(row.tool_calls, "tool call"), "dim"),
         (f" ({row.tool_errors} failed)" if row.tool_errors else "", "red"),
-        (f"  ·  {fmt_count(row.total_tokens)} tokens  ·  {fmt_ms(row.duration_ms)}", "dim"),
+        (f"  ·  {fmt_count(row.total_tokens)} tokens", "dim"),
+        (f" ({outline.cost})" if outline.cost else "", "dim"),
+        (f"  ·  {fmt_ms(row.duration_ms)}", "dim"),
         (f"  ·  {plural(outline.events, 'event')}{parent}", "dim"),
     )
 
