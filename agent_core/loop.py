@@ -57,8 +57,9 @@ from agent_core.model.base import (
 from agent_core.model.recording import RecordingModel
 from agent_core.run_types import RunHost, RunResult
 from agent_core.tokens import estimate_message, estimate_prompt, estimate_tools
-from agent_core.tools.base import CallKey, ToolResult, call_key
+from agent_core.tools.base import CallKey, ToolResult, call_key, tool_versions
 from agent_core.tools.runner import (
+    Offer,
     PendingCall,
     ToolBox,
     ToolConfigError,
@@ -74,6 +75,7 @@ from traces.events import (
     RunStart,
     RunStatus,
     TimeoutLayer,
+    ToolsChanged,
     Totals,
 )
 
@@ -186,9 +188,9 @@ class LoopRun:
         self.run_deadline = clock() + self.limits.run_timeout_s
         config = self.config
         try:
-            toolbox = ToolBox(self.agent.toolsets, config.tool_descriptions, config.offer_reasoning)
+            toolbox = self._toolbox()
         except ToolConfigError as exc:
-            self._record_start([], {}, [])
+            self._record_start(None)
             self.recorder.emit(Error, where="run", kind="config", message=str(exc))
             self._end_with(End("error", str(exc)))
             return
@@ -198,17 +200,12 @@ class LoopRun:
             if config.system_prompt:
                 self.messages.append(system_message(config.system_prompt))
             self.messages.append(user_message(config.task))
-        offered = toolbox.offer(self._query(), self.limits.max_tools)
-        schemas = [toolbox.schema(spec) for spec in offered]
-        offered_names = [spec.name for spec in offered]
-        self._record_start(
-            schemas,
-            {spec.name: spec.source for spec in offered},
-            [spec.name for spec in offered if spec.read_only],
-        )
+        offer = toolbox.offer(self._query(), self.limits.max_tools, _named_tool(config.params))
+        self._record_start(offer)
         for item in self.recorder.drain():
             yield item
-        tool_tokens = estimate_tools(schemas)
+        tool_tokens = estimate_tools(offer.schemas)
+        versions = tool_versions(self.agent.toolsets)
         previous_keys: list[CallKey] | None = None
         turn = config.start_turn
         while True:
@@ -216,13 +213,16 @@ class LoopRun:
                 self._end_with(End("max_turns", f"reached max_turns={self.limits.max_turns}"))
                 break
             self.recorder.turn = turn
+            if tool_versions(self.agent.toolsets) != versions:
+                offer, versions = self._tools_changed(offer, versions)
+                tool_tokens = estimate_tools(offer.schemas)
             estimate = self._prepare_request(tool_tokens)
             if isinstance(estimate, End):
                 self._end_with(estimate)
                 break
             self.turns += 1
             params = _request_params(config.params, self._called_a_tool())
-            call = ModelCall(list(self.messages), schemas, params, config.stream)
+            call = ModelCall(list(self.messages), offer.schemas, params, config.stream)
             answer = ModelOutcome()
             try:
                 async with aclosing(self._call_model(call, estimate, answer)) as items:
@@ -237,8 +237,7 @@ class LoopRun:
             if response.content:
                 self.last_text = response.content
             calls = [
-                toolbox.prepare(part.id, part.name, part.arguments, set(offered_names))
-                for part in response.tool_calls
+                offer.prepare(part.id, part.name, part.arguments) for part in response.tool_calls
             ]
             keys = sorted(call_key(call.name, call.arguments, call.arguments_raw) for call in calls)
             if self._end_with(self._after_answer(response, turn, keys, previous_keys)):
@@ -246,7 +245,7 @@ class LoopRun:
             previous_keys = keys
             done = ToolsOutcome()
             try:
-                async with aclosing(self._run_tools(calls, turn, offered_names, done)) as items:
+                async with aclosing(self._run_tools(calls, turn, offer.names, done)) as items:
                     async for item in items:
                         yield item
             finally:
@@ -261,6 +260,36 @@ class LoopRun:
         self.recorder.turn = None
 
     # -- one turn's steps -------------------------------------------------------------
+
+    def _toolbox(self) -> ToolBox:
+        config = self.config
+        return ToolBox(self.agent.toolsets, config.tool_descriptions, config.offer_reasoning)
+
+    def _tools_changed(
+        self, offer: Offer, versions: dict[str, int]
+    ) -> tuple[Offer, dict[str, int]]:
+        """A toolset's tools changed (MCP list_changed): offer the new set from this turn."""
+        now = tool_versions(self.agent.toolsets)
+        try:
+            toolbox = self._toolbox()
+        except ToolConfigError as exc:  # e.g. a new tool clashes; keep what worked
+            message = f"the changed tools cannot be offered ({exc}); keeping the previous set"
+            self.recorder.emit(Error, where="run", kind="config", message=message)
+            return offer, now
+        new = toolbox.offer(self._query(), self.limits.max_tools, _named_tool(self.config.params))
+        before = {spec.name: spec.source for spec in offer.toolbox.specs}
+        after = {spec.name: spec.source for spec in toolbox.specs}
+        changed = [source for source, version in now.items() if versions.get(source) != version]
+        for source in changed:
+            self.recorder.emit(
+                ToolsChanged,
+                source=source,
+                tools=new.schemas,
+                added=[n for n, s in after.items() if s == source and n not in before],
+                removed=[n for n, s in before.items() if s == source and n not in after],
+                dropped=new.dropped,
+            )
+        return new, now
 
     def _prepare_request(self, tool_tokens: int) -> int | End:
         """Check the history, trim it if needed and check the budget: the prompt estimate,
@@ -464,13 +493,12 @@ class LoopRun:
             self.recorder.emit(Error, where=where, kind="timeout", message=message)
         return End("timeout", message, layer)
 
-    def _record_start(
-        self, schemas: list[dict[str, Any]], sources: dict[str, str], read_only: list[str]
-    ) -> None:
+    def _record_start(self, offer: Offer | None) -> None:
         config = self.config
+        specs = offer.specs if offer else []
         meta = dict(config.meta)
         meta.setdefault("offer_reasoning", config.offer_reasoning)
-        meta.setdefault("read_only_tools", read_only)
+        meta.setdefault("read_only_tools", [spec.name for spec in specs if spec.read_only])
         self.recorder.emit(
             RunStart,
             turn=None,
@@ -480,8 +508,10 @@ class LoopRun:
             base_url=public_base_url(self.agent.model.base_url),
             params=dict(config.params),
             limits=self.limits,
-            tools=schemas,
-            tool_sources=sources,
+            tools=offer.schemas if offer else [],
+            tool_sources={spec.name: spec.source for spec in specs},
+            tools_dropped=offer.dropped if offer else [],
+            renamed_tools=offer.renamed if offer else {},
             parent_run_id=config.parent_run_id,
             fork_turn=config.fork_turn,
             edits=list(config.edits),
@@ -532,6 +562,14 @@ def _request_params(params: dict[str, Any], called_a_tool: bool) -> dict[str, An
     if called_a_tool and choice is not None and choice not in ("auto", "none"):
         return {key: value for key, value in params.items() if key != "tool_choice"}
     return dict(params)
+
+
+def _named_tool(params: dict[str, Any]) -> str | None:
+    """The tool a `tool_choice` param names, if it names one."""
+    choice = params.get("tool_choice")
+    function = choice.get("function") if isinstance(choice, dict) else None
+    name = function.get("name") if isinstance(function, dict) else None
+    return name if isinstance(name, str) else None
 
 
 def _int(value: Any, default: int) -> int:

@@ -102,6 +102,17 @@ class TurnNode:
         return None
 
     @property
+    def calls_not_run(self) -> list[dict[str, Any]]:
+        """Tool calls the model asked for (in its answer) that never started: the loop
+        refused a repeated call, or a limit ended the run first. OpenAI call shapes."""
+        response = self.response
+        if response is None:
+            return []
+        started = {call.call_id for call in self.tool_calls}
+        asked = response.message.get("tool_calls") or ()
+        return [c for c in asked if isinstance(c, dict) and c.get("id") not in started]
+
+    @property
     def requests(self) -> list[ModelRequest]:
         """Every request of the turn, one per attempt, in order."""
         return [call.request for call in self.model_calls if call.request is not None]

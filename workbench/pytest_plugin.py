@@ -26,6 +26,8 @@ from typing import Any
 
 import pytest
 
+from workbench.number_args import positive_int
+
 SUITE_SUFFIX = ".wbsuite.toml"
 
 
@@ -34,8 +36,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--wb-base-url", help="OpenAI-compatible endpoint (env OPENAI_BASE_URL)")
     group.addoption("--wb-model", help="model name (env WORKBENCH_MODEL)")
     group.addoption("--wb-api-key", help="API key (env OPENAI_API_KEY)")
-    group.addoption("--wb-samples", type=int, help="runs per case (overrides the suites)")
-    group.addoption("--wb-concurrency", type=int, default=4, help="samples at once (4)")
+    group.addoption("--wb-samples", type=positive_int, help="runs per case (overrides the suites)")
+    group.addoption("--wb-concurrency", type=positive_int, default=4, help="samples at once (4)")
     group.addoption("--wb-baseline", help="also fail cases whose pass rate fell below NAME's")
     group.addoption("--wb-save-baseline", help="store each suite's results as baseline NAME")
     group.addoption("--wb-home", help="workbench folder (default $WORKBENCH_HOME, ./.workbench)")

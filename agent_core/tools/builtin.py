@@ -7,6 +7,7 @@ not to, and what it fails on, because that text is all the model knows about it.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -161,6 +162,25 @@ def builtin_tools(root: Path) -> ToolRegistry:
         return format_number(evaluate(args.expression))
 
     return tools
+
+
+BUILTIN_NAMES = ("read_file", "list_dir", "search_files", "calculator")
+
+
+def chosen_builtins(root: Path, names: Collection[str]) -> ToolRegistry:
+    """Only the built-ins in `names` (e.g. to leave room for an MCP server's file tools).
+
+    Raises `ValueError` naming any name that is not a built-in."""
+    unknown = [name for name in names if name not in BUILTIN_NAMES]
+    if unknown:
+        raise ValueError(
+            f"no built-in tool named {', '.join(unknown)} (built-ins: {', '.join(BUILTIN_NAMES)})"
+        )
+    chosen = ToolRegistry(source="builtin")
+    for tool in builtin_tools(root).tools:
+        if tool.name in names:
+            chosen.add(tool)
+    return chosen
 
 
 def _walk(base: Path) -> list[Path]:

@@ -15,7 +15,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agent_core.model.repair import parse_arguments
-from agent_core.tools.base import ToolHook, ToolInvocation, ToolResult, ToolRun, Toolset, ToolSpec
+from agent_core.tools.base import (
+    ToolHook,
+    ToolInvocation,
+    ToolResult,
+    ToolRun,
+    Toolset,
+    ToolSpec,
+    prefixed_name,
+)
 from agent_core.tools.selection import select_tools
 from traces.events import ToolEnd, ToolStart
 from traces.recorder import Recorder
@@ -44,6 +52,7 @@ class PendingCall:
     reasoning: str | None
     spec: ToolSpec | None
     toolset: Toolset | None
+    toolset_name: str | None = None  # the name its toolset offered it under
 
     @property
     def read_only(self) -> bool:
@@ -55,7 +64,12 @@ class PendingCall:
 
 
 class ToolBox:
-    """Every registered tool by name, with per-run description overrides applied."""
+    """Every registered tool by name, with per-run description overrides applied.
+
+    Names are unique: an MCP tool whose name another tool already has is offered as
+    `<server>__<name>` (its `source_name` keeps the server's own); two other tools with one
+    name are a `ToolConfigError` (drop one, e.g. with `--builtin-tools`).
+    """
 
     def __init__(
         self,
@@ -64,29 +78,47 @@ class ToolBox:
         offer_reasoning: bool = False,
     ) -> None:
         self.offer_reasoning = offer_reasoning
-        self._entries: dict[str, tuple[ToolSpec, Toolset]] = {}
-        for toolset in toolsets:
-            for spec in toolset.specs():
-                if spec.name in self._entries:
-                    other = self._entries[spec.name][0].source
-                    raise ToolConfigError(
-                        f"tool {spec.name!r} is provided by both {other} and {spec.source}; "
-                        "rename or drop one"
-                    )
-                self._entries[spec.name] = (spec, toolset)
+        # offered name -> (spec as offered, its toolset, the name the toolset gave it)
+        self._entries: dict[str, tuple[ToolSpec, Toolset, str]] = {}
+        registered = [(spec, toolset) for toolset in toolsets for spec in toolset.specs()]
+        taken = {spec.name for spec, _ in registered if not spec.source.startswith("mcp:")}
+        for spec, toolset in registered:
+            offered = spec
+            if spec.source.startswith("mcp:") and spec.name in taken:
+                server = spec.source.removeprefix("mcp:")
+                offered = replace(
+                    spec,
+                    name=prefixed_name(server, spec.name),
+                    source_name=spec.source_name or spec.name,
+                )
+            if offered.name in self._entries:
+                other = self._entries[offered.name][0].source
+                raise ToolConfigError(
+                    f"tool {offered.name!r} is provided by both {other} and {offered.source}; "
+                    "drop one (--builtin-tools NAMES or --no-builtin-tools for the built-ins)"
+                )
+            self._entries[offered.name] = (offered, toolset, spec.name)
         for name, description in (overrides or {}).items():
             if name not in self._entries:
                 known = ", ".join(sorted(self._entries)) or "none"
                 raise ToolConfigError(f"no tool named {name!r} to override (tools: {known})")
-            spec, toolset = self._entries[name]
-            self._entries[name] = (replace(spec, description=description), toolset)
+            spec, toolset, own = self._entries[name]
+            self._entries[name] = (replace(spec, description=description), toolset, own)
 
     @property
     def specs(self) -> list[ToolSpec]:
-        return [spec for spec, _ in self._entries.values()]
+        return [spec for spec, _, _ in self._entries.values()]
 
-    def offer(self, query: str, max_tools: int) -> list[ToolSpec]:
-        return select_tools(self.specs, query, max_tools)
+    def offer(self, query: str, max_tools: int, required: str | None = None) -> Offer:
+        """The tools one request carries: at most `max_tools`, the most relevant to `query`,
+        and always `required` (a tool that `tool_choice` names must be among them)."""
+        forced = [spec for spec in self.specs if spec.name == required]
+        others = [spec for spec in self.specs if spec.name != required]
+        names = {spec.name for spec in select_tools(others, query, max_tools - len(forced))}
+        names.update(spec.name for spec in forced)
+        chosen = [spec for spec in self.specs if spec.name in names]
+        dropped = [name for name in self._entries if name not in names]
+        return Offer(self, chosen, [self.schema(spec) for spec in chosen], dropped)
 
     def schema(self, spec: ToolSpec) -> dict[str, Any]:
         """The spec in OpenAI format, with the optional reasoning argument when offered."""
@@ -110,12 +142,36 @@ class ToolBox:
         parsed = parse_arguments(raw)
         arguments, parse_error = parsed.value, parsed.error
         entry = self._entries.get(name) if name in offered else None
-        spec, toolset = entry if entry else (None, None)
+        spec, toolset, own = entry if entry else (None, None, None)
         reasoning = None
         if arguments is not None and spec is not None and self._adds_reasoning(spec):
             value = arguments.pop(REASONING_ARG, None)
             reasoning = value if isinstance(value, str) else None
-        return PendingCall(call_id, name, raw, arguments, parse_error, reasoning, spec, toolset)
+        return PendingCall(
+            call_id, name, raw, arguments, parse_error, reasoning, spec, toolset, own
+        )
+
+
+@dataclass(frozen=True)
+class Offer:
+    """The tools offered to the model, chosen from a `ToolBox`, and the ones left out."""
+
+    toolbox: ToolBox
+    specs: list[ToolSpec]
+    schemas: list[dict[str, Any]]
+    dropped: list[str]
+
+    @property
+    def names(self) -> list[str]:
+        return [spec.name for spec in self.specs]
+
+    @property
+    def renamed(self) -> dict[str, str]:
+        """Offered name -> the tool's own name at its source, for renamed tools."""
+        return {spec.name: spec.source_name for spec in self.specs if spec.source_name}
+
+    def prepare(self, call_id: str, name: str, raw: str) -> PendingCall:
+        return self.toolbox.prepare(call_id, name, raw, set(self.names))
 
 
 def record_start(recorder: Recorder, call: PendingCall) -> None:
@@ -127,6 +183,7 @@ def record_start(recorder: Recorder, call: PendingCall) -> None:
         arguments=call.arguments,
         parse_error=call.parse_error,
         source=call.spec.source if call.spec else "unknown",
+        source_name=call.spec.source_name if call.spec else None,
         reasoning=call.reasoning,
     )
 
@@ -175,9 +232,12 @@ async def _execute(
     if call.arguments is None:
         return ToolResult(False, f"Error: {call.name}: {call.parse_error}", "bad_json")
     toolset = call.toolset
+    renamed = {call.name: call.toolset_name or call.name}
 
     async def base(invocation: ToolInvocation) -> ToolResult:
-        return await toolset.call(invocation.name, invocation.arguments, invocation.call_id)
+        # Hooks see the name the model used; the toolset is asked by the name it gave.
+        name = renamed.get(invocation.name, invocation.name)
+        return await toolset.call(name, invocation.arguments, invocation.call_id)
 
     chain: ToolRun = base
     for hook in reversed(hooks):

@@ -38,6 +38,10 @@ async def test_show_and_diff(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert "tool calculator [ok" in shown and "client, observed]" in shown
     assert await cli("diff", first, second, "--home", str(home)) == 0
     assert "the decision chains are the same" in capsys.readouterr().out
+    # `replay` re-drives the workbench's own agent, which made none of these decisions.
+    assert await cli("replay", first, "--home", str(home)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"serve-model --replay {first[:12]}" in err
 
 
 async def test_a_fork_answers_recorded_calls_and_stops_at_a_call_only_the_client_could_run(

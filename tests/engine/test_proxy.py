@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import subprocess
@@ -186,7 +187,10 @@ def test_a_client_that_goes_away_leaves_an_incomplete_run(tmp_path: Path) -> Non
     assert [e["type"] for e in events][:3] == ["run_start", "model_request", "model_chunk"]
 
 
-def test_stopping_the_proxy_cancels_runs_waiting_for_their_client(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_stopping_the_proxy_cancels_runs_waiting_for_their_client(
+    tmp_path: Path, stop: signal.Signals
+) -> None:
     home = tmp_path / "home"
     with ModelServer(ScriptResponder(STEPS)) as upstream:
         process = subprocess.Popen(
@@ -203,9 +207,152 @@ def test_stopping_the_proxy_cancels_runs_waiting_for_their_client(tmp_path: Path
             model="m", messages=[{"role": "user", "content": TASK}]
         )
         client.close()
-        process.send_signal(signal.SIGINT)
+        process.send_signal(stop)
         _, err = process.communicate(timeout=20)
     assert process.returncode == 0 and "Traceback" not in err
     assert first.choices[0].message.tool_calls
     events = read_run(home)
     assert events[-1]["type"] == "run_end" and events[-1]["status"] == "cancelled"
+
+
+def test_an_unreachable_upstream_is_a_502_with_one_line(tmp_path: Path) -> None:
+    with ModelServer(ScriptResponder([])) as gone:
+        address = gone.base_url  # a port nobody listens on once this server is closed
+    home = tmp_path / "home"
+    with RecordingProxy(address, home) as proxy:
+        client = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+        with pytest.raises(openai.InternalServerError) as caught:
+            client.chat.completions.create(model="m", messages=[{"role": "user", "content": "q"}])
+    assert caught.value.status_code == 502
+    assert f"cannot reach the upstream {address}" in str(caught.value)
+    error = next(e for e in read_run(home) if e["type"] == "error")
+    assert error["kind"] == "connection" and error["status_code"] == 502
+
+
+def test_an_upstream_that_breaks_off_mid_stream_cuts_the_client_too(tmp_path: Path) -> None:
+    broken = Reply(chunks=text_chunks("one two three four"), drop_after=2)
+    home = tmp_path / "home"
+    with (
+        ModelServer(lambda body: broken) as upstream,
+        RecordingProxy(upstream.base_url, home) as proxy,
+    ):
+        client = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+        stream = client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "count"}], stream=True
+        )
+        with pytest.raises(openai.APIError):
+            for _ in stream:
+                pass
+    events = read_run(home)
+    assert [e["type"] for e in events].count("model_chunk") == 2
+    error = next(e for e in events if e["type"] == "error")
+    assert error["kind"] == "connection" and "broke off" in error["message"]
+    # The run waited for a retry; stopping the proxy ended it.
+    assert events[-1]["status"] == "cancelled"
+
+
+async def test_bad_and_oversized_requests_are_answered_by_the_proxy(tmp_path: Path) -> None:
+    from tests.engine.test_serve_hardening import exchange, post_head
+
+    with (
+        ModelServer(ScriptResponder([])) as upstream,
+        RecordingProxy(upstream.base_url, tmp_path / "home", max_request_bytes=2048) as proxy,
+    ):
+        big = json.dumps({"messages": [{"role": "user", "content": "x" * 4096}]}).encode()
+        deep = b"[" * 100_000 + b"]" * 100_000
+        answers = [
+            await exchange(proxy.base_url, post_head(str(len(body))), body)
+            for body in (big, b'{"a": "\xff"}', deep[:2000])
+        ]
+        answers.append(await exchange(proxy.base_url, post_head("-3"), b""))
+        assert upstream.bodies == []  # nothing bad went upstream
+    assert [status for status, _ in answers] == [413, 400, 400, 400]
+    assert "limit of 2048 bytes" in json.loads(answers[0][1])["error"]["message"]
+
+
+async def test_holds_200_concurrent_streams(tmp_path: Path) -> None:
+    # Each upstream stream holds after its first chunk until the upstream stops, so all 200
+    # are open through the proxy at once when every client has its first chunk.
+    reply = Reply(chunks=text_chunks("one two"), stall_after=1)
+    streams, first_chunks = 200, 0
+    all_open = asyncio.Event()
+    with (
+        ModelServer(lambda body: reply, keep_requests=False) as upstream,
+        RecordingProxy(upstream.base_url, tmp_path / "home") as proxy,
+    ):
+        client = openai.AsyncOpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+
+        async def one(number: int) -> None:
+            nonlocal first_chunks
+            stream = await client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": f"q{number}"}], stream=True
+            )
+            await anext(aiter(stream))
+            first_chunks += 1
+            if first_chunks == streams:
+                all_open.set()
+            await all_open.wait()
+            await stream.close()
+
+        await asyncio.wait_for(asyncio.gather(*(one(n) for n in range(streams))), 60)
+        await client.close()
+    assert first_chunks == streams
+    assert len(runs(tmp_path / "home")) == streams
+
+
+def test_a_key_the_client_echoes_in_a_message_is_redacted(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with (
+        ModelServer(lambda body: Reply(chunks=text_chunks("noted"))) as upstream,
+        RecordingProxy(upstream.base_url, home) as proxy,
+    ):
+        client = openai.OpenAI(base_url=proxy.base_url, api_key=API_KEY, max_retries=0)
+        client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": f"my key is {API_KEY}"}]
+        )
+    text = json.dumps(read_run(home))
+    assert API_KEY not in text and "[REDACTED:api_key]" in text
+
+
+def test_a_request_that_cannot_be_recorded_is_still_forwarded(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    odd: Any = ["not a message object", "nor this"]
+    with (
+        ModelServer(lambda body: Reply(body={"choices": []}, status=200)) as upstream,
+        RecordingProxy(upstream.base_url, tmp_path / "home") as proxy,
+    ):
+        for _ in range(2):
+            raw = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+            answer = raw.chat.completions.with_raw_response.create(model="m", messages=odd)
+            assert answer.http_response.status_code == 200
+        assert [body["messages"] for body in upstream.bodies] == [odd, odd]
+    assert not (tmp_path / "home" / "traces").exists() or runs(tmp_path / "home") == []
+    err = capfd.readouterr().err
+    assert err.count("workbench proxy: could not record an exchange") == 1
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_client_that_echoes_the_answer_with_fields_of_its_own_continues_its_run(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    with (
+        ModelServer(ScriptResponder(STEPS)) as upstream,
+        RecordingProxy(upstream.base_url, home) as proxy,
+    ):
+        client = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+        history: Any = [{"role": "user", "content": TASK}]
+        first = client.chat.completions.create(model="m", messages=history)
+        answer = first.choices[0].message.model_dump(exclude_none=True)
+        calls = answer["tool_calls"]
+        # What some clients send back: the provider's reasoning, empty extras, no `type`.
+        answer.update(reasoning_content="I should read the file.", annotations=[])
+        for call in calls:
+            call.pop("type")
+        history += [answer]
+        history += [{"role": "tool", "tool_call_id": c["id"], "content": "ok"} for c in calls]
+        client.chat.completions.create(model="m", messages=history)
+    events = read_run(home)
+    assert [e["turn"] for e in events if e["type"] == "model_request"] == [1, 2]
+    assert events[-1]["status"] == "completed"

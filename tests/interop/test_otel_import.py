@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tests.interop.conftest import RecordingReceiver
 from traces.events import RunStart
 from traces.reader import read_trace
 from traces.tree import build_chain
@@ -211,6 +212,7 @@ def test_collect_speaks_json_and_refuses_what_is_not_otlp(wb_home: Path) -> None
         runs = collector.wait_for_runs(2)
         assert runs[1].run_id == run.run_id and not runs[1].written
         assert _post(collector.endpoint, b"hello", "text/plain")[0] == 415
+        assert _post(collector.endpoint, b"", "application/protobuf") == (200, b"")
         assert _post(collector.endpoint, b"\xff\x00garbage", "application/x-protobuf")[0] == 400
         assert collector.problems and "refused a request" in collector.problems[-1]
 
@@ -353,18 +355,36 @@ def test_collect_on_a_taken_port_is_one_line(
 def test_spans_waiting_for_their_root_survive_a_killed_collector(wb_home: Path) -> None:
     from workbench.engine.otel_collect import OtlpReceiver
     from workbench.engine.otel_import import parse_json
+    from workbench.engine.otel_runs import SpanEventRecord
 
     spans = parse_json(json.loads((FIXTURES / "genai-agent.json").read_text(encoding="utf-8")))
     children = [span for span in spans if span.parent_id is not None]
     root = [span for span in spans if span.parent_id is None]
+    children[0].events.append(SpanEventRecord("note", 1, {"k": "v"}))
     first = OtlpReceiver(wb_home)
     first.take(children)
     assert first.runs == []
     del first  # killed: no flush
 
     second = OtlpReceiver(wb_home)
-    assert [len(s) for s in second.pending.values()] == [2]
+    assert list(second.pending.values()) == [children]
     second.take(root)
     (run,) = second.runs
     assert (run.status, run.turns) == ("completed", 2)
     assert list((wb_home / "otel-pending").iterdir()) == []
+
+
+def test_collect_takes_the_exporters_gzip(
+    golden_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    otlp_receiver: RecordingReceiver,
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
+    assert main(["export-otel", "276a0272", "--endpoint", otlp_receiver.endpoint]) == 0
+    (sent,) = otlp_receiver.requests
+    assert {k.lower(): v for k, v in sent.headers.items()}["content-encoding"] == "gzip"
+    with CollectorThread(tmp_path / "teammate") as collector:
+        assert main(["export-otel", "276a0272", "--endpoint", collector.endpoint]) == 0
+        (run,) = collector.wait_for_runs(1)
+    assert (run.status, run.turns) == ("completed", 2)

@@ -5,17 +5,24 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from enum import IntEnum
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from traces.home import RedactionConfigError, home_dir, home_redactor
 from traces.redact import Redactor
 from workbench.engine.run_service import SetupError as SetupError
 from workbench.engine.run_service import text_or_file as text_or_file
 
-T = TypeVar("T", int, float)
+# The number types every command's flags use (shared with the pytest plugin's options).
+from workbench.number_args import fraction as fraction
+from workbench.number_args import port_number as port_number
+from workbench.number_args import positive_float as positive_float
+from workbench.number_args import positive_int as positive_int
+
+if TYPE_CHECKING:
+    from workbench.engine.cost import Prices
 
 
 class ExitCode(IntEnum):
@@ -81,34 +88,25 @@ def redactor_for(home: Path, secrets: Sequence[str | None] | None = None) -> Red
         raise CliError(str(exc)) from None
 
 
+def counted(number: int, word: str, plural: str | None = None) -> str:
+    """`1 turn`, `3 turns`: a count with its noun agreeing."""
+    return f"{number} {word if number == 1 else plural or word + 's'}"
+
+
+def load_prices(home: Path) -> Prices:
+    """`<home>/prices.toml` (none when absent); a bad file is one line, before any work."""
+    from workbench.engine.cost import Prices, PricesError
+
+    try:
+        return Prices.load(home)
+    except PricesError as exc:
+        raise CliError(str(exc)) from None
+
+
+def priced(prices: Prices, model: str, input_tokens: int, output_tokens: int) -> str:
+    """`$0.0123` for these tokens on `model`, or "" when it has no price."""
+    return prices.format(prices.cost(model, input_tokens, output_tokens))
+
+
 def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, default=str, ensure_ascii=False) + "\n")
-
-
-def _number(
-    convert: Callable[[str], T], what: str, low: T, high: T | None, *, low_ok: bool
-) -> Callable[[str], T]:
-    """An argparse type: `convert`, refusing values below `low` (or at it, unless `low_ok`)
-    and above `high`."""
-
-    def parse(text: str) -> T:
-        try:
-            value = convert(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
-        if value < low or (value == low and not low_ok):
-            raise argparse.ArgumentTypeError(
-                f"must be {'at least' if low_ok else 'greater than'} {low}"
-            )
-        if high is not None and value > high:
-            raise argparse.ArgumentTypeError(f"must be at most {high}")
-        return value
-
-    return parse
-
-
-# The number types of every command's flags: counts and limits, seconds, rates and ports.
-positive_int = _number(int, "a whole number", 0, None, low_ok=False)
-positive_float = _number(float, "a number", 0.0, None, low_ok=False)
-fraction = _number(float, "a number from 0 to 1", 0.0, 1.0, low_ok=True)
-port_number = _number(int, "a port number", 0, 65535, low_ok=True)

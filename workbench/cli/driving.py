@@ -12,7 +12,7 @@ from pathlib import Path
 
 from agent_core.agent import Agent, RunResult
 from agent_core.tools.base import Toolset
-from agent_core.tools.builtin import builtin_tools
+from agent_core.tools.builtin import builtin_tools, chosen_builtins
 from agent_core.tools.loader import ToolLoadError, load_toolset
 from traces.writer import JsonlWriter
 from workbench.cli.common import CliError, ExitCode, SetupError
@@ -20,11 +20,18 @@ from workbench.cli.run_printer import RunPrinter
 from workbench.engine.run_service import AttachTools, drive, offer_tools
 
 
-def local_toolsets(root: Path, references: list[str] | None) -> list[Toolset]:
-    """The built-in tools confined to `root`, plus every `--tools package.module:attr`."""
+def local_toolsets(
+    root: Path, references: list[str] | None, builtins: list[str] | None = None
+) -> list[Toolset]:
+    """The built-in tools confined to `root` (only `builtins` when given, none when it is
+    empty), plus every `--tools package.module:attr`."""
     if not root.is_dir():
         raise CliError(f"--root {root}: not a folder; pass the folder the tools may read")
-    toolsets: list[Toolset] = [builtin_tools(root)]
+    try:
+        chosen = builtin_tools(root) if builtins is None else chosen_builtins(root, builtins)
+    except ValueError as exc:
+        raise CliError(f"--builtin-tools: {exc}") from None
+    toolsets: list[Toolset] = [chosen] if chosen.tools else []
     if references and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # as `python -m` would: modules next to the user
     for reference in references or ():

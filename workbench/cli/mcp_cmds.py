@@ -11,7 +11,6 @@ lists the tools and calls each one with arguments made from its schema.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
@@ -21,11 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent_core.agent import new_run_id
-from traces.events import RunEnd, RunStart, RunStatus, ToolEnd, ToolStart, Totals
 from traces.home import traces_dir
-from traces.recorder import Recorder
-from traces.writer import JsonlWriter
 from workbench.cli.common import (
     CliError,
     ExitCode,
@@ -39,8 +34,11 @@ from workbench.cli.common import (
 
 if TYPE_CHECKING:
     from agent_core.mcp_tools import McpToolset
+    from traces.events import RunStatus
+    from traces.recorder import Recorder
 
-# The mcp SDK takes about a second to import, so it loads only when an MCP command runs.
+# The mcp SDK takes about a second to import, and the event models load pydantic, so they
+# load only when an MCP command runs.
 
 DEFAULT_CONFIG_ENV = "WORKBENCH_MCP_CONFIG"
 DEFAULT_CONFIG_FILE = ".mcp.json"
@@ -109,15 +107,19 @@ def _config_path(args: argparse.Namespace) -> Path:
 @dataclass
 class _Tally:
     status: RunStatus = "completed"
+    reason: str = ""
     tool_calls: int = 0
     tool_errors: int = 0
 
 
-Body = Callable[[list["McpToolset"], Recorder, _Tally], Awaitable[None]]
+Body = Callable[[list["McpToolset"], "Recorder", _Tally], Awaitable[None]]
 
 
 def _traced(args: argparse.Namespace, task: str, servers: list[str] | None, body: Body) -> int:
     """Open the servers inside a recorded run; returns 0 when it completes without errors."""
+    import asyncio
+
+    from agent_core.agent import new_run_id
     from agent_core.mcp_tools import (
         McpConfigError,
         McpStartError,
@@ -125,6 +127,9 @@ def _traced(args: argparse.Namespace, task: str, servers: list[str] | None, body
         mcp_secrets,
         open_mcp_toolsets,
     )
+    from traces.events import RunEnd, RunStart, Totals
+    from traces.recorder import Recorder
+    from traces.writer import JsonlWriter
 
     path = _config_path(args)
     try:
@@ -144,7 +149,6 @@ def _traced(args: argparse.Namespace, task: str, servers: list[str] | None, body
     )
     started = time.perf_counter()
     tally = _Tally(status="error")
-    reason = ""
 
     async def session() -> None:
         async with open_mcp_toolsets(
@@ -156,10 +160,10 @@ def _traced(args: argparse.Namespace, task: str, servers: list[str] | None, body
     try:
         asyncio.run(session())
     except (McpConfigError, McpStartError) as exc:
-        reason = str(exc)
-        raise CliError(reason) from None
+        tally.reason = str(exc)
+        raise CliError(tally.reason) from None
     except KeyboardInterrupt:
-        tally.status, reason = "cancelled", "interrupted"
+        tally.status, tally.reason = "cancelled", "interrupted"
         raise
     finally:
         totals = Totals(
@@ -167,7 +171,7 @@ def _traced(args: argparse.Namespace, task: str, servers: list[str] | None, body
             tool_errors=tally.tool_errors,
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
         )
-        recorder.emit(RunEnd, turn=None, status=tally.status, reason=reason, totals=totals)
+        recorder.emit(RunEnd, turn=None, status=tally.status, reason=tally.reason, totals=totals)
         recorder.close()
         print(f"trace: {writer.path}", file=sys.stderr)
     return 0 if tally.status == "completed" and not tally.tool_errors else 1
@@ -239,11 +243,14 @@ def _print_server(server: dict[str, Any]) -> None:
 
 
 def _cmd_call(args: argparse.Namespace) -> int:
+    from agent_core.model.repair import json_problem
+    from traces.events import ToolEnd, ToolStart
+
     raw = text_or_file(args.arguments)
     try:
         arguments = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise CliError(f"arguments are not valid JSON ({exc.msg} at column {exc.colno})") from None
+        raise CliError(f"arguments are not valid JSON ({json_problem(exc)})") from None
     if not isinstance(arguments, dict):
         raise CliError('arguments must be a JSON object, e.g. \'{"timezone": "UTC"}\'')
     outcome: dict[str, Any] = {}
@@ -279,6 +286,10 @@ def _cmd_call(args: argparse.Namespace) -> int:
         )
         recorder.turn = None
         tally.tool_calls, tally.tool_errors = 1, 0 if result.ok else 1
+        which = f"tool {original!r} of MCP server '{args.server}'"
+        tally.reason = f"{which} answered"
+        if not result.ok:
+            tally.status, tally.reason = "error", f"{which} failed: {result.text}"
         outcome.update(ok=result.ok, text=result.text, error=result.error, meta=result.meta)
 
     code = _traced(args, f"mcp call {args.server} {args.tool}", [args.server], body)
@@ -293,6 +304,8 @@ def _cmd_call(args: argparse.Namespace) -> int:
 
 
 def _cmd_conformance(args: argparse.Namespace) -> int:
+    import asyncio
+
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO") or "(none)"
     print(f"mcp-conformance: scenario {scenario}, server {args.url}", file=sys.stderr)
     return asyncio.run(_conformance_client(args.url, args.timeout))

@@ -6,35 +6,39 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agent_core.agent import Agent, AgentConfig, RunResult
-from agent_core.demo import SCENARIOS, write_project
-from agent_core.tools.builtin import builtin_tools
 from traces.home import traces_dir
-from traces.writer import JsonlWriter
 from workbench.cli.common import (
     EXIT_CODES,
     STATUS_EXIT,
     CliError,
     ExitCode,
     add_home,
+    load_prices,
+    priced,
     print_json,
     redactor_for,
     resolve_home,
     text_or_file,
 )
-from workbench.cli.driving import local_toolsets, mcp_config_secrets, run_agent
 from workbench.cli.model_flags import (
+    add_builtin_flags,
     add_limit_flags,
     add_model_flags,
     build_model,
+    builtin_names,
     check_tool_names,
     limits_from_args,
     model_settings,
     parse_tool_descriptions,
 )
-from workbench.cli.run_printer import RunPrinter
+
+if TYPE_CHECKING:
+    from agent_core.agent import RunResult
+
+if TYPE_CHECKING:
+    from workbench.engine.cost import Prices
 
 SCRIPTED_NOTICE = (
     "This demo uses a SCRIPTED model: every answer is pre-written in agent_core/demo, not "
@@ -67,8 +71,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="add a toolset from package.module:attribute (repeatable)",
     )
     tools.add_argument(
-        "--mcp-config", type=Path, metavar="FILE", help="MCP servers in mcpServers JSON format"
+        "--mcp-config",
+        type=Path,
+        metavar="FILE",
+        help=(
+            "MCP servers in mcpServers JSON format; a server's tool whose name is taken is "
+            "offered as SERVER__NAME"
+        ),
     )
+    add_builtin_flags(tools)
     tools.add_argument("--system", metavar="TEXT|@FILE", help="system prompt")
     tools.add_argument(
         "--tool-description",
@@ -110,8 +121,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from agent_core.agent import Agent, AgentConfig
+    from traces.writer import JsonlWriter
+    from workbench.cli.driving import local_toolsets, mcp_config_secrets, run_agent
+    from workbench.cli.run_printer import RunPrinter
+
     limits = limits_from_args(args)
-    toolsets = local_toolsets(args.root, args.tools)
+    toolsets = local_toolsets(args.root, args.tools, builtin_names(args))
     overrides = parse_tool_descriptions(args.tool_description)
     secrets = mcp_config_secrets(args.mcp_config)
     if args.mcp_config is None:  # MCP tools are known only once their servers start
@@ -125,6 +141,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             flag="--tool-choice",
         )
     model = build_model(args, limits)
+    prices = load_prices(resolve_home(args))
     config = AgentConfig(
         task=args.task,
         system_prompt=system_prompt,
@@ -141,10 +158,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     agent = Agent(model, toolsets, config, sinks=[writer])
     printer = RunPrinter(sys.stderr if args.json else sys.stdout)
     result = run_agent(agent, printer, writer, mcp_config=args.mcp_config)
-    printer.summary(result, str(writer.path))
+    printer.summary(result, str(writer.path), _cost(prices, model.name, result))
     if args.json:
         print_json(result_json(result, writer.path))
     return STATUS_EXIT[result.status]
+
+
+def _cost(prices: Prices, model: str, result: RunResult) -> str:
+    return priced(prices, model, result.totals.input_tokens, result.totals.output_tokens)
 
 
 def tool_choice_params(choice: str | None) -> dict[str, Any]:
@@ -172,10 +193,19 @@ def result_json(result: RunResult, trace: Path) -> dict[str, Any]:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from agent_core.agent import Agent, AgentConfig
+    from agent_core.demo import SCENARIOS, write_fork_script, write_project
     from agent_core.model.scripted import ScriptedModel
+    from agent_core.tools.builtin import builtin_tools
+    from traces.writer import JsonlWriter
+    from workbench.cli.driving import run_agent
+    from workbench.cli.run_printer import RunPrinter
 
     home = resolve_home(args)
+    prices = load_prices(home)
     project = write_project(home / "demo-project")
+    # Forks of the demo's runs answer from this script: offline, like the demo itself.
+    fork_script = write_fork_script(home)
     print(SCRIPTED_NOTICE)
     print(f"Recording {len(SCENARIOS)} runs into {home} (project folder: {project})\n")
     printer = RunPrinter(sys.stdout)
@@ -187,13 +217,18 @@ def cmd_demo(args: argparse.Namespace) -> int:
             task=scenario.task,
             system_prompt=scenario.system_prompt,
             limits=scenario.run_limits(),
-            meta={"demo": scenario.name, "scripted": True},
+            meta={
+                "demo": scenario.name,
+                "scripted": True,
+                "root": str(project.resolve()),  # what the built-in tools could read
+                "fork_script": str(fork_script.resolve()),
+            },
         )
         writer = JsonlWriter(traces_dir(home), config.run_id, redactor_for(home))
         model = ScriptedModel(scenario.steps, name="scripted-demo")
         agent = Agent(model, [builtin_tools(project)], config, sinks=[writer])
         result = run_agent(agent, printer, writer)
-        printer.summary(result, str(writer.path))
+        printer.summary(result, str(writer.path), _cost(prices, model.name, result))
         print()
         if result.status != scenario.expect:
             unexpected.append(f"{scenario.name}: {result.status} (expected {scenario.expect})")

@@ -88,10 +88,9 @@ class CapturedRun:
 class Exchange:
     """One request and its answer through the proxy, recorded into its run as it goes."""
 
-    def __init__(self, book: CaptureBook, run: CapturedRun, stream: bool) -> None:
+    def __init__(self, book: CaptureBook, run: CapturedRun) -> None:
         self.book = book
         self.run = run
-        self.stream = stream
         self.sent = time.monotonic()
         self.assembler = StreamAssembler()
         self.ttft_ms: float | None = None
@@ -172,8 +171,8 @@ class Exchange:
             ):
                 value = usage.get(name)
                 run.add(key, value if isinstance(value, int) else 0)
-            run.conversation = [*run.last_request, _digest(message_meaning(message))]
-            run.answered_at = time.monotonic()
+            run.conversation = [*run.last_request, _message_digest(message)]
+            run.answered_at = self.last_arrival or time.monotonic()
             run.pending_calls = list(message.get("tool_calls") or [])
             if run.pending_calls:
                 run.state = "waiting"
@@ -231,7 +230,11 @@ class CaptureBook:
             name = headers.get(RUN_HEADER) or None
             secret = _bearer(headers.get("authorization"))
             messages, tools, params = body_parts(body)
-            meaning = [_digest(message_meaning(m)) for m in messages]
+            if not all(isinstance(item, dict) for item in [*messages, *tools]):
+                # Checked before any run is started for it; the upstream will say why.
+                raise ValueError("its messages or tools are not all JSON objects")
+            estimated = estimate_prompt(messages, tools)
+            meaning = [_message_digest(m) for m in messages]
             run, follows = self._continued(meaning, name)
             if run is not None:
                 self._settled(run)
@@ -254,10 +257,10 @@ class CaptureBook:
                 tools=tools,
                 params=params,
                 stream=bool(body.get("stream")),
-                estimated_tokens=estimate_prompt(messages, tools),
+                estimated_tokens=estimated,
             )
             self.runs.move_to_end(run.run_id)
-            return Exchange(self, run, bool(body.get("stream")))
+            return Exchange(self, run)
         return None
 
     def _continued(
@@ -456,15 +459,34 @@ class _Guard:
     ) -> bool:
         if exc is None or not isinstance(exc, Exception):
             return False
-        self.book.report(f"could not record an exchange: {type(exc).__name__}: {exc}")
+        detail = " ".join(str(exc).split())[:300]  # pydantic's messages span lines
+        self.book.report(f"could not record an exchange: {type(exc).__name__}: {detail}")
         if self.exchange is not None and not self.exchange.closed:
             self.exchange.closed = True
             self.book.forget(self.exchange.run, "abandoned")
         return True
 
 
-def _digest(value: Any) -> bytes:
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+def _message_digest(message: dict[str, Any]) -> bytes:
+    """What identifies a message when a client sends the conversation back. An assistant
+    message counts by its text and tool calls only: clients echo the answer with fields of
+    their own (`reasoning_content`, `refusal`, `annotations`, …) or without the provider's."""
+    meaning = message_meaning(message)
+    if isinstance(meaning, dict) and meaning.get("role") == "assistant":
+        calls = meaning.get("tool_calls")
+        meaning = {
+            "role": "assistant",
+            "content": meaning.get("content"),
+            "tool_calls": [
+                {"id": call.get("id"), "function": call.get("function")}
+                if isinstance(call, dict)
+                else call
+                for call in calls
+            ]
+            if isinstance(calls, list)
+            else calls,
+        }
+    text = json.dumps(meaning, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 

@@ -18,12 +18,13 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from agent_core.agent import Agent, AgentConfig, Hooks
 from agent_core.model.base import ChatModel, ModelCall, ModelError, StreamItem
 from agent_core.tools.base import CallKey, ToolResult, Toolset, ToolSpec, call_key
-from traces.events import Edit
+from traces.events import Edit, RunStart
 from traces.writer import Sink
 from workbench.engine.recording_io import Recording, config_from_run_start
 from workbench.engine.replay_model import recorded_read_only, recorded_specs, served_result
@@ -80,6 +81,26 @@ class ForkPlan:
         return config_from_run_start(
             start, self.parent.turns[self.turn].request, **(changes | overrides)
         )
+
+
+def recorded_root(start: RunStart) -> Path | None:
+    """The folder the parent run's file tools read (`run_start.meta.root`), when it still
+    exists: new file-tool calls in a fork run there, wherever the fork is started from."""
+    root = start.meta.get("root")
+    if not isinstance(root, str) or not root:
+        return None
+    path = Path(root)
+    return path if path.is_dir() else None
+
+
+def offline_fork_script(start: RunStart) -> Path | None:
+    """The model script a recorded run names for forking it offline
+    (`run_start.meta.fork_script`, which `workbench demo` records), when the file exists."""
+    script = start.meta.get("fork_script")
+    if not isinstance(script, str) or not script:
+        return None
+    path = Path(script)
+    return path if path.is_file() else None
 
 
 def mockable_call_ids(messages: list[dict[str, Any]]) -> list[str]:
@@ -169,6 +190,7 @@ class ForkToolset:
         self._planned = plan.specs
         self._recorded_read_only = recorded_read_only(plan.parent)
         self._live: dict[str, Toolset] = {}
+        self._live_name: dict[str, str] = {}  # offered name -> the name its toolset gave it
         self._live_read_only: dict[str, bool] = {}
         self._specs: list[ToolSpec] = []
         self._read_only: dict[str, bool] = {}
@@ -196,10 +218,22 @@ class ForkToolset:
     def add_live(self, toolsets: list[Toolset]) -> None:
         """Tools that may run for real (e.g. MCP servers started after the agent exists);
         call before the run starts. Their read-only flags are the authoritative ones."""
+        by_source: dict[tuple[str, str], tuple[Toolset, ToolSpec]] = {}
         for toolset in toolsets:
             for spec in toolset.specs():
                 self._live.setdefault(spec.name, toolset)
+                self._live_name.setdefault(spec.name, spec.name)
                 self._live_read_only.setdefault(spec.name, spec.read_only)
+                own = spec.source_name or spec.name
+                by_source.setdefault((spec.source, own), (toolset, spec))
+        # A tool the parent offered under another name (a clash: `fs__read_file`) runs on the
+        # server's tool of its own name, not on whatever else is called that now.
+        for planned in self._planned:
+            found = by_source.get((planned.source, planned.source_name or ""))
+            if planned.source_name and found is not None:
+                toolset, spec = found
+                self._live[planned.name], self._live_name[planned.name] = toolset, spec.name
+                self._live_read_only[planned.name] = spec.read_only
         self._read_only = {
             spec.name: self._live_read_only.get(spec.name, spec.name in self._recorded_read_only)
             for spec in self._planned
@@ -237,7 +271,7 @@ class ForkToolset:
                 text=f"{name} is not available in this fork (only recorded results are)",
                 error="unavailable",
             )
-        return await toolset.call(name, arguments, call_id)
+        return await toolset.call(self._live_name.get(name, name), arguments, call_id)
 
 
 def fork_agent(

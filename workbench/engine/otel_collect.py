@@ -32,9 +32,11 @@ from workbench.engine.otel_import import (
     parse_protobuf,
     write_run,
 )
-from workbench.engine.otel_runs import SpanRecord
+from workbench.engine.otel_runs import SpanEventRecord, SpanRecord
 
 TRACES_PATH = "/v1/traces"
+# OTLP names the first; some clients send the second.
+PROTOBUF_TYPES = ("application/x-protobuf", "application/protobuf")
 MAX_BODY = 64 * 1024 * 1024
 
 RunCallback = Callable[[ImportedRun], None]
@@ -120,7 +122,7 @@ class OtlpReceiver:
         content_type = request.content_type
         body = await request.read()
         try:
-            if content_type == "application/x-protobuf":
+            if content_type in PROTOBUF_TYPES:
                 spans = parse_protobuf(body)
             elif content_type == "application/json":
                 try:
@@ -151,8 +153,10 @@ class OtlpReceiver:
 
 def _span_of_line(line: str) -> SpanRecord | None:
     try:
-        return SpanRecord(**json.loads(line))
-    except (ValueError, TypeError):  # a line cut short by a kill
+        fields = json.loads(line)
+        events = [SpanEventRecord(**event) for event in fields.pop("events", [])]
+        return SpanRecord(**fields, events=events)
+    except (ValueError, TypeError, AttributeError):  # a line cut short by a kill
         return None
 
 

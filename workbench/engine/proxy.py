@@ -119,7 +119,8 @@ class RecordingProxy:
 
     async def _cleanup(self, app: web.Application) -> None:
         # Handlers have finished or been cancelled by now: what is still open was cut off.
-        await asyncio.gather(*self._recording)
+        if self._recording:
+            await asyncio.wait(set(self._recording))
         self.book.close()
         await app[_SESSION].close()
 
@@ -155,10 +156,15 @@ class RecordingProxy:
         call = session.post(self._target(request), data=raw, headers=_forwarded(request))
         # The request goes upstream first; it is recorded while the model thinks.
         pending: asyncio.Future[aiohttp.ClientResponse] = asyncio.ensure_future(call)
-        await asyncio.sleep(0)  # let it start sending
-        if self._recording:
+        try:
+            await asyncio.sleep(0)  # let it start sending
             # This request may continue an answer still being recorded: that goes first.
-            await asyncio.gather(*self._recording)
+            # (`wait`, unlike `gather`, leaves those tasks running if this one is cancelled.)
+            if self._recording:
+                await asyncio.wait(set(self._recording))
+        except asyncio.CancelledError:
+            _drop(pending)
+            raise
         exchange = self.book.begin(body, headers)
         try:
             upstream = await pending
@@ -167,7 +173,7 @@ class RecordingProxy:
                 exchange.failed(502, f"cannot reach the upstream: {exc}", "connection")
             return _unreachable(self.upstream, exc)
         except asyncio.CancelledError:
-            pending.cancel()
+            _drop(pending)
             self._hung_up(exchange)
             raise
         try:
@@ -293,6 +299,17 @@ class SseDecoder:
             return
         if isinstance(value, dict):
             found.append(value)
+
+
+def _drop(pending: asyncio.Future[aiohttp.ClientResponse]) -> None:
+    """Give up on an upstream call, and release its connection should it answer anyway."""
+
+    def release(done: asyncio.Future[aiohttp.ClientResponse]) -> None:
+        if not done.cancelled() and done.exception() is None:
+            done.result().release()
+
+    pending.add_done_callback(release)
+    pending.cancel()
 
 
 def _is_event_stream(upstream: aiohttp.ClientResponse) -> bool:

@@ -165,7 +165,11 @@ def load_recording(ref: str | Path, home: Path) -> Recording:
         return read_recording_file(direct)
     matches = sorted(folder.glob(f"{ref}*.jsonl")) if folder.is_dir() else []
     if len(matches) > 1:
-        raise RecordingError(f"run id {ref!r} matches {len(matches)} runs; give more of it")
+        shown = ", ".join(path.stem[:12] for path in matches[:5])
+        more = f" and {len(matches) - 5} more" if len(matches) > 5 else ""
+        raise RecordingError(
+            f"run id {ref!r} matches {len(matches)} runs ({shown}{more}); give more of it"
+        )
     if len(matches) == 1:
         return read_recording_file(matches[0])
     return read_recording_file(_path_from_store(str(ref), home))

@@ -121,6 +121,7 @@ async def replay_stream(
     model = ReplayModel(recording)
     toolset = ReplayToolset(recording, model)
     agent = Agent(model, [toolset], replay_config(recording), sinks=sinks)
+    toolset.recorder = agent.recorder  # its turn says which recorded tool changes apply
     origin = recording.events[0].ts
     position = 0
     divergence: Divergence | None = None

@@ -180,10 +180,11 @@ def prepare_fork(
     live_toolsets: list[Toolset],
     secrets: Iterable[str | None] = (),
     limits: Limits | None = None,
+    root: Path | None = None,
 ) -> PreparedRun:
     """The fork of `plan` as a new run recorded in `home`'s traces, `secrets` redacted.
     New calls may run live on `live_toolsets` as the plan allows; `limits` replace the
-    parent's."""
+    parent's; `root`, the folder the fork's file tools read, is recorded in its run_start."""
     from agent_core.agent import new_run_id
     from traces.home import RedactionConfigError, home_redactor, traces_dir
     from traces.writer import JsonlWriter
@@ -196,6 +197,8 @@ def prepare_fork(
     run_id = new_run_id()
     writer = JsonlWriter(traces_dir(home), run_id, redactor)
     changes: dict[str, Any] = {} if limits is None else {"limits": limits}
+    if root is not None:
+        changes["meta"] = plan.config().meta | {"root": str(root.resolve())}
     agent = fork_agent(
         plan, model, live_toolsets=live_toolsets, sinks=[writer], run_id=run_id, **changes
     )

@@ -16,20 +16,27 @@ from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_core.agent import RunResult, TextDelta
 from traces.events import Event, RunEnd
 from traces.home import traces_dir
 from traces.schema_diff import diff_tool_schemas
-from traces.store import TraceStore
+from traces.store import IngestReport, RunRow, TraceStore
 from workbench.engine import fork as fork_engine
 from workbench.engine import run_service
 from workbench.engine.fork import ForkRequest
-from workbench.engine.recording_io import load_recording
-from workbench.engine.replay import replay_run
+from workbench.engine.recording_io import Recording, load_recording
+from workbench.engine.replay import ReplayOutcome, replay_run
 from workbench.engine.run_service import ModelSettings
 from workbench.tui.render import event_is_failure
+from workbench.tui.schema_view import SchemaPair
+
+if TYPE_CHECKING:  # the screens' own view types; those modules load with their screens
+    from workbench.engine.chain_compare import Comparison
+    from workbench.engine.search import SearchHit
+    from workbench.tui.regress_screen import SuiteRun
+    from workbench.tui.timeline_screen import TimelineView
 
 # Seconds without a store call after which the database is let go for other processes.
 IDLE_RELEASE_S = 1.0
@@ -73,7 +80,7 @@ class RunFilter:
 
 @dataclass(frozen=True)
 class Outline:
-    row: Any  # the store's RunRow
+    row: RunRow
     start: Event | None
     end: Event | None
     turns: int
@@ -119,10 +126,11 @@ class Backend:
                 self._store = None
             self.released.set()
 
-    def ingest(self) -> Any:
-        """Load new traces from the home folder (every read starts with this)."""
+    def ingest(self, progress: Callable[[str, float], None] | None = None) -> IngestReport:
+        """Load new traces from the home folder (every read starts with this); `progress`
+        hears how far a long load is (`traces.store.progress`)."""
         with self._session() as store:
-            return store.ingest_home(self.home)
+            return store.ingest_home(self.home, progress)
 
     # ------------------------------------------------------------------ runs
 
@@ -130,7 +138,7 @@ class Backend:
         with self._session() as store:
             return int(store.count_runs(**where.kwargs()))
 
-    def runs(self, where: RunFilter, offset: int, limit: int) -> list[Any]:
+    def runs(self, where: RunFilter, offset: int, limit: int) -> list[RunRow]:
         with self._session() as store:
             return list(
                 store.runs(
@@ -142,8 +150,8 @@ class Backend:
                 )
             )
 
-    def search(self, text: str, run_id: str | None = None, limit: int = 500) -> list[Any]:
-        """`workbench.engine.search.SearchHit`s: where `text` occurs in runs' contents."""
+    def search(self, text: str, run_id: str | None = None, limit: int = 500) -> list[SearchHit]:
+        """Where `text` occurs in runs' contents."""
         from workbench.engine.search import search
 
         with self._session() as store:
@@ -164,7 +172,7 @@ class Backend:
             if any(path.endswith(".jsonl") for _, path in changes):
                 on_change()
 
-    def run(self, run_id: str) -> Any:
+    def run(self, run_id: str) -> RunRow:
         with self._session() as store:
             return store.run(run_id)
 
@@ -232,8 +240,8 @@ class Backend:
                 return None
             offset += page
 
-    def timeline(self, run_id: str) -> Any:
-        """A `TimelineView`: the engine's timeline of the run and the home's prices."""
+    def timeline(self, run_id: str) -> TimelineView:
+        """The engine's timeline of the run and the home's prices."""
         from workbench.engine.cost import Prices, PricesError
         from workbench.engine.timeline import build_timeline
         from workbench.tui.timeline_screen import TimelineView
@@ -247,7 +255,7 @@ class Backend:
 
     # ------------------------------------------------------------------ regressions
 
-    def regressions(self, limit: int = 50) -> list[Any]:
+    def regressions(self, limit: int = 50) -> list[SuiteRun]:
         """Stored suite runs, newest first, each with its cases (`traces.store.regress`)."""
         from traces.store.regress import RegressTables
         from workbench.tui.regress_screen import SuiteRun
@@ -258,10 +266,11 @@ class Backend:
                 SuiteRun(run, tables.cases(run["suite_run_id"])) for run in tables.runs(limit=limit)
             ]
 
-    def regression_schema_diff(self, suite: str, baseline: str | None, suite_run_id: str) -> Any:
-        """A `SchemaPair`: the baseline's tool schemas against the suite run's."""
+    def regression_schema_diff(
+        self, suite: str, baseline: str | None, suite_run_id: str
+    ) -> SchemaPair:
+        """The baseline's tool schemas against the suite run's."""
         from traces.store.regress import RegressTables
-        from workbench.tui.schema_view import SchemaPair
 
         with self._session(), closing(RegressTables.for_home(self.home)) as tables:
             base = tables.load_baseline(suite, baseline)
@@ -276,20 +285,18 @@ class Backend:
         diff = diff_tool_schemas(before, after)
         return SchemaPair(label, f"suite run {suite_run_id[:8]}", before, after, diff)
 
-    def tool_schemas(self, run_id: str) -> Any:
+    def tool_schemas(self, run_id: str) -> list[dict[str, Any]]:
         with self._session() as store:
             return store.tool_schemas(run_id)
 
     # ------------------------------------------------------------------ engine
 
-    def recording(self, run_id: str) -> Any:
+    def recording(self, run_id: str) -> Recording:
         # The engine opens the store itself; in one process DuckDB shares the open file.
         return load_recording(run_id, self.home)
 
-    def schema_diff(self, run_a: str, run_b: str) -> Any:
+    def schema_diff(self, run_a: str, run_b: str) -> SchemaPair:
         """Both runs' tool schemas from the store and `traces.schema_diff` of them."""
-        from workbench.tui.schema_view import SchemaPair
-
         tools_a, tools_b = self.tool_schemas(run_a), self.tool_schemas(run_b)
         return SchemaPair(run_a, run_b, tools_a, tools_b, diff_tool_schemas(tools_a, tools_b))
 
@@ -304,14 +311,14 @@ class Backend:
         path.write_text(text, encoding="utf-8")
         return path
 
-    def comparison(self, run_a: str, run_b: str) -> Any:
-        """`workbench.engine.chain_compare.Comparison`: chains, differing texts, fork edits."""
+    def comparison(self, run_a: str, run_b: str) -> Comparison:
+        """The two chains, the texts that differ and the fork's edits."""
         from workbench.engine.chain_compare import compare_runs
 
         return compare_runs(self.recording(run_a), self.recording(run_b))
 
-    def verify_replay(self, run_id: str) -> Any:
-        """`workbench.engine.replay.ReplayOutcome` of an offline replay, run to completion.
+    def verify_replay(self, run_id: str) -> ReplayOutcome:
+        """The outcome of an offline replay, run to completion.
 
         Called from a thread worker, so the replay gets its own event loop there.
         """

@@ -21,8 +21,10 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, Footer, Header, Input, Label, Select, Static, TextArea
 
-from traces.events import EventBase, ModelChunk, RunStart
-from workbench.tui.backend import CancelFork, Endpoint, ForkContext
+from agent_core.agent import RunResult, TextDelta
+from traces.events import Event, ModelChunk, RunStart
+from workbench.engine.fork import ForkRequest
+from workbench.tui.backend import CancelFork, Endpoint, ForkContext, RecordedCall
 from workbench.tui.render import event_summary, one_line, short_id
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
 
@@ -124,12 +126,12 @@ class ForkScreen(WorkbenchScreen):
             self.context = context
 
     class Streamed(Message):
-        def __init__(self, item: Any) -> None:
+        def __init__(self, item: Event | TextDelta) -> None:
             super().__init__()
             self.item = item
 
     class Finished(Message):
-        def __init__(self, result: Any) -> None:
+        def __init__(self, result: RunResult | None) -> None:
             super().__init__()
             self.result = result
 
@@ -325,7 +327,7 @@ class ForkScreen(WorkbenchScreen):
             self.draft.mocks[call.call_id] = text
         self._show_changes()
 
-    def _recorded_call(self, call_id: object) -> Any | None:
+    def _recorded_call(self, call_id: object) -> RecordedCall | None:
         if self.context is None or not isinstance(call_id, str):
             return None
         return next((c for c in self.context.calls if c.call_id == call_id), None)
@@ -335,9 +337,7 @@ class ForkScreen(WorkbenchScreen):
 
     # ------------------------------------------------------------------ run
 
-    def fork_request(self) -> Any:
-        from workbench.engine.fork import ForkRequest
-
+    def fork_request(self) -> ForkRequest:
         # What the boxes hold now, even if their last change is still on its way.
         self._edit_typed()
         self._mock_typed()
@@ -399,7 +399,7 @@ class ForkScreen(WorkbenchScreen):
             self._cancel()
 
     @work(thread=True, exclusive=True, group="fork", exit_on_error=False)
-    def _run(self, request: Any, endpoint: Endpoint, cancel: CancelFork) -> None:
+    def _run(self, request: ForkRequest, endpoint: Endpoint, cancel: CancelFork) -> None:
         result = self.backend.run_fork(
             self.run_id,
             request,
@@ -411,18 +411,21 @@ class ForkScreen(WorkbenchScreen):
 
     def on_fork_screen_streamed(self, message: Streamed) -> None:
         item, output = message.item, self.output
-        if isinstance(item, EventBase):
-            if isinstance(item, RunStart):
-                self.fork_run_id = item.run_id
-            elif isinstance(item, ModelChunk):
-                return  # the text arrives as deltas; raw chunks are in the trace
-            output.write_line(f"· {event_summary(item)}", "dim")  # type: ignore[arg-type]
-        elif hasattr(item, "text"):
-            output.write(str(item.text))
+        if isinstance(item, TextDelta):
+            output.write(item.text)
+            return
+        if isinstance(item, RunStart):
+            self.fork_run_id = item.run_id
+        elif isinstance(item, ModelChunk):
+            return  # the text arrives as deltas; raw chunks are in the trace
+        output.write_line(f"· {event_summary(item)}", "dim")
 
     def on_fork_screen_finished(self, message: Finished) -> None:
         self._set_running(False)
         result = message.result
+        if result is None:  # the run never started
+            self.output.write_line("the fork ended before its run started", "bold")
+            return
         self.output.write_line(
             f"fork {short_id(result.run_id)} ended: {result.status} — {result.reason}", "bold"
         )
