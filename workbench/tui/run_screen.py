@@ -461,6 +461,14 @@ class RunScreen(WorkbenchScreen):
 
     # ------------------------------------------------------------------ search
 
+    def action_back(self) -> None:
+        box = self.query_one("#run-search", Input)
+        if box.has_focus:  # escape in the search box closes the box, not the run
+            box.display = False
+            self.query_one("#chain-tree").focus()
+            return
+        super().action_back()
+
     def action_search(self) -> None:
         box = self.query_one("#run-search", Input)
         box.display = True
