@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from contextlib import suppress
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -174,13 +175,17 @@ class RunsScreen(WorkbenchScreen):
         """Follow the traces folder in a daemon thread for as long as the screen lives (a
         worker would make every wait for the workers wait for it)."""
 
+        app = self.workbench
+
         def watch() -> None:
             try:
                 self.backend.watch_traces(
                     self._stop_watching, lambda: self.post_message(self.TracesChanged())
                 )
             except Exception as exc:  # no watching is a lost convenience, not a crash
-                self.app.call_from_thread(self.workbench.report_error, exc)
+                if not self._stop_watching.is_set():
+                    with suppress(RuntimeError):  # the app may be closing meanwhile
+                        app.call_from_thread(app.report_error, exc)
 
         threading.Thread(target=watch, name="watch-traces", daemon=True).start()
 
