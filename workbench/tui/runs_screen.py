@@ -117,6 +117,7 @@ class RunsScreen(WorkbenchScreen):
         self.search_text = ""
         self.ingests = 0  # ingests finished: what tests wait on
         self._stop_watching = threading.Event()
+        self._keep_position = False  # the next recount keeps the cursor (new runs arrived)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -199,8 +200,6 @@ class RunsScreen(WorkbenchScreen):
         self._show_count()
         if message.total == 0:
             self._start_ingest()
-
-    _keep_position = False
 
     @on(PagedList.Highlighted, "#runs-list")
     def _first_rows_shown(self, event: PagedList.Highlighted) -> None:
