@@ -42,6 +42,7 @@ CallErrorKind: TypeAlias = Literal["rpc_error", "timeout", "closed", "protocol"]
 CLIENT_INFO = types.Implementation(name="agent-workbench", version="0.1.0")
 MAX_TOOL_PAGES = 100  # a server whose cursor never ends must not hang the start
 STDERR_TAIL_CHARS = 400
+REFRESH_TIMEOUT_S = 30.0  # a re-listing after list_changed that takes longer is given up
 HTTP_TIMEOUT_S = 30.0
 HTTP_READ_S = 300.0
 
@@ -387,9 +388,10 @@ class McpConnection:
     async def _handle(self, message: IncomingMessage) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             try:
-                await self.list_tools()
-            except McpCallError as exc:  # the previous list stays in use
-                log.warning("refreshing tools of MCP server %r failed: %s", self.name, exc)
+                with anyio.fail_after(REFRESH_TIMEOUT_S):
+                    await self.list_tools()
+            except (McpCallError, TimeoutError) as exc:  # the previous list stays in use
+                log.warning("refreshing tools of MCP server %r failed: %r", self.name, exc)
             finally:
                 self.refreshes_done += 1
                 refreshed, self._refreshed = self._refreshed, anyio.Event()

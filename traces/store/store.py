@@ -8,6 +8,7 @@ open the store read-write only for as long as they ingest and query, then close 
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -15,15 +16,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from traces.events import EVENT_ADAPTER, Event
 from traces.home import db_path, traces_dir
 from traces.store import dataset, sql
 from traces.store.dataset import DatasetExport
-from traces.store.ingest import IngestReport, ingest
+from traces.store.progress import Progress
+from traces.store.scan import IngestReport, Work, pending, pending_in_folder
+
+if TYPE_CHECKING:
+    from traces.events import Event
 
 
 class StoreError(Exception):
@@ -150,15 +154,18 @@ class TraceStore:
 
     def _ensure_schema(self) -> None:
         with self._cursor() as cur:
-            has_meta = cur.execute(
-                "SELECT count(*) FROM information_schema.tables WHERE table_name = 'store_meta'"
-            ).fetchone()
-            if has_meta and has_meta[0]:
+            try:
                 found = dict(cur.execute(sql.STORE_META_GET).fetchall())
-                if any(found.get(key) != value for key, value in sql.STORE_META.items()):
-                    # The store is a cache of the traces: another layout or schema is rebuilt.
-                    cur.execute(sql.DROP_ALL)
+            except duckdb.CatalogException:
+                found = {}  # a new file
+            outdated = any(found.get(key) != value for key, value in sql.STORE_META.items())
+            if not outdated and found.get("schema_text") == sql.SCHEMA_TEXT:
+                return  # made with this very schema: the common case, kept cheap
+            if found and outdated:
+                # The store is a cache of the traces: another layout or schema is rebuilt.
+                cur.execute(sql.DROP_ALL)
             cur.execute(sql.SCHEMA)
+            cur.execute(sql.SCHEMA_TEXT_SET, {"text": sql.SCHEMA_TEXT})
 
     def close(self) -> None:
         self._conn.close()
@@ -187,17 +194,42 @@ class TraceStore:
 
     # --- ingest -------------------------------------------------------------------------
 
-    def ingest(self, paths: Iterable[Path | str]) -> IngestReport:
+    def ingest(self, paths: Iterable[Path | str], progress: Progress | None = None) -> IngestReport:
+        """Read what is new in the files named or found under the folders named, looking
+        at every file's size (`scan.pending`); `progress` hears how far a long one is."""
+        report = IngestReport()
+        with self._cursor() as cur:
+            return self._ingest(cur, pending(cur, paths, report), report, progress)
+
+    def ingest_home(self, home: Path, progress: Progress | None = None) -> IngestReport:
+        """Read what is new under the home's traces folder: the quick look every command
+        takes (`scan.pending_in_folder`)."""
+        folder = traces_dir(home)
+        report = IngestReport()
+        if not folder.is_dir():
+            return report
+        with self._cursor() as cur:
+            work, listing = pending_in_folder(cur, folder, report)
+            self._ingest(cur, work, report, progress)
+            if listing is not None:  # every file listed is in the store now
+                key = f"listing:{os.path.realpath(folder)}"
+                cur.execute(sql.LISTING_SET, {"key": key, "value": listing})
+            return report
+
+    def _ingest(
+        self,
+        cur: duckdb.DuckDBPyConnection,
+        work: list[Work],
+        report: IngestReport,
+        progress: Progress | None,
+    ) -> IngestReport:
         if self.read_only:
             raise StoreError(f"{self.path} is open read-only; cannot ingest")
-        with self._cursor() as cur:
-            return ingest(cur, paths)
+        if not work:
+            return report  # the common case: no event models, no pydantic
+        from traces.store.ingest import ingest_work
 
-    def ingest_home(self, home: Path) -> IngestReport:
-        folder = traces_dir(home)
-        if not folder.is_dir():
-            return IngestReport()
-        return self.ingest([folder]) if any(folder.glob("*.jsonl")) else IngestReport()
+        return ingest_work(cur, work, report, progress)
 
     # --- runs ---------------------------------------------------------------------------
 
@@ -297,6 +329,8 @@ class TraceStore:
             "types": list(types) if types is not None else None,
             "turn": turn,
         }
+        from traces.events import EVENT_ADAPTER
+
         with self._cursor() as cur:
             rows = cur.execute(sql.EVENTS, params).fetchall()
         return [EVENT_ADAPTER.validate_json(row[0]) for row in rows]

@@ -125,10 +125,11 @@ class Backend:
                 self._store = None
             self.released.set()
 
-    def ingest(self) -> IngestReport:
-        """Load new traces from the home folder (every read starts with this)."""
+    def ingest(self, progress: Callable[[str, float], None] | None = None) -> IngestReport:
+        """Load new traces from the home folder (every read starts with this); `progress`
+        hears how far a long load is (`traces.store.progress`)."""
         with self._session() as store:
-            return store.ingest_home(self.home)
+            return store.ingest_home(self.home, progress)
 
     # ------------------------------------------------------------------ runs
 
