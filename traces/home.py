@@ -26,6 +26,21 @@ def home_dir(override: str | Path | None = None) -> Path:
     return Path(os.environ.get("WORKBENCH_HOME") or ".workbench")
 
 
+class NoHomeError(ValueError):
+    """A command that only reads was pointed at a home folder that does not exist."""
+
+
+def existing_home(home: Path) -> Path:
+    """The home, if its folder exists. Commands that only read call this, so that a
+    mistyped --home says so instead of making a new, empty store there."""
+    if not home.is_dir():
+        raise NoHomeError(
+            f"no workbench home at {home} (check --home or $WORKBENCH_HOME); "
+            "`workbench run`, `workbench demo` or `workbench ingest PATH` makes one"
+        )
+    return home
+
+
 def traces_dir(home: Path) -> Path:
     return home / "traces"
 

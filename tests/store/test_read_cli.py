@@ -109,3 +109,46 @@ def test_real_workbench_process(home_with_golden: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert len(json.loads(result.stdout)) == 8
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["runs"],
+        ["show", "3fa2"],
+        ["sql", "SELECT 1"],
+        ["search", "word"],
+        ["export", "3fa2"],
+        ["export-parquet", "dataset"],
+        ["replay", "3fa2"],
+        ["diff", "3fa2", "0ddb"],
+        ["serve-model", "--replay", "3fa2"],
+    ],
+)
+def test_reading_a_home_that_does_not_exist_says_so_and_makes_nothing(
+    argv: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    missing = tmp_path / "mistyped"
+    assert main([*argv, "--home", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"workbench: no workbench home at {missing} (check --home or $WORKBENCH_HOME); "
+        "`workbench run`, `workbench demo` or `workbench ingest PATH` makes one\n"
+    )
+    assert sorted(tmp_path.iterdir()) == []
+
+
+def test_a_trace_path_needs_no_home_and_ingest_makes_one(
+    tmp_path: Path, golden_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "new-home"
+    trace = next(golden_dir.glob("*.jsonl"))
+    assert main(["export", str(trace), "--home", str(missing)]) == 0
+    assert not missing.exists()
+    assert main(["ingest", str(trace), "--home", str(missing)]) == 0
+    assert "1 new run(s)" in capsys.readouterr().out
+    assert main(["runs", "--home", str(missing)]) == 0

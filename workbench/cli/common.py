@@ -10,7 +10,7 @@ from enum import IntEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from traces.home import RedactionConfigError, home_dir, home_redactor
+from traces.home import NoHomeError, RedactionConfigError, existing_home, home_dir, home_redactor
 from traces.redact import Redactor
 from workbench.engine.run_service import SetupError as SetupError
 from workbench.engine.run_service import text_or_file as text_or_file
@@ -78,6 +78,15 @@ def add_home(parser: argparse.ArgumentParser) -> None:
 
 def resolve_home(args: argparse.Namespace) -> Path:
     return home_dir(getattr(args, "home", None))
+
+
+def read_home(args: argparse.Namespace) -> Path:
+    """The home of a command that only reads it: one line, not a new empty store, when its
+    folder does not exist (a mistyped --home)."""
+    try:
+        return existing_home(resolve_home(args))
+    except NoHomeError as exc:
+        raise CliError(str(exc)) from None
 
 
 def redactor_for(home: Path, secrets: Sequence[str | None] | None = None) -> Redactor:

@@ -18,7 +18,14 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from traces.home import db_path
-from workbench.cli.common import CliError, add_home, positive_int, print_json, resolve_home
+from workbench.cli.common import (
+    CliError,
+    add_home,
+    positive_int,
+    print_json,
+    read_home,
+    resolve_home,
+)
 from workbench.cli.progress import StderrProgress
 
 if TYPE_CHECKING:  # the store loads DuckDB and the event models pydantic: handlers import them
@@ -103,7 +110,7 @@ def _store(args: argparse.Namespace, paths: list[str] | None = None) -> Iterator
     """The home's store, with new traces (and `paths`) ingested; errors become one line."""
     from traces.store import AmbiguousRunError, StoreError, TraceStore, UnknownRunError
 
-    home = resolve_home(args)
+    home = resolve_home(args) if paths else read_home(args)  # only `ingest PATH` makes one
     progress = StderrProgress()  # shown only when ingest takes over a second
     try:
         with TraceStore.for_home(home) as store:

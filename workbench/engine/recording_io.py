@@ -22,7 +22,7 @@ from traces.events import (
     ToolEnd,
     ToolStart,
 )
-from traces.home import traces_dir
+from traces.home import existing_home, traces_dir
 from traces.tree import TurnNode, build_chain
 
 
@@ -183,7 +183,7 @@ def _path_from_store(prefix: str, home: Path) -> Path:
     except ImportError:
         raise RecordingError(unknown) from None
     try:
-        with TraceStore.for_home(home) as store:
+        with TraceStore.for_home(existing_home(home)) as store:
             store.ingest_home(home)
             run_id = store.resolve_run(prefix)
             source = getattr(store.run(run_id), "source_path", None)
