@@ -152,3 +152,19 @@ def test_a_trace_path_needs_no_home_and_ingest_makes_one(
     assert main(["ingest", str(trace), "--home", str(missing)]) == 0
     assert "1 new run(s)" in capsys.readouterr().out
     assert main(["runs", "--home", str(missing)]) == 0
+
+
+def test_show_of_a_run_ended_without_a_reason_has_no_dangling_colon(
+    wb_home: Path, golden_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = next(p for p in golden_dir.glob("*.jsonl") if '"completed"' in p.read_text())
+    lines = [json.loads(line) for line in source.read_text().splitlines()]
+    for event in lines:
+        if event["type"] == "run_end":
+            event["reason"] = ""  # captured and imported runs often have none
+    copy = wb_home / "traces" / source.name
+    copy.write_text("".join(json.dumps(event) + "\n" for event in lines))
+    assert main(["show", source.stem[:8]]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "end: completed" in out
+    assert not any(line.rstrip().endswith(":") for line in out if line.startswith("end:"))

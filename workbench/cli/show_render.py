@@ -132,7 +132,8 @@ def _end_lines(chain: RunChain, model: str, prices: Prices) -> list[str]:
     if end is None:
         return ["end: incomplete (the trace has no run_end; the run was killed or is running)"]
     layer = f" ({end.timeout_layer})" if end.timeout_layer else ""
-    lines = [f"end: {end.status}{layer}: {end.reason}"]
+    reason = f": {end.reason}" if end.reason else ""
+    lines = [f"end: {end.status}{layer}{reason}"]
     if end.final_answer:
         # Only a completed run's last text is its answer; otherwise it is what the model
         # said before the run was stopped.
