@@ -118,6 +118,8 @@ def test_search_lists_run_turn_and_snippet(home: Path, capsys: pytest.CaptureFix
     assert {"run_id": recovered, "turn": 1, "where": "tool_result"}.items() <= hits[0].items()
     assert main(["--home", str(home), "search", "nothing like this"]) == 1
     assert "no run mentions" in capsys.readouterr().out
+    assert main(["--home", str(home), "search", "nothing like this", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out) == []
 
 
 def test_export_markdown_and_json(

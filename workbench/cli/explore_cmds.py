@@ -64,7 +64,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         hits = search(store, args.text, run_id=run_id, limit=args.limit)
     if args.json:
         print_json([hit.to_json() for hit in hits])
-        return 0
+        return 0 if hits else 1  # like grep, with or without --json
     if not hits:
         print(f"no run mentions {args.text!r}")
         return 1
