@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from traces.redact import Redactor
@@ -39,6 +39,15 @@ def existing_home(home: Path) -> Path:
             "`workbench run`, `workbench demo` or `workbench ingest PATH` makes one"
         )
     return home
+
+
+def ambiguous_run(prefix: str, run_ids: Sequence[str]) -> str:
+    """What every command says when a run id prefix matches several runs."""
+    shown = ", ".join(run_id[:12] for run_id in run_ids[:5])
+    more = f" and {len(run_ids) - 5} more" if len(run_ids) > 5 else ""
+    return (
+        f"run id {prefix!r} matches {len(run_ids)} runs ({shown}{more}); give more characters of it"
+    )
 
 
 def traces_dir(home: Path) -> Path:

@@ -324,11 +324,22 @@ async def test_an_ambiguous_run_prefix_lists_the_candidates(project: Project, ca
     folder = path.parent
     for twin in ("abc111", "abc222"):
         (folder / f"{twin}.jsonl").write_text(path.read_text().replace(path.stem, twin))
-    for command in (["replay", "abc"], ["show", "abc"], ["fork", "abc", "--turn", "1"]):
+    said = set()
+    for command in (
+        ["replay", "abc"],
+        ["show", "abc"],
+        ["fork", "abc", "--turn", "1"],
+        ["serve-model", "--replay", "abc"],
+        ["capture-case", "abc", "--turn", "1", "--suite", str(project.home / "s.toml")],
+    ):
         code = await cli("--home", str(project.home), *command)
         err = capsys.readouterr().err
         assert code == 2 and err.count("\n") == 1, err
-        assert "abc111" in err and "abc222" in err, err
+        said.add(err)
+    # Every command says it in the same words.
+    assert said == {
+        "workbench: run id 'abc' matches 2 runs (abc111, abc222); give more characters of it\n"
+    }
 
 
 async def test_recording_with_null_content_on_tool_calls_still_replays(project: Project) -> None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from traces.home import db_path, traces_dir
+from traces.home import ambiguous_run, db_path, traces_dir
 from traces.store import dataset, sql
 from traces.store.dataset import DatasetExport
 from traces.store.progress import Progress
@@ -296,11 +296,7 @@ class TraceStore:
         if not prefix or not found:
             raise UnknownRunError(f"no run id starts with '{prefix}'; `workbench runs` lists them")
         if len(found) > 1:
-            shown = ", ".join(run[:12] for run in found[:5])
-            raise AmbiguousRunError(
-                f"'{prefix}' matches several runs ({shown}{', …' if len(found) > 5 else ''}); "
-                "give more characters"
-            )
+            raise AmbiguousRunError(ambiguous_run(prefix, found))
         return found[0]
 
     def run(self, run_id: str) -> RunRow:

@@ -22,7 +22,7 @@ from traces.events import (
     ToolEnd,
     ToolStart,
 )
-from traces.home import existing_home, traces_dir
+from traces.home import ambiguous_run, existing_home, traces_dir
 from traces.tree import TurnNode, build_chain
 
 
@@ -165,11 +165,7 @@ def load_recording(ref: str | Path, home: Path) -> Recording:
         return read_recording_file(direct)
     matches = sorted(folder.glob(f"{ref}*.jsonl")) if folder.is_dir() else []
     if len(matches) > 1:
-        shown = ", ".join(path.stem[:12] for path in matches[:5])
-        more = f" and {len(matches) - 5} more" if len(matches) > 5 else ""
-        raise RecordingError(
-            f"run id {ref!r} matches {len(matches)} runs ({shown}{more}); give more of it"
-        )
+        raise RecordingError(ambiguous_run(str(ref), [path.stem for path in matches]))
     if len(matches) == 1:
         return read_recording_file(matches[0])
     return read_recording_file(_path_from_store(str(ref), home))

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_core.tools.base import CallKey, ToolResult, call_key
+from traces.home import ambiguous_run
 from workbench.engine.fork import ForkError, ForkPlan, ForkRequest, plan_fork
 from workbench.engine.recording_io import Recording, RecordingError, read_recording_file
 
@@ -75,7 +76,7 @@ def find_trace(run_id: str, folders: list[Path]) -> Path:
         if len(matches) == 1:
             return matches[0]
         if len(matches) > 1:
-            raise RecordingError(f"run id {run_id!r} is ambiguous in {folder}; give more of it")
+            raise RecordingError(ambiguous_run(run_id, [path.stem for path in matches]))
     where = ", ".join(str(f) for f in folders)
     raise RecordingError(f"no trace for run {run_id!r} in {where}; check `workbench runs`")
 
