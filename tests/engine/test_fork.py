@@ -138,6 +138,8 @@ async def test_edits_of_prompt_user_and_tool_description_are_recorded(project: P
         (["--turn", "4"], "pick a turn from 1 to 3"),
         (["--turn", "2", "--mock", "nope=x"], "valid ids: call_list"),
         (["--turn", "1", "--mock", "call_list=x"], "valid ids: none"),
+        (["--turn", "2", "--mock", "noequals"], "--mock takes CALL_ID=TEXT or CALL_ID=@FILE"),
+        (["--turn", "2", "--tool-schema", "x"], "--tool-schema takes NAME=JSON or NAME=@FILE"),
         (["--turn", "2", "--tool-description", "teleport=go"], "no tool 'teleport'"),
     ],
 )

@@ -224,12 +224,13 @@ def _register_fork(subparsers: Any) -> None:
     parser.set_defaults(func=_cmd_fork)
 
 
-def _pairs(values: list[str], flag: str) -> dict[str, str]:
+def _pairs(values: list[str], flag: str, key: str, text_name: str) -> dict[str, str]:
+    """`KEY=TEXT` or `KEY=@FILE` values of a repeated flag, as its --help names them."""
     pairs: dict[str, str] = {}
     for value in values:
         name, sep, text = value.partition("=")
         if not sep or not name:
-            raise CliError(f"{flag} takes NAME=TEXT or NAME=@FILE, got {value!r}")
+            raise CliError(f"{flag} takes {key}={text_name} or {key}=@FILE, got {value!r}")
         pairs[name] = text_or_file(text)
     return pairs
 
@@ -239,7 +240,7 @@ def _fork_request(args: argparse.Namespace) -> Any:
     from workbench.engine.fork import ForkRequest
 
     schemas: dict[str, dict[str, Any]] = {}
-    for name, text in _pairs(args.tool_schema, "--tool-schema").items():
+    for name, text in _pairs(args.tool_schema, "--tool-schema", "NAME", "JSON").items():
         try:
             schema = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -253,7 +254,7 @@ def _fork_request(args: argparse.Namespace) -> Any:
         user=text_or_file(args.user) if args.user is not None else None,
         tool_descriptions=parse_tool_descriptions(args.tool_description),
         tool_schemas=schemas,
-        mocks=_pairs(args.mock, "--mock"),
+        mocks=_pairs(args.mock, "--mock", "CALL_ID", "TEXT"),
         allow_side_effects=args.allow_side_effects,
     )
 
