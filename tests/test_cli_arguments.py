@@ -1,5 +1,5 @@
 """Every command's number flags share the same types: a bad value is one usage line and
-exit 2, before anything runs."""
+exit 2, before anything runs. Every argument error is one line naming the command."""
 
 from __future__ import annotations
 
@@ -27,3 +27,43 @@ def test_a_bad_number_is_one_usage_line(
     assert exited.value.code == 2
     err = capsys.readouterr().err
     assert says in err and "Traceback" not in err
+    assert err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["runs", "--bogus"], "workbench runs: unrecognized arguments: --bogus"),
+        (["mcp", "list", "--bogus", "x"], "workbench mcp list: unrecognized arguments: --bogus x"),
+        (["show"], "workbench show: the following arguments are required: RUN"),
+        (["runs", "--status", "done"], "workbench runs: argument --status: invalid choice: 'done'"),
+        (["--bogus"], "workbench: unrecognized arguments: --bogus"),
+    ],
+)
+def test_an_argument_error_is_one_line_naming_the_command(
+    argv: list[str], line: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    command = line.split(":")[0]
+    assert err.startswith(line) and err.endswith(f"; see `{command} --help`\n"), err
+    assert err.count("\n") == 1, err
+
+
+def test_an_unknown_command_points_at_the_command_list(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["bogus"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("workbench: argument COMMAND: invalid choice: 'bogus' (choose from ")
+    assert err.endswith("; see `workbench --help`\n") and err.count("\n") == 1
+
+
+def test_help_is_argparse_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["runs", "--help"])
+    assert exited.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: workbench runs [-h]") and "--failed" in out

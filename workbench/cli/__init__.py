@@ -18,7 +18,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from workbench.cli.common import EXIT_CODES, CliError, ExitCode, SetupError
+from workbench.cli.common import EXIT_CODES, CliError, CommandParser, ExitCode, SetupError
 
 # Modules that add subcommands, in the order they appear in --help.
 COMMAND_MODULES = (
@@ -35,7 +35,7 @@ COMMAND_MODULES = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="workbench",
         description=(
             "Trace-and-replay workbench for LLM agents. Run `workbench` alone to open the "

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from enum import IntEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from traces.home import NoHomeError, RedactionConfigError, existing_home, home_dir, home_redactor
 from traces.redact import Redactor
@@ -57,6 +57,37 @@ STATUS_EXIT: dict[str, ExitCode] = {
     "error": ExitCode.RUN_ERROR,
     "cancelled": ExitCode.CANCELLED,
 }
+
+
+class CommandParser(argparse.ArgumentParser):
+    """A parser whose argument errors are one line naming the command, what is wrong and
+    where its --help is (exit 2), not argparse's usage block. Subparsers are made with the
+    parser's own class, so every command gets it; --help is argparse's, unchanged."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(ExitCode.USAGE, f"{self.prog}: {message}; see `{self.prog} --help`\n")
+
+    def parse_args(  # type: ignore[override]  # always a Namespace, never None
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:  # argparse leaves these to the top parser: say which command had them
+            self._command(parsed).error(f"unrecognized arguments: {' '.join(extra)}")
+        return parsed
+
+    def _command(self, parsed: argparse.Namespace) -> argparse.ArgumentParser:
+        """The (sub)command parser that parsed `parsed`, the deepest one chosen."""
+        parser: argparse.ArgumentParser = self
+        while True:
+            chosen = [
+                action.choices[name]
+                for action in parser._actions
+                if isinstance(action, argparse._SubParsersAction)
+                and (name := getattr(parsed, action.dest, None)) in action.choices
+            ]
+            if not chosen:
+                return parser
+            parser = chosen[0]
 
 
 class CliError(Exception):
