@@ -6,7 +6,7 @@ Ingest's statements live in `ingest_sql`.
 from __future__ import annotations
 
 # Bump when the tables below change shape; an older store file is rebuilt from its traces.
-STORE_VERSION = 4
+STORE_VERSION = 5
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS store_meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -140,7 +140,7 @@ RUNS_BY_PREFIX = """
 SELECT run_id FROM runs WHERE starts_with(run_id, $prefix) ORDER BY run_id LIMIT 6
 """
 EVENTS = """
-SELECT event FROM events
+SELECT event, seq FROM events
 WHERE run_id = $run_id AND ($types IS NULL OR list_contains($types, type))
   AND ($turn IS NULL OR turn = $turn)
 ORDER BY seq LIMIT $limit OFFSET $offset

@@ -8,6 +8,7 @@ open the store read-write only for as long as they ingest and query, then close 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -18,9 +19,11 @@ from types import TracebackType
 from typing import Any
 
 import duckdb
+from pydantic import ValidationError
 
-from traces.events import EVENT_ADAPTER, Event
+from traces.events import Event
 from traces.home import db_path, traces_dir
+from traces.reader import describe_validation_error, validate_line
 from traces.store import sql
 from traces.store.ingest import IngestReport, ingest
 
@@ -78,9 +81,19 @@ class RunRow:
         return out
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+# DuckDB's words when another process holds the file ("Could not set lock on file …:
+# Conflicting lock is held in …"); a bare "lock" would also match a corrupt "block".
+_LOCKED = re.compile(r"\b(could not set lock|conflicting lock)\b", re.IGNORECASE)
+
+
 def _open_error(path: Path, exc: Exception) -> StoreError:
-    message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    if "lock" in message.lower():
+    message = _first_line(exc)
+    if _LOCKED.search(message):
         return StoreLockedError(
             f"{path} is in use by another workbench process; close it and try again"
         )
@@ -180,8 +193,14 @@ class TraceStore:
     def ingest(self, paths: Iterable[Path | str]) -> IngestReport:
         if self.read_only:
             raise StoreError(f"{self.path} is open read-only; cannot ingest")
-        with self._cursor() as cur:
-            return ingest(cur, paths)
+        try:
+            with self._cursor() as cur:
+                return ingest(cur, paths)
+        except (duckdb.Error, OSError) as exc:
+            raise StoreError(
+                f"could not write {self.path} ({_first_line(exc)}); nothing new was "
+                "ingested: free some disk space (or lift the file size limit) and try again"
+            ) from None
 
     def ingest_home(self, home: Path) -> IngestReport:
         folder = traces_dir(home)
@@ -262,7 +281,19 @@ class TraceStore:
         }
         with self._cursor() as cur:
             rows = cur.execute(sql.EVENTS, params).fetchall()
-        return [EVENT_ADAPTER.validate_json(row[0]) for row in rows]
+        events: list[Event] = []
+        for text, seq in rows:
+            try:
+                events.append(validate_line(text))
+            except ValidationError as exc:
+                # Ingest admits only lines the reader accepts; a store written by an older
+                # workbench may still hold one it does not.
+                raise StoreError(
+                    f"event seq {seq} of run {run_id} in {self.path} does not read back "
+                    f"({describe_validation_error(exc)}); move the store aside and run "
+                    "`workbench ingest` again to rebuild it from the traces"
+                ) from None
+        return events
 
     def count_events(self, run_id: str) -> int:
         with self._cursor() as cur:
