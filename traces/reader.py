@@ -18,7 +18,7 @@ from typing import Any
 import jsonlines
 from pydantic import ValidationError
 
-from traces.events import EVENT_ADAPTER, SCHEMA_VERSION, Event, RunStart
+from traces.events import EVENT_ADAPTER, EVENT_TYPES, SCHEMA_VERSION, Event, RunStart
 
 
 class NewerSchemaError(ValueError):
@@ -79,10 +79,16 @@ class ReadResult:
     truncated_tail: bool = False
 
 
+_EVENT_TAGS = frozenset(cls.model_fields["type"].default for cls in EVENT_TYPES)
+
+
 def describe_validation_error(exc: ValidationError) -> str:
     """The first error pydantic found, as a short phrase (`missing field 'task'`)."""
     first = exc.errors()[0]
-    where = ".".join(str(part) for part in first.get("loc", ()))
+    loc = first.get("loc", ())
+    if loc and loc[0] in _EVENT_TAGS:  # the union's tag leads every field's location
+        loc = loc[1:]
+    where = ".".join(str(part) for part in loc)
     if first["type"] == "missing":
         return f"missing field '{where}'"
     if first["type"] == "union_tag_invalid":

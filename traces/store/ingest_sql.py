@@ -124,13 +124,13 @@ INSERT INTO event_rows SELECT {_ROW.replace("RECHECK", "NULL")}
 # --- checks on one batch, after its lines are in `event_rows` -------------------------------
 
 # The reader's verdicts on carefully read lines (see `ingest._apply_verdicts`): the lines it
-# refused, and the lines only DuckDB refused, admitted with the values the reader read.
+# refused, with its reason (the same words `workbench replay` uses), and the lines only
+# DuckDB refused, admitted with the values the reader read.
 REFUSE_LINES = """
 UPDATE event_rows AS e SET problem = r.problem
 FROM (SELECT unnest($lines::STRUCT(path VARCHAR, line_no BIGINT, problem VARCHAR)[],
                     recursive := true)) r
 WHERE e.batch = $batch AND e.source_path = r.path AND e.line_no = r.line_no
-    AND e.problem IS NULL
 """
 BATCH_REFUSED_LINES = """
 SELECT source_path, line_no FROM event_rows
@@ -154,7 +154,8 @@ WHERE e.batch = $batch AND e.source_path = a.path AND e.line_no = a.line_no
 BULK_FILE_STATS = """
 SELECT source_path, count(*) AS rows, sum(line_bytes) + count(*) AS nbytes,
     count(problem) = 0 AND min(run_id) = max(run_id) AS clean,
-    coalesce(bit_count(bitstring_agg(seq, 0, $bits - 1) FILTER (WHERE seq < $bits)), 0)
+    coalesce(bit_count(bitstring_agg(seq, 0, $bits - 1)
+        FILTER (WHERE seq BETWEEN 0 AND $bits - 1)), 0)
         AS seqs,
     count(*) FILTER (WHERE seq >= $bits) AS beyond,
     min(run_id) AS run_id

@@ -8,6 +8,7 @@ open the store read-write only for as long as they ingest and query, then close 
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from collections.abc import Iterable, Iterator
@@ -38,6 +39,10 @@ class StoreLockedError(StoreError):
 
 class StoreCorruptError(StoreError):
     pass
+
+
+class StoreReadOnlyError(StoreError):
+    """The store cannot be opened for writing: its folder or file is read-only."""
 
 
 class QueryError(StoreError):
@@ -103,6 +108,16 @@ def _open_error(path: Path, exc: Exception) -> StoreError:
     )
 
 
+def _check_writable(path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreReadOnlyError(f"cannot create {path.parent} ({exc.strerror or exc})") from None
+    # DuckDB writes the file and a write-ahead log beside it.
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise StoreReadOnlyError(f"{path} cannot be written (a read-only disk or folder)")
+
+
 # How long commands wait for another workbench process (an open TUI) to let go of the file.
 LOCK_WAIT_S = 5.0
 
@@ -124,7 +139,7 @@ class TraceStore:
         if read_only and not path.exists():
             raise StoreError(f"{path} does not exist yet; run `workbench ingest` first")
         if not read_only:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            _check_writable(path)
         deadline = time.monotonic() + wait_s
         pause = 0.02
         while True:
@@ -197,9 +212,12 @@ class TraceStore:
             with self._cursor() as cur:
                 return ingest(cur, paths)
         except (duckdb.Error, OSError) as exc:
+            # A full disk or a file size limit shows up as an IO error, or as a failed
+            # COMMIT when the write-ahead log cannot grow.
             raise StoreError(
                 f"could not write {self.path} ({_first_line(exc)}); nothing new was "
-                "ingested: free some disk space (or lift the file size limit) and try again"
+                "ingested: if the disk is full or a file size limit applies, make room and "
+                "try again"
             ) from None
 
     def ingest_home(self, home: Path) -> IngestReport:

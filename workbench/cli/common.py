@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from traces.home import RedactionConfigError, home_dir, home_redactor
+from traces.home import RedactionConfigError, home_dir, home_redactor, traces_dir
 from traces.redact import Redactor
 
 T = TypeVar("T", int, float)
@@ -34,6 +35,25 @@ def add_home(parser: argparse.ArgumentParser) -> None:
 
 def resolve_home(args: argparse.Namespace) -> Path:
     return home_dir(getattr(args, "home", None))
+
+
+def writable_home(home: Path) -> Path:
+    """The home, with its traces folder created; a home that cannot be written is one line
+    (a read-only disk, a parent that is a file, no permission), not an `OSError`."""
+    folder = traces_dir(home)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(
+            f"cannot create {folder} ({exc.strerror or exc}); choose a writable folder with "
+            "--home or $WORKBENCH_HOME"
+        ) from None
+    if not os.access(folder, os.W_OK):
+        raise CliError(
+            f"{folder} is not writable (a read-only disk or folder); choose a writable "
+            "folder with --home or $WORKBENCH_HOME"
+        )
+    return home
 
 
 def redactor_for(home: Path, secrets: list[str | None] | None = None) -> Redactor:

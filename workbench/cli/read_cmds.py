@@ -13,6 +13,7 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from traces.events import RUN_STATUSES, json_schema
@@ -20,6 +21,7 @@ from traces.store import (
     AmbiguousRunError,
     IngestReport,
     StoreError,
+    StoreReadOnlyError,
     TraceStore,
     UnknownRunError,
 )
@@ -65,18 +67,23 @@ def _report_problems(report: IngestReport) -> None:
 
 
 @contextmanager
-def _store(args: argparse.Namespace, paths: list[str] | None = None) -> Iterator[TraceStore]:
-    """The home's store, with new traces (and `paths`) ingested; errors become one line."""
+def _store(
+    args: argparse.Namespace, paths: list[str] | None = None, must_write: bool = False
+) -> Iterator[TraceStore]:
+    """The home's store, with new traces (and `paths`) ingested; errors become one line.
+    On a read-only home the store is read as it is, with a note, unless `must_write`."""
     home = resolve_home(args)
     try:
-        with TraceStore.for_home(home) as store:
-            report = store.ingest_home(home)
-            if paths:
-                extra = store.ingest(paths)
-                report.problems += extra.problems
-                report.files += extra.files
-                report.new_events += extra.new_events
-                report.new_runs += extra.new_runs
+        with _open_home_store(home, must_write) as store:
+            report = IngestReport()
+            if not store.read_only:
+                report = store.ingest_home(home)
+                if paths:
+                    extra = store.ingest(paths)
+                    report.problems += extra.problems
+                    report.files += extra.files
+                    report.new_events += extra.new_events
+                    report.new_runs += extra.new_runs
             args.ingest_report = report
             _report_problems(report)
             yield store
@@ -86,8 +93,25 @@ def _store(args: argparse.Namespace, paths: list[str] | None = None) -> Iterator
         raise CliError(str(exc.args[0])) from None
 
 
+def _open_home_store(home: Path, must_write: bool) -> TraceStore:
+    try:
+        return TraceStore.for_home(home)
+    except StoreReadOnlyError as exc:
+        if must_write:
+            raise
+        try:
+            store = TraceStore.for_home(home, read_only=True)
+        except StoreError:
+            raise StoreError(f"{exc}, and there is no store to read yet") from None
+        print(
+            f"workbench: note: {exc}; showing the store as it is, without ingesting new traces",
+            file=sys.stderr,
+        )
+        return store
+
+
 def cmd_ingest(args: argparse.Namespace) -> int:
-    with _store(args, args.paths) as store:
+    with _store(args, args.paths, must_write=True) as store:
         report: IngestReport = args.ingest_report
         total = store.count_runs()
     if args.json:

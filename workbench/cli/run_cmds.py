@@ -20,6 +20,7 @@ from workbench.cli.common import (
     redactor_for,
     resolve_home,
     text_or_file,
+    writable_home,
 )
 from workbench.cli.driving import local_toolsets, mcp_config_secrets, run_agent
 from workbench.cli.model_flags import (
@@ -132,7 +133,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         tool_descriptions=overrides,
         meta={"root": str(args.root.resolve())},  # what the built-in tools could read
     )
-    home = resolve_home(args)
+    home = writable_home(resolve_home(args))
     redactor = redactor_for(home, [model_settings(args).api_key, *secrets])
     writer = JsonlWriter(traces_dir(home), config.run_id, redactor)
     agent = Agent(model, toolsets, config, sinks=[writer])
@@ -162,7 +163,7 @@ def result_json(result: RunResult, trace: Path) -> dict[str, Any]:
 def cmd_demo(args: argparse.Namespace) -> int:
     from agent_core.model.scripted import ScriptedModel
 
-    home = resolve_home(args)
+    home = writable_home(resolve_home(args))
     project = write_project(home / "demo-project")
     print(SCRIPTED_NOTICE)
     print(f"Recording {len(SCENARIOS)} runs into {home} (project folder: {project})\n")
