@@ -157,6 +157,15 @@ def _invalid_line_reason(exc: jsonlines.InvalidLineError) -> str:
     return "not a JSON object"
 
 
+def _dumps(record: dict[str, Any]) -> str:
+    text = json.dumps(record, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from a `\ud800` escape: keep it escaped
+        text = json.dumps(record)
+    return text
+
+
 def _stored_text(raw: bytes) -> str:
     text = raw.decode("utf-8", "replace").rstrip("\r\n")
     return text[1:] if text.startswith(_SKIPPED_FIRST_CHARS) else text
@@ -197,7 +206,7 @@ def check_lines(
                         continue
                     version = declared
             if version < SCHEMA_VERSION:
-                text = json.dumps(migrate(record, version), ensure_ascii=False)
+                text = _dumps(migrate(record, version))
             try:
                 yield Line(lines.number, text, event=validate_line(text), schema_version=version)
             except ValidationError as exc:

@@ -96,3 +96,13 @@ def _positive(convert: Callable[[str], T], what: str) -> Callable[[str], T]:
 
 positive_int = _positive(int, "a whole number")
 positive_float = _positive(float, "a number of seconds")
+
+
+def add_mcp_start_timeout(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--mcp-start-timeout",
+        type=positive_float,
+        default=10.0,
+        metavar="SECONDS",
+        help="how long each MCP server has to start and list its tools (default 10)",
+    )

@@ -61,11 +61,12 @@ def run_agent(
     *,
     mcp_config: Path | None = None,
     attach: AttachTools = lambda agent, toolsets: agent.toolsets.extend(toolsets),
+    mcp_start_timeout_s: float = 10.0,
 ) -> RunResult:
     """Run to the end, printing as it goes. A setup failure before the run started leaves
     no half trace behind; Ctrl-C cancels cleanly and the trace ends with `cancelled`."""
     try:
-        return asyncio.run(_drive(agent, printer, mcp_config, attach))
+        return asyncio.run(_drive(agent, printer, mcp_config, attach, mcp_start_timeout_s))
     except asyncio.CancelledError:  # Ctrl-C before the run itself had started
         _drop_unstarted(agent, writer)
         raise CliError("cancelled before the run started", 130) from None
@@ -81,7 +82,11 @@ def _drop_unstarted(agent: Agent, writer: JsonlWriter) -> None:
 
 
 async def _drive(
-    agent: Agent, printer: RunPrinter | None, mcp_config: Path | None, attach: AttachTools
+    agent: Agent,
+    printer: RunPrinter | None,
+    mcp_config: Path | None,
+    attach: AttachTools,
+    mcp_start_timeout_s: float,
 ) -> RunResult:
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
@@ -94,7 +99,10 @@ async def _drive(
                 from agent_core.mcp_tools import open_mcp_toolsets
 
                 opening = open_mcp_toolsets(
-                    mcp_config, agent.recorder, tool_timeout_s=agent.config.limits.tool_timeout_s
+                    mcp_config,
+                    agent.recorder,
+                    tool_timeout_s=agent.config.limits.tool_timeout_s,
+                    startup_timeout_s=mcp_start_timeout_s,
                 )
                 try:
                     attach(agent, list(await stack.enter_async_context(opening)))

@@ -29,6 +29,7 @@ from traces.writer import JsonlWriter
 from workbench.cli.common import (
     CliError,
     add_home,
+    add_mcp_start_timeout,
     print_json,
     redactor_for,
     resolve_home,
@@ -86,6 +87,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         help=f"mcpServers JSON (default: ${DEFAULT_CONFIG_ENV}, else ./{DEFAULT_CONFIG_FILE})",
     )
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds per tool call")
+    add_mcp_start_timeout(parser)
     parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
     add_home(parser)
 
@@ -142,7 +144,11 @@ def _traced(args: argparse.Namespace, task: str, servers: list[str] | None, body
 
     async def session() -> None:
         async with open_mcp_toolsets(
-            path, recorder, tool_timeout_s=args.timeout, servers=servers
+            path,
+            recorder,
+            tool_timeout_s=args.timeout,
+            startup_timeout_s=args.mcp_start_timeout,
+            servers=servers,
         ) as toolsets:
             tally.status = "completed"
             await body(toolsets, recorder, tally)

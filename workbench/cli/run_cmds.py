@@ -16,6 +16,7 @@ from traces.writer import JsonlWriter
 from workbench.cli.common import (
     CliError,
     add_home,
+    add_mcp_start_timeout,
     print_json,
     redactor_for,
     resolve_home,
@@ -84,6 +85,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     tools.add_argument(
         "--mcp-config", type=Path, metavar="FILE", help="MCP servers in mcpServers JSON format"
     )
+    add_mcp_start_timeout(tools)
     tools.add_argument("--system", metavar="TEXT|@FILE", help="system prompt")
     tools.add_argument(
         "--tool-description",
@@ -138,7 +140,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     writer = JsonlWriter(traces_dir(home), config.run_id, redactor)
     agent = Agent(model, toolsets, config, sinks=[writer])
     printer = RunPrinter(sys.stderr if args.json else sys.stdout)
-    result = run_agent(agent, printer, writer, mcp_config=args.mcp_config)
+    result = run_agent(
+        agent,
+        printer,
+        writer,
+        mcp_config=args.mcp_config,
+        mcp_start_timeout_s=args.mcp_start_timeout,
+    )
     printer.summary(result, str(writer.path))
     if args.json:
         print_json(result_json(result, writer.path))
