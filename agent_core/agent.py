@@ -12,7 +12,7 @@ engine drives the same loop for replay and forks by passing wrapper models and t
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,13 +97,13 @@ class Agent:
         toolsets: list[Toolset],
         config: AgentConfig,
         *,
-        sinks: list[Sink] | None = None,
+        sinks: Sequence[Sink] | None = None,
         hooks: Hooks | None = None,
     ) -> None:
         self.model = model
         self.toolsets = toolsets
         self.config = config
-        self.sinks = sinks or []
+        self.sinks = list(sinks or [])
         self.hooks = hooks or Hooks()
         self.result: RunResult | None = None
         # Created here so that toolsets opened before the run (MCP servers) can record

@@ -15,6 +15,10 @@ Token budget: the run's cumulative tokens — provider-reported `total_tokens` f
 that reports usage, else our estimate of its prompt plus its answer. It is checked before
 each request (adding the new prompt's estimate, so an over-budget request is never sent)
 and after each answer (tool calls in an answer that crossed the budget are not run).
+
+A `tool_choice` param that forces a call ("required", or one named function) is sent until
+the model has called a tool, then left out, as openai-agents' `reset_tool_choice` does:
+sent on every turn it would force a call forever. "auto" and "none" are always sent.
 """
 
 from __future__ import annotations
@@ -31,11 +35,13 @@ from agent_core.history import needs_trim, trim_history
 from agent_core.messages import (
     MessageInvariantError,
     check_messages,
+    sendable,
     system_message,
     tool_message,
     user_message,
 )
 from agent_core.model.base import (
+    ERROR_TEXT_CHARS,
     ChatModel,
     Completed,
     ModelCall,
@@ -162,7 +168,7 @@ class LoopRun:
             self._finish(End("error", str(exc)))
             return
         if config.initial_messages is not None:
-            self.messages = [dict(message) for message in config.initial_messages]
+            self.messages = [sendable(message) for message in config.initial_messages]
         else:
             if config.system_prompt:
                 self.messages.append(system_message(config.system_prompt))
@@ -188,7 +194,8 @@ class LoopRun:
             estimate = self._prepare_request(tool_tokens)
             if self.end is None:
                 self.turns += 1
-                call = ModelCall(list(self.messages), schemas, dict(config.params), config.stream)
+                params = _request_params(config.params, self._called_a_tool())
+                call = ModelCall(list(self.messages), schemas, params, config.stream)
                 completed: list[Completed] = []
                 async with aclosing(self._call_model(call, estimate, completed)) as items:
                     async for item in items:
@@ -292,7 +299,9 @@ class LoopRun:
         except ModelTimeout as exc:
             self._finish(End("timeout", f"the model call timed out: {_line(exc)}", "model"))
         except ModelError as exc:
-            self._finish(End("error", f"model call failed: {_line(exc)}"))
+            # The server's own words name the cause, often late in a long validation error.
+            detail = _line(exc, ERROR_TEXT_CHARS + 200)
+            self._finish(End("error", f"model call failed: {detail}"))
         finally:
             await stream.aclose()  # type: ignore[attr-defined]
         for queued in self.recorder.drain():
@@ -380,6 +389,12 @@ class LoopRun:
             (m.get("content") for m in reversed(self.messages) if m.get("role") == "user"), None
         )
         return f"{self.config.task}\n{latest if isinstance(latest, str) else ''}"
+
+    def _called_a_tool(self) -> bool:
+        return self.tool_calls > 0 or any(
+            message.get("role") == "assistant" and message.get("tool_calls")
+            for message in self.messages
+        )
 
     def _count_usage(self, completed: Completed, estimate: int) -> None:
         self.model_calls += 1
@@ -478,10 +493,17 @@ def run_loop(agent: Agent) -> AsyncIterator[Event | TextDelta]:
     return LoopRun(agent).events()
 
 
+def _request_params(params: dict[str, Any], called_a_tool: bool) -> dict[str, Any]:
+    choice = params.get("tool_choice")
+    if called_a_tool and choice is not None and choice not in ("auto", "none"):
+        return {key: value for key, value in params.items() if key != "tool_choice"}
+    return dict(params)
+
+
 def _int(value: Any, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
-def _line(exc: BaseException) -> str:
+def _line(exc: BaseException, limit: int = 300) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
-    return text[:300]
+    return text[:limit]

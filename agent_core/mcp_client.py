@@ -608,7 +608,8 @@ async def _end_process_group(connection: McpConnection) -> None:
         except (ProcessLookupError, PermissionError):
             return
         with anyio.move_on_after(1.0):
-            while _group_alive(group):
+            # Polled: nothing signals when another process's group becomes empty.
+            while _group_alive(group):  # noqa: ASYNC110
                 await anyio.sleep(0.02)
         if not _group_alive(group):
             return

@@ -1,6 +1,7 @@
 """Chat messages as the loop keeps them, and the invariant checked before every request.
 
-Assistant messages with tool calls are kept verbatim (content may be null). Every tool call
+Assistant messages with tool calls are kept as the model sent them, except that one without
+text carries `"content": ""` (several servers reject null). Every tool call
 gets exactly one tool message carrying the model's own id, placed after its assistant message
 and before the next assistant message. A violation is a bug in the loop or in a fork's
 rebuilt history, so the run stops with an `error` rather than sending a malformed request.
@@ -25,6 +26,30 @@ def user_message(text: str) -> dict[str, Any]:
 
 def tool_message(call_id: str, text: str) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call_id, "content": text}
+
+
+def _calls_without_text(message: dict[str, Any]) -> bool:
+    return (
+        message.get("role") == "assistant"
+        and bool(message.get("tool_calls"))
+        and message.get("content") in (None, "")
+    )
+
+
+def sendable(message: dict[str, Any]) -> dict[str, Any]:
+    """The message as servers accept it: an assistant tool-call message without text gets
+    `"content": ""` (histories rebuilt from older recordings carry null, or no key)."""
+    if _calls_without_text(message):
+        return {**message, "content": ""}
+    return dict(message)
+
+
+def same_meaning(message: dict[str, Any]) -> dict[str, Any]:
+    """The message with its tool-call-only text in one form, for comparing a request with
+    an older recording of it: a null, absent or empty `content` there all mean no text."""
+    if _calls_without_text(message):
+        return {key: value for key, value in message.items() if key != "content"}
+    return message
 
 
 def check_messages(messages: list[dict[str, Any]]) -> None:

@@ -6,8 +6,8 @@ cd "$(dirname "$0")/.."
 
 source scripts/lib.sh
 
-echo "== installing (.venv, project with dev extras, reference MCP servers)"
-install_venv "[dev]"
+echo "== installing (.venv, project with dev, frameworks and otel extras, reference MCP servers)"
+install_venv "[dev,frameworks,otel]"
 quietly bash scripts/install-mcp-servers.sh
 
 echo "== ruff, mypy"

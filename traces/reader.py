@@ -4,13 +4,13 @@ A trace is written line by line while the run goes on, so the last line of a liv
 run may be cut short: that line is skipped silently. Every other bad line is reported as
 `file:line: reason` and the rest of the file is still read. A trace written by a newer
 workbench (`schema_version` above ours) is refused; older versions are migrated line by line
-through `MIGRATIONS` before validation.
+before validation (`traces.versions`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,56 +19,9 @@ import jsonlines
 from pydantic import ValidationError
 
 from traces.events import EVENT_ADAPTER, EVENT_TYPES, SCHEMA_VERSION, Event, RunStart
+from traces.versions import MIGRATIONS, NewerSchemaError, check_version, declared_version, migrate
 
-
-class NewerSchemaError(ValueError):
-    """The trace was written with a schema version this workbench does not know yet."""
-
-    def __init__(self, path: Path | str, version: int, line: int | None = None) -> None:
-        self.line = line  # of the run_start that declares it, when known
-        self.reason = (
-            f"schema_version {version} is newer than this workbench supports "
-            f"({SCHEMA_VERSION}); upgrade agent-workbench to read it"
-        )
-        super().__init__(f"{path}: {self.reason}")
-        self.path = str(path)
-        self.version = version
-
-
-# One function per old version: it turns a decoded line of version N into version N + 1.
-Migration = Callable[[dict[str, Any]], dict[str, Any]]
-
-
-def _v1_to_v2(record: dict[str, Any]) -> dict[str, Any]:
-    """v2 adds optional fields only; a v1 run_start learns its origin from what v1 kept:
-    regression meta (a sample), an MCP config (an `mcp` session) or a parent run (a fork)."""
-    if record.get("type") != "run_start":
-        return record
-    meta = record.get("meta")
-    meta = meta if isinstance(meta, dict) else {}
-    if "regress" in meta:  # samples of a recorded context have a parent too
-        origin = "regression_sample"
-    elif "mcp_config" in meta:
-        origin = "mcp_session"
-    elif record.get("parent_run_id") is not None:
-        origin = "fork"
-    else:
-        origin = "agent"
-    return {**record, "schema_version": 2, "origin": origin}
-
-
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2}
-
-
-def migrate(record: dict[str, Any], version: int) -> dict[str, Any]:
-    """Bring one decoded line from `version` up to the current schema."""
-    while version < SCHEMA_VERSION:
-        step = MIGRATIONS.get(version)
-        if step is None:
-            raise ValueError(f"no migration from schema_version {version}")
-        record = step(record)
-        version += 1
-    return record
+__all__ = ["NewerSchemaError", "check_lines", "iter_trace", "read_trace", "validate_line"]
 
 
 @dataclass
@@ -195,16 +148,17 @@ def check_lines(
                 yield Line(lines.number, text, problem=_invalid_line_reason(exc))
                 continue
             text = _stored_text(lines.current)
-            if record.get("type") == "run_start" and "schema_version" in record:
-                declared = record["schema_version"]
-                if isinstance(declared, int) and not isinstance(declared, bool):
-                    if declared > SCHEMA_VERSION:
-                        raise NewerSchemaError("", declared, lines.number)
-                    if declared < SCHEMA_VERSION and declared not in MIGRATIONS:
-                        problem = f"schema_version {declared} is not a version of this format"
-                        yield Line(lines.number, text, problem=problem)
-                        continue
-                    version = declared
+            declared = declared_version(record)
+            if declared is not None:
+                if declared < SCHEMA_VERSION and declared not in MIGRATIONS:
+                    problem = f"schema_version {declared} is not a version of this format"
+                    yield Line(lines.number, text, problem=problem)
+                    continue
+                try:
+                    version = check_version("", declared)
+                except NewerSchemaError as exc:
+                    exc.line = lines.number
+                    raise
             if version < SCHEMA_VERSION:
                 text = _dumps(migrate(record, version))
             try:

@@ -7,13 +7,22 @@ against the newest baseline in the failure text. The model comes from `--wb-base
 `--wb-model`, `--wb-api-key` or the usual OPENAI_BASE_URL / WORKBENCH_MODEL /
 OPENAI_API_KEY. Registered through the `pytest11` entry point, so an installed workbench
 extends every pytest run; heavy imports wait until a suite file is actually collected.
+
+The `workbench_replay` fixture serves recorded runs (captures of your own agent, say) as an
+OpenAI-compatible endpoint for the test, like `workbench serve-model --replay`, and stops it
+after the test:
+
+    def test_agent_offline(workbench_replay):
+        base_url = workbench_replay("3fa2c1", name="nightly")  # runs, and/or a run name
+        agent = make_agent(base_url=base_url, api_key="unused")
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -38,6 +47,37 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="NAME=TEXT|@FILE",
         help="offer this description for tool NAME instead (repeatable)",
     )
+
+
+@pytest.fixture
+def workbench_replay(pytestconfig: pytest.Config) -> Iterator[Callable[..., str]]:
+    """Start a replay server: `workbench_replay(*runs, name=None, home=None, match="meaning")`
+    returns its base URL (ending in /v1). The home folder defaults to `--wb-home`, else
+    $WORKBENCH_HOME, else ./.workbench."""
+    from traces.home import home_dir
+    from workbench.engine.serve import ServeError, replay_server
+
+    servers: list[Any] = []
+
+    def start(
+        *runs: str | Path,
+        name: str | None = None,
+        home: str | Path | None = None,
+        match: str = "meaning",
+    ) -> str:
+        folder = home_dir(home or pytestconfig.getoption("wb_home"))
+        try:
+            server = replay_server(
+                list(runs), folder, name=name, mode="exact" if match == "exact" else "meaning"
+            )
+        except ServeError as exc:
+            pytest.fail(f"workbench_replay: {exc}", pytrace=False)
+        servers.append(server)
+        return str(server.base_url)
+
+    yield start
+    for server in servers:
+        server.close()
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -93,7 +133,7 @@ class SuiteFile(pytest.File):
         from workbench.engine.regress_suite import SuiteError
 
         option = self.config.getoption
-        flags = SimpleNamespace(
+        flags = argparse.Namespace(
             base_url=option("wb_base_url"),
             model=option("wb_model"),
             api_key=option("wb_api_key"),

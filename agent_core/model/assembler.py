@@ -29,7 +29,7 @@ _CALL_KEYS = frozenset({"index", "id", "type", "function"})
 
 
 class _CallBuilder:
-    __slots__ = ("id", "name", "arguments", "extra")
+    __slots__ = ("arguments", "extra", "id", "name")
 
     def __init__(self, call_id: str | None) -> None:
         self.id = call_id

@@ -11,6 +11,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
+# How much of a server's error text is kept, in the trace and on screen: enough for a
+# validation error that lists several fields (the part naming the cause comes late).
+ERROR_TEXT_CHARS = 4000
+
 
 @dataclass(frozen=True)
 class ModelCall:
@@ -42,8 +46,15 @@ class AssembledResponse:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_message(self) -> dict[str, Any]:
-        """The assistant message as it is kept verbatim in history."""
-        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        """The assistant message as it is kept in history and sent back to the model.
+
+        A message that only carries tool calls gets `"content": ""`, not null: OpenAI,
+        vLLM, Ollama and LM Studio accept both, but llama-cpp-python's server rejects a
+        null (its request model wants a string) and its chat templates fail on a missing
+        key, while every one of them accepts the empty string.
+        """
+        text = "" if self.content is None and self.tool_calls else self.content
+        message: dict[str, Any] = {"role": "assistant", "content": text}
         if self.tool_calls:
             message["tool_calls"] = [
                 {

@@ -9,6 +9,10 @@ through the shared assembler.
 
 Timeouts: `timeout_s` bounds connecting and any silence between bytes (a stalled stream);
 `retry.deadline_s` bounds the whole call, waits between attempts included.
+
+Each failed attempt's message ends with the decision taken on it, in parentheses: retrying
+(and when), not retried (and why: the status, or the server's `x-should-retry`), or given up.
+A server's error text is kept up to `ERROR_TEXT_CHARS`, which is where it names the cause.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import openai
 
 from agent_core.model.assembler import MalformedChunk, StreamAssembler, chunk_from_completion
 from agent_core.model.base import (
+    ERROR_TEXT_CHARS,
     AttemptFailed,
     AttemptStarted,
     Completed,
@@ -37,7 +42,12 @@ from agent_core.model.base import (
     RawChunk,
     StreamItem,
 )
-from agent_core.model.retry import RetryPolicy, parse_retry_after, retriable_status
+from agent_core.model.retry import (
+    RetryPolicy,
+    parse_retry_after,
+    retriable_status,
+    status_decision,
+)
 
 _SECRET_QUERY_WORDS = ("key", "token", "secret", "sig", "auth", "password")
 _RETRIABLE_ERROR_TYPES = frozenset({"server_error", "overloaded_error", "rate_limit_error"})
@@ -64,6 +74,7 @@ class _Failure:
     retriable: bool
     status_code: int | None = None
     retry_after_s: float | None = None
+    why: str = ""  # why it is (not) worth another try, when the kind alone does not say
 
 
 class _EmptyResponse(Exception):
@@ -170,17 +181,13 @@ class OpenAIChatModel:
             except (openai.APIError, json.JSONDecodeError, MalformedChunk, _EmptyResponse) as exc:
                 failure = self._classify(exc)
             wait_s = policy.backoff_s(attempt, failure.retry_after_s)
-            too_late = loop.time() + wait_s >= deadline
-            will_retry = failure.retriable and attempt < policy.max_attempts and not too_late
-            if (
-                failure.retry_after_s is not None
-                and failure.retry_after_s > policy.max_retry_after_s
-            ):
-                will_retry = False
+            decision = _decision(failure, attempt, wait_s, loop.time() + wait_s, deadline, policy)
+            will_retry = decision.startswith("retrying")
+            message = f"{failure.message} ({decision})"
             yield AttemptFailed(
                 attempt,
                 failure.kind,
-                failure.message,
+                message,
                 failure.retriable,
                 failure.status_code,
                 will_retry,
@@ -188,12 +195,9 @@ class OpenAIChatModel:
             if will_retry:
                 await asyncio.sleep(wait_s)
                 continue
-            reason = failure.message
-            if failure.retriable:
-                reason = f"{reason} (gave up after {attempt} attempt{'s' if attempt > 1 else ''})"
             if failure.kind == "timeout":
-                raise ModelTimeout(reason)
-            raise ModelError(failure.kind, reason, status_code=failure.status_code)
+                raise ModelTimeout(message)
+            raise ModelError(failure.kind, message, status_code=failure.status_code)
 
     async def _attempt(
         self, body: dict[str, Any], streaming: bool, attempt: int, deadline: float
@@ -254,13 +258,16 @@ class OpenAIChatModel:
     def _classify(self, exc: Exception) -> _Failure:
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
+            headers = dict(exc.response.headers)
             detail = _error_detail(exc.body) or exc.response.reason_phrase or "error"
+            retriable, why = status_decision(status, headers)
             return _Failure(
                 "status",
                 self._scrub(f"HTTP {status}: {detail}"),
-                retriable_status(status),
+                retriable,
                 status,
-                parse_retry_after(dict(exc.response.headers)),
+                parse_retry_after(headers),
+                why,
             )
         if isinstance(exc, openai.APITimeoutError):
             message = f"no response within {self.timeout_s:g} s (connect or stalled stream)"
@@ -291,10 +298,46 @@ class OpenAIChatModel:
         return text
 
 
+def _decision(
+    failure: _Failure,
+    attempt: int,
+    wait_s: float,
+    resume_at: float,
+    deadline: float,
+    policy: RetryPolicy,
+) -> str:
+    """What happens after this failed attempt, in words; "retrying …" when it is retried."""
+    if not failure.retriable:
+        return f"not retried: {failure.why}" if failure.why else "not retried"
+    if failure.retry_after_s is not None and failure.retry_after_s > policy.max_retry_after_s:
+        return (
+            f"gave up: the server asks to wait {failure.retry_after_s:g} s, over the "
+            f"{policy.max_retry_after_s:g} s limit"
+        )
+    if attempt >= policy.max_attempts:
+        return f"gave up after {attempt} attempt{'s' if attempt > 1 else ''}"
+    if resume_at >= deadline:
+        return (
+            f"gave up after {attempt} attempt{'s' if attempt > 1 else ''}: waiting "
+            f"{wait_s:.1f} s more would pass the {policy.deadline_s:g} s deadline"
+        )
+    return f"retrying in {wait_s:.1f} s, attempt {attempt + 1} of {policy.max_attempts}"
+
+
 def _error_detail(body: object) -> str:
+    """The server's own words: the error's message, else the whole body, up to the cap."""
     if isinstance(body, dict):
         error = body.get("error", body)
-        if isinstance(error, dict):
-            return str(error.get("message") or "")[:300]
-        return str(error)[:300]
-    return str(body)[:300] if body else ""
+        message = error.get("message") if isinstance(error, dict) else error
+        text = message if isinstance(message, str) and message else json.dumps(body)
+    elif isinstance(body, str):
+        text = body
+    else:
+        text = json.dumps(body) if body else ""
+    return capped(text.strip())
+
+
+def capped(text: str, limit: int = ERROR_TEXT_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text) - limit} more characters]"

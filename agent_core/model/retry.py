@@ -1,8 +1,10 @@
 """When a failed model attempt is worth another try, and how long to wait before it.
 
-Per SPEC: connection errors, 408, 409, 429 and 5xx are retried with exponential backoff and
-jitter, honouring Retry-After, within a total deadline; 400, 401, 403, 404 and 422 (and any
-other 4xx) never are.
+The openai SDK's convention: a server's `x-should-retry: true|false` header decides first
+(serve-model says `false` for a request its recording does not match); otherwise 408, 409
+(a lock timeout), 429 and 5xx are retried, and 400, 401, 403, 404, 422 and any other 4xx are
+not. Connection errors and timeouts are retried too. Waits grow exponentially with jitter,
+honour Retry-After, and stay within a total deadline.
 """
 
 from __future__ import annotations
@@ -20,6 +22,17 @@ def retriable_status(status: int | None) -> bool:
     if status is None:
         return False
     return status in RETRIABLE_4XX or status >= 500
+
+
+def status_decision(status: int, headers: Mapping[str, str] | None = None) -> tuple[bool, str]:
+    """Whether an HTTP error status is worth another try, and why, in a few words."""
+    lowered = {key.lower(): value for key, value in (headers or {}).items()}
+    said = lowered.get("x-should-retry", "").strip().lower()
+    if said in ("true", "false"):
+        return said == "true", f"the server sent x-should-retry: {said}"
+    if retriable_status(status):
+        return True, f"HTTP {status} may pass on another try"
+    return False, f"HTTP {status} will not change on another try"
 
 
 @dataclass(frozen=True)

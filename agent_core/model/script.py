@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -113,7 +114,7 @@ class Script:
     """The remaining steps, taken in order; a step with a `when_…` condition is taken only
     by a call that matches it. Thread-safe, so the HTTP server can share one."""
 
-    def __init__(self, steps: list[ScriptStep | dict[str, Any]]) -> None:
+    def __init__(self, steps: Sequence[ScriptStep | dict[str, Any]]) -> None:
         self._steps = [
             s if isinstance(s, ScriptStep) else ScriptStep.model_validate(s) for s in steps
         ]

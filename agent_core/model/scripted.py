@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -115,7 +115,7 @@ class ScriptedModel(_StepModel):
     """
 
     def __init__(
-        self, steps: list[StepLike], name: str = "scripted", *, max_attempts: int = 3
+        self, steps: Sequence[StepLike], name: str = "scripted", *, max_attempts: int = 3
     ) -> None:
         super().__init__(name, max_attempts)
         self.script = Script(steps)

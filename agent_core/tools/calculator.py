@@ -48,7 +48,7 @@ def evaluate(expression: str) -> int | float:
     except SyntaxError:
         raise ToolFailure(f"not an arithmetic expression: {expression!r}") from None
     try:
-        value = _eval(tree.body)
+        value: int | float = _eval(tree.body)
     except ZeroDivisionError:
         raise ToolFailure("division by zero") from None
     except (OverflowError, ValueError) as exc:

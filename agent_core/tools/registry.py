@@ -113,8 +113,8 @@ class Tool:
 
 def schema_for(args_model: type[BaseModel]) -> dict[str, Any]:
     """The model's JSON Schema in the plain shape chat APIs accept (no titles)."""
-    schema = args_model.model_json_schema()
-    return _strip_titles(schema)
+    schema: dict[str, Any] = _strip_titles(args_model.model_json_schema())
+    return schema
 
 
 def _strip_titles(value: Any) -> Any:

@@ -22,13 +22,14 @@ from tests.agent.fixture_styles import (
     ARGUMENTS,
     FILES,
     Answers,
+    Line,
     as_read_file_calls,
     quote_tool_results,
     served_chunks,
 )
 from tests.support.servers import text_chunks
 from tests.support.streams import load_stream, stream_files
-from traces.events import Event
+from traces.events import Event, RunEnd
 from traces.reader import read_trace
 from workbench.cli import main
 from workbench.engine.model_server import ModelServer, Reply
@@ -232,7 +233,10 @@ def test_the_rewrite_keeps_fragment_shapes() -> None:
     # Spot checks, read off the captures: "" ids and the trailing empty fragment stay (qwen);
     # two entries for index 0 stay in one delta (kimi); null names stay null (re-serialized).
     _, qwen = load_stream("qwen-dashscope-empty-string-id-repeated-trailing-empty-delta.jsonl")
-    calls = [line["choices"][0]["delta"]["tool_calls"][0] for line in as_read_file_calls(qwen)[:4]]
+    calls = [
+        line["choices"][0]["delta"]["tool_calls"][0]
+        for line in _payloads(as_read_file_calls(qwen))[:4]
+    ]
     assert [call["id"] for call in calls] == ["call_eee11723464a4b9eb8cee71d", "", "", ""]
     assert [call["function"]["arguments"] for call in calls] == [
         "",
@@ -241,7 +245,9 @@ def test_the_rewrite_keeps_fragment_shapes() -> None:
         "",
     ]
     _, kimi = load_stream("vllm-kimi-duplicate-index-entries-in-one-chunk.jsonl")
-    (entries,) = [line["choices"][0]["delta"]["tool_calls"] for line in as_read_file_calls(kimi)]
+    (entries,) = [
+        line["choices"][0]["delta"]["tool_calls"] for line in _payloads(as_read_file_calls(kimi))
+    ]
     assert entries == [
         {
             "index": 0,
@@ -254,7 +260,7 @@ def test_the_rewrite_keeps_fragment_shapes() -> None:
     _, nulls = load_stream("openai-reserialized-explicit-nulls-index-1.jsonl")
     functions = [
         line["choices"][0]["delta"]["tool_calls"][0]["function"]
-        for line in as_read_file_calls(nulls)
+        for line in _payloads(as_read_file_calls(nulls))
     ]
     assert functions == [
         {"arguments": "", "name": "read_file"},
@@ -293,7 +299,7 @@ def test_run_reads_a_file_in_the_capture_style(path: Path, root: Path, tmp_path:
     first_response = responses[0]
     assert first_response.finish_reason == style.finish
     assert usage_of(first_response.usage) == style.usage
-    assert first_response.message["content"] == style.text
+    assert first_response.message["content"] == (style.text or ("" if style.ids else None))
 
     if not style.ids:  # text only: the run ends on this answer
         assert len(bodies) == len(requests) == len(responses) == 1
@@ -316,12 +322,14 @@ def test_run_reads_a_file_in_the_capture_style(path: Path, root: Path, tmp_path:
         (call_id, "read_file", True, results[n]) for n, call_id in enumerate(style.ids)
     ]
 
-    # The second request carries the assistant message verbatim and one tool message per call.
+    # The second request carries the assistant message as answered (`"content": ""` rather
+    # than null when there was no text: llama.cpp's server rejects null) and one tool
+    # message per call.
     assert len(bodies) == len(requests) == len(responses) == 2
     sent = requests[1].messages
     assistant = {
         "role": "assistant",
-        "content": style.text,
+        "content": style.text or "",
         "tool_calls": [
             {
                 **(style.echo if n == 0 else {}),
@@ -418,7 +426,9 @@ def test_tool_call_ending_with_finish_reason_stop(root: Path, tmp_path: Path) ->
         "read_file",
         {"path": "notes.txt"},
     )
-    assert events[-1].status == "completed" and events[-1].final_answer == final_answer(1)
+    end = events[-1]
+    assert isinstance(end, RunEnd)
+    assert end.status == "completed" and end.final_answer == final_answer(1)
 
 
 def test_a_real_workbench_process_runs_a_quirky_capture(root: Path, tmp_path: Path) -> None:
@@ -444,3 +454,8 @@ def test_a_real_workbench_process_runs_a_quirky_capture(root: Path, tmp_path: Pa
     assert (summary["status"], summary["final_answer"]) == ("completed", final_answer(1))
     starts = of(trace_events(home), "tool_start")
     assert [s.call_id for s in starts] == ["call_eee11723464a4b9eb8cee71d"]
+
+
+def _payloads(lines: list[Line]) -> list[dict[str, Any]]:
+    """The data payloads of a capture's SSE lines (raw lines such as `[DONE]` left out)."""
+    return [line for line in lines if isinstance(line, dict)]

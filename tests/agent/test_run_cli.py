@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from agent_core.demo import SCENARIOS
-from traces.events import RunEnd
+from traces.events import Event, RunEnd, RunStart
 from traces.reader import read_trace
 from workbench.cli import main
 from workbench.engine.model_server import ModelServer, ScriptResponder
@@ -74,6 +74,49 @@ def test_run_with_a_script_completes(tmp_path: Path, project: Path, capsys) -> N
     (trace,) = traces(home)
     assert f"run {trace.stem}: completed" in out
     assert run_end(trace).status == "completed"
+
+
+@pytest.mark.parametrize(
+    ("choice", "sent"),
+    [
+        ("required", "required"),
+        ("read_file", {"type": "function", "function": {"name": "read_file"}}),
+    ],
+)
+def test_tool_choice_forces_calls_until_one_is_made(
+    tmp_path: Path, project: Path, choice: str, sent: Any
+) -> None:
+    steps = [read_step(), read_step("src/main.py"), {"content": "Done."}]
+    script = write_script(tmp_path, steps)
+    home = tmp_path / "home"
+    args = ["run", "task", "--script", str(script), "--root", str(project), "--home", str(home)]
+    assert main([*args, "--tool-choice", choice]) == 0
+    (trace,) = traces(home)
+    events = read_trace(trace).events
+    assert events[0].params == {"tool_choice": sent}  # type: ignore[union-attr]
+    params = [e.params for e in events if e.type == "model_request"]  # type: ignore[union-attr]
+    # Sent again after a call, a forcing choice would never let the model answer.
+    assert params == [{"tool_choice": sent}, {}, {}]
+
+
+def test_tool_choice_auto_is_sent_on_every_turn(tmp_path: Path, project: Path) -> None:
+    script = write_script(tmp_path, [read_step(), {"content": "Done."}])
+    home = tmp_path / "home"
+    args = ["run", "task", "--script", str(script), "--root", str(project), "--home", str(home)]
+    assert main([*args, "--tool-choice", "auto"]) == 0
+    events = read_trace(traces(home)[0]).events
+    params = [e.params for e in events if e.type == "model_request"]  # type: ignore[union-attr]
+    assert params == [{"tool_choice": "auto"}] * 2
+
+
+def test_tool_choice_of_an_unknown_tool_is_a_usage_error(
+    tmp_path: Path, project: Path, capsys
+) -> None:
+    script = write_script(tmp_path, [{"content": "x"}])
+    args = ["run", "task", "--script", str(script), "--root", str(project)]
+    assert main([*args, "--home", str(tmp_path / "h"), "--tool-choice", "read_fiel"]) == 2
+    err = capsys.readouterr().err
+    assert "--tool-choice: no tool named read_fiel (tools: " in err and err.count("\n") == 1
 
 
 @pytest.mark.parametrize(
@@ -191,6 +234,7 @@ def test_tool_description_from_file_is_recorded(tmp_path: Path, project: Path) -
         ]
     )
     start = read_trace(traces(home)[0]).events[0]
+    assert isinstance(start, RunStart)
     descriptions = {t["function"]["name"]: t["function"]["description"] for t in start.tools}
     assert descriptions["calculator"] == "Evaluate sums."
     assert start.system_prompt == "Be terse."
@@ -231,6 +275,7 @@ def test_user_tools_from_a_module(tmp_path: Path, project: Path, monkeypatch) ->
     )
     assert code == 0
     events = read_trace(traces(home)[0]).events
+    assert isinstance(events[0], RunStart)
     assert events[0].tool_sources["station_temperature"] == "user"
     assert any(e.type == "tool_end" and e.result == "Porto: 21 C" for e in events)
 
@@ -271,6 +316,7 @@ def test_read_a_file_against_a_local_openai_compatible_server(
     (trace,) = traces(home)
     assert SECRET.encode() not in trace.read_bytes()
     events = read_trace(trace).events
+    assert isinstance(events[0], RunStart)
     assert events[0].base_url == server.base_url
     assert run_end(trace).totals.total_tokens > 57
     chunks = [e for e in events if e.type == "model_chunk"]
@@ -353,11 +399,11 @@ def test_demo_runs_offline_and_records_every_status(tmp_path: Path) -> None:
     assert {"completed", "duplicate_tool_calls", "token_budget", "timeout", "max_turns"} <= set(
         statuses
     )
-    recovered = [
-        read_trace(p).events
-        for p in traces(home)
-        if read_trace(p).events[0].meta.get("demo") == "tool-error-recovered"
-    ][0]
+    recovered = next(
+        events
+        for events in (read_trace(p).events for p in traces(home))
+        if _demo(events) == "tool-error-recovered"
+    )
     ends = [e for e in recovered if e.type == "tool_end"]
     assert not ends[0].ok and ends[-1].ok
 
@@ -396,3 +442,10 @@ def test_a_bad_redaction_pattern_is_one_clear_line(
     assert err.count("\n") == 0
     assert "redact-patterns.txt:2: not a valid regular expression" in err
     assert traces(home) == []  # nothing ran, nothing written
+
+
+def _demo(events: list[Event]) -> str | None:
+    """The demo scenario a trace records (`run_start.meta["demo"]`)."""
+    start = events[0]
+    assert isinstance(start, RunStart)
+    return start.meta.get("demo")

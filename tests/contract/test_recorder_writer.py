@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ def test_recorder_stamps_gapless_seq_turn_and_utc_time() -> None:
 
     assert [e.seq for e in sink.events] == [0, 1, 2]
     assert [e.turn for e in sink.events] == [None, 1, None]
-    assert all(e.run_id == "run-1" and e.ts.utcoffset().total_seconds() == 0 for e in sink.events)
+    assert all(e.run_id == "run-1" and e.ts.utcoffset() == timedelta(0) for e in sink.events)
     assert recorder.drain() == sink.events
     assert recorder.drain() == []
 
@@ -59,7 +60,7 @@ def test_writer_appends_one_flushed_line_per_event_that_reads_back(tmp_path: Pat
     lines = (tmp_path / "run-3.jsonl").read_text(encoding="utf-8").splitlines()
     events = [EVENT_ADAPTER.validate_json(line) for line in lines]
     assert [e.type for e in events] == ["run_start", "tool_end"]
-    assert events[1].result == "ü ✓"
+    assert isinstance(events[1], ToolEnd) and events[1].result == "ü ✓"
     assert json.loads(lines[0])["ts"].endswith("Z")
 
 

@@ -276,9 +276,9 @@ def test_generated_events_are_written_exactly_as_the_reference(tmp_path: Path) -
 
 def test_a_message_edited_in_place_is_written_as_it_is_now(tmp_path: Path) -> None:
     history: list[dict[str, Any]] = [{"role": "user", "content": "hi"}]
-    stamp = {"run_id": "r", "ts": datetime(2026, 3, 1, tzinfo=UTC), "turn": 1}
+    stamp: dict[str, Any] = {"run_id": "r", "ts": datetime(2026, 3, 1, tzinfo=UTC), "turn": 1}
     writer = JsonlWriter(tmp_path, "r", Redactor([SECRET]))
-    writer.write(ModelRequest(seq=0, messages=history, **stamp))  # type: ignore[arg-type]
+    writer.write(ModelRequest(seq=0, messages=history, **stamp))
     history[0]["content"] = f"now with {SECRET}"
     history[0]["tool_calls"] = [{"function": {"arguments": "{}"}}]
     writer.write(ModelRequest.model_construct(seq=1, messages=list(history), **stamp))

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from engine_support import Project
+
+from tests.engine.engine_support import Project
 
 
 @pytest.fixture

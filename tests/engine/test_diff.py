@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import json
 import shutil
+from typing import Any
 
-from engine_support import THREE_TURNS, Project, cli
-
+from tests.engine.engine_support import THREE_TURNS, Project, cli
 from workbench.engine.diff import diff_chains
 from workbench.engine.recording_io import read_recording_file
 
 NEW_DESCRIPTION = "Read one text file and return its numbered lines. Never use it for folders."
 
 
-def other_arguments() -> list[dict]:
-    steps = json.loads(json.dumps(THREE_TURNS))
+def other_arguments() -> list[dict[str, Any]]:
+    steps: list[dict[str, Any]] = json.loads(json.dumps(THREE_TURNS))
     steps[1]["tool_calls"][1]["arguments"] = {"expression": "8080 * 3"}
     steps[2]["content"] = "The port is 8080; three times that is 24240."
     return steps

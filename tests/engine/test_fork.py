@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from engine_support import THREE_TURNS, Project, cli, note_tools, read_events
 
 from agent_core.agent import TextDelta
 from agent_core.model.scripted import ScriptedModel
+from tests.engine.engine_support import THREE_TURNS, Project, cli, note_tools, read_events
 from traces.events import ModelRequest, RunStart, ToolEnd
 from traces.home import traces_dir
 from workbench.engine.fork import REFUSED, ForkError, ForkRequest, fork_agent, plan_fork
@@ -23,7 +25,7 @@ async def test_fork_with_mock_sends_only_later_turns(project: Project, capsys) -
     recorded_turn_2 = next(
         e for e in read_events(parent_path) if e["type"] == "model_request" and e["turn"] == 2
     )
-    later = [
+    later: list[dict[str, Any]] = [
         {"tool_calls": [{"id": "f1", "name": "read_file", "arguments": {"path": "secrets.env"}}]},
         {"content": "There is no secrets file after all."},
     ]
@@ -62,11 +64,11 @@ async def test_fork_with_mock_sends_only_later_turns(project: Project, capsys) -
     assert outcome.status == "identical", outcome.divergence
 
 
-NOTE_RUN = [
+NOTE_RUN: list[dict[str, Any]] = [
     {"tool_calls": [{"id": "n1", "name": "save_note", "arguments": {"text": "first"}}]},
     {"content": "Noted."},
 ]
-FORK_CALLS = [
+FORK_CALLS: list[dict[str, Any]] = [
     {
         "tool_calls": [
             {"id": "m1", "name": "save_note", "arguments": {"text": "first"}},
@@ -99,7 +101,7 @@ async def test_new_side_effect_calls_are_refused_and_repeats_reuse_the_recording
 
 
 async def test_edits_of_prompt_user_and_tool_description_are_recorded(project: Project) -> None:
-    path, parent = await project.record(THREE_TURNS)
+    path, _parent = await project.record(THREE_TURNS)
     plan = plan_fork(
         read_recording_file(path),
         ForkRequest(

@@ -7,14 +7,15 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
-from engine_support import THREE_TURNS, Project, cli, read_events, write_events
 
 from agent_core.agent import Agent, AgentConfig
 from agent_core.mcp_tools import open_mcp_toolsets
 from agent_core.model.openai_client import OpenAIChatModel
 from agent_core.model.scripted import ScriptedModel
+from tests.engine.engine_support import THREE_TURNS, Project, cli, read_events, write_events
 from traces.home import traces_dir
 from traces.writer import JsonlWriter
 from workbench.engine.model_server import ModelServer, ScriptResponder
@@ -49,7 +50,7 @@ async def test_run_through_the_real_client_replays_with_the_server_off(project: 
 
 
 async def test_side_effect_tool_is_not_executed_on_replay(project: Project) -> None:
-    steps = [
+    steps: list[dict[str, Any]] = [
         {"tool_calls": [{"id": "n1", "name": "save_note", "arguments": {"text": "hello"}}]},
         {"content": "Saved."},
     ]
@@ -63,7 +64,7 @@ async def test_side_effect_tool_is_not_executed_on_replay(project: Project) -> N
 
 async def test_retries_non_streamed_answers_and_capped_results_replay(project: Project) -> None:
     (project.root / "big.txt").write_text("x" * 5000, encoding="utf-8")
-    steps = [
+    steps: list[dict[str, Any]] = [
         {"error": {"status": 503, "message": "overloaded"}},
         {"tool_calls": [{"id": "c1", "name": "read_file", "arguments": {"path": "big.txt"}}]},
         {"error": {"kind": "connection", "message": "reset"}},
@@ -106,7 +107,7 @@ async def test_edited_tool_result_stops_at_the_next_turn(project: Project, capsy
 
 
 async def test_replay_by_run_id_prefix_and_json(project: Project, capsys) -> None:
-    path, result = await project.record(THREE_TURNS)
+    _path, result = await project.record(THREE_TURNS)
     code = await cli("--home", str(project.home), "replay", result.run_id[:8], "--json")
     report = json.loads(capsys.readouterr().out)
     assert code == 0
@@ -198,7 +199,7 @@ async def test_mcp_tool_run_replays_without_starting_the_server(
     config = tmp_path / "mcp.json"
     server = {"command": str(MCP_TIME), "args": ["--local-timezone", "UTC"]}
     config.write_text(json.dumps({"mcpServers": {"time": server}}))
-    steps = [
+    steps: list[dict[str, Any]] = [
         {
             "tool_calls": [
                 {"id": "t1", "name": "get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}
@@ -275,8 +276,8 @@ async def test_trimmed_history_replays(project: Project) -> None:
     from traces.events import Limits
 
     (project.root / "long.txt").write_text("lorem ipsum dolor sit amet " * 120, encoding="utf-8")
-    read = {"name": "read_file", "arguments": {"path": "long.txt"}}
-    steps = [
+    read: dict[str, Any] = {"name": "read_file", "arguments": {"path": "long.txt"}}
+    steps: list[dict[str, Any]] = [
         {"content": f"Reading, pass {n}.", "tool_calls": [dict(read, id=f"r{n}")]}
         for n in range(1, 5)
     ]
@@ -299,5 +300,24 @@ async def test_run_offering_the_reasoning_argument_replays(project: Project) -> 
     assert result.status == "completed"
     start = next(e for e in read_events(path) if e["type"] == "tool_start")
     assert start["reasoning"] == "See what is there first."
+    outcome = await replay_run(read_recording_file(path))
+    assert outcome.status == "identical", outcome.divergence
+
+
+async def test_recording_with_null_content_on_tool_calls_still_replays(project: Project) -> None:
+    # Older recordings sent an assistant tool-call message as `"content": null`; the loop now
+    # sends "". Both mean "no text", so the replay must agree.
+    path, _ = await project.record(THREE_TURNS)
+    lines = []
+    nulls = 0
+    for event in read_events(path):
+        messages = [*event.get("messages", []), event.get("message") or {}]
+        for message in messages:
+            if message.get("tool_calls") and message.get("content") == "":
+                message["content"] = None
+                nulls += 1
+        lines.append(event)
+    assert nulls >= 2  # turn 2's answer, and the request of turn 3 that carries it
+    write_events(path, lines)
     outcome = await replay_run(read_recording_file(path))
     assert outcome.status == "identical", outcome.divergence

@@ -9,10 +9,12 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import openai
 import pytest
-from engine_support import THREE_TURNS, Project, cli, read_events
+
+from tests.engine.engine_support import THREE_TURNS, Project, cli, read_events
 
 WORKBENCH = str(Path(sys.executable).with_name("workbench"))
 
@@ -27,7 +29,7 @@ def serve(*args: str) -> Iterator[str]:
         text=True,
     )
     try:
-        assert process.stdout is not None
+        assert process.stdout is not None and process.stderr is not None
         line = process.stdout.readline()  # blocks until the server is listening
         assert line.startswith("serving http://127.0.0.1:"), line + process.stderr.read()
         yield line.split()[1]
@@ -54,9 +56,8 @@ async def test_plain_openai_sdk_gets_the_recorded_answers(project: Project) -> N
         )
         message = first.choices[0].message
         assert message.content == "Let me look around."
-        assert [(c.id, c.function.name) for c in message.tool_calls or []] == [
-            ("call_list", "list_dir")
-        ]
+        functions = [c for c in message.tool_calls or [] if c.type == "function"]
+        assert [(c.id, c.function.name) for c in functions] == [("call_list", "list_dir")]
         assert first.usage is not None and first.usage.total_tokens == 132
 
         stream = client.chat.completions.create(
@@ -76,7 +77,7 @@ async def test_plain_openai_sdk_gets_the_recorded_answers(project: Project) -> N
             ("calculator", {"expression": "8080 * 2"}),
         ]
 
-        changed = [dict(m) for m in requests[3]["messages"]]
+        changed: list[Any] = [dict(m) for m in requests[3]["messages"]]
         changed[-1]["content"] = "something else"
         with pytest.raises(openai.ConflictError) as caught:
             client.chat.completions.create(
@@ -155,8 +156,37 @@ async def test_a_non_streamed_recording_serves_streamed_requests_too(project: Pr
         async for chunk in pieces:
             delta = chunk.choices[0].delta if chunk.choices else None
             text += (delta.content or "") if delta else ""
-            names += [c.function.name for c in (delta.tool_calls or [])] if delta else []
+            called = (delta.tool_calls or []) if delta else []
+            names += [c.function.name for c in called if c.function]
         await client.close()
     assert whole.choices[0].message.content == text == "Let me look around."
-    assert [c.function.name for c in whole.choices[0].message.tool_calls or []] == names
+    functions = [c for c in whole.choices[0].message.tool_calls or [] if c.type == "function"]
+    assert [c.function.name for c in functions] == names
     assert names == ["list_dir"]
+
+
+async def test_workbench_run_tries_a_mismatched_request_once(project: Project, capfd) -> None:
+    # serve-model answers a request its recording does not match with 409 and
+    # `x-should-retry: false`; retrying cannot help, so `run` stops after one attempt.
+    _, recorded = await project.record(THREE_TURNS)
+    home = project.home / "second"
+    with serve("--replay", recorded.run_id, "--home", str(project.home)) as base_url:
+        code = await cli(
+            "run", "a task the recording never saw", "--base-url", base_url, "--model", "m",
+            "--root", str(project.root), "--home", str(home),
+            "--system", "You are a careful agent.",
+        )  # fmt: skip
+    out = capfd.readouterr().out
+    assert code == 3
+    [trace] = (home / "traces").glob("*.jsonl")
+    events = read_events(trace)
+    assert [e["attempt"] for e in events if e["type"] == "model_request"] == [1]
+    [error] = [e for e in events if e["type"] == "error"]
+    assert (error["status_code"], error["retriable"]) == (409, False)
+    expected = (
+        f"HTTP 409: request does not match turn 1 of run {recorded.run_id}: first difference "
+        "at messages[1].content (not retried: the server sent x-should-retry: false)"
+    )
+    assert error["message"] == expected
+    assert events[-1]["reason"] == f"model call failed: {expected}"
+    assert f"! model status: {expected}" in out

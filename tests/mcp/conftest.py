@@ -8,7 +8,14 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from mcp_support import EVERYTHING, LOOPBACK, HttpServerProcess, everything_stdio, free_port
+
+from tests.mcp.mcp_support import (
+    EVERYTHING,
+    LOOPBACK,
+    HttpServerProcess,
+    everything_stdio,
+    free_port,
+)
 
 
 @pytest.fixture

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcp_support import fault, time_server, write_config
-
 from agent_core.agent import Agent, AgentConfig
 from agent_core.mcp_tools import open_mcp_toolsets
 from agent_core.model.scripted import ScriptedModel
+from tests.mcp.mcp_support import fault, time_server, write_config
 from traces.events import Limits, McpMessage, ModelRequest, RunStart, ToolEnd, ToolStart
 from traces.reader import read_trace
 from traces.writer import JsonlWriter

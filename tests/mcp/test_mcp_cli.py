@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from mcp_support import fault, time_server, write_config
 
+from tests.mcp.mcp_support import fault, time_server, write_config
 from traces.events import McpMessage, RunEnd, RunStart, ToolEnd, ToolStart
 from traces.reader import read_trace
 from workbench.cli import main

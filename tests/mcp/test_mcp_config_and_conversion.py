@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_support import FIXTURES
 
 from agent_core.mcp_client import HttpServer, StdioServer
 from agent_core.mcp_tools import (
@@ -18,6 +17,7 @@ from agent_core.mcp_tools import (
     mcp_secrets,
     parse_mcp_config,
 )
+from tests.mcp.mcp_support import FIXTURES
 
 
 def _keys(value: Any, path: str = "") -> list[str]:

@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from mcp_support import INSTALL_HINT, ROOT
+
+from tests.mcp.mcp_support import INSTALL_HINT, ROOT
 
 HARNESS = ROOT / "node_modules" / ".bin" / "conformance"
 WORKBENCH = Path(sys.executable).parent / "workbench"

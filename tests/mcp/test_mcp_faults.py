@@ -9,9 +9,17 @@ from pathlib import Path
 
 import anyio
 import pytest
-from mcp_support import child_pids, fault, frames, gone, methods, new_recorder, write_config
 
 from agent_core.mcp_tools import McpStartError, open_mcp_toolsets
+from tests.mcp.mcp_support import (
+    child_pids,
+    fault,
+    frames,
+    gone,
+    methods,
+    new_recorder,
+    write_config,
+)
 
 
 async def test_unknown_tool_as_json_rpc_error_and_as_is_error_result(tmp_path: Path) -> None:

@@ -16,9 +16,9 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp_support import child_pids, frames, gone, new_recorder, write_config
 
 from agent_core.mcp_tools import McpStartError, open_mcp_toolsets
+from tests.mcp.mcp_support import child_pids, frames, gone, new_recorder, write_config
 
 HOSTILE = Path(__file__).resolve().parent / "servers" / "hostile_server.py"
 
@@ -51,7 +51,7 @@ async def test_a_server_that_never_answers_initialize_fails_at_the_start_timeout
 ) -> None:
     config = write_config(tmp_path, {"mute": hostile("--silent")})
     recorder, _ = new_recorder()
-    with anyio.fail_after(10), pytest.raises(McpStartError, match="within 0.5s"):
+    with anyio.fail_after(10), pytest.raises(McpStartError, match=r"within 0\.5s"):
         async with open_mcp_toolsets(config, recorder, startup_timeout_s=0.5):
             pass
 
@@ -60,8 +60,10 @@ def test_the_start_timeout_is_a_flag(tmp_path: Path) -> None:
     config = write_config(tmp_path, {"mute": hostile("--silent")})
     command = "import sys; from workbench.cli import main; sys.exit(main())"
     proc = subprocess.run(
-        [sys.executable, "-c", command, "--home", str(tmp_path / "home"), "mcp", "list"]
-        + ["--mcp-config", str(config), "--mcp-start-timeout", "0.5"],
+        [
+            *(sys.executable, "-c", command, "--home", str(tmp_path / "home"), "mcp", "list"),
+            *("--mcp-config", str(config), "--mcp-start-timeout", "0.5"),
+        ],
         capture_output=True,
         text=True,
         timeout=60,

@@ -8,7 +8,9 @@ import json
 from pathlib import Path
 
 import anyio
-from mcp_support import (
+
+from agent_core.mcp_tools import open_mcp_toolsets
+from tests.mcp.mcp_support import (
     HttpServerProcess,
     child_pids,
     everything_stdio,
@@ -19,8 +21,6 @@ from mcp_support import (
     time_server,
     write_config,
 )
-
-from agent_core.mcp_tools import open_mcp_toolsets
 
 
 async def test_time_server_tools_calls_errors_and_every_frame(tmp_path: Path) -> None:

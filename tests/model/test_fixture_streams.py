@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
-from support.streams import stream_files, stream_reply
 
 from agent_core.model.base import (
     AttemptFailed,
@@ -20,6 +19,7 @@ from agent_core.model.base import (
 )
 from agent_core.model.openai_client import OpenAIChatModel
 from agent_core.model.retry import RetryPolicy
+from tests.support.streams import stream_files, stream_reply
 from workbench.engine.model_server import ModelServer
 
 

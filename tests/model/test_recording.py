@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from support.servers import Sequence, text_chunks
 
 from agent_core.agent import TextDelta
 from agent_core.model.base import Completed, ModelCall, ModelError
@@ -14,6 +13,7 @@ from agent_core.model.openai_client import OpenAIChatModel
 from agent_core.model.recording import RecordingModel
 from agent_core.model.retry import RetryPolicy
 from agent_core.model.scripted import ScriptedModel
+from tests.support.servers import Sequence, text_chunks
 from traces.events import Error, ModelChunk, ModelRequest, ModelResponse
 from traces.recorder import Recorder
 from traces.writer import MemorySink
@@ -128,4 +128,6 @@ async def test_scripted_model_records_the_same_event_shapes() -> None:
     types = [e.type for e in sink.events]
     assert types[0] == "model_request" and types[-1] == "model_response"
     assert set(types[1:-1]) == {"model_chunk"}
-    assert sink.events[-1].message == {"role": "assistant", "content": "hi there"}
+    response = sink.events[-1]
+    assert isinstance(response, ModelResponse)
+    assert response.message == {"role": "assistant", "content": "hi there"}

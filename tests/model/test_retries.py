@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import pytest
-from support.servers import Sequence, text_chunks
 
 from agent_core.model.base import (
+    ERROR_TEXT_CHARS,
     AttemptFailed,
     AttemptStarted,
     Completed,
@@ -21,6 +21,7 @@ from agent_core.model.base import (
 )
 from agent_core.model.openai_client import OpenAIChatModel, public_url
 from agent_core.model.retry import RetryPolicy, parse_retry_after
+from tests.support.servers import Sequence, text_chunks
 from workbench.engine.model_server import ModelServer, Reply
 
 FAST = RetryPolicy(initial_backoff_s=0.001, max_backoff_s=0.01, deadline_s=10)
@@ -82,6 +83,61 @@ async def test_client_errors_are_not_retried(status: int) -> None:
     [failed] = failures(items)
     assert not failed.retriable and not failed.will_retry
     assert len(server.bodies) == 1
+
+
+@pytest.mark.parametrize("status", [409, 500, 503])
+async def test_x_should_retry_false_stops_at_once(status: int) -> None:
+    with ModelServer(Sequence(error(status, {"x-should-retry": "false"}), OK)) as server:
+        items, exc = await run(server)
+    assert isinstance(exc, ModelError) and exc.status_code == status
+    assert starts(items) == [1] and len(server.bodies) == 1
+    [failed] = failures(items)
+    assert not failed.retriable and not failed.will_retry
+    assert failed.message == (
+        f"HTTP {status}: status {status} (not retried: the server sent x-should-retry: false)"
+    )
+    assert str(exc) == failed.message
+
+
+async def test_x_should_retry_true_overrides_a_client_error() -> None:
+    with ModelServer(Sequence(error(400, {"X-Should-Retry": "true"}), OK)) as server:
+        items, exc = await run(server)
+    assert exc is None and starts(items) == [1, 2]
+    [failed] = failures(items)
+    assert failed.retriable and failed.will_retry
+    assert "(retrying in " in failed.message and "attempt 2 of 5)" in failed.message
+
+
+async def test_client_error_says_why_it_is_not_retried() -> None:
+    with ModelServer(Sequence(error(401))) as server:
+        _, exc = await run(server)
+    assert str(exc) == "HTTP 401: status 401 (not retried: HTTP 401 will not change on another try)"
+
+
+async def test_a_long_error_body_is_kept_up_to_the_cap() -> None:
+    # llama.cpp's server lists every failed field; the one that matters may come last.
+    fields = [
+        f"messages.{n}.ChatCompletionRequestUserMessage.content: Input should be a "
+        "valid string [type=string_type, input_value=None, input_type=NoneType]"
+        for n in range(7)
+    ]
+    message = "7 validation errors for ChatCompletionRequest\n" + "\n".join(fields)
+    long_body = {"error": {"message": message + " CAUSE-AT-THE-END", "type": "internal"}}
+    huge_body = {"error": {"message": "x" * 10_000}}
+    with ModelServer(Sequence(Reply(status=400, body=long_body))) as server:
+        _, exc = await run(server)
+    assert len(message) > 300 and str(exc).startswith(f"HTTP 400: {message} CAUSE-AT-THE-END")
+    with ModelServer(Sequence(Reply(status=400, body=huge_body))) as server:
+        _, exc = await run(server)
+    assert f"… [{10_000 - ERROR_TEXT_CHARS} more characters]" in str(exc)
+    assert len(str(exc)) < ERROR_TEXT_CHARS + 200
+
+
+async def test_a_body_without_a_message_is_shown_as_it_came() -> None:
+    detail = {"detail": [{"loc": ["body", "messages", 1, "content"], "msg": "field required"}]}
+    with ModelServer(Sequence(Reply(status=422, body=detail))) as server:
+        _, exc = await run(server)
+    assert '"msg": "field required"' in str(exc)
 
 
 async def test_retry_after_seconds_is_honoured() -> None:

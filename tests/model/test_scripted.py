@@ -4,8 +4,10 @@ assembled answers)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,7 +27,7 @@ from agent_core.model.script import ScriptError, ScriptExhaustedError
 from agent_core.model.scripted import FunctionModel, ScriptedModel
 from workbench.engine.model_server import ModelServer, ScriptResponder
 
-STEPS = [
+STEPS: list[dict[str, Any]] = [
     {
         "content": "Let me read it.",
         "tool_calls": [
@@ -225,7 +227,7 @@ async def test_served_script_file_and_models_list(tmp_path: Path) -> None:
     path.write_text('name = "demo-model"\n[[steps]]\ncontent = "served from a file"\n')
     responder = ScriptResponder.from_file(path)
     with ModelServer(responder, model="demo-model") as server:
-        with urllib.request.urlopen(f"{server.base_url}/models") as answer:
+        with await asyncio.to_thread(urllib.request.urlopen, f"{server.base_url}/models") as answer:
             listing = json.load(answer)
         real = OpenAIChatModel(server.base_url, "sk-test", "demo-model")
         done = (await collect(real, call()))[-1]

@@ -6,8 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from test_workbench_test import MISLEADING, SUITE
-
+from tests.regress.test_workbench_test import MISLEADING, SUITE
 from workbench.engine.model_server import ModelServer
 
 

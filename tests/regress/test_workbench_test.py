@@ -91,10 +91,11 @@ def test_baseline_then_a_misleading_edit_fails_with_the_description_diff(
     assert junit.tag == "testsuite" and junit.get("tests") == "3"
     assert junit.get("failures") == "2"  # the misleading text also lures the arithmetic case
     cases = {c.get("name"): c for c in junit.iter("testcase")}
-    assert cases["read-notes"].find("failure") is not None
+    failure = cases["read-notes"].find("failure")
+    assert failure is not None
     assert cases["arithmetic"].find("failure") is not None
     assert cases["list-docs"].find("failure") is None
-    assert "read_file" in (cases["read-notes"].find("failure").text or "")
+    assert "read_file" in (failure.text or "")
 
 
 def test_json_output_and_samples_override(

@@ -166,9 +166,8 @@ def test_a_corrupt_block_is_not_reported_as_in_use(tmp_path: Path, golden_dir: P
     for offset in range(16_384, len(data), 4096):
         data[offset : offset + 128] = b"\xde\xad" * 64
     db.write_bytes(bytes(data))
-    with pytest.raises(StoreCorruptError) as caught:
-        with TraceStore.open(db, wait_s=30) as store:
-            store.count_runs()
+    with pytest.raises(StoreCorruptError) as caught, TraceStore.open(db, wait_s=30) as store:
+        store.count_runs()
     assert "in use" not in str(caught.value) and "move it aside" in str(caught.value)
 
 

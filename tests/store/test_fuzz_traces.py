@@ -86,7 +86,8 @@ def _json_edit(draw: Draw, lines: Lines, edit: Callable[[dict[str, Any]], None])
         return lines
     edit(record)
     out = list(lines)
-    out[index] = json.dumps(record, ensure_ascii=draw(st.booleans())).encode()
+    text = json.dumps(record, ensure_ascii=draw(st.booleans()))
+    out[index] = text.encode("utf-8", "surrogatepass")  # a lone surrogate: invalid UTF-8
     return out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,7 @@ def write_run(folder: Path, run_id: str, turns: int = 2, end: bool = True) -> Pa
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> TraceStore:
+def store(tmp_path: Path) -> Iterator[TraceStore]:
     with TraceStore.open(tmp_path / "db" / "w.duckdb") as opened:
         yield opened
 
@@ -60,7 +61,7 @@ def test_ingest_is_idempotent_and_incremental(store: TraceStore, tmp_path: Path)
 def test_store_keeps_each_line_exactly(store: TraceStore, tmp_path: Path) -> None:
     path = write_run(tmp_path, "run-x")
     store.ingest([path])
-    columns, rows = store.query("SELECT event FROM events WHERE run_id = ? ORDER BY seq", ["run-x"])
+    _, rows = store.query("SELECT event FROM events WHERE run_id = ? ORDER BY seq", ["run-x"])
     assert [row[0] for row in rows] == path.read_text().splitlines()
 
 
@@ -124,7 +125,7 @@ def test_blank_line_keeps_line_numbers_exact(store: TraceStore, tmp_path: Path) 
     path = write_run(tmp_path, "run-b")
     lines = path.read_text().splitlines()
     lines[3] = "{not json"
-    path.write_text("\n".join(lines[:2] + [""] + lines[2:]) + "\n")
+    path.write_text("\n".join([*lines[:2], "", *lines[2:]]) + "\n")
     assert store.ingest([path]).problems == [f"{path}:5: not valid JSON"]
 
 
@@ -142,7 +143,7 @@ def test_newer_schema_version_is_refused_naming_it(store: TraceStore, tmp_path: 
 def test_duplicate_seq_keeps_the_first(store: TraceStore, tmp_path: Path) -> None:
     path = write_run(tmp_path, "run-d")
     lines = path.read_text().splitlines()
-    path.write_text("\n".join(lines[:4] + [lines[3]] + lines[4:]) + "\n")
+    path.write_text("\n".join([*lines[:4], lines[3], *lines[4:]]) + "\n")
     report = store.ingest([path])
     assert len(report.problems) == 1 and report.problems[0].startswith(
         f"{path}:5: duplicate seq 3 of run run-d"
@@ -210,3 +211,17 @@ def test_secrets_reach_neither_the_file_nor_the_store(store: TraceStore, tmp_pat
     _, rows = store.query("SELECT event FROM events")
     assert rows and all(secret not in row[0] for row in rows)
     assert "[REDACTED:api_key]" in (store.run("run-r").task or "")
+
+
+@pytest.mark.parametrize("key", ["store_version", "schema_version"])
+def test_a_store_filled_under_another_layout_or_schema_is_rebuilt(tmp_path: Path, key: str) -> None:
+    path = write_run(tmp_path / "t", "run-a")
+    db = tmp_path / "db" / "w.duckdb"
+    with TraceStore.open(db) as store:
+        store.ingest([path])
+        store.query("UPDATE store_meta SET value = '0' WHERE key = ?", [key])
+    with TraceStore.open(db) as store:
+        _, rows = store.query("SELECT count(*) FROM runs")
+        assert rows == [(0,)]  # rows from another schema would not load: start over
+        assert store.ingest([path]).new_runs == 1
+        assert store.run("run-a").status == "completed"

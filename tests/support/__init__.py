@@ -1,2 +1,1 @@
-"""Shared test helpers. Test folders put `tests/` on `sys.path` in their conftest.py
-(see tests/model/conftest.py) and import `support.<module>`."""
+"""Shared test helpers, imported as `tests.support.<module>`."""

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from traces.events import SCHEMA_VERSION, SCHEMA_VERSIONS, RunStart
-from traces.reader import MIGRATIONS, migrate, read_trace
+from traces.reader import read_trace
 from traces.store import TraceStore
+from traces.versions import MIGRATIONS, check_versions, migrate
 
 
 def _v1_start(**fields: object) -> dict[str, object]:
@@ -31,7 +35,7 @@ def test_every_older_version_has_a_migration_and_a_description() -> None:
 
 
 def test_a_v1_run_start_learns_its_origin_from_what_v1_kept() -> None:
-    cases = [
+    cases: list[tuple[dict[str, Any], str]] = [
         ({}, "agent"),
         ({"parent_run_id": "p", "fork_turn": 2}, "fork"),
         ({"meta": {"regress": {"suite": "s"}}, "parent_run_id": "p"}, "regression_sample"),
@@ -70,3 +74,16 @@ def test_the_store_keeps_each_runs_origin(golden_dir: Path, tmp_path: Path) -> N
     assert origins["s1"] == "regression_sample"
     assert {run_id for run_id, origin in origins.items() if origin == "fork"} == forks
     assert set(origins.values()) <= {"agent", "fork", "regression_sample"}
+
+
+def test_a_schema_bump_without_its_migration_or_summary_fails_at_import(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    check_versions()
+    monkeypatch.delitem(MIGRATIONS, SCHEMA_VERSION - 1)
+    with pytest.raises(RuntimeError, match="MIGRATIONS"):
+        check_versions()
+    monkeypatch.setitem(MIGRATIONS, SCHEMA_VERSION - 1, lambda record: record)
+    monkeypatch.delitem(SCHEMA_VERSIONS, SCHEMA_VERSION)
+    with pytest.raises(RuntimeError, match="SCHEMA_VERSIONS"):
+        check_versions()

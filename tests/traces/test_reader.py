@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from traces import reader
-from traces.reader import NewerSchemaError, iter_trace, read_trace
+from traces import versions
+from traces.reader import iter_trace, read_trace
+from traces.versions import NewerSchemaError
 
 
 def _lines(golden_dir: Path, status_hint: str = "") -> list[str]:
@@ -63,7 +64,7 @@ def test_older_schema_goes_through_the_migration_hook(
             record["schema_version"] = 1
         return record
 
-    monkeypatch.setitem(reader.MIGRATIONS, 0, v0_to_v1)
+    monkeypatch.setitem(versions.MIGRATIONS, 0, v0_to_v1)
     path = tmp_path / "t.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     problems: list[str] = []

@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -30,7 +31,7 @@ def home(tmp_path: Path) -> Path:
 
 
 async def settle(
-    pilot: Pilot[object], until: Callable[[], bool] | None = None, tries: int = 200
+    pilot: Pilot[Any], until: Callable[[], object] | None = None, tries: int = 200
 ) -> None:
     """Let workers finish and their messages land, until `until()` holds."""
     for _ in range(tries):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,7 +40,7 @@ def test_a_tui_fork_reads_new_files_from_the_recorded_root(
     backend.ingest()
     [parent] = backend.runs(RunFilter(), 0, 10)
     items: list[object] = []
-    fork_answers = [_read("b.txt", "call_b"), {"content": "beta it is"}]
+    fork_answers: list[dict[str, Any]] = [_read("b.txt", "call_b"), {"content": "beta it is"}]
     with ModelServer(ScriptResponder(fork_answers)) as server:
         result = backend.run_fork(
             parent.run_id,

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
-import pytest
-from textual.widgets import Static
+from textual.widgets import Static, TextArea
 
 from tests.tui.conftest import ERROR, MAX_TURNS, plain, settle
 from workbench.engine.model_server import ModelServer, ScriptResponder
@@ -42,7 +42,9 @@ async def test_runs_list_filters_and_failed_only(home: Path) -> None:
     app = WorkbenchApp(home)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, lambda: _runs(app).total == 8)
-        assert [_runs(app).row(i).status for i in range(8)].count("completed") == 1
+        assert [getattr(_runs(app).row(i), "status", None) for i in range(8)].count(
+            "completed"
+        ) == 1
         await pilot.press("f")
         await settle(pilot, lambda: _runs(app).total == 7)
         assert "7 runs" in plain(app.screen.query_one("#runs-count", Static))
@@ -58,11 +60,12 @@ async def test_open_the_failed_run_and_jump_to_its_first_error(home: Path) -> No
         await pilot.press("e")
 
         def on_error() -> bool:
-            node = screen.tree.cursor_node
+            node = screen.chain_tree.cursor_node
             return node is not None and node.data is not None and node.data.kind == "tool"
 
         await settle(pilot, on_error)
-        node = screen.tree.cursor_node
+        node = screen.chain_tree.cursor_node
+        assert node is not None and node.data is not None
         assert node.data.failed and node.data.turn == 1
         detail = plain(screen.query_one("#detail-body", Static))
         assert "calculator" in detail and "parse error" in detail
@@ -109,7 +112,6 @@ async def test_step_through_the_replay_and_verify(home: Path) -> None:
 
 
 async def test_schema_diff_of_two_marked_runs(home: Path) -> None:
-    pytest.importorskip("traces.schema_diff", reason="the schema diff is built in traces/")
     app = WorkbenchApp(home)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, lambda: _runs(app).total == 8 and _runs(app).row(1) is not None)
@@ -135,7 +137,9 @@ async def test_fork_a_turn_with_a_mocked_result_and_compare(home: Path) -> None:
             await settle(
                 pilot,
                 lambda: (
-                    run.tree.cursor_node is not None and run.tree.cursor_node.data.kind == "tool"
+                    (node := run.chain_tree.cursor_node) is not None
+                    and node.data is not None
+                    and node.data.kind == "tool"
                 ),
             )
             await pilot.press("f")  # on a tool call: fork the next turn with its result mocked
@@ -143,11 +147,13 @@ async def test_fork_a_turn_with_a_mocked_result_and_compare(home: Path) -> None:
                 pilot, lambda: isinstance(app.screen, ForkScreen) and app.screen.context is not None
             )
             fork = app.screen
+            assert isinstance(fork, ForkScreen)
             assert fork.turn == 2 and fork.mock_call == "call_e1"
-            fork.query_one("#fork-mock").text = "20"
+            fork.query_one("#fork-mock", TextArea).text = "20"
             await pilot.press("ctrl+r")
             await settle(pilot, lambda: isinstance(app.screen, ChainCompareScreen))
             compare = app.screen
+            assert isinstance(compare, ChainCompareScreen)
             await settle(
                 pilot, lambda: "aligning" not in plain(compare.query_one("#pair-result", Static))
             )
@@ -187,10 +193,15 @@ async def test_other_commands_can_use_the_store_while_the_app_is_open(home: Path
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, lambda: _runs(app).total == 8)
         assert app.backend.released.wait(10)  # idle: the database is let go
-        listing = subprocess.run(
-            [Path(sys.executable).with_name("workbench"), "--home", home, "runs", "--json"],
-            capture_output=True,
-            text=True,
+        command: list[str | Path] = [
+            Path(sys.executable).with_name("workbench"),
+            "--home",
+            home,
+            "runs",
+            "--json",
+        ]
+        listing = await asyncio.to_thread(
+            lambda: subprocess.run(command, capture_output=True, text=True)
         )
         assert listing.returncode == 0, listing.stderr
         assert len(json.loads(listing.stdout)) == 8

@@ -7,6 +7,7 @@ from pathlib import Path
 from tests.tui.conftest import COMPLETED, ERROR, MAX_TURNS, settle
 from workbench.tui import Endpoint, WorkbenchApp
 from workbench.tui.paged_list import PagedList
+from workbench.tui.run_screen import RunScreen
 
 SIZE = (120, 36)
 # A fixed endpoint, so the fork dialog never shows this machine's environment.
@@ -39,8 +40,9 @@ def test_run_screen_at_first_error(snap_compare, home: Path) -> None:
         pilot.app.open_run(ERROR, jump_to_error=True)
 
         def at_error() -> bool:
-            node = getattr(pilot.app.screen, "tree", None) and pilot.app.screen.tree.cursor_node
-            return bool(node) and node.data is not None and node.data.kind == "tool"
+            screen = pilot.app.screen
+            node = screen.chain_tree.cursor_node if isinstance(screen, RunScreen) else None
+            return node is not None and node.data is not None and node.data.kind == "tool"
 
         await settle(pilot, at_error)
 

@@ -5,8 +5,13 @@ Ingest's statements live in `ingest_sql`.
 
 from __future__ import annotations
 
+from traces.events import SCHEMA_VERSION
+
 # Bump when the tables below change shape; an older store file is rebuilt from its traces.
 STORE_VERSION = 5
+# Rows are read back with the current event models, so a store is rebuilt when either the
+# tables or the trace schema it was filled under differ from this workbench's.
+STORE_META = {"store_version": str(STORE_VERSION), "schema_version": str(SCHEMA_VERSION)}
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS store_meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -104,7 +109,8 @@ FROM (
         generate_subscripts(json_extract(event, '$.tools[*]'), 1) AS pos
     FROM events WHERE type = 'run_start'
 );
-INSERT OR IGNORE INTO store_meta VALUES ('store_version', '{STORE_VERSION}');
+INSERT OR IGNORE INTO store_meta VALUES
+    ('store_version', '{STORE_VERSION}'), ('schema_version', '{SCHEMA_VERSION}');
 """
 
 DROP_ALL = """
@@ -114,7 +120,7 @@ DROP TABLE IF EXISTS trace_files;
 DROP TABLE IF EXISTS store_meta;
 """
 
-STORE_VERSION_GET = "SELECT value FROM store_meta WHERE key = 'store_version'"
+STORE_META_GET = "SELECT key, value FROM store_meta"
 NEXT_BATCH = "SELECT coalesce(max(batch), 0) + 1 FROM event_rows"
 KNOWN_FILES = "SELECT path, run_id, bytes_done, lines_done, size_seen, refused FROM trace_files"
 
@@ -147,3 +153,39 @@ ORDER BY seq LIMIT $limit OFFSET $offset
 """
 COUNT_EVENTS = "SELECT count(*) FROM events WHERE run_id = $run_id"
 TOOL_SCHEMAS = "SELECT schema FROM tool_schemas WHERE run_id = $run_id ORDER BY position"
+
+# Text search over what a run said and did: one row per matching field, with a snippet
+# around the first match. `instr` on lowered text, so the search text needs no escaping.
+SEARCH = """
+WITH scoped AS (
+    SELECT run_id, turn, seq, type, event FROM events
+    WHERE ($run_id IS NULL OR run_id = $run_id)
+      AND type IN ('run_start', 'model_response', 'tool_start', 'tool_end', 'error', 'run_end')
+), fields AS (
+    SELECT run_id, turn, seq, 'task' AS place, event->>'task' AS body
+    FROM scoped WHERE type = 'run_start'
+    UNION ALL SELECT run_id, turn, seq, 'message', event->'message'->>'content'
+    FROM scoped WHERE type = 'model_response'
+    UNION ALL SELECT run_id, turn, seq, 'tool_arguments', event->>'arguments_raw'
+    FROM scoped WHERE type = 'tool_start'
+    UNION ALL SELECT run_id, turn, seq, 'tool_result', event->>'result'
+    FROM scoped WHERE type = 'tool_end'
+    UNION ALL SELECT run_id, turn, seq, 'error', event->>'error'
+    FROM scoped WHERE type = 'tool_end'
+    UNION ALL SELECT run_id, turn, seq, 'error', event->>'message'
+    FROM scoped WHERE type = 'error'
+    UNION ALL SELECT run_id, turn, seq, 'answer', event->>'final_answer'
+    FROM scoped WHERE type = 'run_end'
+), found AS (
+    SELECT run_id, turn, seq, place, body, instr(lower(body), lower($text)) AS at
+    FROM fields WHERE body IS NOT NULL
+)
+SELECT f.run_id, f.turn, f.seq, f.place,
+    CASE WHEN f.at > $context + 1 THEN '…' ELSE '' END
+    || substr(f.body, greatest(1, f.at - $context), length($text) + 2 * $context)
+    || CASE WHEN f.at + length($text) + $context <= length(f.body) THEN '…' ELSE '' END
+FROM found f LEFT JOIN runs r ON r.run_id = f.run_id
+WHERE f.at > 0
+ORDER BY r.started_at DESC NULLS LAST, f.run_id, f.seq, f.place
+LIMIT $limit
+"""

@@ -25,7 +25,8 @@ from pydantic import ValidationError
 from traces.events import Event
 from traces.home import db_path, traces_dir
 from traces.reader import describe_validation_error, validate_line
-from traces.store import sql
+from traces.store import dataset, sql
+from traces.store.dataset import DatasetExport
 from traces.store.ingest import IngestReport, ingest
 
 
@@ -123,10 +124,17 @@ LOCK_WAIT_S = 5.0
 
 
 class TraceStore:
-    def __init__(self, conn: duckdb.DuckDBPyConnection, path: Path, read_only: bool) -> None:
+    def __init__(
+        self,
+        conn: duckdb.DuckDBPyConnection,
+        path: Path,
+        read_only: bool,
+        catalog: str | None = None,
+    ) -> None:
         self._conn = conn
         self.path = path
         self.read_only = read_only
+        self._catalog = catalog  # the store's database, when attached under this name
 
     @classmethod
     def open(cls, db_path: Path | str, read_only: bool = False, wait_s: float = 0.0) -> TraceStore:
@@ -174,9 +182,9 @@ class TraceStore:
                 "SELECT count(*) FROM information_schema.tables WHERE table_name = 'store_meta'"
             ).fetchone()
             if has_meta and has_meta[0]:
-                version = cur.execute(sql.STORE_VERSION_GET).fetchone()
-                if version is None or version[0] != str(sql.STORE_VERSION):
-                    # The store is a cache of the traces: an older layout is rebuilt.
+                found = dict(cur.execute(sql.STORE_META_GET).fetchall())
+                if any(found.get(key) != value for key, value in sql.STORE_META.items()):
+                    # The store is a cache of the traces: another layout or schema is rebuilt.
                     cur.execute(sql.DROP_ALL)
             cur.execute(sql.SCHEMA)
 
@@ -199,6 +207,8 @@ class TraceStore:
         cur = self._conn.cursor()
         try:
             cur.execute("SET TimeZone = 'UTC'")
+            if self._catalog is not None:
+                cur.execute(f"USE {self._catalog}")
             yield cur
         finally:
             cur.close()
@@ -260,7 +270,7 @@ class TraceStore:
             if exact is not None:
                 return prefix
             rows = cur.execute(sql.RUNS_BY_PREFIX, {"prefix": prefix}).fetchall()
-            found = [row[0] for row in rows]
+            found: list[str] = [row[0] for row in rows]
         if not prefix or not found:
             raise UnknownRunError(f"no run id starts with '{prefix}'; `workbench runs` lists them")
         if len(found) > 1:
@@ -323,6 +333,17 @@ class TraceStore:
             rows = cur.execute(sql.TOOL_SCHEMAS, {"run_id": run_id}).fetchall()
         return [json.loads(row[0]) for row in rows]
 
+    def search(
+        self, text: str, run_id: str | None = None, limit: int = 100, context: int = 40
+    ) -> list[tuple[str, int | None, int, str, str]]:
+        """Fields of runs' events containing `text` (any case): run id, turn, seq, where
+        (task, message, tool_arguments, tool_result, error, answer) and a snippet of about
+        `context` characters either side of the first match, newest runs first."""
+        params = {"text": text, "run_id": run_id, "limit": limit, "context": context}
+        with self._cursor() as cur:
+            rows = cur.execute(sql.SEARCH, params).fetchall()
+        return [(row[0], row[1], int(row[2]), row[3], row[4]) for row in rows]
+
     def query(
         self, statement: str, params: tuple[Any, ...] | list[Any] = ()
     ) -> tuple[list[str], list[tuple[Any, ...]]]:
@@ -336,3 +357,44 @@ class TraceStore:
                 return columns, result.fetchall()
             except duckdb.Error as exc:
                 raise QueryError(str(exc).splitlines()[0]) from None
+
+    # --- Parquet datasets ---------------------------------------------------------------
+
+    def export_dataset(self, dest: str) -> DatasetExport:
+        """Append what the Parquet dataset at `dest` lacks (see `traces.store.dataset`)."""
+        with self._cursor() as cur:
+            try:
+                return dataset.export_dataset(cur, dest)
+            except duckdb.Error as exc:
+                raise StoreError(f"cannot export to {dest}: {_first_line(exc)}") from None
+
+    @classmethod
+    def beside_dataset(cls, db_path: Path | str, dest: str) -> TraceStore:
+        """The store, read-only, with the Parquet dataset at `dest` queryable next to it as
+        `dataset.runs` (each run's latest row), `dataset.run_rows` and `dataset.events`."""
+        path = Path(db_path)
+        if not path.exists():
+            raise StoreError(f"{path} does not exist yet; run `workbench ingest` first")
+        # A read-only connection cannot hold the dataset's views, so the store is attached
+        # read-only to an in-memory database that holds them.
+        conn = duckdb.connect()
+        try:
+            conn.execute(f"ATTACH '{_quoted(str(path))}' AS store (READ_ONLY)")
+        except duckdb.Error as exc:
+            conn.close()
+            raise _open_error(path, exc) from None
+        store = cls(conn, path, read_only=True, catalog="store")
+        try:
+            with store._cursor() as cur:
+                dataset.attach_dataset(cur, dest)
+        except FileNotFoundError as exc:
+            conn.close()
+            raise StoreError(str(exc)) from None
+        except duckdb.Error as exc:
+            conn.close()
+            raise StoreError(f"cannot read the dataset at {dest}: {_first_line(exc)}") from None
+        return store
+
+
+def _quoted(text: str) -> str:
+    return text.replace("'", "''")

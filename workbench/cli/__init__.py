@@ -19,8 +19,10 @@ COMMAND_MODULES = (
     "workbench.cli.run_cmds",
     "workbench.cli.mcp_cmds",
     "workbench.cli.engine_cmds",
+    "workbench.cli.proxy_cmds",
     "workbench.cli.test_cmds",
     "workbench.cli.tui_cmds",
+    "workbench.cli.interop_cmds",
 )
 
 

@@ -6,7 +6,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -56,7 +56,7 @@ def writable_home(home: Path) -> Path:
     return home
 
 
-def redactor_for(home: Path, secrets: list[str | None] | None = None) -> Redactor:
+def redactor_for(home: Path, secrets: Sequence[str | None] | None = None) -> Redactor:
     """The home's redaction (configured patterns) plus the secrets this command uses."""
     try:
         return home_redactor(home, secrets or [])
@@ -98,7 +98,7 @@ positive_int = _positive(int, "a whole number")
 positive_float = _positive(float, "a number of seconds")
 
 
-def add_mcp_start_timeout(parser: argparse.ArgumentParser) -> None:
+def add_mcp_start_timeout(parser: argparse._ActionsContainer) -> None:
     parser.add_argument(
         "--mcp-start-timeout",
         type=positive_float,

@@ -16,6 +16,7 @@ from typing import Any
 from workbench.cli.common import (
     CliError,
     add_home,
+    positive_int,
     print_json,
     redactor_for,
     resolve_home,
@@ -284,7 +285,8 @@ def _register_diff(subparsers: Any) -> None:
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
-    from workbench.engine.diff import diff_chains, diff_tools, render_chain, render_tools
+    from workbench.engine.chain_compare import compare_runs, render_comparison
+    from workbench.engine.diff import diff_tools, render_tools
 
     home = resolve_home(args)
     a, b = _load(args.a, home), _load(args.b, home)
@@ -298,12 +300,12 @@ def _cmd_diff(args: argparse.Namespace) -> int:
         result["tools"] = tools.to_json()
         lines += render_tools(tools, a.run_id, b.run_id)
     if show_chain:
-        chain = diff_chains(a, b)
-        different |= not chain.is_equal
-        result["chain"] = chain.to_json()
+        comparison = compare_runs(a, b)
+        different |= not comparison.diff.is_equal
+        result["chain"] = comparison.to_json()
         if lines:
             lines.append("")
-        lines += render_chain(chain)
+        lines += render_comparison(comparison)
     result["equal"] = not different
     if args.json:
         print_json(result)
@@ -327,25 +329,68 @@ def _register_serve(subparsers: Any) -> None:
         ),
     )
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--replay", metavar="RUN", help="run id, prefix or .jsonl path")
+    source.add_argument(
+        "--replay",
+        metavar="RUN",
+        nargs="+",
+        help="run ids, prefixes or .jsonl paths; each request is answered from the run it "
+        "belongs to",
+    )
+    source.add_argument(
+        "--replay-name",
+        metavar="NAME",
+        help="every run named NAME (captured with the header X-Workbench-Run: NAME)",
+    )
     source.add_argument("--script", metavar="FILE", help="model script (docs/script-format.md)")
+    parser.add_argument(
+        "--match",
+        choices=("meaning", "exact"),
+        default="meaning",
+        help="meaning (default): tool-call arguments compared as JSON, fields sent with their "
+        "default value equal to absent; exact: every field as recorded",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="port (default 0: pick a free one)")
+    parser.add_argument(
+        "--max-request-mb",
+        type=positive_int,
+        default=32,
+        metavar="MB",
+        help="refuse larger request bodies with HTTP 413 (default 32)",
+    )
     add_home(parser)
     parser.set_defaults(func=_cmd_serve)
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
+    from workbench.engine.recording_io import runs_named
     from workbench.engine.serve import ServeError, serve_forever
 
-    source: Any = _load(args.replay, resolve_home(args)) if args.replay else Path(args.script)
-    what = f"replay of run {source.run_id}" if args.replay else f"script {args.script}"
+    source: Any
+    if args.script:
+        source, what = Path(args.script), f"script {args.script}"
+    else:
+        home = resolve_home(args)
+        try:
+            source = runs_named(args.replay_name, home) if args.replay_name else None
+        except RecordingError as exc:
+            raise CliError(str(exc), 2) from None
+        source = source or [_load(ref, home) for ref in args.replay]
+        ids = ", ".join(recording.run_id[:12] for recording in source)
+        what = f"replay of run{'s' if len(source) > 1 else ''} {ids}"
 
     def announce(base_url: str) -> None:
         print(f"serving {base_url} ({what}; Ctrl-C stops)", flush=True)
 
     try:
-        serve_forever(source, host=args.host, port=args.port, on_ready=announce)
+        serve_forever(
+            source,
+            mode=args.match,
+            host=args.host,
+            port=args.port,
+            max_request_bytes=args.max_request_mb * 1024 * 1024,
+            on_ready=announce,
+        )
     except ServeError as exc:
         raise CliError(str(exc), 2) from None
     except KeyboardInterrupt:

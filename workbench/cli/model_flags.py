@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -150,10 +151,13 @@ def parse_tool_descriptions(values: list[str] | None) -> dict[str, str]:
     return overrides
 
 
-def check_tool_names(overrides: dict[str, str], known: list[str]) -> None:
-    unknown = sorted(set(overrides) - set(known))
+def check_tool_names(
+    names: Iterable[str], known: list[str], flag: str = "--tool-description"
+) -> None:
+    """`CliError` naming every one of `names` that is not a known tool."""
+    unknown = sorted(set(names) - set(known))
     if unknown:
         raise CliError(
-            f"--tool-description: no tool named {', '.join(unknown)} "
+            f"{flag}: no tool named {', '.join(unknown)} "
             f"(tools: {', '.join(sorted(known)) or 'none'})"
         )

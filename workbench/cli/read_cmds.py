@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from traces.events import RUN_STATUSES, json_schema
+from traces.home import db_path
 from traces.store import (
     AmbiguousRunError,
     IngestReport,
@@ -54,6 +55,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     query = subparsers.add_parser("sql", help="run SQL on the store (see docs/trace-format.md)")
     query.add_argument("query", metavar="QUERY", help='e.g. "SELECT status, count(*) ..."')
     query.add_argument("--json", action="store_true", help="print rows as JSON objects")
+    query.add_argument(
+        "--dataset",
+        metavar="DEST",
+        help="also query the Parquet dataset at DEST (a folder or object store URL written "
+        "by `workbench export-parquet`) as dataset.runs, dataset.run_rows, dataset.events",
+    )
     add_home(query)
     query.set_defaults(func=cmd_sql)
 
@@ -319,8 +326,13 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_sql(args: argparse.Namespace) -> int:
     with _store(args):
         pass  # ingest first; the query itself runs on a read-only connection
+    home = resolve_home(args)
     try:
-        with TraceStore.for_home(resolve_home(args), read_only=True) as store:
+        if args.dataset:
+            opened = TraceStore.beside_dataset(db_path(home), args.dataset)
+        else:
+            opened = TraceStore.for_home(home, read_only=True)
+        with opened as store:
             columns, rows = store.query(args.query)
     except StoreError as exc:
         raise CliError(str(exc)) from None
@@ -351,4 +363,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["chain_json", "register"]
+# Other command modules open the home's store the same way.
+open_store = _store
+
+__all__ = ["chain_json", "open_store", "register"]

@@ -94,6 +94,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="override a tool's description for this run (repeatable)",
     )
     tools.add_argument(
+        "--tool-choice",
+        metavar="auto|none|required|NAME",
+        help=(
+            "the request's tool_choice: 'required' or a tool NAME forces a tool call (sent "
+            "until the model has called a tool, then left out, so it cannot loop); small "
+            "local models rarely pick a tool unprompted"
+        ),
+    )
+    tools.add_argument(
         "--reasoning-arg",
         action="store_true",
         help="offer an optional `reasoning` argument on every tool (logged, not passed on)",
@@ -125,11 +134,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.mcp_config is None:  # MCP tools are known only once their servers start
         check_tool_names(overrides, [spec.name for t in toolsets for spec in t.specs()])
     system_prompt = text_or_file(args.system) if args.system else None
+    params = tool_choice_params(args.tool_choice)
+    if params and args.mcp_config is None and isinstance(params["tool_choice"], dict):
+        check_tool_names(
+            [params["tool_choice"]["function"]["name"]],
+            [spec.name for t in toolsets for spec in t.specs()],
+            flag="--tool-choice",
+        )
     model = build_model(args, limits)
     config = AgentConfig(
         task=args.task,
         system_prompt=system_prompt,
         limits=limits,
+        params=params,
         stream=not args.no_stream,
         offer_reasoning=args.reasoning_arg,
         tool_descriptions=overrides,
@@ -151,6 +168,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result_json(result, writer.path))
     return STATUS_EXIT[result.status]
+
+
+def tool_choice_params(choice: str | None) -> dict[str, Any]:
+    """`--tool-choice` as request params: a mode as it is, a tool name as a named function."""
+    if choice is None:
+        return {}
+    if choice in ("auto", "none", "required"):
+        return {"tool_choice": choice}
+    return {"tool_choice": {"type": "function", "function": {"name": choice}}}
 
 
 def result_json(result: RunResult, trace: Path) -> dict[str, Any]:

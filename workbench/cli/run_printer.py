@@ -8,6 +8,7 @@ import sys
 from typing import Any, TextIO
 
 from agent_core.agent import RunResult, TextDelta
+from agent_core.model.base import ERROR_TEXT_CHARS
 from traces.events import Error, HistoryTrimmed, ToolEnd, ToolStart
 
 PREVIEW_CHARS = 100
@@ -54,8 +55,10 @@ class RunPrinter:
                 f"~{item.tokens_before} → ~{item.tokens_after} tokens"
             )
         elif isinstance(item, Error):
-            retry = " (retrying)" if item.retriable and item.where == "model" else ""
-            self._line(f"  ! {item.where} {item.kind}: {_preview(item.message)}{retry}")
+            # A model error is shown whole (up to the cap): the server's text names the cause,
+            # and the client's message ends with what it decided (retrying, or why not).
+            limit = ERROR_TEXT_CHARS + 300 if item.where == "model" else PREVIEW_CHARS
+            self._line(f"  ! {item.where} {item.kind}: {_preview(item.message, limit)}")
 
     def summary(self, result: RunResult, trace: str) -> None:
         totals = result.totals

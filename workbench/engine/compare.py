@@ -2,7 +2,9 @@
 
 Two runs of the same decisions never agree on wall-clock facts (timestamps, latencies,
 durations) or on identity (run id), and a replayed tool result is flagged `replayed`; those
-fields are left out. Everything else must be equal, down to each chunk's payload.
+fields are left out. Everything else must be equal, down to each chunk's payload, except
+that an assistant tool-call message without text may say so with a null, absent or empty
+`content` (older recordings sent null; the loop now sends "").
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from agent_core.messages import same_meaning
 from traces.events import EventBase
 
 # Event fields that legitimately differ between a recording and its replay. `seq` is left
@@ -82,6 +85,7 @@ def _walk(a: Any, b: Any, path: str, out: list[FieldDiff], limit: int) -> None:
     if len(out) >= limit:
         return
     if isinstance(a, dict) and isinstance(b, dict):
+        a, b = same_meaning(a), same_meaning(b)
         for key in list(a) + [k for k in b if k not in a]:
             sub = f"{path}.{key}" if path else str(key)
             _walk(a.get(key, _MISSING), b.get(key, _MISSING), sub, out, limit)

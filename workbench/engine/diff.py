@@ -35,6 +35,7 @@ class ChainCall:
     status: Literal["ok", "error", "missing"]
     call_id: str = ""  # for reference only; ids are not compared
     mocked: bool = False
+    result: str | None = None  # the result text itself (the digest is what is compared)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -43,6 +44,7 @@ class ChainCall:
             "name": self.name,
             "arguments": self.arguments,
             "result_digest": self.result_digest,
+            "result": self.result,
             "status": self.status,
         }
 
@@ -51,7 +53,7 @@ class ChainCall:
         if len(args) > 60:
             args = args[:59] + "…"
         mocked = " (mocked)" if self.mocked else ""
-        return f"{self.name}({args}) → {self.status} {self.result_digest or '-'}{mocked}"
+        return f"{self.name}({args}) → {self.status}: {_one_line(self.result)}{mocked}"
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,8 @@ class ChainTurn:
     outcome: TurnOutcome
     calls: tuple[ChainCall, ...] = ()
     answer_digest: str | None = None
+    answer: str | None = None  # the answer text itself
+    text: str | None = None  # what the model said beside its tool calls
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -67,14 +71,23 @@ class ChainTurn:
             "outcome": self.outcome,
             "calls": [call.to_json() for call in self.calls],
             "answer_digest": self.answer_digest,
+            "answer": self.answer,
+            "text": self.text,
         }
 
     def label(self) -> str:
         if self.outcome == "tools":
             return "; ".join(call.label() for call in self.calls)
         if self.outcome == "answer":
-            return f"answer {self.answer_digest or '-'}"
+            return f"answer: {_one_line(self.answer)}"
         return self.outcome.replace("_", " ")
+
+
+def _one_line(text: str | None, width: int = 80) -> str:
+    if text is None:
+        return "-"
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def chain_of(recording: Recording) -> list[ChainTurn]:
@@ -90,14 +103,18 @@ def _chain_turn(node: TurnNode) -> ChainTurn:
         status: Literal["ok", "error", "missing"] = (
             "missing" if end is None else ("ok" if end.ok else "error")
         )
-        result = digest(end.result) if end else None
-        calls.append(ChainCall(start.name, arguments, result, status, start.call_id))
-    if calls:
-        return ChainTurn(node.turn, "tools", tuple(calls))
+        result = end.result if end else None
+        mocked = end.mocked if end else False
+        calls.append(
+            ChainCall(start.name, arguments, digest(result), status, start.call_id, mocked, result)
+        )
     response = node.response
+    content = response.message.get("content") if response is not None else None
+    text = content if isinstance(content, str) and content else None
+    if calls:
+        return ChainTurn(node.turn, "tools", tuple(calls), text=text)
     if response is not None:
-        content = response.message.get("content")
-        return ChainTurn(node.turn, "answer", answer_digest=digest(content or ""))
+        return ChainTurn(node.turn, "answer", answer_digest=digest(text or ""), answer=text or "")
     if node.status == "error":
         return ChainTurn(node.turn, "model_error")
     return ChainTurn(node.turn, "incomplete")
@@ -167,7 +184,13 @@ def _inherit(fork: Recording, parent: Recording, turns: dict[int, ChainTurn]) ->
             continue
         # The fork's history carries its mocked results in place of the parent's.
         calls = tuple(
-            replace(call, result_digest=digest(mocks[call.call_id]), status="ok", mocked=True)
+            replace(
+                call,
+                result_digest=digest(mocks[call.call_id]),
+                result=mocks[call.call_id],
+                status="ok",
+                mocked=True,
+            )
             if call.call_id in mocks
             else call
             for call in turn.calls

@@ -183,9 +183,8 @@ def _lint_parameters(tool: ToolShape) -> list[Finding]:
         )
     properties = params.get("properties") or {}
     if not isinstance(properties, dict):
-        return found + [
-            Finding("error", tool.name, "bad-properties", "properties must be an object")
-        ]
+        found.append(Finding("error", tool.name, "bad-properties", "properties must be an object"))
+        return found
     for name in params.get("required") or []:
         if name not in properties:
             found.append(

@@ -1,29 +1,31 @@
-"""A real OpenAI-compatible HTTP server on 127.0.0.1, for tests and `workbench serve-model`.
+"""A real OpenAI-compatible HTTP server, for tests and `workbench serve-model`.
 
 It speaks `/v1/chat/completions` (SSE when the reply has chunks, JSON otherwise) and
 `/v1/models`. What each request gets back is decided by a responder, `responder(body) ->
 Reply`: chunks to stream (dicts, or raw SSE lines written verbatim so captured streams replay
 byte-faithfully), a JSON body, an error status with headers, a stall, or a connection that
-drops mid-stream. Every request received is kept in `server.requests`.
+drops mid-stream. With `keep_requests` (the default, for tests) every request received is
+kept in `server.requests`; `serve-model` keeps none.
 
     with ModelServer(ScriptResponder(steps)) as server:
         model = OpenAIChatModel(server.base_url, "key", "scripted")
 
-Standard library only (`ThreadingHTTPServer`), run in a background thread.
+Built on aiohttp (`workbench.engine.http_server`): hundreds of concurrent streams, a request
+size limit answered with 413, and 400 for bodies that are not a JSON object.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
-import socket
-import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TypeAlias
+
+from aiohttp import web
 
 from agent_core.model.base import ModelCall
 from agent_core.model.script import (
@@ -34,6 +36,13 @@ from agent_core.model.script import (
     load_script,
     step_chunks,
     step_completion,
+)
+from workbench.engine.http_server import (
+    DEFAULT_MAX_REQUEST_BYTES,
+    HttpServer,
+    RequestProblem,
+    error_response,
+    read_json_object,
 )
 
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
@@ -72,127 +81,8 @@ class ReceivedRequest:
     body: Any
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    owner: ModelServer
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that hangs up (a timeout, a cancelled run) is routine, not a crash.
-        if isinstance(sys.exc_info()[1], ConnectionError):
-            return
-        super().handle_error(request, client_address)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    # Streamed replies are many small writes; Nagle's algorithm would hold each one ~40 ms.
-    disable_nagle_algorithm = True
-    server: _Server
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        pass  # tests and the CLI print their own lines
-
-    def do_GET(self) -> None:
-        owner = self.server.owner
-        if self.path.split("?")[0] in MODELS_PATHS:
-            model = {"id": owner.model, "object": "model", "created": 0, "owned_by": "workbench"}
-            self._send_json(200, {"object": "list", "data": [model]})
-        else:
-            self._send_json(404, {"error": {"message": f"no route {self.path}"}})
-
-    def do_POST(self) -> None:
-        owner = self.server.owner
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            body: Any = json.loads(raw or b"null")
-        except json.JSONDecodeError:
-            body = raw.decode("utf-8", "replace")
-        headers = {name.lower(): value for name, value in self.headers.items()}
-        owner._record(ReceivedRequest(self.path, headers, body))
-        if self.path.split("?")[0] not in CHAT_PATHS:
-            self._send_json(404, {"error": {"message": f"no route {self.path}"}})
-            return
-        if not isinstance(body, dict):
-            self._send_json(400, {"error": {"message": "request body is not a JSON object"}})
-            return
-        try:
-            reply = owner.responder(body)
-        except Exception as exc:  # a broken responder is a 500, not a dead server thread
-            self._send_json(500, {"error": {"message": f"responder failed: {exc}"}})
-            return
-        try:
-            self._send_reply(reply)
-        except OSError:
-            self.close_connection = True  # the client went away; nothing left to tell it
-
-    def _send_json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-        payload = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def _send_reply(self, reply: Reply) -> None:
-        closing = self.server.owner.closing
-        if reply.delay_s and closing.wait(reply.delay_s):
-            return
-        if reply.chunks is None:
-            if reply.stall_after is not None:
-                closing.wait()
-                self._drop()
-            elif reply.drop_after is not None:
-                self._drop()
-            else:
-                self._send_json(reply.status, reply.body, reply.headers)
-            return
-        self.send_response(reply.status)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Transfer-Encoding", "chunked")
-        for name, value in reply.headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.flush()
-        for sent, chunk in enumerate(reply.chunks):
-            if sent == reply.stall_after:
-                closing.wait()
-                self._drop()
-                return
-            if sent == reply.drop_after:
-                self._drop()
-                return
-            if sent and reply.chunk_delay_s and closing.wait(reply.chunk_delay_s):
-                return
-            self._write_chunk(_sse_bytes(chunk, reply.data_prefix))
-        count = len(reply.chunks)
-        if reply.stall_after is not None and reply.stall_after >= count:
-            closing.wait()
-            self._drop()
-            return
-        if reply.drop_after is not None and reply.drop_after >= count:
-            self._drop()
-            return
-        if reply.done:
-            self._write_chunk(f"{reply.data_prefix}[DONE]\n\n".encode())
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
-
-    def _write_chunk(self, data: bytes) -> None:
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-        self.wfile.flush()
-
-    def _drop(self) -> None:
-        """Close the socket mid-response: the client sees an incomplete body."""
-        self.close_connection = True
-        try:
-            self.wfile.flush()
-            self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+class _Dropped(Exception):
+    """The reply ends by closing the connection."""
 
 
 def _sse_bytes(chunk: dict[str, Any] | str, data_prefix: str) -> bytes:
@@ -212,24 +102,27 @@ class ModelServer:
         *,
         host: str = "127.0.0.1",
         port: int = 0,
-        model: str = "scripted",
+        model: str | list[str] = "scripted",
+        keep_requests: bool = True,
+        max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
     ) -> None:
         self.responder = responder
-        self.model = model
+        # /v1/models lists every model served; the first one is the server's `model`.
+        self.models = [model] if isinstance(model, str) else list(model)
+        self.model = self.models[0]
+        self.keep_requests = keep_requests
+        self.max_request_bytes = max_request_bytes
         self.requests: list[ReceivedRequest] = []
-        self.closing = threading.Event()
         self._lock = threading.Lock()
-        self._httpd = _Server((host, port), _Handler)
-        self._httpd.owner = self
-        self._thread: threading.Thread | None = None
+        self._http = HttpServer(self._app, host=host, port=port)
 
     @property
     def port(self) -> int:
-        return int(self._httpd.server_address[1])
+        return self._http.port
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return self._http.base_url
 
     @property
     def bodies(self) -> list[Any]:
@@ -237,36 +130,16 @@ class ModelServer:
         with self._lock:
             return [r.body for r in self.requests if r.path.split("?")[0] in CHAT_PATHS]
 
-    def _record(self, request: ReceivedRequest) -> None:
-        with self._lock:
-            self.requests.append(request)
-
     def start(self) -> ModelServer:
-        self._thread = threading.Thread(
-            # A short poll keeps close() quick; shutdown waits for one poll.
-            target=self._httpd.serve_forever,
-            kwargs={"poll_interval": 0.02},
-            name="model-server",
-            daemon=True,
-        )
-        self._thread.start()
+        self._http.start()
         return self
 
-    def serve_forever(self) -> None:
-        """Serve in the calling thread until `close()` (or Ctrl-C) — for the CLI."""
-        try:
-            self._httpd.serve_forever()
-        finally:
-            self.closing.set()
-            self._httpd.server_close()
+    def serve_forever(self, on_ready: Callable[[], None] | None = None) -> None:
+        """Serve in the calling thread until Ctrl-C (KeyboardInterrupt) — for the CLI."""
+        self._http.serve_forever(on_ready)
 
     def close(self) -> None:
-        self.closing.set()  # releases stalled replies
-        if self._thread is not None:
-            self._httpd.shutdown()
-            self._thread.join()
-            self._thread = None
-        self._httpd.server_close()
+        self._http.close()
 
     def __enter__(self) -> ModelServer:
         return self.start()
@@ -274,13 +147,101 @@ class ModelServer:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    async def _app(self) -> web.Application:
+        app = web.Application(client_max_size=self.max_request_bytes)
+        for path in MODELS_PATHS:
+            app.router.add_get(path, self._models)
+        app.router.add_route("*", "/{tail:.*}", self._other)
+        return app
+
+    async def _models(self, request: web.Request) -> web.StreamResponse:
+        data = [
+            {"id": name, "object": "model", "created": 0, "owned_by": "workbench"}
+            for name in self.models
+        ]
+        return web.json_response({"object": "list", "data": data})
+
+    async def _other(self, request: web.Request) -> web.StreamResponse:
+        if request.method != "POST" or request.path not in CHAT_PATHS:
+            return error_response(404, f"no route {request.method} {request.path}", "not_found")
+        try:
+            body = await read_json_object(request, self.max_request_bytes)
+        except RequestProblem as problem:
+            return problem.response()
+        if self.keep_requests:
+            headers = {name.lower(): value for name, value in request.headers.items()}
+            with self._lock:
+                self.requests.append(ReceivedRequest(request.path_qs, headers, body))
+        try:
+            reply = self.responder(body)
+        except RecursionError:
+            return error_response(
+                400, "request body nests too deeply to read", "invalid_request_error"
+            )
+        except Exception as exc:  # a broken responder is a 500, not a dead server
+            return error_response(500, f"responder failed: {exc}", "server_error")
+        try:
+            return await self._send(request, reply)
+        except (_Dropped, ConnectionError):
+            # Closed on purpose, or the client went away: nothing left to tell it.
+            if request.transport is not None:
+                request.transport.abort()
+            return web.Response()
+
+    async def _stopping_within(self, seconds: float | None) -> bool:
+        """Wait `seconds` (None: for ever); True when the server stops first."""
+        closing = self._http.closing
+        assert closing is not None
+        try:
+            await asyncio.wait_for(closing.wait(), seconds)
+        except TimeoutError:
+            return False
+        return True
+
+    async def _send(self, request: web.Request, reply: Reply) -> web.StreamResponse:
+        if reply.delay_s and await self._stopping_within(reply.delay_s):
+            raise _Dropped
+        if reply.chunks is None:
+            if reply.stall_after is not None:
+                await self._stopping_within(None)
+                raise _Dropped
+            if reply.drop_after is not None:
+                raise _Dropped
+            return web.json_response(reply.body, status=reply.status, headers=reply.headers)
+        response = web.StreamResponse(
+            status=reply.status,
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"},
+        )
+        response.headers.update(reply.headers)
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        for sent, chunk in enumerate(reply.chunks):
+            if sent == reply.stall_after:
+                await self._stopping_within(None)
+                raise _Dropped
+            if sent == reply.drop_after:
+                raise _Dropped
+            if sent and reply.chunk_delay_s and await self._stopping_within(reply.chunk_delay_s):
+                raise _Dropped
+            await response.write(_sse_bytes(chunk, reply.data_prefix))
+        count = len(reply.chunks)
+        if reply.stall_after is not None and reply.stall_after >= count:
+            await self._stopping_within(None)
+            raise _Dropped
+        if reply.drop_after is not None and reply.drop_after >= count:
+            raise _Dropped
+        if reply.done:
+            await response.write(f"{reply.data_prefix}[DONE]\n\n".encode())
+        await response.write_eof()
+        return response
+
 
 class ScriptResponder:
     """Answers each request with the next matching step of a model script
     (docs/script-format.md): the same steps `ScriptedModel` follows in process."""
 
     def __init__(
-        self, steps: Script | list[ScriptStep | dict[str, Any]], *, model: str = "scripted"
+        self, steps: Script | Sequence[ScriptStep | dict[str, Any]], *, model: str = "scripted"
     ) -> None:
         self.script = steps if isinstance(steps, Script) else Script(steps)
         self.model = model

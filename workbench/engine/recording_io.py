@@ -134,7 +134,8 @@ def index_events(events: list[Event], *, path: Path | None = None) -> Recording:
 
 def read_recording_file(path: Path | str) -> Recording:
     """Read one trace file; a bad line before the last one makes it corrupt."""
-    from traces.reader import NewerSchemaError, read_trace
+    from traces.reader import read_trace
+    from traces.versions import NewerSchemaError
 
     path = Path(path)
     if not path.is_file():
@@ -216,3 +217,30 @@ def _path_from_store(prefix: str, home: Path) -> Path:
     if source and Path(source).is_file():
         return Path(source)
     return traces_dir(home) / f"{run_id}.jsonl"
+
+
+def run_name(run_start: RunStart) -> str | None:
+    """A run's name: what a captured run's `X-Workbench-Run` header said (`meta.name`)."""
+    name = run_start.meta.get("name")
+    return name if isinstance(name, str) else None
+
+
+def runs_named(name: str, home: Path) -> list[Recording]:
+    """Every run of the home folder named `name`, oldest first; RecordingError if none."""
+    import json
+
+    found: list[Recording] = []
+    folder = traces_dir(home)
+    for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+        try:
+            with path.open("rb") as handle:
+                first = json.loads(handle.readline())
+        except (OSError, ValueError):
+            continue  # not a trace header; `workbench ingest` reports damaged files
+        meta = first.get("meta") if isinstance(first, dict) else None
+        if first.get("type") == "run_start" and isinstance(meta, dict) and meta.get("name") == name:
+            found.append(read_recording_file(path))
+    if not found:
+        raise RecordingError(f"no run named {name!r} in {folder}")
+    found.sort(key=lambda recording: recording.run_start.ts)
+    return found

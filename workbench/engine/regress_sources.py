@@ -13,8 +13,9 @@ from typing import Any
 
 from agent_core.tools.base import Toolset
 from traces.events import RunStart
-from traces.reader import NewerSchemaError, read_trace
+from traces.reader import read_trace
 from traces.recorder import Recorder
+from traces.versions import NewerSchemaError
 
 
 class ToolSourceError(Exception):
@@ -41,7 +42,7 @@ async def open_tools(
         return
     path = Path(reference)
     if path.suffix == ".json":
-        if not path.is_file():
+        if not path.is_file():  # noqa: ASYNC240 - one stat before any server starts
             raise ToolSourceError(f"tools {reference!r}: no such file")
         opened = False
         if not is_mcp_config(path):

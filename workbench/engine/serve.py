@@ -1,110 +1,111 @@
-"""`workbench serve-model`: a recorded run (or a model script) as an OpenAI-compatible endpoint.
+"""`workbench serve-model`: recorded runs (or a model script) as an OpenAI-compatible endpoint.
 
 `ReplayResponder` answers each chat-completion request with the recorded answer of the turn
-whose recorded request it matches (messages, tools and params), so any OpenAI client, not
-only ours, can be replayed in its own tests. A request that matches no turn gets HTTP 409
-with a JSON body listing how it differs from the turn the recording expected next.
+whose recorded request it matches, so any OpenAI client, not only ours, can be replayed in
+its own tests. Requests match by meaning (`workbench.engine.matching`: tool-call arguments as
+JSON values, fields sent with their default value equal to absent) or, with `exact`, field
+for field. Several runs can be served at once: each request is answered from the run whose
+turn it matches, the run's next turn first, and among runs that recorded the same request,
+the one that answered it least often (so captures of the same task are served in turn). A
+request that matches no turn gets HTTP 409 with a JSON body listing how it differs from the
+closest recorded turn.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agent_core.model.assembler import chunk_from_completion
 from agent_core.model.script import ScriptError
 from workbench.engine.compare import FieldDiff, diff_values
+from workbench.engine.http_server import DEFAULT_MAX_REQUEST_BYTES
+from workbench.engine.matching import MatchMode, body_parts, request_view
 from workbench.engine.model_server import ModelServer, Reply, Responder, ScriptResponder
 from workbench.engine.recording_io import Recording, TurnRecord
 from workbench.engine.replay_model import is_completion
 
-# Request keys that describe the transport, not the conversation; clients differ in them.
-TRANSPORT_KEYS = frozenset({"model", "messages", "tools", "stream", "stream_options"})
+# How many differing fields are counted when looking for the closest turn to a mismatch.
+_DIFF_LIMIT = 200
 
 
 class ServeError(Exception):
     """The server cannot start; one line saying why."""
 
 
-def _without_nulls(value: Any) -> Any:
-    # Clients differ in sending `"content": null` or leaving the key out; both mean the same.
-    if isinstance(value, dict):
-        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_without_nulls(v) for v in value]
-    return value
-
-
-def request_of_body(body: dict[str, Any]) -> dict[str, Any]:
-    params = {k: v for k, v in body.items() if k not in TRANSPORT_KEYS}
-    view = {"messages": body.get("messages") or [], "tools": body.get("tools") or []}
-    return _without_nulls({**view, "params": params})
-
-
-def request_of_turn(record: TurnRecord) -> dict[str, Any]:
-    request = record.request
-    assert request is not None
-    view = {"messages": request.messages, "tools": request.tools, "params": request.params}
-    return _without_nulls(json.loads(json.dumps(view)))
+@dataclass
+class _Turn:
+    recording: Recording
+    run: int  # position of the recording among those served
+    position: int  # position among the run's model turns
+    record: TurnRecord
+    expected: Any
+    served: int = 0
 
 
 class ReplayResponder:
-    """Serves the recorded answers of a run, one model turn per matching request."""
+    """Serves the recorded answers of one or more runs, one model turn per matching request."""
 
-    def __init__(self, recording: Recording) -> None:
-        self.recording = recording
-        self.turns = [recording.turns[n] for n in recording.model_turns]
-        self._expected = [request_of_turn(record) for record in self.turns]
-        self._next = 0
-        self._lock = threading.Lock()
+    def __init__(self, recordings: Recording | list[Recording], mode: MatchMode = "meaning"):
+        self.recordings = [recordings] if isinstance(recordings, Recording) else list(recordings)
+        self.mode = mode
+        self._turns: list[_Turn] = []
+        self._by_request: dict[str, list[_Turn]] = {}
+        for run, recording in enumerate(self.recordings):
+            for position, number in enumerate(recording.model_turns):
+                record = recording.turns[number]
+                request = record.request
+                assert request is not None  # model_turns lists turns with a request
+                expected = request_view(mode, request.messages, request.tools, request.params)
+                turn = _Turn(recording, run, position, record, expected)
+                self._turns.append(turn)
+                self._by_request.setdefault(_key(expected), []).append(turn)
+        self._next = [0] * len(self.recordings)  # per run: the position it expects next
 
     def __call__(self, body: dict[str, Any]) -> Reply:
-        got = request_of_body(body)
-        with self._lock:
-            position = self._match(got)
-            if position is None:
-                return self._mismatch(got)
-            self._next = position + 1
-        return self._answer(self.turns[position], stream=bool(body.get("stream")))
+        got = request_view(self.mode, *body_parts(body))
+        matches = self._by_request.get(_key(got), [])
+        if not matches:
+            return self._mismatch(got)
+        # Requests of one run come in order; a client may also start over or retry.
+        turn = min(matches, key=lambda t: (self._next[t.run] != t.position, t.served, t.run))
+        turn.served += 1
+        self._next[turn.run] = turn.position + 1
+        return self._answer(turn, stream=bool(body.get("stream")))
 
-    def _match(self, got: dict[str, Any]) -> int | None:
-        # The expected turn first; any other turn too, so a client may start over or retry.
-        order = [self._next, *range(len(self.turns))]
-        for position in order:
-            if position < len(self.turns) and self._expected[position] == got:
-                return position
-        return None
-
-    def _mismatch(self, got: dict[str, Any]) -> Reply:
-        position = min(self._next, len(self.turns) - 1)
-        if position < 0:
-            message = f"run {self.recording.run_id} has no model turn to replay"
-            diffs: list[FieldDiff] = []
-            turn = None
+    def _mismatch(self, got: Any) -> Reply:
+        closest: _Turn | None = None
+        diffs: list[FieldDiff] = []
+        for turn in self._turns:
+            found = diff_values(turn.expected, got, limit=_DIFF_LIMIT)
+            if closest is None or len(found) < len(diffs):
+                closest, diffs = turn, found
+        if closest is None:
+            message, run_id, number = "no recorded model turn to replay", None, None
         else:
-            turn = self.turns[position].turn
-            diffs = diff_values(self._expected[position], got)
+            run_id, number = closest.recording.run_id, closest.record.turn
             first = diffs[0].path if diffs else "(nothing)"
             message = (
-                f"request does not match turn {turn} of run {self.recording.run_id}: "
+                f"request matches no recorded turn; closest is turn {number} of run {run_id}: "
                 f"first difference at {first}"
             )
         body = {
             "error": {
                 "message": message,
                 "type": "replay_mismatch",
-                "run_id": self.recording.run_id,
-                "turn": turn,
+                "run_id": run_id,
+                "turn": number,
                 "diffs": [diff.to_json() for diff in diffs],
             }
         }
         # The OpenAI SDK retries 409 unless told not to; a mismatch will not go away.
         return Reply(status=409, body=body, headers={"x-should-retry": "false"})
 
-    def _answer(self, record: TurnRecord, *, stream: bool) -> Reply:
+    def _answer(self, turn: _Turn, *, stream: bool) -> Reply:
+        record = turn.record
         response = record.response
         if response is None:
             error = record.model_errors[-1] if record.model_errors else None
@@ -123,28 +124,33 @@ class ReplayResponder:
             return Reply(chunks=chunks, done=True)
         if completion:
             return Reply(body=recorded[0])
-        return Reply(body=self._completion(record))
+        return Reply(body=_completion(turn.recording, record))
 
-    def _completion(self, record: TurnRecord) -> dict[str, Any]:
-        response = record.response
-        assert response is not None
-        first = record.chunks.get(response.attempt, [None])[0]
-        body: dict[str, Any] = {
-            "id": first.data.get("id", "chatcmpl-replay") if first else "chatcmpl-replay",
-            "object": "chat.completion",
-            "created": first.data.get("created", 0) if first else 0,
-            "model": self.recording.run_start.model,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": response.message,
-                    "finish_reason": response.finish_reason,
-                }
-            ],
-        }
-        if response.usage is not None:
-            body["usage"] = response.usage
-        return body
+
+def _key(view: Any) -> str:
+    return json.dumps(view, sort_keys=True, ensure_ascii=False)
+
+
+def _completion(recording: Recording, record: TurnRecord) -> dict[str, Any]:
+    response = record.response
+    assert response is not None
+    first = record.chunks.get(response.attempt, [None])[0]
+    body: dict[str, Any] = {
+        "id": first.data.get("id", "chatcmpl-replay") if first else "chatcmpl-replay",
+        "object": "chat.completion",
+        "created": first.data.get("created", 0) if first else 0,
+        "model": recording.run_start.model,
+        "choices": [
+            {
+                "index": 0,
+                "message": response.message,
+                "finish_reason": response.finish_reason,
+            }
+        ],
+    }
+    if response.usage is not None:
+        body["usage"] = response.usage
+    return body
 
 
 def _as_stream_chunk(completion: dict[str, Any]) -> dict[str, Any]:
@@ -153,36 +159,66 @@ def _as_stream_chunk(completion: dict[str, Any]) -> dict[str, Any]:
     return chunk
 
 
-def responder_for(source: Recording | Path) -> tuple[Responder, str]:
-    """The responder and the model name to serve, for a recording or a script file."""
-    if isinstance(source, Recording):
-        if not source.model_turns:
-            raise ServeError(f"run {source.run_id} has no model turn to serve")
-        return ReplayResponder(source), source.run_start.model
+def responder_for(
+    source: list[Recording] | Path, mode: MatchMode = "meaning"
+) -> tuple[Responder, list[str]]:
+    """The responder and the model names to serve, for recordings or a script file."""
+    if isinstance(source, list):
+        for recording in source:
+            if not recording.model_turns:
+                raise ServeError(f"run {recording.run_id} has no model turn to serve")
+        models = list(dict.fromkeys(r.run_start.model for r in source))
+        return ReplayResponder(source, mode), models
     try:
         responder = ScriptResponder.from_file(source)
     except ScriptError as exc:
         raise ServeError(str(exc)) from None
-    return responder, responder.model
+    return responder, [responder.model]
 
 
 def serve_forever(
-    source: Recording | Path,
+    source: list[Recording] | Path,
     *,
+    mode: MatchMode = "meaning",
     host: str = "127.0.0.1",
     port: int = 0,
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
     on_ready: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve until Ctrl-C (KeyboardInterrupt propagates after the socket is closed)."""
-    responder, model = responder_for(source)
+    """Serve until Ctrl-C (KeyboardInterrupt propagates after the socket is closed).
+    Requests are answered and forgotten: the server keeps no request bodies."""
+    responder, models = responder_for(source, mode)
     try:
-        server = ModelServer(responder, host=host, port=port, model=model)
+        server = ModelServer(
+            responder,
+            host=host,
+            port=port,
+            model=models,
+            keep_requests=False,
+            max_request_bytes=max_request_bytes,
+        )
     except OSError as exc:
         raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    if on_ready is not None:
-        on_ready(f"http://{_url_host(host)}:{server.port}/v1")
-    server.serve_forever()
+    server.serve_forever(None if on_ready is None else lambda: on_ready(server.base_url))
 
 
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host else host
+def replay_server(
+    runs: list[str | Path],
+    home: Path,
+    *,
+    name: str | None = None,
+    mode: MatchMode = "meaning",
+) -> ModelServer:
+    """A started server replaying `runs` (ids, prefixes or paths) and every run named `name`,
+    in a background thread; `close()` stops it. Raises ServeError with one line."""
+    from workbench.engine.recording_io import RecordingError, load_recording, runs_named
+
+    try:
+        recordings = [load_recording(ref, home) for ref in runs]
+        recordings += runs_named(name, home) if name else []
+    except RecordingError as exc:
+        raise ServeError(str(exc)) from None
+    if not recordings:
+        raise ServeError("nothing to replay: name a run or a run name")
+    responder, models = responder_for(recordings, mode)
+    return ModelServer(responder, model=models, keep_requests=False).start()

@@ -13,6 +13,7 @@ from typing import ClassVar
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from workbench.tui.backend import Backend, Endpoint, NotAvailable
@@ -61,7 +62,7 @@ class WorkbenchApp(App[None]):
     # ------------------------------------------------------------------ errors
 
     def report_error(self, exc: BaseException) -> None:
-        severity = "warning" if isinstance(exc, NotAvailable) else "error"
+        severity: SeverityLevel = "warning" if isinstance(exc, NotAvailable) else "error"
         self.notify(error_line(exc), severity=severity, timeout=8)
 
     # ------------------------------------------------------------------ actions

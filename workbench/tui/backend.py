@@ -225,7 +225,7 @@ class Backend:
         )
 
     def run_fork(
-        self, run_id: str, request: Any, endpoint: Endpoint, on_item: Callable[[Any], None]
+        self, run_id: str, request: Any, endpoint: Endpoint, on_item: Callable[[Any], object]
     ) -> Any:
         """Run a fork to its end in this (worker) thread, recording it in the home folder.
 

@@ -30,6 +30,7 @@ from workbench.tui.render import (
     STATUS_STYLES,
     fmt_ms,
     one_line,
+    plural,
 )
 
 # What a turn's node loads: everything but the bulky per-chunk and per-frame events.
@@ -250,15 +251,40 @@ def _close_call(call: ChainNode, request: ModelRequest | None, response: ModelRe
 
 
 def turn_label(turn: int, children: list[ChainNode]) -> Text:
-    failed = any(node.failed for node in children)
-    tools = sum(1 for node in children if node.kind == "tool")
-    icon, style = _icon(not failed)
+    """`✔ turn 3  2 tool calls`, `✔ turn 4  answer`; a turn that ended without an answer (a
+    timeout, a failed model call) says what stopped it instead."""
+    icon, style = _icon(not any(node.failed for node in children))
     return Text.assemble(
         (f"{icon} ", style),
         ("turn ", "bold"),
         (str(turn), "bold"),
-        (f"  {tools} tool call{'s' if tools != 1 else ''}" if tools else "  answer", "dim"),
+        ("  " + turn_outcome(children), "dim"),
     )
+
+
+def turn_outcome(children: list[ChainNode]) -> str:
+    tools = sum(1 for node in children if node.kind == "tool")
+    if tools:
+        return plural(tools, "tool call")
+    answered = any(
+        isinstance(e, ModelResponse) and not e.message.get("tool_calls")
+        for node in children
+        for e in node.events
+    )
+    if answered:
+        return "answer"
+    errors = [e for node in _walk_nodes(children) for e in node.events if isinstance(e, Error)]
+    if errors:
+        return f"no answer: {errors[-1].kind}"
+    return "no answer"
+
+
+def _walk_nodes(nodes: list[ChainNode]) -> list[ChainNode]:
+    found: list[ChainNode] = []
+    for node in nodes:
+        found.append(node)
+        found.extend(_walk_nodes(node.children))
+    return found
 
 
 def find_node(nodes: list[ChainNode], seq: int) -> ChainNode | None:

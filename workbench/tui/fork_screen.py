@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, Footer, Header, Input, Label, Log, Select, Static, TextArea
 
-from traces.events import EventBase
+from traces.events import EventBase, ModelChunk, RunStart
 from workbench.tui.backend import Endpoint, ForkContext
 from workbench.tui.render import event_summary, one_line, short_id
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
@@ -138,7 +138,7 @@ class ForkScreen(WorkbenchScreen):
     def _load_context(self, turn: int) -> None:
         self.post_message(self.ContextLoaded(self.backend.fork_context(self.run_id, turn)))
 
-    def on_fork_screen_context_loaded(self, message: ForkContext | Any) -> None:
+    def on_fork_screen_context_loaded(self, message: ContextLoaded) -> None:
         context = self.context = message.context
         edit = self.query_one("#fork-edit", Select)
         edit.set_options(edit_options(context))
@@ -237,9 +237,9 @@ class ForkScreen(WorkbenchScreen):
     def on_fork_screen_streamed(self, message: Streamed) -> None:
         item, log = message.item, self.query_one("#fork-log", Log)
         if isinstance(item, EventBase):
-            if item.type == "run_start":
+            if isinstance(item, RunStart):
                 self.fork_run_id = item.run_id
-            elif item.type == "model_chunk":
+            elif isinstance(item, ModelChunk):
                 return  # the text arrives as deltas; raw chunks are in the trace
             log.write(f"\n· {event_summary(item)}\n")  # type: ignore[arg-type]
         elif hasattr(item, "text"):

@@ -100,6 +100,12 @@ def fmt_count(n: int | None) -> str:
     return f"{n / 1_000_000:.1f}M"
 
 
+def plural(n: int | None, noun: str) -> str:
+    """`1 turn`, `3 turns`, `0 tool calls`."""
+    count = n or 0
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def one_line(text: str | None, limit: int = 80) -> str:
     flat = " ".join((text or "").split())
     return flat if len(flat) <= limit else flat[: max(0, limit - 1)] + "…"

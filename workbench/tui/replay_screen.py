@@ -117,6 +117,7 @@ class ReplayScreen(WorkbenchScreen):
         self.playing = False
         self.pacing: Pacing = "recorded"
         self._timer: Timer | None = None
+        self._divergence_seq: int | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -152,7 +153,8 @@ class ReplayScreen(WorkbenchScreen):
         self.post_message(self.Counted(self.backend.count_events(self.run_id)))
 
     def on_replay_screen_counted(self, message: Counted) -> None:
-        self.timeline.reset(message.total, cursor=self.start_seq)
+        # The verdict may land first: then the list opens at the divergence, not event 1.
+        self.timeline.reset(message.total, cursor=self._divergence_seq or self.start_seq)
         self._update_position(None)
 
     # ------------------------------------------------------------------ stepping
@@ -244,6 +246,7 @@ class ReplayScreen(WorkbenchScreen):
         self.query_one("#replay-verify", Static).update(render_outcome(message.outcome))
         divergence = message.outcome.divergence
         if divergence is not None and divergence.recorded_seq is not None:
+            self._divergence_seq = divergence.recorded_seq
             self.timeline.move_to(divergence.recorded_seq)
 
     def worker_failed(self, worker: Any) -> None:

@@ -34,6 +34,7 @@ from workbench.tui.render import (
     fmt_count,
     fmt_ms,
     one_line,
+    plural,
     render_chunks,
     render_event,
     short_id,
@@ -57,10 +58,11 @@ def run_summary(outline: Outline) -> Text:
         "  ",
         status_badge(row.status),
         ("  " + one_line(row.task, 70), ""),
-        (f"\n{row.model}  ·  {row.turns} turns  ·  {row.tool_calls} tool calls", "dim"),
+        (f"\n{row.model}  ·  {plural(outline.turns, 'turn')}  ·  ", "dim"),
+        (plural(row.tool_calls, "tool call"), "dim"),
         (f" ({row.tool_errors} failed)" if row.tool_errors else "", "red"),
         (f"  ·  {fmt_count(row.total_tokens)} tokens  ·  {fmt_ms(row.duration_ms)}", "dim"),
-        (f"  ·  {outline.events} events{parent}", "dim"),
+        (f"  ·  {plural(outline.events, 'event')}{parent}", "dim"),
     )
 
 
@@ -105,6 +107,7 @@ class RunScreen(WorkbenchScreen):
         self.outline: Outline | None = None
         self._turns: dict[int, TreeNode[ChainNode]] = {}
         self._loading: set[int] = set()
+        self._loaded: set[int] = set()
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -124,11 +127,11 @@ class RunScreen(WorkbenchScreen):
         yield Footer()
 
     @property
-    def tree(self) -> Tree[ChainNode]:
+    def chain_tree(self) -> Tree[ChainNode]:
         return self.query_one("#chain-tree", Tree)
 
     def on_mount(self) -> None:
-        self.tree.focus()
+        self.chain_tree.focus()
         self._load_outline()
 
     # ------------------------------------------------------------------ outline
@@ -141,7 +144,7 @@ class RunScreen(WorkbenchScreen):
         outline = self.outline = message.outline
         self.query_one("#run-summary", Static).update(run_summary(outline))
         self.sub_title = f"{short_id(self.run_id)} · {outline.row.status}"
-        root = self.tree.root
+        root = self.chain_tree.root
         root.remove_children()
         if outline.start is not None:
             start = start_node(outline.start)  # type: ignore[arg-type]
@@ -154,7 +157,7 @@ class RunScreen(WorkbenchScreen):
         end = end_node(outline.end, outline.row.status)  # type: ignore[arg-type]
         root.add_leaf(end.label, data=end)
         root.expand()
-        self.tree.call_after_refresh(self.tree.move_cursor_to_line, 0)
+        self.chain_tree.call_after_refresh(self.chain_tree.move_cursor_to_line, 0)
         if self.jump_to_error:
             self.jump_to_error = False
             self.action_first_error()
@@ -169,7 +172,7 @@ class RunScreen(WorkbenchScreen):
     def _turn_tree_node(self, turn: int) -> TreeNode[ChainNode] | None:
         """The turn's node, creating its group's turn nodes first if it is still folded."""
         if turn not in self._turns:
-            for group in self.tree.root.children:
+            for group in self.chain_tree.root.children:
                 data = group.data
                 if data is None or data.kind != "turns" or group.children:
                     continue
@@ -185,7 +188,7 @@ class RunScreen(WorkbenchScreen):
             return
         if data.kind == "turns":
             self._add_turns(event.node, data.turn or 0, data.last_turn or 0)
-        elif data.kind == "turn":
+        elif data.kind == "turn" and data.turn not in self._loaded:
             self._request_turn(data.turn or 0)
 
     def _request_turn(self, turn: int, focus_seq: int | None = None) -> None:
@@ -204,12 +207,15 @@ class RunScreen(WorkbenchScreen):
         parent = self._turn_tree_node(message.turn)
         if parent is None:
             return
-        if not parent.children:
+        if message.turn not in self._loaded:
+            self._loaded.add(message.turn)
             self._fill(parent, message.children)
             assert parent.data is not None
             parent.data.children = message.children
             parent.data.failed = any(n.failed for n in message.children)
             parent.set_label(turn_label(message.turn, message.children))
+            if self.chain_tree.cursor_node is parent:
+                self._show(self._local_detail(parent.data))
         parent.expand()
         if message.focus_seq is not None:
             self._select_seq(parent, message.focus_seq)
@@ -229,13 +235,13 @@ class RunScreen(WorkbenchScreen):
             if node.data is target:
                 for ancestor in _ancestors(node):
                     ancestor.expand()
-                self.tree.call_after_refresh(self._move_to, node)
+                self.chain_tree.call_after_refresh(self._move_to, node)
                 return
 
     def _move_to(self, node: TreeNode[ChainNode]) -> None:
-        self.tree.move_cursor(node)
-        self.tree.scroll_to_node(node, animate=False)
-        self.tree.focus()
+        self.chain_tree.move_cursor(node)
+        self.chain_tree.scroll_to_node(node, animate=False)
+        self.chain_tree.focus()
 
     # ------------------------------------------------------------------ detail
 
@@ -261,10 +267,12 @@ class RunScreen(WorkbenchScreen):
                 f"turns {node.turn} to {node.last_turn}: press enter to list them", style="dim"
             )
         if node.kind == "turn":
-            if not node.children:
+            if node.turn in self._loading:
+                return Text(f"turn {node.turn}: loading…", style="dim")
+            if node.turn not in self._loaded:
                 return Text(f"turn {node.turn}: press enter to open", style="dim")
             return Group(
-                Text(f"turn {node.turn}", style="bold"),
+                turn_label(node.turn or 0, node.children),
                 *(Text("  " + event_summary(e)) for c in node.children for e in c.events),
             )
         if node.kind == "end" and not node.events:
@@ -338,19 +346,19 @@ class RunScreen(WorkbenchScreen):
         parent = self._turn_tree_node(event.turn)
         if parent is None:
             return
-        if parent.children:
+        if event.turn in self._loaded:
             parent.expand()
             self._select_seq(parent, event.seq)
         else:
             self._request_turn(event.turn, focus_seq=event.seq)
 
     def _select_top(self, kind: str) -> None:
-        for node in self.tree.root.children:
+        for node in self.chain_tree.root.children:
             if node.data is not None and node.data.kind == kind:
-                self.tree.call_after_refresh(self._move_to, node)
+                self.chain_tree.call_after_refresh(self._move_to, node)
 
     def _selected(self) -> ChainNode | None:
-        node = self.tree.cursor_node
+        node = self.chain_tree.cursor_node
         return node.data if node is not None else None
 
     def action_replay(self) -> None:
@@ -358,7 +366,9 @@ class RunScreen(WorkbenchScreen):
         self.workbench.open_replay(self.run_id, node.seq or 0 if node else 0)
 
     def action_verify(self) -> None:
-        self.workbench.open_replay(self.run_id, 0, verify=True)
+        # The replay opens at the selected step and moves to the divergence once verified.
+        node = self._selected()
+        self.workbench.open_replay(self.run_id, node.seq or 0 if node else 0, verify=True)
 
     def action_fork(self) -> None:
         node = self._selected()

@@ -32,7 +32,8 @@ class SchemaPair:
 def _functions(tools: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
     for tool in tools:
-        function = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+        nested = tool.get("function")
+        function: dict[str, Any] = nested if isinstance(nested, dict) else tool
         if isinstance(function.get("name"), str):
             found[function["name"]] = function
     return found

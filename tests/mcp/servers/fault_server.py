@@ -80,7 +80,7 @@ def call_tool(request_id: object, params: dict, options: argparse.Namespace) -> 
         text_result(request_id, f"Echo: {arguments.get('message')}")
     elif name == "add":
         a, b = arguments.get("a"), arguments.get("b")
-        if not all(isinstance(v, int | float) for v in (a, b)):
+        if not (isinstance(a, int | float) and isinstance(b, int | float)):
             error(request_id, -32602, "Invalid params: a and b must be numbers")
         else:
             send(

@@ -1,0 +1,294 @@
+"""`workbench collect` and `workbench ingest-otel`: spans become runs in the trace contract.
+
+The round trip sends the golden runs through `export-otel` into a real receiver and checks
+the decision chain survives; other tests feed GenAI-convention spans written by hand (an
+OTLP JSON file as the collector's file exporter writes it) and bad payloads.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from traces.events import RunStart
+from traces.reader import read_trace
+from traces.tree import build_chain
+from workbench.cli import main
+
+pytest.importorskip("opentelemetry.sdk", reason="needs the otel extra")
+
+from workbench.engine.otel_collect import CollectorThread  # noqa: E402
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def decisions(events: list[Any]) -> dict[str, Any]:
+    """What a run decided: per turn the attempts, the messages sent, the answer and the
+    tool calls with their arguments and results; and how the run ended."""
+    chain = build_chain(events)
+    assert chain.start is not None
+    return {
+        "task": chain.start.task,
+        "model": chain.start.model,
+        "system_prompt": chain.start.system_prompt,
+        "status": chain.status,
+        "final_answer": chain.end.final_answer if chain.end else None,
+        "turns": [
+            {
+                "turn": turn.turn,
+                "attempts": [(call.attempt, call.status) for call in turn.model_calls],
+                "messages": turn.request.messages if turn.request else None,
+                "tools_offered": turn.request.tools if turn.request else None,
+                "answer": turn.response.message if turn.response else None,
+                "finish_reason": turn.response.finish_reason if turn.response else None,
+                "usage": turn.response.usage if turn.response else None,
+                "tool_calls": [
+                    (
+                        call.call_id,
+                        call.name,
+                        call.start.arguments_raw,
+                        call.arguments,
+                        call.status,
+                        call.end.result if call.end else None,
+                    )
+                    for call in turn.tool_calls
+                ],
+            }
+            for turn in chain.turns
+        ],
+    }
+
+
+def test_export_then_collect_gives_back_the_same_decision_chain(
+    golden_home: Path, golden_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = tmp_path / "teammate"
+    with CollectorThread(other) as collector:
+        assert main(["export-otel", "--all", "--endpoint", collector.endpoint]) == 0
+        runs = collector.wait_for_runs(8)
+    assert len(runs) == 8 and all(run.written for run in runs)
+    imported = {}
+    for run in runs:
+        events = read_trace(run.path).events
+        start = events[0]
+        assert isinstance(start, RunStart)
+        assert start.origin == "imported" and start.client == "agent-workbench 0.1.0"
+        imported[start.meta["otel"]["run_id"]] = events
+    for path in golden_dir.glob("*.jsonl"):
+        original = read_trace(path).events
+        assert decisions(imported[original[0].run_id]) == decisions(original)
+
+    # The imported runs are ordinary runs of the other home: listed, shown, searchable.
+    capsys.readouterr()
+    assert main(["--home", str(other), "runs", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert sorted(r["status"] for r in listed) == sorted(
+        r["status"] for r in json.loads(_runs_json(golden_home, capsys))
+    )
+    assert main(["--home", str(other), "show", runs[0].run_id[:8]]) == 0
+
+
+def _runs_json(home: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    assert main(["--home", str(home), "runs", "--json"]) == 0
+    return capsys.readouterr().out
+
+
+def test_collecting_the_same_trace_again_writes_nothing(golden_home: Path, tmp_path: Path) -> None:
+    other = tmp_path / "teammate"
+    with CollectorThread(other) as collector:
+        assert main(["export-otel", "--all", "--endpoint", collector.endpoint]) == 0
+        collector.wait_for_runs(8)
+        assert main(["export-otel", "--all", "--endpoint", collector.endpoint]) == 0
+        runs = collector.wait_for_runs(16)
+    assert [run.written for run in runs] == [True] * 8 + [False] * 8
+    assert len(list((other / "traces").glob("*.jsonl"))) == 8
+
+
+def test_ingest_otel_reads_genai_spans_with_observed_tool_calls(
+    wb_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["ingest-otel", str(FIXTURES / "genai-agent.json"), "--json"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)
+    assert (run["status"], run["turns"], run["written"]) == ("completed", 2, True)
+    events = read_trace(run["path"]).events
+    start = events[0]
+    assert isinstance(start, RunStart)
+    assert (
+        start.origin == "imported"
+        and start.client == "opentelemetry.instrumentation.openai_v2 2.1b0"
+    )
+    assert start.task == "How many lines does notes.txt have?"
+    assert [t["function"]["name"] for t in start.tools] == ["count_lines"]
+    chain = build_chain(events)
+    first, second = chain.turns
+    (call,) = first.tool_calls
+    assert (call.name, call.call_id, call.arguments, call.status) == (
+        "count_lines",
+        "call_1",
+        {"path": "notes.txt"},
+        "ok",
+    )
+    assert call.end is not None and call.end.result == "3" and call.end.observed
+    assert second.request is not None and second.request.messages[-1]["role"] == "tool"
+    assert first.response is not None and first.response.usage == {
+        "prompt_tokens": 50,
+        "completion_tokens": 12,
+        "total_tokens": 62,
+    }
+    assert chain.end is not None and chain.end.final_answer == "notes.txt has 3 lines."
+
+    # Runs list and search see it like any other run.
+    assert main(["runs", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["task"] == start.task
+    # Importing the file again adds nothing.
+    assert main(["ingest-otel", str(FIXTURES / "genai-agent.json")]) == 0
+    assert "already imported" in capsys.readouterr().out
+
+
+def test_ingest_otel_bad_files_are_one_line(
+    wb_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]}\n')
+    assert main(["ingest-otel", str(bad)]) == 2
+    assert capsys.readouterr().err.strip() == f"workbench: {bad}: traceId 'zz' is not a hex id"
+    lines = tmp_path / "lines.jsonl"
+    lines.write_text('{"resourceSpans": []}\n{"nope": 1}\n')
+    assert main(["ingest-otel", str(lines)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"workbench: {lines}:2: not an OTLP JSON trace export (no resourceSpans)"
+    assert main(["ingest-otel", str(tmp_path / "missing.json")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_collect_speaks_json_and_refuses_what_is_not_otlp(wb_home: Path) -> None:
+    document = (FIXTURES / "genai-agent.json").read_bytes()
+    with CollectorThread(wb_home) as collector:
+        status, body = _post(collector.endpoint, document, "application/json")
+        assert (status, body) == (200, b"{}")
+        (run,) = collector.wait_for_runs(1)
+        assert run.status == "completed"
+        # The same request gzipped is the same trace: nothing new to write.
+        gzipped = _post(collector.endpoint, gzip.compress(document), "application/json", "gzip")
+        assert gzipped == (200, b"{}")
+        runs = collector.wait_for_runs(2)
+        assert runs[1].run_id == run.run_id and not runs[1].written
+        assert _post(collector.endpoint, b"hello", "text/plain")[0] == 415
+        assert _post(collector.endpoint, b"\xff\x00garbage", "application/x-protobuf")[0] == 400
+        assert collector.problems and "refused a request" in collector.problems[-1]
+
+
+def _post(
+    url: str, data: bytes, content_type: str, encoding: str | None = None
+) -> tuple[int, bytes]:
+    headers = {"Content-Type": content_type}
+    if encoding is not None:
+        headers["Content-Encoding"] = encoding
+    request = urllib.request.Request(url, data=data, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def test_collect_command_runs_until_interrupted(golden_home: Path, tmp_path: Path) -> None:
+    other = tmp_path / "teammate"
+    workbench = shutil.which("workbench", path=str(Path(sys.executable).parent))
+    assert workbench is not None
+    process = subprocess.Popen(
+        [workbench, "--home", str(other), "collect", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ | {"PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        assert first.startswith("collecting OTLP/HTTP spans on http://127.0.0.1:"), first
+        endpoint = first.split(" on ")[1].split(" into ")[0]
+        run_id = "276a0272c8a551178d8bfedb26070002"
+        assert main(["export-otel", run_id, "--endpoint", endpoint]) == 0
+        assert process.stdout.readline().startswith("imported run ")
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err
+    assert "stopped; 1 run(s)" in out and "Traceback" not in err
+
+
+def _mutations(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The fixture with one attribute of one span given a value of another kind, each."""
+    odd_values = [
+        {"intValue": "7"},
+        {"stringValue": "not json ["},
+        {"arrayValue": {"values": [{"intValue": "1"}]}},
+        {"kvlistValue": {"values": [{"key": "k", "value": {"boolValue": True}}]}},
+        {},
+    ]
+    variants = []
+    spans = [
+        (i, j, k)
+        for i, scope in enumerate(document["resourceSpans"][0]["scopeSpans"])
+        for j, span in enumerate(scope["spans"])
+        for k in range(len(span["attributes"]))
+    ]
+    for number, (i, j, k) in enumerate(spans):
+        for odd in odd_values:
+            variant = json.loads(json.dumps(document))
+            span = variant["resourceSpans"][0]["scopeSpans"][i]["spans"][j]
+            span["attributes"][k]["value"] = odd
+            span["traceId"] = f"{number:08x}" + span["traceId"][8:]
+            for other in variant["resourceSpans"][0]["scopeSpans"]:
+                for each in other["spans"]:
+                    each["traceId"] = span["traceId"]
+            variants.append(variant)
+    return variants
+
+
+def test_odd_attribute_values_import_or_fail_in_one_line(wb_home: Path) -> None:
+    from workbench.engine.otel_import import OtlpError, group_traces, parse_json, write_run
+
+    document = json.loads((FIXTURES / "genai-agent.json").read_text(encoding="utf-8"))
+    outcomes = {"imported": 0, "refused": 0}
+    for variant in _mutations(document):
+        for spans in group_traces(parse_json(variant)).values():
+            try:
+                run = write_run(wb_home, spans)
+            except OtlpError as exc:
+                assert str(exc).startswith(f"trace {spans[0].trace_id}: ")
+                outcomes["refused"] += 1
+                continue
+            assert run is not None and read_trace(run.path).problems == []
+            outcomes["imported"] += 1
+    assert outcomes["imported"] > 50 and outcomes["refused"] > 0
+
+
+def test_ingest_otel_keeps_the_good_traces_of_a_file_with_a_bad_one(
+    wb_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = json.loads((FIXTURES / "genai-agent.json").read_text(encoding="utf-8"))
+    bad = json.loads(json.dumps(good))
+    for scope in bad["resourceSpans"][0]["scopeSpans"]:
+        for span in scope["spans"]:
+            span["traceId"] = "f" * 32
+            for attribute in span["attributes"]:
+                if attribute["key"] == "gen_ai.response.finish_reasons":
+                    attribute["value"] = {"arrayValue": {"values": [{"intValue": "7"}]}}
+    both = tmp_path / "both.jsonl"
+    both.write_text(json.dumps(bad) + "\n" + json.dumps(good) + "\n", encoding="utf-8")
+    assert main(["ingest-otel", str(both)]) == 1
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and err.startswith(f"workbench: {both}: trace ffff")
+    assert out.startswith("imported run 5b8efff79803")

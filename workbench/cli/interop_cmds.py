@@ -1,0 +1,303 @@
+"""Commands that share runs with other tools: `export-parquet`, `export-otel`, `collect` and
+`ingest-otel`.
+
+The OpenTelemetry packages are an optional extra (`pip install 'agent-workbench[otel]'`);
+they, aiohttp and the engine are imported inside the handlers only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from workbench.cli.common import CliError, add_home, positive_float, print_json, resolve_home
+
+OTEL_EXTRA = "pip install 'agent-workbench[otel]'"
+
+EXPORT_PARQUET_HELP = """\
+Write the store's runs and events as a Hive-partitioned Parquet dataset under DEST:
+DEST/runs/day=YYYY-MM-DD/*.parquet and DEST/events/day=YYYY-MM-DD/*.parquet (day = the UTC
+day the run started). DEST is a folder or an object store URL DuckDB can write (s3://…).
+Running it again appends only what is new; DuckDB, Spark or Trino read the dataset in place,
+and `workbench sql --dataset DEST` queries it next to the local store. See docs/otel.md.
+"""
+
+
+EXPORT_OTEL_HELP = """\
+Send runs as OpenTelemetry spans over OTLP/HTTP (protobuf): one trace per run, an
+`invoke_agent` span with a `chat` span per model call and an `execute_tool` span per tool
+call, carrying the GenAI semantic conventions' attributes and OpenInference's (what Arize
+Phoenix reads). Exporting a run again sends the same trace and span ids. Secrets stay
+redacted. Needs the otel extra: pip install 'agent-workbench[otel]'. See docs/otel.md.
+
+  workbench export-otel --all --endpoint http://localhost:6006     # a local Phoenix
+  workbench export-otel 3f2a --endpoint http://collector:4318
+"""
+
+COLLECT_HELP = """\
+Turn spans from agents instrumented with OpenTelemetry (GenAI semantic conventions or
+OpenInference) into runs: one run per trace, marked as imported, that open in the TUI and
+work with show, diff, search and regression cases. `collect` is an OTLP/HTTP receiver
+(protobuf and JSON, on http://127.0.0.1:4318/v1/traces by default; Ctrl-C stops it);
+`ingest-otel` reads OTLP JSON files. Needs the otel extra. See docs/otel.md.
+"""
+
+
+def _date(text: str) -> datetime:
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO 8601 date") from None
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parquet = subparsers.add_parser(
+        "export-parquet",
+        help="append the store's runs and events to a Parquet dataset (by day)",
+        description=EXPORT_PARQUET_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parquet.add_argument("dest", metavar="DEST", help="a folder or an object store URL")
+    parquet.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_home(parquet)
+    parquet.set_defaults(func=cmd_export_parquet)
+
+    otel = subparsers.add_parser(
+        "export-otel",
+        help="send runs to an OpenTelemetry backend as OTLP/HTTP spans",
+        description=EXPORT_OTEL_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    otel.add_argument("runs", nargs="*", metavar="RUN", help="run ids or unique prefixes")
+    otel.add_argument("--all", action="store_true", help="every run in the store")
+    otel.add_argument(
+        "--since", type=_date, metavar="DATE", help="runs started on or after DATE (ISO 8601)"
+    )
+    otel.add_argument(
+        "--endpoint",
+        metavar="URL",
+        help="OTLP/HTTP endpoint, e.g. http://localhost:6006 (a bare host gets /v1/traces); "
+        "default $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, $OTEL_EXPORTER_OTLP_ENDPOINT, "
+        "else http://localhost:4318",
+    )
+    otel.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an HTTP header to send (repeatable); default $OTEL_EXPORTER_OTLP_HEADERS",
+    )
+    otel.add_argument(
+        "--timeout", type=positive_float, default=10.0, help="seconds per request (default 10)"
+    )
+    otel.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_home(otel)
+    otel.set_defaults(func=cmd_export_otel)
+
+    collect = subparsers.add_parser(
+        "collect",
+        help="receive OpenTelemetry spans (OTLP/HTTP) from other agents as runs",
+        description=COLLECT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    collect.add_argument("--port", type=int, default=4318, help="port (default 4318)")
+    collect.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
+    )
+    add_home(collect)
+    collect.set_defaults(func=cmd_collect)
+
+    ingest = subparsers.add_parser(
+        "ingest-otel",
+        help="import OTLP JSON files of GenAI / OpenInference spans as runs",
+        description=COLLECT_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ingest.add_argument("files", nargs="+", metavar="FILE", help="OTLP JSON files")
+    ingest.add_argument("--json", action="store_true", help="print the runs as JSON")
+    add_home(ingest)
+    ingest.set_defaults(func=cmd_ingest_otel)
+
+
+def cmd_export_parquet(args: argparse.Namespace) -> int:
+    from traces.store import StoreError
+    from workbench.cli.read_cmds import open_store
+
+    with open_store(args) as store:
+        try:
+            report = store.export_dataset(args.dest)
+        except StoreError as exc:
+            raise CliError(str(exc)) from None
+    if args.json:
+        print_json(report.__dict__)
+    elif report.new_events or report.new_run_rows:
+        print(
+            f"exported {report.new_events} events and {report.new_run_rows} run row(s) "
+            f"over {report.days} day(s) to {report.dest}"
+        )
+    else:
+        print(f"nothing new to export; {report.dest} is up to date")
+    return 0
+
+
+def _otel_module(name: str) -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module(f"workbench.engine.{name}")
+    except ImportError as exc:
+        if exc.name and exc.name.split(".")[0] in ("opentelemetry", "google", "aiohttp"):
+            raise CliError(f"this command needs the otel extra: {OTEL_EXTRA}") from None
+        raise
+
+
+def _headers(items: list[str]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise CliError(f"--header {item!r}: write NAME=VALUE")
+        headers[name.strip()] = value.strip()
+    return headers
+
+
+def cmd_export_otel(args: argparse.Namespace) -> int:
+    otel_export = _otel_module("otel_export")
+    from traces.home import redaction_patterns
+    from workbench.cli.common import redactor_for
+    from workbench.cli.read_cmds import open_store
+
+    if not (args.runs or args.all or args.since):
+        raise CliError("name the runs to export (RUN …), or use --all or --since DATE")
+    home = resolve_home(args)
+    redact = redactor_for(home).text if redaction_patterns(home) else None
+    headers = _headers(args.header)
+    try:
+        sender = otel_export.SpanSender(otel_export.exporter(args.endpoint, headers, args.timeout))
+    except otel_export.OtelExportError as exc:
+        raise CliError(str(exc)) from None
+    last_report = [time.monotonic()]
+
+    def progress(state: Any) -> None:
+        now = time.monotonic()
+        if now - last_report[0] >= 1.0 and state.runs_done < state.runs_total:
+            last_report[0] = now
+            print(
+                f"exported {state.runs_done}/{state.runs_total} runs ({state.spans} spans)",
+                file=sys.stderr,
+            )
+
+    with open_store(args) as store:
+        if args.runs:
+            run_ids = [store.resolve_run(prefix) for prefix in args.runs]
+        else:
+            rows = store.runs(limit=store.count_runs())
+            run_ids = [row.run_id for row in reversed(rows)]
+        if args.since:
+            since = args.since
+            run_ids = [
+                run_id
+                for run_id in run_ids
+                if (started := store.run(run_id).started_at) is not None and started >= since
+            ]
+        try:
+            state = otel_export.export_runs(
+                (store.events(run_id) for run_id in run_ids),
+                sender,
+                otel_export.resource(),
+                redact=redact,
+                total=len(run_ids),
+                progress=progress,
+            )
+        except otel_export.OtelExportError as exc:
+            raise CliError(str(exc)) from None
+        finally:
+            sender.close()
+    report = {"runs": state.runs_done, "spans": state.spans, "endpoint": sender.endpoint}
+    if args.json:
+        print_json(report | {"run_ids": run_ids})
+    else:
+        print(f"exported {state.runs_done} run(s) as {state.spans} spans to {sender.endpoint}")
+    return 0
+
+
+def _print_run(run: Any) -> None:
+    verb = "imported" if run.written else "already imported"
+    print(f"{verb} run {run.run_id[:12]} ({run.status}, {run.turns} turn(s))", flush=True)
+
+
+def cmd_collect(args: argparse.Namespace) -> int:
+    import asyncio
+
+    otel_collect = _otel_module("otel_collect")
+    home = resolve_home(args)
+    receiver = otel_collect.OtlpReceiver(
+        home,
+        on_run=_print_run,
+        on_problem=lambda message: print(f"workbench: {message}", file=sys.stderr, flush=True),
+    )
+
+    async def serve() -> None:
+        runner, port = await otel_collect.start(receiver, args.host, args.port)
+        print(
+            f"collecting OTLP/HTTP spans on http://{args.host}:{port}"
+            f"{otel_collect.TRACES_PATH} into {home}; Ctrl-C stops",
+            flush=True,
+        )
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await runner.cleanup()
+
+    try:
+        asyncio.run(serve())
+    except otel_collect.CollectorError as exc:
+        raise CliError(str(exc)) from None
+    except KeyboardInterrupt:
+        pass
+    receiver.flush()
+    print(f"stopped; {len(receiver.runs)} run(s) from {receiver.spans_received} span(s)")
+    return 0
+
+
+def cmd_ingest_otel(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    otel_import = _otel_module("otel_import")
+    home = resolve_home(args)
+    runs = []
+    problems = 0
+    for name in args.files:
+        path = Path(name)
+        try:
+            spans = otel_import.read_json_file(path)
+        except OSError as exc:
+            raise CliError(f"cannot read {path}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise CliError(f"{path}: not a text file; ingest-otel reads OTLP JSON") from None
+        except otel_import.OtlpError as exc:
+            raise CliError(str(exc)) from None
+        for spans_of_trace in otel_import.group_traces(spans).values():
+            try:
+                run = otel_import.write_run(home, spans_of_trace)
+            except otel_import.OtlpError as exc:  # one trace; the others still go in
+                print(f"workbench: {path}: {exc}", file=sys.stderr)
+                problems += 1
+                continue
+            if run is not None:
+                runs.append(run)
+    if args.json:
+        print_json([run.__dict__ | {"path": str(run.path)} for run in runs])
+    else:
+        for run in runs:
+            _print_run(run)
+        if not runs and not problems:
+            print("no GenAI or OpenInference spans found; nothing imported")
+    return 1 if problems else 0
+
+
+__all__ = ["register"]

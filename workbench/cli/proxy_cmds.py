@@ -1,0 +1,69 @@
+"""`workbench proxy`: record any OpenAI-compatible client's runs by changing its base URL."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from workbench.cli.common import CliError, add_home, positive_int, resolve_home
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "proxy",
+        help="record any OpenAI-compatible client's runs through a forwarding endpoint",
+        description=(
+            "An OpenAI-compatible endpoint that forwards every request to --upstream and "
+            "records the traffic as runs (docs/capture.md): point your agent's base URL at "
+            "the printed address and use it as usual. Streams pass through chunk by chunk; "
+            "your credentials go upstream and never into a trace. A request whose messages "
+            "continue an earlier conversation is that run's next turn; the header "
+            "`X-Workbench-Run: NAME` names runs. Ctrl-C stops it and ends open runs as "
+            "cancelled."
+        ),
+    )
+    parser.add_argument(
+        "--upstream",
+        required=True,
+        metavar="URL",
+        help="the real endpoint, e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="port (default 0: pick a free one)")
+    parser.add_argument(
+        "--max-request-mb",
+        type=positive_int,
+        default=32,
+        metavar="MB",
+        help="refuse larger request bodies with HTTP 413 (default 32)",
+    )
+    add_home(parser)
+    parser.set_defaults(func=_cmd_proxy)
+
+
+def _cmd_proxy(args: argparse.Namespace) -> int:
+    from workbench.engine.proxy import ProxyError, proxy_forever
+
+    home = resolve_home(args)
+
+    def announce(base_url: str) -> None:
+        print(
+            f"proxying {base_url} -> {args.upstream} (recording into {home}; Ctrl-C stops)",
+            flush=True,
+        )
+
+    try:
+        proxy_forever(
+            args.upstream,
+            home,
+            host=args.host,
+            port=args.port,
+            max_request_bytes=args.max_request_mb * 1024 * 1024,
+            on_ready=announce,
+        )
+    except ProxyError as exc:
+        raise CliError(str(exc), 2) from None
+    except KeyboardInterrupt:
+        print("stopped", file=sys.stderr)
+    return 0

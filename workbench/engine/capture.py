@@ -1,0 +1,455 @@
+"""Runs from traffic: what `workbench proxy` records for the requests it forwards.
+
+The proxy hands every chat-completion exchange to a `CaptureBook`, which decides the run and
+turn it belongs to and writes it in the trace contract (docs/capture.md has the rules):
+
+- A request whose messages extend the conversation of a run waiting for its client (the
+  last request's messages plus the answer) continues that run as its next turn; the same
+  messages again after a failed answer are the next attempt of the same turn. Anything else
+  starts a new run: task = first user message, system prompt, tools, params and model as
+  sent, `origin: "captured"`, `client` = the user agent.
+- `X-Workbench-Run: NAME` names the run (`meta.name`) and only continues runs of that name.
+- Tool results the client sends back for the previous answer's calls become that turn's
+  `tool_start`/`tool_end` with `observed: true` (the client ran them, we only saw results).
+- An answer without tool calls ends the run `completed`; a conversation that goes on after
+  it starts a follow-up run whose parent is the completed one. A run whose client went away
+  mid-answer stays without `run_end` (`incomplete`); `close()` ends runs still waiting for
+  their client as `cancelled`.
+
+Recording never gets in the way of forwarding: the proxy calls in here after the bytes have
+gone to the client, and a failure here is reported once and the exchange goes unrecorded.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from agent_core.agent import new_run_id
+from agent_core.model.assembler import MalformedChunk, StreamAssembler, chunk_from_completion
+from agent_core.tokens import estimate_prompt
+from traces.events import (
+    Error,
+    ModelChunk,
+    ModelRequest,
+    ModelResponse,
+    RunEnd,
+    RunStart,
+    RunStatus,
+    ToolEnd,
+    ToolStart,
+    Totals,
+)
+from traces.home import home_redactor, traces_dir
+from traces.recorder import Recorder
+from traces.redact import Redactor
+from traces.writer import JsonlWriter
+from workbench.engine.matching import body_parts, message_meaning
+
+RUN_HEADER = "x-workbench-run"
+TOOL_SOURCE = "client"
+# Runs remembered after they ended, for follow-ups; older ones are forgotten.
+MAX_REMEMBERED_RUNS = 1000
+
+RunState = Literal["answering", "waiting", "failed", "completed", "abandoned", "ended"]
+
+
+@dataclass
+class CapturedRun:
+    """One run being recorded, and what it needs to recognise its next request."""
+
+    run_id: str
+    name: str | None
+    recorder: Recorder
+    redactor: Redactor
+    started: float
+    state: RunState = "answering"
+    turn: int = 1
+    attempt: int = 1
+    conversation: list[Any] = field(default_factory=list)  # messages by meaning, with answer
+    last_request: list[Any] = field(default_factory=list)  # messages by meaning
+    pending_calls: list[dict[str, Any]] = field(default_factory=list)
+    answered_at: float = 0.0
+    totals: dict[str, float] = field(default_factory=dict)
+
+    def add(self, key: str, amount: float) -> None:
+        self.totals[key] = self.totals.get(key, 0) + amount
+
+
+class Exchange:
+    """One request and its answer through the proxy, recorded into its run as it goes."""
+
+    def __init__(self, book: CaptureBook, run: CapturedRun, stream: bool) -> None:
+        self.book = book
+        self.run = run
+        self.stream = stream
+        self.sent = time.monotonic()
+        self.assembler = StreamAssembler()
+        self.ttft_ms: float | None = None
+        self.chunks = 0
+        self.closed = False
+        self.malformed: str | None = None
+
+    def _emit(self, cls: Any, **fields: Any) -> None:
+        self.run.recorder.emit(cls, turn=self.run.turn, **fields)
+
+    def chunk(self, data: dict[str, Any]) -> None:
+        """One streamed chunk (a decoded SSE `data:` payload), as it passed to the client."""
+        elapsed_ms = (time.monotonic() - self.sent) * 1000.0
+        with self.book.guard(self):
+            self._emit(
+                ModelChunk,
+                attempt=self.run.attempt,
+                index=self.chunks,
+                elapsed_ms=elapsed_ms,
+                data=data,
+            )
+            self.chunks += 1
+            try:
+                self.assembler.add(data)
+            except MalformedChunk as exc:
+                self.malformed = self.malformed or str(exc)
+            if self.ttft_ms is None and self.assembler.saw_output:
+                self.ttft_ms = elapsed_ms
+
+    def completion(self, body: bytes) -> None:
+        """A whole (non-streamed) answer with status 200."""
+        with self.book.guard(self):
+            try:
+                data = json.loads(body)
+                chunk = chunk_from_completion(data)
+            except (ValueError, MalformedChunk) as exc:
+                self.failed(200, f"the answer is not a chat completion: {exc}", "bad_response")
+                return
+            elapsed_ms = (time.monotonic() - self.sent) * 1000.0
+            self._emit(
+                ModelChunk, attempt=self.run.attempt, index=0, elapsed_ms=elapsed_ms, data=data
+            )
+            self.chunks = 1
+            self.assembler.add(chunk)
+            self.ttft_ms = elapsed_ms
+            self.finish()
+
+    def finish(self) -> None:
+        """The answer arrived whole: record it, and end the run when it calls no tool."""
+        with self.book.guard(self):
+            if not self.assembler.saw_choice or self.malformed:
+                why = self.malformed or "no chunk of the answer carried a choice"
+                self.failed(200, why, "bad_response")
+                return
+            run, response = self.run, self.assembler.result()
+            message = response.to_message()
+            latency_ms = (time.monotonic() - self.sent) * 1000.0
+            self._emit(
+                ModelResponse,
+                attempt=run.attempt,
+                message=message,
+                finish_reason=response.finish_reason,
+                usage=response.usage,
+                ttft_ms=self.ttft_ms,
+                latency_ms=latency_ms,
+                chunks=self.chunks,
+            )
+            self.closed = True
+            run.add("model_calls", 1)
+            usage = response.usage or {}
+            for key, name in (
+                ("input_tokens", "prompt_tokens"),
+                ("output_tokens", "completion_tokens"),
+                ("total_tokens", "total_tokens"),
+            ):
+                value = usage.get(name)
+                run.add(key, value if isinstance(value, int) else 0)
+            run.conversation = [*run.last_request, message_meaning(message)]
+            run.answered_at = time.monotonic()
+            run.pending_calls = list(message.get("tool_calls") or [])
+            if run.pending_calls:
+                run.state = "waiting"
+            else:
+                self.book.end(run, "completed", final_answer=response.content)
+
+    def failed(self, status: int, message: str, kind: str = "status") -> None:
+        """The upstream answered with an error (passed to the client unchanged)."""
+        with self.book.guard(self):
+            self._emit(
+                Error,
+                where="model",
+                kind=kind,
+                message=message,
+                retriable=status in (408, 409, 429) or status >= 500,
+                attempt=self.run.attempt,
+                status_code=status if status >= 400 else None,
+            )
+            self.closed = True
+            self.run.add("model_calls", 1)
+            self.run.state = "failed"
+
+    def abandoned(self) -> None:
+        """The client went away before the answer was whole: the run stays incomplete."""
+        if not self.closed:
+            self.closed = True
+            self.book.forget(self.run, "abandoned")
+
+
+class CaptureBook:
+    """Every run the proxy is recording, and the rules that sort requests into them."""
+
+    def __init__(self, home: Path, upstream: str) -> None:
+        self.home = home
+        self.folder = traces_dir(home)
+        self.upstream = upstream
+        self.runs: OrderedDict[str, CapturedRun] = OrderedDict()
+        self.problems: list[str] = []
+
+    def guard(self, exchange: Exchange | None = None) -> _Guard:
+        return _Guard(self, exchange)
+
+    def begin(self, body: dict[str, Any], headers: dict[str, str]) -> Exchange | None:
+        """Sort a request into its run and record it; None when it cannot be recorded."""
+        with self.guard():
+            name = headers.get(RUN_HEADER) or None
+            secret = _bearer(headers.get("authorization"))
+            messages, tools, params = body_parts(body)
+            meaning = [message_meaning(m) for m in messages]
+            run, follows = self._continued(meaning, name)
+            if run is not None and run.state == "failed" and meaning == run.last_request:
+                run.attempt += 1
+            elif run is not None and run.state == "waiting":
+                self._observe_results(run, messages[len(run.conversation) :])
+                run.turn += 1
+                run.attempt = 1
+            else:
+                run = self._start(body, headers, name, parent=follows)
+            run.redactor.add_secret(secret)
+            run.state = "answering"
+            run.last_request = meaning
+            run.recorder.emit(
+                ModelRequest,
+                turn=run.turn,
+                attempt=run.attempt,
+                messages=messages,
+                tools=tools,
+                params=params,
+                stream=bool(body.get("stream")),
+                estimated_tokens=estimate_prompt(messages, tools),
+            )
+            self.runs.move_to_end(run.run_id)
+            return Exchange(self, run, bool(body.get("stream")))
+        return None
+
+    def _continued(
+        self, meaning: list[Any], name: str | None
+    ) -> tuple[CapturedRun | None, CapturedRun | None]:
+        """The run this request continues (waiting or failed), or the completed run it
+        follows up; the longest conversation it extends wins."""
+        best: CapturedRun | None = None
+        for run in reversed(self.runs.values()):
+            if name is not None and run.name != name:
+                continue
+            if run.state == "failed" and meaning == run.last_request:
+                return run, None
+            if run.state not in ("waiting", "completed"):
+                continue
+            size = len(run.conversation)
+            extends = len(meaning) > size and meaning[:size] == run.conversation
+            if extends and (best is None or size > len(best.conversation)):
+                best = run
+        if best is not None and best.state == "completed":
+            return None, best
+        return best, None
+
+    def _observe_results(self, run: CapturedRun, new_messages: list[Any]) -> None:
+        """The client ran the last answer's tool calls; record the results it sends back."""
+        results = {
+            m.get("tool_call_id"): m
+            for m in new_messages
+            if isinstance(m, dict) and m.get("role") == "tool"
+        }
+        waited_ms = (time.monotonic() - run.answered_at) * 1000.0
+        for call in run.pending_calls:
+            call_id = str(call.get("id") or "")
+            function = call.get("function") or {}
+            name = str(function.get("name") or "")
+            raw = function.get("arguments") or ""
+            arguments, parse_error = _parse_arguments(raw)
+            run.recorder.emit(
+                ToolStart,
+                turn=run.turn,
+                call_id=call_id,
+                name=name,
+                arguments_raw=raw,
+                arguments=arguments,
+                parse_error=parse_error,
+                source=TOOL_SOURCE,
+            )
+            result = results.get(call_id)
+            text = _text(result.get("content")) if result else ""
+            error = None if result else "the client sent no result for this call"
+            run.recorder.emit(
+                ToolEnd,
+                turn=run.turn,
+                call_id=call_id,
+                name=name,
+                ok=result is not None,
+                result=text,
+                error=error,
+                duration_ms=waited_ms,
+                observed=True,
+            )
+            run.add("tool_calls", 1)
+            run.add("tool_errors", 0 if result else 1)
+        run.pending_calls = []
+
+    def _start(
+        self,
+        body: dict[str, Any],
+        headers: dict[str, str],
+        name: str | None,
+        parent: CapturedRun | None,
+    ) -> CapturedRun:
+        from agent_core.model.openai_client import public_url
+
+        messages, tools, params = body_parts(body)
+        new = messages[len(parent.conversation) :] if parent else messages
+        run_id = new_run_id()
+        redactor = home_redactor(self.home)
+        recorder = Recorder(run_id, [JsonlWriter(self.folder, run_id, redactor)])
+        run = CapturedRun(run_id, name, recorder, redactor, time.monotonic())
+        self.runs[run_id] = run
+        tool_names = [
+            str((tool.get("function") or {}).get("name"))
+            for tool in tools
+            if isinstance(tool, dict) and isinstance(tool.get("function"), dict)
+        ]
+        meta: dict[str, Any] = {"upstream": public_url(self.upstream)}
+        if name:
+            meta["name"] = name
+        recorder.emit(
+            RunStart,
+            turn=None,
+            task=_first_text(new, "user") or _first_text(messages, "user") or "",
+            system_prompt=_first_text(messages, "system") or _first_text(messages, "developer"),
+            model=str(body.get("model") or "unknown"),
+            base_url=public_url(self.upstream),
+            params=params,
+            tools=tools,
+            tool_sources={tool: TOOL_SOURCE for tool in tool_names},
+            origin="captured",
+            client=headers.get("user-agent"),
+            parent_run_id=parent.run_id if parent else None,
+            meta=meta,
+        )
+        self._forget_old()
+        return run
+
+    def end(
+        self,
+        run: CapturedRun,
+        status: RunStatus,
+        *,
+        final_answer: str | None = None,
+        reason: str = "",
+    ) -> None:
+        totals = Totals(
+            turns=run.turn,
+            model_calls=int(run.totals.get("model_calls", 0)),
+            tool_calls=int(run.totals.get("tool_calls", 0)),
+            tool_errors=int(run.totals.get("tool_errors", 0)),
+            input_tokens=int(run.totals.get("input_tokens", 0)),
+            output_tokens=int(run.totals.get("output_tokens", 0)),
+            total_tokens=int(run.totals.get("total_tokens", 0)),
+            duration_ms=(time.monotonic() - run.started) * 1000.0,
+        )
+        run.recorder.emit(
+            RunEnd,
+            turn=None,
+            status=status,
+            reason=reason,
+            final_answer=final_answer,
+            totals=totals,
+        )
+        run.recorder.close()
+        run.state = "completed" if status == "completed" else "ended"
+
+    def forget(self, run: CapturedRun, state: RunState) -> None:
+        """Stop recording a run without ending it (its trace stays `incomplete`)."""
+        run.recorder.close()
+        run.state = state
+        self.runs.pop(run.run_id, None)
+
+    def close(self) -> None:
+        """The proxy stops: runs still open end as cancelled."""
+        for run in list(self.runs.values()):
+            if run.state in ("answering", "waiting", "failed"):
+                with self.guard():
+                    self.end(run, "cancelled", reason="the proxy stopped")
+        self.runs.clear()
+
+    def _forget_old(self) -> None:
+        ended = [r for r in self.runs.values() if r.state in ("completed", "ended")]
+        for run in ended[: max(0, len(ended) - MAX_REMEMBERED_RUNS)]:
+            self.runs.pop(run.run_id, None)
+
+    def report(self, message: str) -> None:
+        if message not in self.problems:
+            self.problems.append(message)
+            print(f"workbench proxy: {message}", file=sys.stderr)
+
+
+class _Guard:
+    """Recording failures are reported once and never reach the request being forwarded."""
+
+    def __init__(self, book: CaptureBook, exchange: Exchange | None) -> None:
+        self.book, self.exchange = book, exchange
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> bool:
+        if exc is None or not isinstance(exc, Exception):
+            return False
+        self.book.report(f"could not record an exchange: {type(exc).__name__}: {exc}")
+        if self.exchange is not None and not self.exchange.closed:
+            self.exchange.closed = True
+            self.book.forget(self.exchange.run, "abandoned")
+        return True
+
+
+def _bearer(value: str | None) -> str | None:
+    if value and value.lower().startswith("bearer "):
+        return value[7:].strip()
+    return value
+
+
+def _parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
+    if not raw.strip():
+        return {}, None
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        return None, f"arguments are not valid JSON: {exc}"
+    if not isinstance(value, dict):
+        return None, "arguments are not a JSON object"
+    return value, None
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return "" if content is None else json.dumps(content, ensure_ascii=False)
+
+
+def _first_text(messages: list[Any], role: str) -> str | None:
+    for message in messages:
+        if isinstance(message, dict) and message.get("role") == role:
+            return _text(message.get("content"))
+    return None

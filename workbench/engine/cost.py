@@ -1,0 +1,86 @@
+"""What a run's tokens cost, from prices the user supplies in `<home>/prices.toml`:
+
+    # dollars (or any currency) per million tokens, per model name as recorded
+    currency = "$"
+    [models."gpt-4o-mini"]
+    input = 0.15
+    output = 0.60
+
+No file means no prices: costs are then `None` and nothing shows them.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PRICES_FILE = "prices.toml"
+
+
+class PricesError(Exception):
+    """A prices file that cannot be used; one line naming the file and the fix."""
+
+
+@dataclass(frozen=True)
+class ModelPrice:
+    input_per_million: float
+    output_per_million: float
+
+
+@dataclass(frozen=True)
+class Prices:
+    models: dict[str, ModelPrice] = field(default_factory=dict)
+    currency: str = "$"
+
+    @classmethod
+    def load(cls, home: Path) -> Prices:
+        """The prices in `<home>/prices.toml`; none when the file does not exist."""
+        path = home / PRICES_FILE
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return cls()
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise PricesError(f"{path}: not a readable TOML file ({exc})") from None
+        return cls.parse(data, str(path))
+
+    @classmethod
+    def parse(cls, data: dict[str, object], where: str = PRICES_FILE) -> Prices:
+        models = data.get("models", {})
+        currency = data.get("currency", "$")
+        if not isinstance(models, dict) or not isinstance(currency, str):
+            raise PricesError(
+                f'{where}: expected [models."NAME"] tables with input and output prices '
+                "per million tokens, and an optional currency string"
+            )
+        prices: dict[str, ModelPrice] = {}
+        for name, entry in models.items():
+            values = entry if isinstance(entry, dict) else {}
+            given = [values.get("input"), values.get("output")]
+            if not all(isinstance(v, int | float) and v >= 0 for v in given):
+                raise PricesError(
+                    f"{where}: model {name!r} needs input = N and output = N "
+                    "(prices per million tokens, 0 or more)"
+                )
+            prices[str(name)] = ModelPrice(float(values["input"]), float(values["output"]))
+        return cls(prices, currency)
+
+    def __bool__(self) -> bool:
+        return bool(self.models)
+
+    def cost(self, model: str, input_tokens: int, output_tokens: int) -> float | None:
+        """The cost of these tokens on `model`, or None when it has no price."""
+        price = self.models.get(model)
+        if price is None:
+            return None
+        return (
+            input_tokens * price.input_per_million + output_tokens * price.output_per_million
+        ) / 1_000_000
+
+    def format(self, amount: float | None) -> str:
+        """`$0.0123`: enough digits to tell small runs apart; empty when unknown."""
+        if amount is None:
+            return ""
+        digits = 4 if amount < 1 else 2
+        return f"{self.currency}{amount:.{digits}f}"

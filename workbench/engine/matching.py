@@ -1,0 +1,169 @@
+"""What a chat-completion request means, so that requests from different clients compare.
+
+Clients that hold the same conversation send it in different bytes: LangChain re-serializes
+tool-call arguments (`{"path": "."}` for `{"path":"."}`), pydantic-ai adds `strict` and
+`additionalProperties: false` to every tool schema, the OpenAI Agents SDK sends
+`"strict": false`, many send `tool_choice: "auto"` or `parallel_tool_calls: true`, and some
+send text content as a list of text parts. `request_meaning` maps a request to a plain value
+in which all of those agree; `request_exact` only drops `null` fields (what `--match exact`
+compares). `serve-model` matches by one of them and the capture proxy (`workbench proxy`)
+finds the conversation a request continues by `message_meaning`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal, TypeAlias
+
+MatchMode: TypeAlias = Literal["meaning", "exact"]
+MATCH_MODES: tuple[MatchMode, ...] = ("meaning", "exact")
+
+# Request keys that describe the transport, not the conversation; clients differ in them.
+TRANSPORT_KEYS = frozenset({"model", "messages", "tools", "stream", "stream_options"})
+
+# Parameters a client may send with the API's default value; sent or not, they mean the same.
+DEFAULT_PARAMS: dict[str, Any] = {
+    "tool_choice": "auto",
+    "parallel_tool_calls": True,
+    "n": 1,
+    "store": False,
+    "logprobs": False,
+    "presence_penalty": 0,
+    "frequency_penalty": 0,
+}
+# Newer clients name the same limit differently.
+PARAM_ALIASES = {"max_tokens": "max_completion_tokens"}
+# Schema keys about how strictly the provider enforces a tool's schema, not what it accepts
+# from a well-behaved model; clients add them by habit.
+SCHEMA_KNOBS = frozenset({"strict", "$schema"})
+
+
+def without_nulls(value: Any) -> Any:
+    # Clients differ in sending `"content": null` or leaving the key out; both mean the same.
+    if isinstance(value, dict):
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_nulls(v) for v in value]
+    return value
+
+
+def body_parts(body: dict[str, Any]) -> tuple[list[Any], list[Any], dict[str, Any]]:
+    """A request body's messages, tools and the rest of its parameters."""
+    params = {k: v for k, v in body.items() if k not in TRANSPORT_KEYS}
+    return list(body.get("messages") or []), list(body.get("tools") or []), params
+
+
+def request_exact(messages: list[Any], tools: list[Any], params: dict[str, Any]) -> Any:
+    view = {"messages": messages, "tools": tools, "params": params}
+    # Through JSON so both sides are plain values, as a trace stores them.
+    return without_nulls(json.loads(json.dumps(view)))
+
+
+def request_meaning(messages: list[Any], tools: list[Any], params: dict[str, Any]) -> Any:
+    return {
+        "messages": [message_meaning(m) for m in messages],
+        "tools": [tool_meaning(t) for t in tools],
+        "params": params_meaning(params),
+    }
+
+
+def request_view(
+    mode: MatchMode, messages: list[Any], tools: list[Any], params: dict[str, Any]
+) -> Any:
+    if mode == "exact":
+        return request_exact(messages, tools, params)
+    return request_meaning(messages, tools, params)
+
+
+def message_meaning(message: Any) -> Any:
+    if not isinstance(message, dict):
+        return message
+    out: dict[str, Any] = {}
+    for key, value in without_nulls(message).items():
+        if key == "content":
+            value = _content_meaning(value)
+            if value == "" and message.get("role") == "assistant":
+                continue  # an assistant turn with only tool calls: "" and null alike
+        elif key == "tool_calls":
+            value = [_call_meaning(call) for call in value] if isinstance(value, list) else value
+        if value == [] and key != "content":
+            continue
+        out[key] = value
+    return out
+
+
+def _content_meaning(content: Any) -> Any:
+    # `[{"type": "text", "text": "a"}, …]` says what the string "a…" says.
+    if isinstance(content, list) and all(
+        isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)
+        for part in content
+    ):
+        return "".join(part["text"] for part in content)
+    return content
+
+
+def _call_meaning(call: Any) -> Any:
+    if not isinstance(call, dict):
+        return call
+    # `index` is where a streamed call sat in its chunks; SDKs that assemble streams keep it.
+    out = {k: v for k, v in call.items() if k != "index" and not (k == "type" and v == "function")}
+    function = out.get("function")
+    if isinstance(function, dict) and isinstance(function.get("arguments"), str):
+        out["function"] = {**function, "arguments": _json_value(function["arguments"])}
+    return out
+
+
+def _json_value(text: str) -> Any:
+    """Arguments as the JSON value they spell; text that is not JSON stays text."""
+    if not text.strip():
+        return {}
+    try:
+        return {"json": json.loads(text)}
+    except ValueError:
+        return {"text": text}
+
+
+def tool_meaning(tool: Any) -> Any:
+    tool = without_nulls(tool)
+    if not isinstance(tool, dict) or not isinstance(tool.get("function"), dict):
+        return tool
+    function = {
+        k: v for k, v in tool["function"].items() if k not in SCHEMA_KNOBS and v not in ("", [])
+    }
+    function["parameters"] = _schema_meaning(function.get("parameters") or {"type": "object"})
+    if function["parameters"] == {"type": "object"}:
+        function["parameters"] = {"type": "object", "properties": {}}
+    return {**tool, "function": function}
+
+
+def _schema_meaning(schema: Any) -> Any:
+    if isinstance(schema, list):
+        return [_schema_meaning(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in SCHEMA_KNOBS or key == "title":
+            continue
+        if key == "additionalProperties" and isinstance(value, bool):
+            continue
+        if key == "required" and value == []:
+            continue
+        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
+            # Keys here are property names (a property may be called "strict").
+            out[key] = {name: _schema_meaning(sub) for name, sub in value.items()}
+        else:
+            out[key] = _schema_meaning(value)
+    if isinstance(out.get("required"), list):
+        out["required"] = sorted(out["required"], key=str)
+    return out
+
+
+def params_meaning(params: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in without_nulls(params).items():
+        key = PARAM_ALIASES.get(key, key)
+        if key in DEFAULT_PARAMS and value == DEFAULT_PARAMS[key]:
+            continue
+        out[key] = value
+    return out

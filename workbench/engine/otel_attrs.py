@@ -1,0 +1,243 @@
+"""The span attributes runs are mapped to and from, and the message shapes they carry.
+
+Two vocabularies are written side by side, so any viewer finds what it reads:
+- OpenTelemetry's GenAI semantic conventions (`gen_ai.*`): `invoke_agent`, `chat` and
+  `execute_tool` spans, messages as JSON lists of role + parts.
+- OpenInference (`openinference.span.kind`, `llm.*`, `input.value` …), what Arize Phoenix
+  reads: messages flattened into one attribute per field.
+`workbench.*` attributes keep what neither says (turn, attempt, the run's exact status), so
+an export read back by `workbench collect` gives the same decision chain.
+
+No OpenTelemetry package is imported here; `otel_export` and `otel_import` do that.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+# GenAI semantic conventions.
+OPERATION = "gen_ai.operation.name"
+PROVIDER = "gen_ai.provider.name"
+REQUEST_MODEL = "gen_ai.request.model"
+RESPONSE_MODEL = "gen_ai.response.model"
+FINISH_REASONS = "gen_ai.response.finish_reasons"
+INPUT_TOKENS = "gen_ai.usage.input_tokens"
+OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+INPUT_MESSAGES = "gen_ai.input.messages"
+OUTPUT_MESSAGES = "gen_ai.output.messages"
+SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
+TOOL_DEFINITIONS = "gen_ai.tool.definitions"
+TOOL_NAME = "gen_ai.tool.name"
+TOOL_CALL_ID = "gen_ai.tool.call.id"
+TOOL_TYPE = "gen_ai.tool.type"
+TOOL_DESCRIPTION = "gen_ai.tool.description"
+TOOL_ARGUMENTS = "gen_ai.tool.call.arguments"
+TOOL_RESULT = "gen_ai.tool.call.result"
+AGENT_NAME = "gen_ai.agent.name"
+CONVERSATION_ID = "gen_ai.conversation.id"
+ERROR_TYPE = "error.type"
+REQUEST_PARAMS = {
+    "temperature": "gen_ai.request.temperature",
+    "top_p": "gen_ai.request.top_p",
+    "max_tokens": "gen_ai.request.max_tokens",
+    "seed": "gen_ai.request.seed",
+    "frequency_penalty": "gen_ai.request.frequency_penalty",
+    "presence_penalty": "gen_ai.request.presence_penalty",
+}
+
+# OpenInference.
+SPAN_KIND = "openinference.span.kind"
+INPUT_VALUE = "input.value"
+INPUT_MIME = "input.mime_type"
+OUTPUT_VALUE = "output.value"
+OUTPUT_MIME = "output.mime_type"
+LLM_MODEL = "llm.model_name"
+LLM_PARAMS = "llm.invocation_parameters"
+LLM_INPUT = "llm.input_messages"
+LLM_OUTPUT = "llm.output_messages"
+LLM_TOOLS = "llm.tools"
+LLM_PROMPT_TOKENS = "llm.token_count.prompt"
+LLM_COMPLETION_TOKENS = "llm.token_count.completion"
+LLM_TOTAL_TOKENS = "llm.token_count.total"
+OI_TOOL_NAME = "tool.name"
+OI_TOOL_DESCRIPTION = "tool.description"
+OI_TOOL_PARAMETERS = "tool.parameters"
+OI_TOOL_CALL_ID = "tool_call.id"
+OI_AGENT_NAME = "agent.name"
+SESSION_ID = "session.id"
+
+# The workbench's own.
+RUN_ID = "workbench.run_id"
+RUN_STATUS = "workbench.run.status"
+RUN_REASON = "workbench.run.reason"
+TIMEOUT_LAYER = "workbench.run.timeout_layer"
+PARENT_RUN_ID = "workbench.parent_run_id"
+TURN = "workbench.turn"
+ATTEMPT = "workbench.attempt"
+SEQ = "workbench.seq"
+TOOL_SOURCE = "workbench.tool.source"
+TOOL_MOCKED = "workbench.tool.mocked"
+TOOL_REPLAYED = "workbench.tool.replayed"
+TOOL_ERROR = "workbench.tool.error"
+SYSTEM_PROMPT = "workbench.system_prompt"
+
+AGENT_NAME_VALUE = "agent-workbench"
+
+
+def trace_id(run_id: str) -> int:
+    """The run's trace id: the same for the same run, every export."""
+    return int.from_bytes(hashlib.sha256(f"workbench-run:{run_id}".encode()).digest()[:16]) or 1
+
+
+def span_id(run_id: str, seq: int) -> int:
+    """The span of the event `seq` of the run (its run_start, model_request or tool_start)."""
+    return int.from_bytes(hashlib.sha256(f"{run_id}:{seq}".encode()).digest()[:8]) or 1
+
+
+def text_of(content: Any) -> str | None:
+    """A chat message's content as text: a string as is, text parts joined, else JSON."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(
+        isinstance(part, dict) and part.get("type") == "text" for part in content
+    ):
+        return "".join(str(part.get("text", "")) for part in content)
+    return json.dumps(content, ensure_ascii=False)
+
+
+def parsed_arguments(raw: Any) -> Any:
+    """Tool call arguments as the conventions prefer them: the JSON object, else the text."""
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def arguments_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def to_semconv(message: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI chat message as a GenAI semantic-conventions message (role + parts)."""
+    role = message.get("role", "user")
+    parts: list[dict[str, Any]] = []
+    content = text_of(message.get("content"))
+    if role == "tool":
+        parts.append(
+            {"type": "tool_call_response", "id": message.get("tool_call_id"), "response": content}
+        )
+    elif content:
+        parts.append({"type": "text", "content": content})
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") or {}
+        parts.append(
+            {
+                "type": "tool_call",
+                "id": call.get("id"),
+                "name": function.get("name"),
+                "arguments": parsed_arguments(function.get("arguments")),
+            }
+        )
+    return {"role": role, "parts": parts}
+
+
+def from_semconv(message: dict[str, Any]) -> dict[str, Any]:
+    """A GenAI semantic-conventions message back as an OpenAI chat message."""
+    role = message.get("role", "user")
+    out: dict[str, Any] = {"role": role}
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for part in message.get("parts") or []:
+        kind = part.get("type")
+        if kind == "text":
+            texts.append(str(part.get("content") or ""))
+        elif kind == "tool_call":
+            calls.append(
+                {
+                    "id": part.get("id"),
+                    "type": "function",
+                    "function": {
+                        "name": part.get("name"),
+                        "arguments": arguments_text(part.get("arguments") or {}),
+                    },
+                }
+            )
+        elif kind == "tool_call_response":
+            out["tool_call_id"] = part.get("id")
+            response = part.get("response")
+            texts.append(response if isinstance(response, str) else json.dumps(response))
+    out["content"] = "".join(texts) if texts or role != "assistant" else None
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def flatten_messages(prefix: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """OpenAI chat messages as OpenInference's flattened `llm.*_messages.N.message.*`."""
+    out: dict[str, Any] = {}
+    for i, message in enumerate(messages):
+        key = f"{prefix}.{i}.message"
+        out[f"{key}.role"] = message.get("role", "user")
+        content = text_of(message.get("content"))
+        if content is not None:
+            out[f"{key}.content"] = content
+        if message.get("tool_call_id"):
+            out[f"{key}.tool_call_id"] = message["tool_call_id"]
+        if message.get("name"):
+            out[f"{key}.name"] = message["name"]
+        for j, call in enumerate(message.get("tool_calls") or []):
+            function = call.get("function") or {}
+            call_key = f"{key}.tool_calls.{j}.tool_call"
+            if call.get("id"):
+                out[f"{call_key}.id"] = call["id"]
+            out[f"{call_key}.function.name"] = function.get("name") or ""
+            out[f"{call_key}.function.arguments"] = arguments_text(function.get("arguments") or "")
+    return out
+
+
+def unflatten_messages(prefix: str, attributes: dict[str, Any]) -> list[dict[str, Any]]:
+    """OpenInference's flattened messages under `prefix` back as OpenAI chat messages."""
+    found: dict[int, dict[str, Any]] = {}
+    calls: dict[tuple[int, int], dict[str, Any]] = {}
+    start = prefix + "."
+    for key, value in attributes.items():
+        if not key.startswith(start):
+            continue
+        index, _, rest = key[len(start) :].partition(".")
+        if not index.isdigit() or not rest.startswith("message."):
+            continue
+        message = found.setdefault(int(index), {})
+        field = rest[len("message.") :]
+        if field.startswith("tool_calls."):
+            number, _, call_field = field[len("tool_calls.") :].partition(".")
+            if number.isdigit():
+                calls.setdefault((int(index), int(number)), {})[call_field] = value
+        elif field in ("role", "content", "tool_call_id", "name"):
+            message[field] = value
+    messages: list[dict[str, Any]] = []
+    for index in sorted(found):
+        message = found[index]
+        out: dict[str, Any] = {"role": message.get("role", "user")}
+        out["content"] = message.get("content")
+        for field in ("tool_call_id", "name"):
+            if field in message:
+                out[field] = message[field]
+        message_calls = [calls[key] for key in sorted(calls) if key[0] == index]
+        if message_calls:
+            out["tool_calls"] = [
+                {
+                    "id": call.get("tool_call.id"),
+                    "type": "function",
+                    "function": {
+                        "name": call.get("tool_call.function.name", ""),
+                        "arguments": call.get("tool_call.function.arguments", ""),
+                    },
+                }
+                for call in message_calls
+            ]
+        messages.append(out)
+    return messages

@@ -1,0 +1,48 @@
+"""Find runs by what they said and did: the task, the model's messages, tool arguments,
+tool results, errors and final answers, matched in DuckDB (`TraceStore.search`).
+
+    hits = search(store, "report.py")                # newest runs first
+    hits = search(store, "timeout", run_id=run_id)   # within one run, in event order
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, TypeAlias
+
+from traces.store import TraceStore
+
+SearchPlace: TypeAlias = Literal[
+    "task", "message", "tool_arguments", "tool_result", "error", "answer"
+]
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    run_id: str
+    turn: int | None
+    seq: int
+    where: str  # a SearchPlace: "task" | "message" | "tool_arguments" | "tool_result" | ...
+    snippet: str  # the text around the first match, on one line
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def one_line(text: str) -> str:
+    """Whitespace runs (newlines included) as single spaces, so a snippet fits a row."""
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def search(
+    store: TraceStore, text: str, *, run_id: str | None = None, limit: int = 100
+) -> list[SearchHit]:
+    """Every field containing `text`, ignoring case; an empty `text` finds nothing."""
+    if not text.strip():
+        return []
+    rows = store.search(text, run_id=run_id, limit=limit)
+    return [
+        SearchHit(run, turn, seq, where, one_line(snippet))
+        for run, turn, seq, where, snippet in rows
+    ]

@@ -1,0 +1,217 @@
+"""A run as a waterfall: per turn, its model calls and tool calls with their start and end
+in milliseconds from the run's start, calls that ran side by side on separate lanes, and the
+turn's tokens (the provider's usage, else the estimate the loop counted, so the turns add
+up to the run's totals).
+
+    timeline = build_timeline(events)
+    for turn in timeline.turns:
+        for span in turn.spans: ...     # span.lane > 0: ran beside an earlier span
+    lines = render_timeline(timeline, width=100)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, TypeAlias
+
+from agent_core.tokens import estimate_message
+from traces.events import Error, Event, ModelRequest, ModelResponse, ToolEnd, ToolStart
+
+SpanKind: TypeAlias = Literal["model", "tool"]
+
+
+@dataclass(frozen=True)
+class Span:
+    kind: SpanKind
+    label: str
+    start_ms: float
+    end_ms: float
+    ok: bool
+    lane: int = 0
+
+    @property
+    def duration_ms(self) -> float:
+        return self.end_ms - self.start_ms
+
+
+@dataclass
+class TurnTimeline:
+    turn: int
+    start_ms: float
+    end_ms: float
+    input_tokens: int = 0
+    output_tokens: int = 0
+    spans: list[Span] = field(default_factory=list)
+
+    @property
+    def duration_ms(self) -> float:
+        return self.end_ms - self.start_ms
+
+
+@dataclass
+class Timeline:
+    run_id: str = ""
+    model: str | None = None
+    end_ms: float = 0.0  # the last event's offset: the run's length
+    turns: list[TurnTimeline] = field(default_factory=list)
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(turn.input_tokens for turn in self.turns)
+
+    @property
+    def output_tokens(self) -> int:
+        return sum(turn.output_tokens for turn in self.turns)
+
+
+def _usage(response: ModelResponse, key: str, estimate: int) -> int:
+    """The provider's figure, else the estimate: what the loop counts against the budget."""
+    value = (response.usage or {}).get(key)
+    return int(value) if isinstance(value, int | float) else estimate
+
+
+def _lanes(spans: list[Span]) -> list[Span]:
+    """Give each span the lowest lane free at its start, so overlapping calls sit side by
+    side; spans that follow one another share lane 0."""
+    lane_ends: list[float] = []
+    placed: list[Span] = []
+    for span in sorted(spans, key=lambda s: (s.start_ms, s.kind != "model")):
+        lane = next((i for i, end in enumerate(lane_ends) if end <= span.start_ms), None)
+        if lane is None:
+            lane = len(lane_ends)
+            lane_ends.append(span.end_ms)
+        else:
+            lane_ends[lane] = span.end_ms
+        placed.append(Span(span.kind, span.label, span.start_ms, span.end_ms, span.ok, lane))
+    return placed
+
+
+class _Builder:
+    def __init__(self, origin: datetime) -> None:
+        self.origin = origin
+        self.turns: dict[int, TurnTimeline] = {}
+        self.spans: dict[int, list[Span]] = {}
+        # (turn, attempt) -> the request's offset and estimated prompt tokens
+        self.requests: dict[tuple[int, int], tuple[float, int]] = {}
+        self.tools: dict[str, tuple[float, ToolStart]] = {}
+
+    def offset(self, event: Event) -> float:
+        return (event.ts - self.origin).total_seconds() * 1000.0
+
+    def turn(self, event: Event) -> TurnTimeline | None:
+        if event.turn is None:
+            return None
+        at = self.offset(event)
+        node = self.turns.get(event.turn)
+        if node is None:
+            node = self.turns[event.turn] = TurnTimeline(event.turn, at, at)
+            self.spans[event.turn] = []
+        node.start_ms = min(node.start_ms, at)
+        node.end_ms = max(node.end_ms, at)
+        return node
+
+    def add(self, event: Event) -> None:
+        node = self.turn(event)
+        if node is None:
+            return
+        at = self.offset(event)
+        spans = self.spans[node.turn]
+        match event:
+            case ModelRequest():
+                self.requests[(node.turn, event.attempt)] = (at, event.estimated_tokens)
+            case ModelResponse():
+                start, estimate = self.requests.pop(
+                    (node.turn, event.attempt), (at - event.latency_ms, 0)
+                )
+                label = "model" if event.attempt == 1 else f"model (attempt {event.attempt})"
+                spans.append(Span("model", label, start, at, True))
+                node.input_tokens += _usage(event, "prompt_tokens", estimate)
+                answer = estimate_message(event.message)
+                node.output_tokens += _usage(event, "completion_tokens", answer)
+            case Error() if event.where == "model":
+                attempt = event.attempt or 1
+                request = self.requests.pop((node.turn, attempt), None)
+                if request is not None:
+                    label = f"model (attempt {attempt}): {event.kind}"
+                    spans.append(Span("model", label, request[0], at, False))
+            case ToolStart():
+                self.tools[event.call_id] = (at, event)
+            case ToolEnd():
+                opened = self.tools.pop(event.call_id, None)
+                start = opened[0] if opened is not None else at - event.duration_ms
+                # Parallel calls are recorded one after another as the loop awaits them, so
+                # the call's own duration says when it finished better than tool_end's time.
+                end = min(at, start + event.duration_ms) if event.duration_ms > 0 else at
+                spans.append(Span("tool", event.name, start, end, event.ok))
+            case _:
+                pass
+
+    def finish(self, end_ms: float) -> list[TurnTimeline]:
+        # What never finished (a killed run, a timeout) runs to the end of the trace.
+        for (turn, attempt), (start, _) in self.requests.items():
+            label = "model" if attempt == 1 else f"model (attempt {attempt})"
+            self.spans[turn].append(Span("model", label + ": no answer", start, end_ms, False))
+        for start, tool in self.tools.values():
+            if tool.turn is not None:
+                self.spans[tool.turn].append(
+                    Span("tool", tool.name + ": no result", start, end_ms, False)
+                )
+        turns = [self.turns[number] for number in sorted(self.turns)]
+        for node in turns:
+            node.spans = _lanes(self.spans[node.turn])
+            if node.spans:
+                node.end_ms = max(node.end_ms, max(span.end_ms for span in node.spans))
+        return turns
+
+
+def build_timeline(events: Sequence[Event]) -> Timeline:
+    """The run's turns and calls as offsets from its first event (`run_start`)."""
+    ordered = sorted(events, key=lambda e: e.seq)
+    if not ordered:
+        return Timeline()
+    builder = _Builder(ordered[0].ts)
+    for event in ordered:
+        builder.add(event)
+    end_ms = builder.offset(ordered[-1])
+    start = ordered[0]
+    model = getattr(start, "model", None)
+    return Timeline(start.run_id, model, end_ms, builder.finish(end_ms))
+
+
+def _bar(span_start: float, span_end: float, total: float, width: int) -> str:
+    """The span drawn on a `width`-cell track of `total` ms: at least one cell."""
+    scale = width / total if total > 0 else 0.0
+    first = min(width - 1, int(span_start * scale))
+    last = max(first + 1, min(width, round(span_end * scale)))
+    return " " * first + "█" * (last - first) + " " * (width - last)
+
+
+def format_ms(value: float) -> str:
+    return f"{value / 1000:.2f} s" if value >= 1000 else f"{value:.0f} ms"
+
+
+def render_timeline(
+    timeline: Timeline, width: int = 100, cost: Callable[[int, int], str] | None = None
+) -> list[str]:
+    """Text waterfall: a line per turn (duration, tokens) and one per call with its bar."""
+    label_width = 28
+    track = max(10, width - label_width - 12)
+    total = max(timeline.end_ms, 1.0)
+    lines = [f"timeline of run {timeline.run_id[:12]}: {format_ms(timeline.end_ms)}"]
+    for turn in timeline.turns:
+        tokens = f"{turn.input_tokens} in / {turn.output_tokens} out tokens"
+        if cost is not None:
+            tokens += cost(turn.input_tokens, turn.output_tokens)
+        lines.append(
+            f"turn {turn.turn}  {format_ms(turn.start_ms)} → {format_ms(turn.end_ms)} "
+            f"({format_ms(turn.duration_ms)}), {tokens}"
+        )
+        for span in turn.spans:
+            indent = "  " + "  " * span.lane + ("∥ " if span.lane else "")
+            mark = "" if span.ok else " ✗"
+            label = (indent + span.label + mark)[:label_width].ljust(label_width)
+            bar = _bar(span.start_ms, span.end_ms, total, track)
+            lines.append(f"{label}|{bar}| {format_ms(span.duration_ms):>9}")
+    return lines
