@@ -8,7 +8,7 @@ files: ingest never raises, keeps every event the reader reads (none lost), admi
 else, and everything admitted reads back; `runs`, `show` and `sql` answer without a
 traceback. The reader is the reference: a line is valid when `traces.reader` accepts it.
 
-`WORKBENCH_FUZZ_EXAMPLES` sets the number of cases per property (default 150 and 60,
+`WORKBENCH_FUZZ_EXAMPLES` sets the number of cases per property (default 150 and 50,
 a few hundred in all, well under a minute); the long mode is e.g.
 `WORKBENCH_FUZZ_EXAMPLES=5000 .venv/bin/python -m pytest tests/store/test_fuzz_traces.py`.
 """
@@ -402,7 +402,8 @@ def test_ingest_keeps_every_valid_event_and_admits_nothing_else(
     traces = data.draw(damaged_traces(seeds))
     with home_with(traces) as (home, paths):
         expected = expected_events(paths)
-        with TraceStore.for_home(home) as store:
+        # An in-memory store: the same SQL as a file, a fraction of the cost per case.
+        with TraceStore.open(":memory:") as store:
             report = store.ingest_home(home)
             for problem in report.problems:
                 assert problem.startswith(str(home)) and "\n" not in problem
@@ -412,7 +413,7 @@ def test_ingest_keeps_every_valid_event_and_admits_nothing_else(
             check_store(store, expected)
 
 
-@settings(FUZZ, max_examples=max(EXAMPLES * 2 // 5, 10))
+@settings(FUZZ, max_examples=max(EXAMPLES // 3, 10))
 @given(data=st.data())
 def test_read_commands_answer_without_a_traceback(
     seeds: list[tuple[str, Lines]], data: st.DataObject
@@ -427,6 +428,7 @@ def test_read_commands_answer_without_a_traceback(
             code, out, err = run_cli("--home", str(home), "show", run_id, "--json")
             assert code == 0 and "Traceback" not in err, err
             assert json.loads(out)["run"]["run_id"] == run_id
+        for run_id in list(expected)[:1]:
             code, out, err = run_cli("--home", str(home), "show", run_id)
             assert code == 0 and "Traceback" not in err, err
         code, out, err = run_cli(
