@@ -4,7 +4,10 @@ A killed run leaves a file that is readable up to its last whole line.
 
 Each line is, byte for byte, `json.dumps(redactor.value(event.model_dump(mode="json")),
 ensure_ascii=False, separators=(",", ":"))`. Most lines take a faster road to the same
-bytes: pydantic's own serialization, used as is when it has nothing to redact.
+bytes: pydantic's own serialization, used as is when it has nothing to redact. Model chunks
+first go through `ChunkStream`, so a secret the model streams back split over several chunks
+is redacted in them as in the assembled message; a chunk whose text ends with the start of
+a secret is written once the next one shows whether the secret follows.
 """
 
 from __future__ import annotations
@@ -20,8 +23,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, TypeAdapter
 
-from traces.events import Event, ModelRequest
-from traces.redact import Redactor
+from traces.events import Event, ModelChunk, ModelRequest
+from traces.redact import ChunkStream, Redactor
 
 # pydantic writes floats under 1e-4 as `0.00001` or `1e-7` where json.dumps writes `1e-05`
 # and `1e-07`; every other JSON value comes out of the two byte for byte.
@@ -47,10 +50,24 @@ class JsonlWriter:
         # The last request's messages and tools, with their line texts.
         self._messages = _ItemTexts()
         self._tools = _ItemTexts()
+        self._stream: ChunkStream[ModelChunk] = ChunkStream(self._redactor)
 
     def write(self, event: Event) -> None:
         if self._file is None:
             raise ValueError(f"trace {self.path} is closed")
+        if isinstance(event, ModelChunk):
+            # Chunks go through the stream's redaction, which may hold one back a moment.
+            self._write_chunks(self._stream.push(event, event.data))
+            return
+        self._write_chunks(self._stream.flush())
+        self._write(event)
+
+    def _write_chunks(self, chunks: list[tuple[ModelChunk, dict[str, Any]]]) -> None:
+        for chunk, data in chunks:
+            self._write(chunk if data is chunk.data else chunk.model_copy(update={"data": data}))
+
+    def _write(self, event: Event) -> None:
+        assert self._file is not None
         if isinstance(event, ModelRequest):
             line = self._request_line(event)
         else:
@@ -93,6 +110,7 @@ class JsonlWriter:
 
     def close(self) -> None:
         if self._file is not None:
+            self._write_chunks(self._stream.flush())
             self._file.close()
             self._file = None
         self._messages, self._tools = _ItemTexts(), _ItemTexts()
