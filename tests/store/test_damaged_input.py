@@ -258,3 +258,23 @@ def test_run_and_demo_on_a_home_they_cannot_write_are_one_line(
         assert proc.returncode == 2, proc.stderr
         assert "Traceback" not in proc.stderr
         assert proc.stderr.count("\n") == 1 and "--home" in proc.stderr, proc.stderr
+
+
+def test_show_prints_valid_events_of_unusual_shape(
+    wb_home: Path, golden: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = golden_lines(golden)
+    for index, line in enumerate(lines):
+        record = json.loads(line)
+        if record["type"] == "model_response":
+            record["message"]["content"] = [{"type": "text", "text": "in parts"}]
+        if record["type"] == "model_request":
+            record["tools"] = [{"function": "not an object"}, {"name": "flat"}]
+        lines[index] = json.dumps(record).encode()
+    write(wb_home / "traces", "odd", lines)
+    run_id = json.loads(lines[0])["run_id"]
+    assert main(["show", run_id]) == 0
+    assert "in parts" in capsys.readouterr().out
+    assert main(["show", run_id, "--json"]) == 0
+    tools = json.loads(capsys.readouterr().out)["chain"]["turns"][0]["request"]["tools"]
+    assert tools == [None, "flat"]

@@ -146,7 +146,7 @@ class TraceStore:
         path = Path(db_path)
         if read_only and not path.exists():
             raise StoreError(f"{path} does not exist yet; run `workbench ingest` first")
-        if not read_only:
+        if not read_only and str(path) != ":memory:":
             _check_writable(path)
         deadline = time.monotonic() + wait_s
         pause = 0.02

@@ -169,9 +169,11 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return 0
 
 
-def _clip(text: str | None, width: int = 300) -> str:
-    if text is None:
+def _clip(value: Any, width: int = 300) -> str:
+    if value is None:
         return ""
+    # Message content is usually text, but a trace may hold any JSON there (content parts).
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     text = text.replace("\n", "\\n")
     return text if len(text) <= width else text[: width - 1] + "…"
 
@@ -196,6 +198,11 @@ def _tool_json(call: ToolCallNode) -> dict[str, Any]:
     }
 
 
+def _tool_name(schema: dict[str, Any]) -> Any:
+    function = schema.get("function", schema)
+    return function.get("name") if isinstance(function, dict) else None
+
+
 def _turn_json(turn: TurnNode) -> dict[str, Any]:
     request = turn.request
     response = turn.response
@@ -207,7 +214,7 @@ def _turn_json(turn: TurnNode) -> dict[str, Any]:
         else {
             "messages": len(request.messages),
             "last_message": request.messages[-1] if request.messages else None,
-            "tools": [t.get("function", t).get("name") for t in request.tools],
+            "tools": [_tool_name(t) for t in request.tools],
             "params": request.params,
             "estimated_tokens": request.estimated_tokens,
         },
