@@ -11,83 +11,27 @@ engine drives the same loop for replay and forks by passing wrapper models and t
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import AsyncIterator, Sequence
 
-from agent_core.model.base import ChatModel, ModelCall, StreamItem
-from agent_core.tools.base import ToolResult, Toolset
-from traces.events import Edit, Event, Limits, RunOrigin, RunStatus, TimeoutLayer, Totals
+from agent_core.loop import run_loop
+from agent_core.model.base import ChatModel, ModelHook, TextDelta
+from agent_core.run_types import AgentConfig, Hooks, RunResult, new_run_id
+from agent_core.tools.base import ToolHook, ToolInvocation, Toolset
+from traces.events import Event
 from traces.recorder import Recorder
 from traces.writer import Sink
 
-
-def new_run_id() -> str:
-    return uuid.uuid4().hex
-
-
-@dataclass(frozen=True)
-class TextDelta:
-    """Visible model text as it streams; shown live, not recorded (chunks are)."""
-
-    turn: int
-    text: str
-
-
-@dataclass
-class AgentConfig:
-    task: str
-    system_prompt: str | None = None
-    limits: Limits = field(default_factory=Limits)
-    params: dict[str, Any] = field(default_factory=dict)
-    stream: bool = True
-    run_id: str = field(default_factory=new_run_id)
-    offer_reasoning: bool = False  # add the optional `reasoning` argument to every tool
-    tool_descriptions: dict[str, str] = field(default_factory=dict)  # per-run overrides
-    # Forks: the history as rebuilt up to the fork turn, and where numbering resumes.
-    initial_messages: list[dict[str, Any]] | None = None
-    start_turn: int = 1
-    parent_run_id: str | None = None
-    fork_turn: int | None = None
-    edits: list[Edit] = field(default_factory=list)
-    meta: dict[str, Any] = field(default_factory=dict)
-    origin: RunOrigin = "agent"  # recorded in run_start: who started this run
-
-
-@dataclass(frozen=True)
-class RunResult:
-    run_id: str
-    status: RunStatus
-    final_answer: str | None
-    reason: str
-    timeout_layer: TimeoutLayer | None
-    totals: Totals
-    messages: list[dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class ToolInvocation:
-    call_id: str
-    name: str
-    arguments: dict[str, Any]
-    turn: int
-
-
-# Hooks wrap the model call and the tool call (authorisation, approval, mocking, replay).
-# Each receives the request and the next callable, and returns what the next one would.
-ModelHook = Callable[
-    [ModelCall, Callable[[ModelCall], AsyncIterator[StreamItem]]], AsyncIterator[StreamItem]
+__all__ = [
+    "Agent",
+    "AgentConfig",
+    "Hooks",
+    "ModelHook",
+    "RunResult",
+    "TextDelta",
+    "ToolHook",
+    "ToolInvocation",
+    "new_run_id",
 ]
-ToolHook = Callable[
-    [ToolInvocation, Callable[[ToolInvocation], Awaitable[ToolResult]]], Awaitable[ToolResult]
-]
-
-
-@dataclass
-class Hooks:
-    model: list[ModelHook] = field(default_factory=list)
-    tool: list[ToolHook] = field(default_factory=list)
 
 
 class Agent:
@@ -115,9 +59,6 @@ class Agent:
 
         Sets `self.result` before the stream ends, also when the run is cancelled.
         """
-        # Imported here: the loop's modules import `TextDelta` and `ToolInvocation` from here.
-        from agent_core.loop import run_loop
-
         self.result = None
         return run_loop(self)
 

@@ -2,8 +2,9 @@
 
 `run_loop(agent)` is an async generator of every trace event and `TextDelta`, in the order
 they happen; the CLI printer, the JSONL sink and the TUI all consume this one stream. Each
-turn is finished and recorded here, and every way a run can end goes through `_finish`,
-which writes `run_end` and sets `agent.result`.
+turn is finished and recorded here. Each step returns the end it reached (or None to go
+on); the first end decided is the run's, and `events()` finishes the run in one place:
+it writes `run_end` and sets `agent.result`, also when the run is cancelled or breaks.
 
 Timeouts are deadlines on the event loop's clock, applied around each await and never
 across a `yield`, so a slow consumer cannot be charged for the model's time and a
@@ -25,10 +26,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
 from contextlib import aclosing
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from agent_core.history import needs_trim, trim_history
@@ -42,21 +43,26 @@ from agent_core.messages import (
 )
 from agent_core.model.base import (
     ERROR_TEXT_CHARS,
+    AssembledResponse,
     ChatModel,
     Completed,
     ModelCall,
     ModelError,
+    ModelHook,
+    ModelStream,
     ModelTimeout,
     StreamItem,
+    TextDelta,
 )
 from agent_core.model.recording import RecordingModel
+from agent_core.run_types import RunHost, RunResult
 from agent_core.tokens import estimate_message, estimate_prompt, estimate_tools
-from agent_core.tools.base import ToolResult
+from agent_core.tools.base import CallKey, ToolResult, call_key, tool_versions
 from agent_core.tools.runner import (
+    Offer,
     PendingCall,
     ToolBox,
     ToolConfigError,
-    call_key,
     execute,
     record_end,
     record_start,
@@ -69,11 +75,9 @@ from traces.events import (
     RunStart,
     RunStatus,
     TimeoutLayer,
+    ToolsChanged,
     Totals,
 )
-
-if TYPE_CHECKING:
-    from agent_core.agent import Agent, TextDelta
 
 
 @dataclass(frozen=True)
@@ -84,26 +88,39 @@ class End:
     final_answer: str | None = None
 
 
+@dataclass
+class ModelOutcome:
+    """What a streamed model call came to: its answer, or the end of the run."""
+
+    completed: Completed | None = None
+    end: End | None = None
+
+
+@dataclass
+class ToolsOutcome:
+    """What a turn's tool calls came to: their results, and the end of the run if one ended it."""
+
+    results: list[ToolResult] = field(default_factory=list)
+    end: End | None = None
+
+
 class HookedModel:
     """The agent's model with its hooks applied; `hooks[0]` is the outermost wrapper."""
 
-    def __init__(self, model: ChatModel, hooks: list[Callable[..., Any]]) -> None:
+    def __init__(self, model: ChatModel, hooks: list[ModelHook]) -> None:
         self.model = model
         self.hooks = hooks
         self.name = model.name
         self.base_url = model.base_url
 
     def stream(self, call: ModelCall) -> AsyncIterator[StreamItem]:
-        chain: Callable[[ModelCall], AsyncIterator[StreamItem]] = self.model.stream
+        chain: ModelStream = self.model.stream
         for hook in reversed(self.hooks):
             chain = _bind(hook, chain)
         return chain(call)
 
 
-def _bind(
-    hook: Callable[..., AsyncIterator[StreamItem]],
-    inner: Callable[[ModelCall], AsyncIterator[StreamItem]],
-) -> Callable[[ModelCall], AsyncIterator[StreamItem]]:
+def _bind(hook: ModelHook, inner: ModelStream) -> ModelStream:
     return lambda call: hook(call, inner)
 
 
@@ -120,7 +137,7 @@ def public_base_url(url: str | None) -> str | None:
 class LoopRun:
     """The state of one run; `events()` drives it."""
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: RunHost) -> None:
         self.agent = agent
         self.config = agent.config
         self.limits = agent.config.limits
@@ -142,30 +159,40 @@ class LoopRun:
                 async for item in turns:
                     yield item
         except asyncio.CancelledError:
-            self._finish(End("cancelled", "the run was cancelled (Ctrl-C or task cancel)"))
+            self._end_with(End("cancelled", "the run was cancelled (Ctrl-C or task cancel)"))
             raise
         except KeyboardInterrupt:
-            self._finish(End("cancelled", "interrupted by the user (Ctrl-C)"))
+            self._end_with(End("cancelled", "interrupted by the user (Ctrl-C)"))
             raise
         except GeneratorExit:
-            self._finish(End("cancelled", "the caller stopped reading the run's events"))
+            self._end_with(End("cancelled", "the caller stopped reading the run's events"))
             raise
         except Exception as exc:  # a bug in the loop: still end the trace properly
             self.recorder.emit(Error, where="run", kind="internal", message=_line(exc))
-            self._finish(End("error", f"internal error: {_line(exc)}"))
+            self._end_with(End("error", f"internal error: {_line(exc)}"))
+        finally:
+            # The one place a run finishes, whichever way it ended.
+            self._finish(self.end or End("error", "internal error: the loop ended without an end"))
         for item in self.recorder.drain():
             yield item
 
+    def _end_with(self, end: End | None) -> End | None:
+        """Keep `end` as the run's end unless one was decided first; the run's end."""
+        if self.end is None:
+            self.end = end
+        return self.end
+
     async def _turns(self) -> AsyncGenerator[Event | TextDelta, None]:
+        """Run turn after turn until a step decides the run's end (`self.end`)."""
         clock = asyncio.get_running_loop().time
         self.run_deadline = clock() + self.limits.run_timeout_s
         config = self.config
         try:
-            toolbox = ToolBox(self.agent.toolsets, config.tool_descriptions, config.offer_reasoning)
+            toolbox = self._toolbox()
         except ToolConfigError as exc:
-            self._record_start([], {}, [])
+            self._record_start(None)
             self.recorder.emit(Error, where="run", kind="config", message=str(exc))
-            self._finish(End("error", str(exc)))
+            self._end_with(End("error", str(exc)))
             return
         if config.initial_messages is not None:
             self.messages = [sendable(message) for message in config.initial_messages]
@@ -173,88 +200,105 @@ class LoopRun:
             if config.system_prompt:
                 self.messages.append(system_message(config.system_prompt))
             self.messages.append(user_message(config.task))
-        offered = toolbox.offer(self._query(), self.limits.max_tools)
-        schemas = [toolbox.schema(spec) for spec in offered]
-        offered_names = [spec.name for spec in offered]
-        self._record_start(
-            schemas,
-            {spec.name: spec.source for spec in offered},
-            [spec.name for spec in offered if spec.read_only],
-        )
+        offer = toolbox.offer(self._query(), self.limits.max_tools)
+        self._record_start(offer)
         for item in self.recorder.drain():
             yield item
-        tool_tokens = estimate_tools(schemas)
-        previous_keys: list[tuple[str, str]] | None = None
+        tool_tokens = estimate_tools(offer.schemas)
+        versions = tool_versions(self.agent.toolsets)
+        previous_keys: list[CallKey] | None = None
         turn = config.start_turn
-        while self.end is None:
+        while True:
             if turn > self.limits.max_turns:
-                self._finish(End("max_turns", f"reached max_turns={self.limits.max_turns}"))
+                self._end_with(End("max_turns", f"reached max_turns={self.limits.max_turns}"))
                 break
             self.recorder.turn = turn
+            if tool_versions(self.agent.toolsets) != versions:
+                offer, versions = self._tools_changed(offer, versions)
+                tool_tokens = estimate_tools(offer.schemas)
             estimate = self._prepare_request(tool_tokens)
-            if self.end is None:
-                self.turns += 1
-                params = _request_params(config.params, self._called_a_tool())
-                call = ModelCall(list(self.messages), schemas, params, config.stream)
-                completed: list[Completed] = []
-                async with aclosing(self._call_model(call, estimate, completed)) as items:
+            if isinstance(estimate, End):
+                self._end_with(estimate)
+                break
+            self.turns += 1
+            params = _request_params(config.params, self._called_a_tool())
+            call = ModelCall(list(self.messages), offer.schemas, params, config.stream)
+            answer = ModelOutcome()
+            try:
+                async with aclosing(self._call_model(call, estimate, answer)) as items:
                     async for item in items:
                         yield item
-            if self.end is not None:
+            finally:
+                self._end_with(answer.end)
+            if self.end is not None or answer.completed is None:
                 break
-            response = completed[0].response
-            message = response.to_message()
-            self.messages.append(message)
+            response = answer.completed.response
+            self.messages.append(response.to_message())
             if response.content:
                 self.last_text = response.content
-            if not response.tool_calls:
-                self._finish(
-                    End(
-                        "completed", "the model answered without tool calls", None, response.content
-                    )
-                )
-                break
-            if self.spent_tokens > self.limits.token_budget:
-                self._finish(self._over_budget(self.spent_tokens))
-                break
             calls = [
-                toolbox.prepare(part.id, part.name, part.arguments, set(offered_names))
-                for part in response.tool_calls
+                offer.prepare(part.id, part.name, part.arguments) for part in response.tool_calls
             ]
-            keys = sorted(call_key(call) for call in calls)
-            if keys == previous_keys:
-                self._finish(
-                    End(
-                        "duplicate_tool_calls",
-                        f"turn {turn} repeated turn {turn - 1}'s tool calls with the same "
-                        "arguments; not running them again",
-                    )
-                )
+            keys = sorted(call_key(call.name, call.arguments, call.arguments_raw) for call in calls)
+            if self._end_with(self._after_answer(response, turn, keys, previous_keys)):
                 break
             previous_keys = keys
-            results: list[ToolResult] = []
-            async with aclosing(self._run_tools(calls, turn, offered_names, results)) as items:
-                async for item in items:
-                    yield item
+            done = ToolsOutcome()
+            try:
+                async with aclosing(self._run_tools(calls, turn, offer.names, done)) as items:
+                    async for item in items:
+                        yield item
+            finally:
+                self._end_with(done.end)
             if self.end is not None:
                 break
-            if all(call.return_direct for call in calls) and all(r.ok for r in results):
-                answer = "\n\n".join(result.text for result in results)
-                self._finish(End("completed", "return-direct tool answered", None, answer))
+            if all(call.return_direct for call in calls) and all(r.ok for r in done.results):
+                answer_text = "\n\n".join(result.text for result in done.results)
+                self._end_with(End("completed", "return-direct tool answered", None, answer_text))
                 break
             turn += 1
         self.recorder.turn = None
 
     # -- one turn's steps -------------------------------------------------------------
 
-    def _prepare_request(self, tool_tokens: int) -> int:
-        """Check the history, trim it if needed and check the budget; the prompt estimate."""
+    def _toolbox(self) -> ToolBox:
+        config = self.config
+        return ToolBox(self.agent.toolsets, config.tool_descriptions, config.offer_reasoning)
+
+    def _tools_changed(
+        self, offer: Offer, versions: dict[str, int]
+    ) -> tuple[Offer, dict[str, int]]:
+        """A toolset's tools changed (MCP list_changed): offer the new set from this turn."""
+        now = tool_versions(self.agent.toolsets)
+        try:
+            toolbox = self._toolbox()
+        except ToolConfigError as exc:  # e.g. a new tool clashes; keep what worked
+            message = f"the changed tools cannot be offered ({exc}); keeping the previous set"
+            self.recorder.emit(Error, where="run", kind="config", message=message)
+            return offer, now
+        new = toolbox.offer(self._query(), self.limits.max_tools)
+        before = {spec.name: spec.source for spec in offer.toolbox.specs}
+        after = {spec.name: spec.source for spec in toolbox.specs}
+        changed = [source for source, version in now.items() if versions.get(source) != version]
+        for source in changed:
+            self.recorder.emit(
+                ToolsChanged,
+                source=source,
+                tools=new.schemas,
+                added=[n for n, s in after.items() if s == source and n not in before],
+                removed=[n for n, s in before.items() if s == source and n not in after],
+                dropped=new.dropped,
+            )
+        return new, now
+
+    def _prepare_request(self, tool_tokens: int) -> int | End:
+        """Check the history, trim it if needed and check the budget: the prompt estimate,
+        or the end of the run when the history is malformed or the budget would be spent."""
         try:
             check_messages(self.messages)
         except MessageInvariantError as exc:
             self.recorder.emit(Error, where="history", kind="message_invariant", message=str(exc))
-            self._finish(End("error", f"message history is malformed: {exc}"))
-            return 0
+            return End("error", f"message history is malformed: {exc}")
         estimate = estimate_prompt(self.messages, []) + tool_tokens
         if needs_trim(estimate, self.limits.context_window):
             trim = trim_history(self.messages, self.limits.keep_rounds, tool_tokens)
@@ -272,11 +316,32 @@ class LoopRun:
                 self.messages = trim.messages
                 estimate = trim.tokens_after
         if self.spent_tokens + estimate > self.limits.token_budget:
-            self._finish(self._over_budget(self.spent_tokens + estimate, before_request=True))
+            return self._over_budget(self.spent_tokens + estimate, before_request=True)
         return estimate
 
+    def _after_answer(
+        self,
+        response: AssembledResponse,
+        turn: int,
+        keys: list[CallKey],
+        previous_keys: list[CallKey] | None,
+    ) -> End | None:
+        """The end an answer brings: no tool calls, the budget spent, or the same calls as
+        the turn before; None when its tool calls should run."""
+        if not response.tool_calls:
+            return End("completed", "the model answered without tool calls", None, response.content)
+        if self.spent_tokens > self.limits.token_budget:
+            return self._over_budget(self.spent_tokens)
+        if keys == previous_keys:
+            return End(
+                "duplicate_tool_calls",
+                f"turn {turn} repeated turn {turn - 1}'s tool calls with the same "
+                "arguments; not running them again",
+            )
+        return None
+
     async def _call_model(
-        self, call: ModelCall, estimate: int, completed: list[Completed]
+        self, call: ModelCall, estimate: int, outcome: ModelOutcome
     ) -> AsyncGenerator[Event | TextDelta, None]:
         clock = asyncio.get_running_loop().time
         model_deadline = clock() + self.limits.model_timeout_s
@@ -293,26 +358,26 @@ class LoopRun:
                 for queued in self.recorder.drain():
                     yield queued
                 if isinstance(item, Completed):
-                    completed.append(item)
+                    outcome.completed = item
         except TimeoutError:
-            self._timeout(layer, "model call")
+            outcome.end = self._timeout(layer, "model call")
         except ModelTimeout as exc:
-            self._finish(End("timeout", f"the model call timed out: {_line(exc)}", "model"))
+            outcome.end = End("timeout", f"the model call timed out: {_line(exc)}", "model")
         except ModelError as exc:
             # The server's own words name the cause, often late in a long validation error.
             detail = _line(exc, ERROR_TEXT_CHARS + 200)
-            self._finish(End("error", f"model call failed: {detail}"))
+            outcome.end = End("error", f"model call failed: {detail}")
         finally:
             await stream.aclose()  # type: ignore[attr-defined]
         for queued in self.recorder.drain():
             yield queued
-        if self.end is None and not completed:
-            self._finish(End("error", "the model stream ended without a response"))
-        if completed:
-            self._count_usage(completed[-1], estimate)
+        if outcome.end is None and outcome.completed is None:
+            outcome.end = End("error", "the model stream ended without a response")
+        if outcome.completed is not None:
+            self._count_usage(outcome.completed, estimate)
 
     async def _run_tools(
-        self, calls: list[PendingCall], turn: int, offered: list[str], results: list[ToolResult]
+        self, calls: list[PendingCall], turn: int, offered: list[str], outcome: ToolsOutcome
     ) -> AsyncGenerator[Event | TextDelta, None]:
         hooks = self.agent.hooks.tool
         limits = self.limits
@@ -331,10 +396,10 @@ class LoopRun:
             try:
                 for call, task in zip(calls, tasks, strict=True):
                     done = await self._await_tool(task)
-                    self._record_result(call, done, results)
+                    outcome.end = self._record_result(call, done, outcome.results)
                     for item in self.recorder.drain():
                         yield item
-                    if self.end is not None:
+                    if outcome.end is not None:
                         return
             finally:
                 for task in tasks:
@@ -345,10 +410,10 @@ class LoopRun:
             for item in self.recorder.drain():
                 yield item
             done = await self._await_tool(asyncio.ensure_future(start(call)))
-            self._record_result(call, done, results)
+            outcome.end = self._record_result(call, done, outcome.results)
             for item in self.recorder.drain():
                 yield item
-            if self.end is not None:
+            if outcome.end is not None:
                 return
 
     async def _await_tool(
@@ -366,7 +431,8 @@ class LoopRun:
         call: PendingCall,
         done: tuple[ToolResult, float] | None,
         results: list[ToolResult],
-    ) -> None:
+    ) -> End | None:
+        """Record a tool call's end; the end of the run if its time limit stopped it."""
         if done is None:
             result = ToolResult(False, "Error: the run's time limit was reached", "timeout")
             duration = 0.0
@@ -378,9 +444,10 @@ class LoopRun:
         self.messages.append(tool_message(call.call_id, result.text))
         results.append(result)
         if done is None:
-            self._timeout("run", f"tool {call.name}")
-        elif result.meta.get("timeout"):
-            self._timeout("tool", f"tool {call.name}")
+            return self._timeout("run", f"tool {call.name}")
+        if result.meta.get("timeout"):
+            return self._timeout("tool", f"tool {call.name}")
+        return None
 
     # -- bookkeeping ------------------------------------------------------------------
 
@@ -413,7 +480,8 @@ class LoopRun:
             f"{when} {tokens} tokens, over the budget of {self.limits.token_budget}",
         )
 
-    def _timeout(self, layer: TimeoutLayer, what: str) -> None:
+    def _timeout(self, layer: TimeoutLayer, what: str) -> End:
+        """The end of a run stopped by a time limit, its error recorded."""
         limit = {
             "model": self.limits.model_timeout_s,
             "tool": self.limits.tool_timeout_s,
@@ -423,15 +491,14 @@ class LoopRun:
         if layer != "tool":  # a tool's timeout is already in its tool_end
             where = "model" if layer == "model" else "run"
             self.recorder.emit(Error, where=where, kind="timeout", message=message)
-        self._finish(End("timeout", message, layer))
+        return End("timeout", message, layer)
 
-    def _record_start(
-        self, schemas: list[dict[str, Any]], sources: dict[str, str], read_only: list[str]
-    ) -> None:
+    def _record_start(self, offer: Offer | None) -> None:
         config = self.config
+        specs = offer.specs if offer else []
         meta = dict(config.meta)
         meta.setdefault("offer_reasoning", config.offer_reasoning)
-        meta.setdefault("read_only_tools", read_only)
+        meta.setdefault("read_only_tools", [spec.name for spec in specs if spec.read_only])
         self.recorder.emit(
             RunStart,
             turn=None,
@@ -441,8 +508,10 @@ class LoopRun:
             base_url=public_base_url(self.agent.model.base_url),
             params=dict(config.params),
             limits=self.limits,
-            tools=schemas,
-            tool_sources=sources,
+            tools=offer.schemas if offer else [],
+            tool_sources={spec.name: spec.source for spec in specs},
+            tools_dropped=offer.dropped if offer else [],
+            renamed_tools=offer.renamed if offer else {},
             parent_run_id=config.parent_run_id,
             fork_turn=config.fork_turn,
             edits=list(config.edits),
@@ -451,12 +520,7 @@ class LoopRun:
         )
 
     def _finish(self, end: End) -> None:
-        """Write run_end once and set the agent's result; later ends are ignored."""
-        if self.agent.result is not None:
-            return
-        self.end = end
-        from agent_core.agent import RunResult
-
+        """Write run_end and set the agent's result (`events()` calls it once)."""
         final = end.final_answer if end.status == "completed" else self.last_text
         totals = Totals(
             turns=self.turns,
@@ -489,7 +553,7 @@ class LoopRun:
         )
 
 
-def run_loop(agent: Agent) -> AsyncIterator[Event | TextDelta]:
+def run_loop(agent: RunHost) -> AsyncIterator[Event | TextDelta]:
     return LoopRun(agent).events()
 
 

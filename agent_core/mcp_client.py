@@ -27,11 +27,11 @@ from typing import Any, Literal, TextIO, TypeAlias
 
 import anyio
 import anyio.abc
+import httpx2
 import mcp_types as types
 from mcp.client.session import ClientRequestContext, ClientSession, IncomingMessage
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
@@ -61,6 +61,8 @@ class _QuietParseErrors(logging.Filter):
 
 
 logging.getLogger("mcp.client.stdio").addFilter(_QuietParseErrors())
+HTTP_TIMEOUT_S = 30.0
+HTTP_READ_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,7 @@ class McpStartError(Exception):
         self.stderr = stderr
         message = f"MCP server '{server}' ({command}) could not start: {reason}"
         if stderr:
-            message += f"; it printed: {_one_line(stderr)}"
+            message += f"; it printed: {stderr_summary(stderr)}"
         super().__init__(message)
 
 
@@ -114,6 +116,30 @@ class McpCallError(Exception):
 def _one_line(text: str, limit: int = STDERR_TAIL_CHARS) -> str:
     flat = " | ".join(line.strip() for line in text.strip().splitlines() if line.strip())
     return flat if len(flat) <= limit else "…" + flat[-limit:]
+
+
+# A stack frame says where, not what: Node's "at fn (file:1:2)", Python's 'File "x", line 3'.
+_STACK_FRAME = re.compile(r'^(at\s|File ".*", line \d+)')
+_ERROR_LINE = re.compile(r"error|cannot|not found|no such|denied|refus", re.IGNORECASE)
+
+
+def stderr_summary(text: str, limit: int = STDERR_TAIL_CHARS) -> str:
+    """What a server that would not start printed, on one line: stack frames left out, its
+    last line that names an error kept whole (Node's `Error: Cannot find module '…'` comes
+    before ten lines of frames and versions), then as much of the end as fits."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    kept = [line for line in lines if not _STACK_FRAME.match(line)]
+    flat = " | ".join(kept)
+    if len(flat) <= limit:
+        return flat
+    errors = [index for index, line in enumerate(kept) if _ERROR_LINE.search(line)]
+    if not errors:
+        return "…" + flat[-limit:]
+    key = kept[errors[-1]]
+    after = " | ".join(kept[errors[-1] + 1 :])
+    room = max(limit - len(key), 0)
+    tail = after if len(after) <= room else "…" + after[-room:] if room else ""
+    return f"… {key}" + (f" | {tail}" if tail else "")
 
 
 def _dump(message: Any) -> dict[str, Any]:
@@ -270,6 +296,11 @@ class McpConnection:
         self.server_info: dict[str, Any] = {}
         self.tools: list[dict[str, Any]] = []  # as listed on the wire (camelCase keys)
         self.tools_version = 0  # bumped on every completed listing
+        # list_changed notifications seen, and the re-listings they caused that have ended
+        # (done or failed): a caller can wait until the server's latest list is known.
+        self.refreshes_wanted = 0
+        self.refreshes_done = 0
+        self._refreshed = anyio.Event()
         self.closed = False  # the transport ended (server exited or dropped us)
         self.last_bad_output: str | None = None
         self._warned_bad_output = False
@@ -301,7 +332,12 @@ class McpConnection:
                 )
             self._emit("recv", frame)
         else:
-            self._emit("recv", _dump(item.message))
+            frame = _dump(item.message)
+            if frame.get("method") == "notifications/tools/list_changed":
+                # Counted here, as the frame arrives: a tool result that follows it on the
+                # wire can then wait for the re-listing it causes.
+                self.refreshes_wanted += 1
+            self._emit("recv", frame)
 
     def _emit(self, direction: FrameDirection, frame: dict[str, Any]) -> None:
         try:
@@ -409,12 +445,21 @@ class McpConnection:
         while self.tools_version < version:
             await self._tools_listed.wait()
 
+    async def tools_settled(self) -> None:
+        """Wait until every list_changed seen so far has been followed by a re-listing."""
+        while self.refreshes_done < self.refreshes_wanted:
+            await self._refreshed.wait()
+
     async def _handle(self, message: IncomingMessage) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             try:
                 await self.list_tools()
             except McpCallError as exc:  # the previous list stays in use
                 log.warning("refreshing tools of MCP server %r failed: %s", self.name, exc)
+            finally:
+                self.refreshes_done += 1
+                refreshed, self._refreshed = self._refreshed, anyio.Event()
+                refreshed.set()
 
 
 async def _ignore(progress: float, total: float | None, message: str | None) -> None:
@@ -538,7 +583,12 @@ async def _open_transport(
         streams = await stack.enter_async_context(stdio_client(params, errlog=stderr.file))
         connection.server_pid = _session_leader(_children() - before)
         return streams
-    client = create_mcp_http_client(headers=config.headers or None)
+    # Our own client (the SDK's transport takes one for headers): its timeouts are the SDK's
+    # defaults, 30 s for connecting and writing and 300 s to read, as a response stream may
+    # stay open that long between events.
+    client = httpx2.AsyncClient(
+        headers=config.headers or None, timeout=httpx2.Timeout(HTTP_TIMEOUT_S, read=HTTP_READ_S)
+    )
     await stack.enter_async_context(client)
     return await stack.enter_async_context(streamable_http_client(config.url, http_client=client))
 

@@ -9,8 +9,10 @@ arguments) comes back as a short error result; only a server that cannot start r
 (`McpStartError`), and a bad config file raises `McpConfigError`.
 
 Tool names: a tool keeps its own name unless another configured server offers a tool of the
-same name; then each of them is offered as `<server>__<tool>`. Characters a model API does not
-accept in a function name become `_`, and names are cut to 64 characters.
+same name; then each of them is offered as `<server>__<tool>` (a clash with a built-in or user
+tool is resolved the same way, by the loop's `ToolBox`). Characters a model API does not
+accept in a function name become `_`, and names are cut to 64 characters. A spec offered
+under another name carries the server's own in `source_name`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from collections.abc import AsyncIterator, Collection
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
+
+import anyio
 
 from agent_core.mcp_client import (
     DEFAULT_START_TIMEOUT_S,
@@ -35,9 +39,11 @@ from agent_core.mcp_client import (
     StdioServer,
     connect,
 )
-from agent_core.tools.base import ToolResult, ToolSpec
+from agent_core.tools.base import ToolResult, ToolSpec, function_name, prefixed_name
 from traces.events import McpMessage
 from traces.recorder import Recorder
+
+REFRESH_WAIT_S = 5.0
 
 __all__ = [
     "McpConfigError",
@@ -51,8 +57,6 @@ __all__ = [
     "parse_mcp_config",
 ]
 
-NAME_LIMIT = 64
-_BAD_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _HTTP_TYPES = {"http", "streamable-http", "streamable_http", "streamableHttp"}
 # Schema keywords whose value is a map of name -> subschema (the names are not keywords).
@@ -266,10 +270,6 @@ def _error_result(exc: McpCallError) -> ToolResult:
 # -- toolsets ------------------------------------------------------------------------------
 
 
-def _safe_name(name: str) -> str:
-    return _BAD_NAME_CHARS.sub("_", name)[:NAME_LIMIT] or "_"
-
-
 class _Naming:
     """Decides each tool's offered name from every server's current tool list."""
 
@@ -278,7 +278,7 @@ class _Naming:
 
     def offered(self, server: str, tool: str) -> str:
         clashes = sum(1 for toolset in self.toolsets if tool in toolset.connection_tool_names())
-        return _safe_name(f"{server}__{tool}" if clashes > 1 else tool)
+        return prefixed_name(server, tool) if clashes > 1 else function_name(tool)
 
 
 class McpToolset:
@@ -294,6 +294,11 @@ class McpToolset:
     def connection_tool_names(self) -> list[str]:
         return [str(tool.get("name")) for tool in self.connection.tools]
 
+    @property
+    def tools_versions(self) -> dict[str, int]:
+        """Bumped each time the server's tool list is fetched (on list_changed too)."""
+        return {self.source: self.connection.tools_version}
+
     def tool_names(self) -> dict[str, str]:
         """Offered name -> the server's own name, for the current tool list."""
         return {
@@ -305,14 +310,16 @@ class McpToolset:
         for tool in self.connection.tools:
             name = str(tool.get("name"))
             annotations = tool.get("annotations") or {}
+            offered = self._naming.offered(self.server, name)
             specs.append(
                 ToolSpec(
-                    name=self._naming.offered(self.server, name),
+                    name=offered,
                     description=tool.get("description") or tool.get("title") or "",
                     parameters=convert_schema(tool.get("inputSchema")),
                     # A server's hint; it only allows calls to run concurrently.
                     read_only=annotations.get("readOnlyHint") is True,
                     source=self.source,
+                    source_name=name if offered != name else None,
                 )
             )
         return specs
@@ -335,6 +342,10 @@ class McpToolset:
             raw = await self.connection.call_tool(tool, arguments, self.tool_timeout_s)
         except McpCallError as exc:
             return _error_result(exc)
+        # A tool that changes the server's tools announces it before its result; wait for
+        # the new list, so that the next turn offers it (a bounded wait: the list may fail).
+        with anyio.move_on_after(min(self.tool_timeout_s, REFRESH_WAIT_S)):
+            await self.connection.tools_settled()
         return convert_result(raw)
 
     async def refresh(self) -> list[ToolSpec]:

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Installs what the MCP tests need into the project folder, never globally:
 #   - mcp-server-time from PyPI (into .venv);
-#   - from npm (into node_modules): @modelcontextprotocol/server-everything, the official
-#     conformance harness @modelcontextprotocol/conformance, and Node 22 (node-<os>-<arch>),
-#     which the harness needs when the system node is older.
+#   - from npm (into node_modules): @modelcontextprotocol/server-everything,
+#     @modelcontextprotocol/server-filesystem (the most used server; its tool names clash
+#     with the built-ins), the official conformance harness @modelcontextprotocol/conformance,
+#     and Node 22 (node-<os>-<arch>), which the harness needs when the system node is older.
 # Safe to run again; does nothing when everything is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 EVERYTHING_VERSION="2026.8.31"
+FILESYSTEM_VERSION="2026.8.31"
 CONFORMANCE_VERSION="0.1.16"
 
 if [ ! -x .venv/bin/mcp-server-time ]; then
@@ -35,10 +37,12 @@ system_node_major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null |
 
 packages=(
     "@modelcontextprotocol/server-everything@$EVERYTHING_VERSION"
+    "@modelcontextprotocol/server-filesystem@$FILESYSTEM_VERSION"
     "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION"
 )
 missing=0
 has_version @modelcontextprotocol/server-everything "$EVERYTHING_VERSION" || missing=1
+has_version @modelcontextprotocol/server-filesystem "$FILESYSTEM_VERSION" || missing=1
 has_version @modelcontextprotocol/conformance "$CONFORMANCE_VERSION" || missing=1
 if [ "$system_node_major" -lt 22 ] && [ -n "$node_package" ]; then
     packages+=("$node_package@22")

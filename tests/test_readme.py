@@ -27,3 +27,10 @@ def test_ci_runs_the_readme_test_command() -> None:
     test_command = _readme_commands()[1].strip()
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert test_command in ci.splitlines()
+
+
+def test_readme_shows_the_exit_codes_every_command_uses() -> None:
+    from workbench.cli.common import EXIT_CODES
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert EXIT_CODES in readme

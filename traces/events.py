@@ -14,7 +14,7 @@ Schema versions (bump on any change of an event's shape, add a migration in
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias, TypeGuard, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_serializer
 
@@ -35,16 +35,17 @@ RunStatus: TypeAlias = Literal[
 ]
 # What the store reports for a run; `incomplete` means the trace has no run_end.
 RunState: TypeAlias = RunStatus | Literal["incomplete"]
-RUN_STATUSES: tuple[str, ...] = (
-    "completed",
-    "max_turns",
-    "duplicate_tool_calls",
-    "token_budget",
-    "timeout",
-    "cancelled",
-    "error",
-    "incomplete",
+# Every state in the order above, for filters and checks; derived, so it cannot drift.
+RUN_STATUSES: tuple[str, ...] = tuple(
+    state for part in get_args(RunState) for state in get_args(part)
 )
+
+
+def is_run_status(value: object) -> TypeGuard[RunStatus]:
+    """Whether `value` is a status a run can end with (`run_end.status`)."""
+    return value in get_args(RunStatus)
+
+
 TimeoutLayer: TypeAlias = Literal["model", "tool", "run"]
 ErrorWhere: TypeAlias = Literal["model", "tool", "mcp", "history", "run"]
 McpDirection: TypeAlias = Literal["send", "recv"]
@@ -257,7 +258,8 @@ class RunEnd(EventBase):
     totals: Totals = Field(default_factory=Totals)
 
 
-Event: TypeAlias = Annotated[
+# The one list of event types: the union, the classes and the `type` tags all come from it.
+AnyEvent: TypeAlias = (
     RunStart
     | ModelRequest
     | ModelChunk
@@ -268,35 +270,10 @@ Event: TypeAlias = Annotated[
     | ToolsChanged
     | HistoryTrimmed
     | Error
-    | RunEnd,
-    Field(discriminator="type"),
-]
-EVENT_TYPES: tuple[type[EventBase], ...] = (
-    RunStart,
-    ModelRequest,
-    ModelChunk,
-    ModelResponse,
-    ToolStart,
-    ToolEnd,
-    McpMessage,
-    ToolsChanged,
-    HistoryTrimmed,
-    Error,
-    RunEnd,
+    | RunEnd
 )
-EventType: TypeAlias = Literal[
-    "run_start",
-    "model_request",
-    "model_chunk",
-    "model_response",
-    "tool_start",
-    "tool_end",
-    "mcp_message",
-    "tools_changed",
-    "history_trimmed",
-    "error",
-    "run_end",
-]
+Event: TypeAlias = Annotated[AnyEvent, Field(discriminator="type")]
+EVENT_TYPES: tuple[type[EventBase], ...] = get_args(AnyEvent)
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 
 

@@ -102,6 +102,49 @@ class TurnNode:
         return None
 
     @property
+    def calls_not_run(self) -> list[dict[str, Any]]:
+        """Tool calls the model asked for (in its answer) that never started: the loop
+        refused a repeated call, or a limit ended the run first. OpenAI call shapes."""
+        response = self.response
+        if response is None:
+            return []
+        started = {call.call_id for call in self.tool_calls}
+        asked = response.message.get("tool_calls")
+        if not isinstance(asked, list):  # any JSON is a valid message; only a list has calls
+            return []
+        return [c for c in asked if isinstance(c, dict) and str(c.get("id")) not in started]
+
+    @property
+    def requests(self) -> list[ModelRequest]:
+        """Every request of the turn, one per attempt, in order."""
+        return [call.request for call in self.model_calls if call.request is not None]
+
+    @property
+    def chunks(self) -> dict[int, list[ModelChunk]]:
+        """The raw chunks of each attempt."""
+        found: dict[int, list[ModelChunk]] = {}
+        for call in self.model_calls:
+            if call.chunks:
+                found.setdefault(call.attempt, []).extend(call.chunks)
+        return found
+
+    @property
+    def model_errors(self) -> list[Error]:
+        """The errors of the model calls (the loop's model timeout included), in order."""
+        return [e for e in self.events if isinstance(e, Error) and e.where == "model"]
+
+    def tool_end_for(self, call_id: str) -> ToolEnd | None:
+        for call in self.tool_calls:
+            if call.call_id == call_id and call.end is not None:
+                return call.end
+        return None
+
+    @property
+    def complete(self) -> bool:
+        """The model answered and every tool call it asked for ended."""
+        return self.response is not None and all(c.end is not None for c in self.tool_calls)
+
+    @property
     def status(self) -> TurnStatus:
         if self.model_calls and self.model_calls[-1].status == "error":
             return "error"
@@ -140,7 +183,8 @@ class _Builder:
     def __init__(self) -> None:
         self.chain = RunChain(run_id="")
         self.turns: dict[int, TurnNode] = {}
-        self.open_tools: dict[str, ToolCallNode] = {}
+        # Open tool calls by id, oldest first: a provider may reuse an id within a turn.
+        self.open_tools: dict[str, list[ToolCallNode]] = {}
 
     def _turn(self, number: int) -> TurnNode:
         node = self.turns.get(number)
@@ -180,13 +224,15 @@ class _Builder:
                     self._model_call(turn, event.attempt).response = event
             case ToolStart():
                 node = ToolCallNode(start=event)
-                self.open_tools[event.call_id] = node
+                self.open_tools.setdefault(event.call_id, []).append(node)
                 if turn is not None:
                     turn.tool_calls.append(node)
             case ToolEnd():
-                open_call = self.open_tools.pop(event.call_id, None)
-                if open_call is not None:
-                    open_call.end = event
+                waiting = self.open_tools.get(event.call_id)
+                if waiting:
+                    waiting.pop(0).end = event
+                    if not waiting:
+                        del self.open_tools[event.call_id]
             case McpMessage():
                 self._add_mcp(event, turn)
             case HistoryTrimmed():
@@ -200,11 +246,18 @@ class _Builder:
 
     def _add_mcp(self, event: McpMessage, turn: TurnNode | None) -> None:
         source = f"mcp:{event.server}"
-        for node in reversed(self.open_tools.values()):
+        for node in reversed(self._open_calls()):
             if node.start.source == source:
                 node.mcp.append(event)
                 return
         (turn.mcp if turn is not None else self.chain.mcp).append(event)
+
+    def _open_calls(self) -> list[ToolCallNode]:
+        """The tool calls still running, in the order they started."""
+        return sorted(
+            (node for nodes in self.open_tools.values() for node in nodes),
+            key=lambda node: node.start.seq,
+        )
 
     def _add_error(self, event: Error, turn: TurnNode | None) -> None:
         if turn is None:
@@ -216,7 +269,7 @@ class _Builder:
                 return
             turn.errors.append(event)
         elif event.where in ("tool", "mcp") and self.open_tools:
-            list(self.open_tools.values())[-1].errors.append(event)
+            self._open_calls()[-1].errors.append(event)
         else:
             turn.errors.append(event)
 

@@ -19,13 +19,14 @@ after the test:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from workbench.number_args import positive_int
 
 SUITE_SUFFIX = ".wbsuite.toml"
 
@@ -35,8 +36,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--wb-base-url", help="OpenAI-compatible endpoint (env OPENAI_BASE_URL)")
     group.addoption("--wb-model", help="model name (env WORKBENCH_MODEL)")
     group.addoption("--wb-api-key", help="API key (env OPENAI_API_KEY)")
-    group.addoption("--wb-samples", type=int, help="runs per case (overrides the suites)")
-    group.addoption("--wb-concurrency", type=int, default=4, help="samples at once (4)")
+    group.addoption("--wb-samples", type=positive_int, help="runs per case (overrides the suites)")
+    group.addoption("--wb-concurrency", type=positive_int, default=4, help="samples at once (4)")
     group.addoption("--wb-baseline", help="also fail cases whose pass rate fell below NAME's")
     group.addoption("--wb-save-baseline", help="store each suite's results as baseline NAME")
     group.addoption("--wb-home", help="workbench folder (default $WORKBENCH_HOME, ./.workbench)")
@@ -123,26 +124,26 @@ class SuiteFile(pytest.File):
 
     async def _run(self) -> Any:
         from traces.home import home_dir
-        from workbench.cli.common import CliError
-        from workbench.cli.model_flags import build_model, parse_tool_descriptions
         from workbench.engine.regress_session import (
             SuiteRequest,
             open_results_store,
             run_suite_request,
         )
         from workbench.engine.regress_suite import SuiteError
+        from workbench.engine.run_service import (
+            ModelSettings,
+            SetupError,
+            build_model,
+            parse_tool_descriptions,
+        )
 
         option = self.config.getoption
-        flags = argparse.Namespace(
-            base_url=option("wb_base_url"),
-            model=option("wb_model"),
-            api_key=option("wb_api_key"),
-            script=None,
-            no_stream=False,
+        settings = ModelSettings.from_env(
+            base_url=option("wb_base_url"), model=option("wb_model"), api_key=option("wb_api_key")
         )
         home = home_dir(option("wb_home"))
         try:
-            model = build_model(flags)
+            model = build_model(settings)
             request = SuiteRequest(
                 suite=self.suite,
                 home=home,
@@ -154,7 +155,7 @@ class SuiteFile(pytest.File):
                 save_baseline=option("wb_save_baseline"),
                 secrets=[option("wb_api_key")],
             )
-        except CliError as exc:
+        except SetupError as exc:
             raise SuiteProblem(str(exc)) from None
         try:
             store = open_results_store(home)

@@ -5,7 +5,9 @@ here, not produced by a language model — so the demo runs offline and always t
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from traces.events import Limits, RunStatus
@@ -118,3 +120,44 @@ SCENARIOS: list[Scenario] = [
         ],
     ),
 ]
+
+
+# The model a fork of a demo run talks to: scripted too, so `f` in the TUI (or `workbench
+# fork` on a demo run) completes offline. The first step whose condition matches the fork's
+# last tool result answers; the plain steps at the end answer anything else.
+FORK_STEPS: list[dict[str, Any]] = [
+    {
+        "when_last_tool_result_contains": "no file",
+        "content": "That path does not exist; reading src/units.py instead.",
+        "tool_calls": [_call("read_file", path="src/units.py")],
+    },
+    {
+        "when_last_tool_result_contains": "def fahrenheit_to_celsius",
+        "content": "`fahrenheit_to_celsius` in src/units.py converts Fahrenheit to Celsius.",
+    },
+    {
+        "when_last_tool_result_contains": "TODO",
+        "content": (
+            "The TODOs are in the results above: read the real sensor (src/sensors.py), "
+            "report the humidity range (src/report.py) and move the station off the roof "
+            "(notes/todo.md)."
+        ),
+    },
+    {
+        "content": (
+            "(scripted fork model) I have read the edited history and answer without "
+            "further tool calls."
+        )
+    },
+    {"content": "(scripted fork model) Done."},
+]
+FORK_SCRIPT_NAME = "demo-fork-script.json"
+
+
+def write_fork_script(folder: Path) -> Path:
+    """Write the forks' model script (docs/script-format.md) into `folder`; return its path."""
+    path = folder / FORK_SCRIPT_NAME
+    folder.mkdir(parents=True, exist_ok=True)
+    script = {"name": "scripted-demo-fork", "steps": FORK_STEPS}
+    path.write_text(json.dumps(script, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path

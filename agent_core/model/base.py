@@ -7,7 +7,7 @@ assembled message at the end comes from the one shared assembler, whatever the t
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
@@ -102,6 +102,19 @@ class Completed:
 
 
 StreamItem: TypeAlias = AttemptStarted | RawChunk | AttemptFailed | Completed
+
+# A hook wraps the model call: it receives the call and the next stream in the chain, and
+# returns a stream of what the next one would (authorisation, mocking, replay).
+ModelStream: TypeAlias = Callable[[ModelCall], AsyncIterator[StreamItem]]
+ModelHook: TypeAlias = Callable[[ModelCall, ModelStream], AsyncIterator[StreamItem]]
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """Visible model text as it streams; shown live, not recorded (chunks are)."""
+
+    turn: int
+    text: str
 
 
 class ModelError(Exception):

@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import cast
 
-from agent_core.agent import TextDelta
 from agent_core.model.base import (
     AttemptFailed,
     AttemptStarted,
@@ -27,6 +26,7 @@ from agent_core.model.base import (
     ModelCall,
     RawChunk,
     StreamItem,
+    TextDelta,
 )
 from traces.events import Error, ModelChunk, ModelRequest, ModelResponse
 from traces.recorder import Recorder

@@ -26,6 +26,13 @@ class ParsedArguments:
     repaired_text: str | None = None  # the JSON that was actually parsed, when repaired
 
 
+def json_problem(exc: json.JSONDecodeError) -> str:
+    """ "Expecting value at position 3": the decoder's words and where, said once (some of
+    its messages, such as "Unterminated string starting at", already end in "at")."""
+    joiner = " " if exc.msg.endswith(" at") else " at "
+    return f"{exc.msg}{joiner}position {exc.pos}"
+
+
 def parse_arguments(raw: str | None) -> ParsedArguments:
     """Parse a raw argument string; null or blank arguments mean no arguments."""
     if raw is None or not raw.strip():
@@ -33,7 +40,7 @@ def parse_arguments(raw: str | None) -> ParsedArguments:
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
-        first_error = f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
+        first_error = f"arguments are not valid JSON ({json_problem(exc)})"
     else:
         return _object_or_error(value, repaired=False, text=None)
     repaired = repair_json(raw)

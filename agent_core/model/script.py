@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -149,10 +149,44 @@ def _pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
+def used_call_ids(messages: list[dict[str, Any]]) -> set[str]:
+    """Every tool call id already in a conversation (assistant calls and tool results)."""
+    used: set[str] = set()
+    for message in messages:
+        for call in message.get("tool_calls") or ():
+            if isinstance(call, dict) and isinstance(call.get("id"), str):
+                used.add(call["id"])
+        if isinstance(message.get("tool_call_id"), str):
+            used.add(message["tool_call_id"])
+    return used
+
+
+def step_call_ids(step: ScriptStep, call_number: int, taken: Collection[str] = ()) -> list[str]:
+    """The step's tool call ids: each call's own `id`, else `call_s<N>_<position>` with the
+    first N from `call_number` up whose ids are not `taken` yet. A forked conversation
+    already holds its parent's ids (a script numbers its calls from 1 again), and a
+    conversation never uses one id twice."""
+    number = call_number
+    while True:
+        ids = [call.id or f"call_s{number}_{i}" for i, call in enumerate(step.tool_calls)]
+        if not any(
+            call.id is None and found in taken
+            for call, found in zip(step.tool_calls, ids, strict=True)
+        ):
+            return ids
+        number += 1
+
+
 def step_chunks(
-    step: ScriptStep, *, model: str, response_id: str, call_number: int
+    step: ScriptStep,
+    *,
+    model: str,
+    response_id: str,
+    call_number: int,
+    taken: Collection[str] = (),
 ) -> list[dict[str, Any]]:
-    """The chunk dicts an OpenAI-compatible endpoint would stream for this step."""
+    """The chunk dicts an OpenAI-compatible endpoint would stream for this step; default
+    call ids avoid the `taken` ones (see `step_call_ids`)."""
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {
@@ -169,10 +203,11 @@ def step_chunks(
         chunks += [chunk({"reasoning_content": piece}) for piece in _pieces(step.reasoning, size)]
     if step.content:
         chunks += [chunk({"content": piece}) for piece in _pieces(step.content, size)]
+    ids = step_call_ids(step, call_number, taken)
     for index, call in enumerate(step.tool_calls):
         opener = {
             "index": index,
-            "id": call.id or f"call_s{call_number}_{index}",
+            "id": ids[index],
             "type": "function",
             "function": {"name": call.name, "arguments": ""},
         }
@@ -191,20 +226,26 @@ def step_chunks(
 
 
 def step_completion(
-    step: ScriptStep, *, model: str, response_id: str, call_number: int
+    step: ScriptStep,
+    *,
+    model: str,
+    response_id: str,
+    call_number: int,
+    taken: Collection[str] = (),
 ) -> dict[str, Any]:
     """The JSON body a non-streaming endpoint would return for this step."""
     message: dict[str, Any] = {"role": "assistant", "content": step.content}
     if step.reasoning:
         message["reasoning_content"] = step.reasoning
     if step.tool_calls:
+        ids = step_call_ids(step, call_number, taken)
         message["tool_calls"] = [
             {
-                "id": call.id or f"call_s{call_number}_{index}",
+                "id": call_id,
                 "type": "function",
                 "function": {"name": call.name, "arguments": call.arguments_text()},
             }
-            for index, call in enumerate(step.tool_calls)
+            for call, call_id in zip(step.tool_calls, ids, strict=True)
         ]
     body: dict[str, Any] = {
         "id": response_id,

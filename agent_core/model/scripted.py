@@ -34,6 +34,7 @@ from agent_core.model.script import (
     load_script,
     step_chunks,
     step_completion,
+    used_call_ids,
 )
 
 StepLike: TypeAlias = ScriptStep | dict[str, Any]
@@ -86,14 +87,24 @@ class _StepModel:
             response_id = f"chatcmpl-{self.name}-{call_number}"
             assembler = StreamAssembler()
             ttft_ms: float | None = None
+            # A forked conversation holds ids from another session: default ids avoid them.
+            taken = used_call_ids(call.messages)
             if call.stream:
                 chunks = step_chunks(
-                    step, model=self.name, response_id=response_id, call_number=call_number
+                    step,
+                    model=self.name,
+                    response_id=response_id,
+                    call_number=call_number,
+                    taken=taken,
                 )
             else:
                 chunks = [
                     step_completion(
-                        step, model=self.name, response_id=response_id, call_number=call_number
+                        step,
+                        model=self.name,
+                        response_id=response_id,
+                        call_number=call_number,
+                        taken=taken,
                     )
                 ]
             for index, data in enumerate(chunks):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Collection
 from pathlib import Path
 
 import regex
@@ -201,6 +202,25 @@ def read_head(path: Path, limit: int = MAX_READ_BYTES) -> bytes:
             return handle.read(limit)
     finally:
         os.close(fd)
+
+
+BUILTIN_NAMES = ("read_file", "list_dir", "search_files", "calculator")
+
+
+def chosen_builtins(root: Path, names: Collection[str]) -> ToolRegistry:
+    """Only the built-ins in `names` (e.g. to leave room for an MCP server's file tools).
+
+    Raises `ValueError` naming any name that is not a built-in."""
+    unknown = [name for name in names if name not in BUILTIN_NAMES]
+    if unknown:
+        raise ValueError(
+            f"no built-in tool named {', '.join(unknown)} (built-ins: {', '.join(BUILTIN_NAMES)})"
+        )
+    chosen = ToolRegistry(source="builtin")
+    for tool in builtin_tools(root).tools:
+        if tool.name in names:
+            chosen.add(tool)
+    return chosen
 
 
 def _walk(base: Path) -> list[Path]:

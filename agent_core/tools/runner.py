@@ -9,14 +9,21 @@ result the model can read.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from agent_core.model.repair import parse_arguments
-from agent_core.tools.base import ToolResult, Toolset, ToolSpec
+from agent_core.tools.base import (
+    ToolHook,
+    ToolInvocation,
+    ToolResult,
+    ToolRun,
+    Toolset,
+    ToolSpec,
+    prefixed_name,
+)
 from agent_core.tools.selection import select_tools
 from traces.events import ToolEnd, ToolStart
 from traces.recorder import Recorder
@@ -45,6 +52,7 @@ class PendingCall:
     reasoning: str | None
     spec: ToolSpec | None
     toolset: Toolset | None
+    toolset_name: str | None = None  # the name its toolset offered it under
 
     @property
     def read_only(self) -> bool:
@@ -56,7 +64,12 @@ class PendingCall:
 
 
 class ToolBox:
-    """Every registered tool by name, with per-run description overrides applied."""
+    """Every registered tool by name, with per-run description overrides applied.
+
+    Names are unique: an MCP tool whose name another tool already has is offered as
+    `<server>__<name>` (its `source_name` keeps the server's own); two other tools with one
+    name are a `ToolConfigError` (drop one, e.g. with `--builtin-tools`).
+    """
 
     def __init__(
         self,
@@ -65,29 +78,43 @@ class ToolBox:
         offer_reasoning: bool = False,
     ) -> None:
         self.offer_reasoning = offer_reasoning
-        self._entries: dict[str, tuple[ToolSpec, Toolset]] = {}
-        for toolset in toolsets:
-            for spec in toolset.specs():
-                if spec.name in self._entries:
-                    other = self._entries[spec.name][0].source
-                    raise ToolConfigError(
-                        f"tool {spec.name!r} is provided by both {other} and {spec.source}; "
-                        "rename or drop one"
-                    )
-                self._entries[spec.name] = (spec, toolset)
+        # offered name -> (spec as offered, its toolset, the name the toolset gave it)
+        self._entries: dict[str, tuple[ToolSpec, Toolset, str]] = {}
+        registered = [(spec, toolset) for toolset in toolsets for spec in toolset.specs()]
+        taken = {spec.name for spec, _ in registered if not spec.source.startswith("mcp:")}
+        for spec, toolset in registered:
+            offered = spec
+            if spec.source.startswith("mcp:") and spec.name in taken:
+                server = spec.source.removeprefix("mcp:")
+                offered = replace(
+                    spec,
+                    name=prefixed_name(server, spec.name),
+                    source_name=spec.source_name or spec.name,
+                )
+            if offered.name in self._entries:
+                other = self._entries[offered.name][0].source
+                raise ToolConfigError(
+                    f"tool {offered.name!r} is provided by both {other} and {offered.source}; "
+                    "drop one (--builtin-tools NAMES or --no-builtin-tools for the built-ins)"
+                )
+            self._entries[offered.name] = (offered, toolset, spec.name)
         for name, description in (overrides or {}).items():
             if name not in self._entries:
                 known = ", ".join(sorted(self._entries)) or "none"
                 raise ToolConfigError(f"no tool named {name!r} to override (tools: {known})")
-            spec, toolset = self._entries[name]
-            self._entries[name] = (replace(spec, description=description), toolset)
+            spec, toolset, own = self._entries[name]
+            self._entries[name] = (replace(spec, description=description), toolset, own)
 
     @property
     def specs(self) -> list[ToolSpec]:
-        return [spec for spec, _ in self._entries.values()]
+        return [spec for spec, _, _ in self._entries.values()]
 
-    def offer(self, query: str, max_tools: int) -> list[ToolSpec]:
-        return select_tools(self.specs, query, max_tools)
+    def offer(self, query: str, max_tools: int) -> Offer:
+        """The tools one request carries: at most `max_tools`, the most relevant to `query`."""
+        chosen = select_tools(self.specs, query, max_tools)
+        names = {spec.name for spec in chosen}
+        dropped = [name for name in self._entries if name not in names]
+        return Offer(self, chosen, [self.schema(spec) for spec in chosen], dropped)
 
     def schema(self, spec: ToolSpec) -> dict[str, Any]:
         """The spec in OpenAI format, with the optional reasoning argument when offered."""
@@ -111,12 +138,36 @@ class ToolBox:
         parsed = parse_arguments(raw)
         arguments, parse_error = parsed.value, parsed.error
         entry = self._entries.get(name) if name in offered else None
-        spec, toolset = entry if entry else (None, None)
+        spec, toolset, own = entry if entry else (None, None, None)
         reasoning = None
         if arguments is not None and spec is not None and self._adds_reasoning(spec):
             value = arguments.pop(REASONING_ARG, None)
             reasoning = value if isinstance(value, str) else None
-        return PendingCall(call_id, name, raw, arguments, parse_error, reasoning, spec, toolset)
+        return PendingCall(
+            call_id, name, raw, arguments, parse_error, reasoning, spec, toolset, own
+        )
+
+
+@dataclass(frozen=True)
+class Offer:
+    """The tools offered to the model, chosen from a `ToolBox`, and the ones left out."""
+
+    toolbox: ToolBox
+    specs: list[ToolSpec]
+    schemas: list[dict[str, Any]]
+    dropped: list[str]
+
+    @property
+    def names(self) -> list[str]:
+        return [spec.name for spec in self.specs]
+
+    @property
+    def renamed(self) -> dict[str, str]:
+        """Offered name -> the tool's own name at its source, for renamed tools."""
+        return {spec.name: spec.source_name for spec in self.specs if spec.source_name}
+
+    def prepare(self, call_id: str, name: str, raw: str) -> PendingCall:
+        return self.toolbox.prepare(call_id, name, raw, set(self.names))
 
 
 def record_start(recorder: Recorder, call: PendingCall) -> None:
@@ -128,6 +179,7 @@ def record_start(recorder: Recorder, call: PendingCall) -> None:
         arguments=call.arguments,
         parse_error=call.parse_error,
         source=call.spec.source if call.spec else "unknown",
+        source_name=call.spec.source_name if call.spec else None,
         reasoning=call.reasoning,
     )
 
@@ -150,7 +202,7 @@ def record_end(recorder: Recorder, call: PendingCall, result: ToolResult, ms: fl
 async def execute(
     call: PendingCall,
     turn: int,
-    hooks: list[Callable[..., Awaitable[ToolResult]]],
+    hooks: list[ToolHook],
     timeout_s: float,
     max_chars: int,
     offered: list[str],
@@ -164,7 +216,7 @@ async def execute(
 async def _execute(
     call: PendingCall,
     turn: int,
-    hooks: list[Callable[..., Awaitable[ToolResult]]],
+    hooks: list[ToolHook],
     timeout_s: float,
     offered: list[str],
 ) -> ToolResult:
@@ -176,11 +228,14 @@ async def _execute(
     if call.arguments is None:
         return ToolResult(False, f"Error: {call.name}: {call.parse_error}", "bad_json")
     toolset = call.toolset
+    renamed = {call.name: call.toolset_name or call.name}
 
-    async def base(invocation: Any) -> ToolResult:
-        return await toolset.call(invocation.name, invocation.arguments, invocation.call_id)
+    async def base(invocation: ToolInvocation) -> ToolResult:
+        # Hooks see the name the model used; the toolset is asked by the name it gave.
+        name = renamed.get(invocation.name, invocation.name)
+        return await toolset.call(name, invocation.arguments, invocation.call_id)
 
-    chain: Callable[[Any], Awaitable[ToolResult]] = base
+    chain: ToolRun = base
     for hook in reversed(hooks):
         chain = _wrap(hook, chain)
     invocation = _invocation(call, turn)
@@ -199,19 +254,14 @@ async def _execute(
         return ToolResult(False, f"Error: {call.name} failed: {text}", "exception")
 
 
-def _wrap(
-    hook: Callable[..., Awaitable[ToolResult]], inner: Callable[[Any], Awaitable[ToolResult]]
-) -> Callable[[Any], Awaitable[ToolResult]]:
-    async def wrapped(invocation: Any) -> ToolResult:
+def _wrap(hook: ToolHook, inner: ToolRun) -> ToolRun:
+    async def wrapped(invocation: ToolInvocation) -> ToolResult:
         return await hook(invocation, inner)
 
     return wrapped
 
 
-def _invocation(call: PendingCall, turn: int) -> Any:
-    # The public hook type lives in agent_core.agent; import late to keep this module leaf-like.
-    from agent_core.agent import ToolInvocation
-
+def _invocation(call: PendingCall, turn: int) -> ToolInvocation:
     return ToolInvocation(call.call_id, call.name, dict(call.arguments or {}), turn)
 
 
@@ -221,10 +271,3 @@ def cap(result: ToolResult, max_chars: int) -> ToolResult:
     hidden = len(result.text) - max_chars
     note = f"\n[truncated: {hidden} more characters not shown; ask for a narrower part]"
     return replace(result, text=result.text[:max_chars] + note, truncated=True)
-
-
-def call_key(call: PendingCall) -> tuple[str, str]:
-    """Name and canonical arguments, to spot the same call made twice in a row."""
-    if call.arguments is not None:
-        return call.name, json.dumps(call.arguments, sort_keys=True, ensure_ascii=False)
-    return call.name, call.arguments_raw

@@ -218,7 +218,7 @@ async def test_broken_history_is_an_error_not_a_request() -> None:
 
 
 async def test_fork_history_and_turn_numbering_are_honoured(project: Path) -> None:
-    history = [
+    history: list[dict[str, Any]] = [
         {"role": "system", "content": "be brief"},
         {"role": "user", "content": "list the project"},
         {

@@ -11,13 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import openai
+from openai.types.chat import ChatCompletionMessage
 
 from traces.events import RunStart
 
 SYSTEM = "You are a careful agent."
 TASK = "What does config.toml say about the port, times two?"
 FILES = {"config.toml": 'name = "demo"\nport = 8080\n'}
-TOOLS: list[dict[str, Any]] = [
+TOOLS: list[Any] = [
     {
         "type": "function",
         "function": {
@@ -80,7 +81,7 @@ def run_agent(base_url: str, *, stream: bool, headers: dict[str, str] | None = N
             with client.chat.completions.stream(
                 model="demo-model", messages=messages, tools=TOOLS
             ) as events:
-                message = events.get_final_completion().choices[0].message
+                message: ChatCompletionMessage = events.get_final_completion().choices[0].message
         else:
             answer = client.chat.completions.create(
                 model="demo-model", messages=messages, tools=TOOLS

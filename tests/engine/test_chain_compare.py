@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.engine.engine_support import THREE_TURNS, Project, cli
 from traces.home import traces_dir
 from workbench.engine.chain_compare import compare_runs, marked, render_comparison
@@ -65,8 +67,9 @@ async def test_comparison_shows_texts_word_diffs_and_the_edits(project: Project)
 
 
 def test_word_diff_marks_changes_and_cuts_long_unchanged_text() -> None:
-    from traces.schema_diff import word_diff
+    from workbench.engine.chain_compare import word_diff
 
+    assert word_diff("same words\n", "same  words") == [("equal", "same  words")]
     before = "The port is 8080 " + "and the rest stays the same " * 10 + "until the end."
     after = "The port is 9090 " + "and the rest stays the same " * 10 + "until the finish."
     text = marked(word_diff(before, after), context=20)
@@ -88,3 +91,31 @@ async def test_diff_chain_prints_the_content_and_the_edit(project: Project, caps
     report = json.loads(capsys.readouterr().out)
     assert report["chain"]["forks"][0]["run_id"] == fork_id
     assert report["chain"]["changes"]["1"][0]["what"] == "list_dir result"
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        ("", "new text"),
+        ("old text", ""),
+        ("a b c", "a x c"),
+        ("line one\nline two\n", "line one\nline 2\n"),
+        ("  leading space", "leading  space  "),
+    ],
+)
+def test_word_diff_spans_rebuild_both_texts(before: str, after: str) -> None:
+    from workbench.engine.chain_compare import word_diff
+
+    spans = word_diff(before, after)
+    assert "".join(t for op, t in spans if op != "delete") == after.lstrip()
+    rebuilt = "".join(t for op, t in spans if op != "insert")
+    assert rebuilt.split() == before.split()
+
+
+def test_markdown_fences_outlast_backticks_in_the_text() -> None:
+    from workbench.engine.export import fenced
+
+    for text in ("plain", "a ``` fence", "````four````", "`"):
+        fence, body, close = fenced(text)
+        assert body == text and fence == close
+        assert fence not in text and len(fence) >= 3

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -156,3 +158,23 @@ async def test_plan_errors_name_the_valid_choices(project: Project) -> None:
     recording = read_recording_file(path)
     with pytest.raises(ForkError, match="valid ids: call_list, call_read, call_calc"):
         plan_fork(recording, ForkRequest(turn=3, mocks={"call_x": "?"}))
+
+
+async def test_fork_without_builtin_tools_runs_no_new_builtin_call(
+    project: Project, tmp_path: Path
+) -> None:
+    parent_path, parent = await project.record(THREE_TURNS)
+    script = tmp_path / "later.json"
+    later = [
+        {"tool_calls": [{"id": "f1", "name": "list_dir", "arguments": {"path": "src"}}]},
+        {"content": "Nothing to see."},
+    ]
+    script.write_text(json.dumps({"steps": later}), encoding="utf-8")
+    code = await cli(
+        "--home", str(project.home), "fork", parent.run_id, "--turn", "2",
+        "--script", str(script), "--root", str(project.root), "--no-builtin-tools",
+    )  # fmt: skip
+    assert code == 0
+    [fork] = [p for p in traces_dir(project.home).glob("*.jsonl") if p != parent_path]
+    end = next(e for e in read_events(fork) if e["type"] == "tool_end")
+    assert (end["name"], end["ok"], end["error"]) == ("list_dir", False, "unavailable")

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import openai
 import pytest
-from capture_support import API_KEY, STEPS, TASK, read_run, run_agent, runs
-from test_serve_model import serve
 
+from tests.engine.capture_support import API_KEY, STEPS, TASK, read_run, run_agent, runs
+from tests.engine.test_serve_model import serve
 from tests.support.servers import Sequence, text_chunks
 from workbench.engine.model_server import ModelServer, Reply, ScriptResponder
 from workbench.engine.proxy import RecordingProxy
@@ -108,7 +110,7 @@ def test_upstream_errors_reach_the_client_unchanged_and_a_retry_is_the_next_atte
         body={"error": {"message": "slow down", "type": "rate_limit"}},
     )
     home = tmp_path / "home"
-    ask = [{"role": "user", "content": "hi"}]
+    ask: list[Any] = [{"role": "user", "content": "hi"}]
     with (
         ModelServer(Sequence(limited, Reply(chunks=text_chunks("Hi!")))) as upstream,
         RecordingProxy(upstream.base_url, home) as proxy,
@@ -153,7 +155,7 @@ def test_runs_from_traffic_names_follow_ups_and_separate_conversations(tmp_path:
     # the newest conversation it extends is its parent.
     assert third[0]["parent_run_id"] == second[0]["run_id"]
     assert third[0]["task"] == "Again, louder."
-    assert [e["messages"] for e in third if e["type"] == "model_request"][0][-1] == {
+    assert next(e["messages"] for e in third if e["type"] == "model_request")[-1] == {
         "role": "user",
         "content": "Again, louder.",
     }
@@ -208,3 +210,121 @@ def test_stopping_the_proxy_cancels_runs_waiting_for_their_client(tmp_path: Path
     assert first.choices[0].message.tool_calls
     events = read_run(home)
     assert events[-1]["type"] == "run_end" and events[-1]["status"] == "cancelled"
+
+
+def test_an_unreachable_upstream_is_a_502_with_one_line(tmp_path: Path) -> None:
+    with ModelServer(ScriptResponder([])) as gone:
+        address = gone.base_url  # a port nobody listens on once this server is closed
+    home = tmp_path / "home"
+    with RecordingProxy(address, home) as proxy:
+        client = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+        with pytest.raises(openai.InternalServerError) as caught:
+            client.chat.completions.create(model="m", messages=[{"role": "user", "content": "q"}])
+    assert caught.value.status_code == 502
+    assert f"cannot reach the upstream {address}" in str(caught.value)
+    error = next(e for e in read_run(home) if e["type"] == "error")
+    assert error["kind"] == "connection" and error["status_code"] == 502
+
+
+def test_an_upstream_that_breaks_off_mid_stream_cuts_the_client_too(tmp_path: Path) -> None:
+    broken = Reply(chunks=text_chunks("one two three four"), drop_after=2)
+    home = tmp_path / "home"
+    with (
+        ModelServer(lambda body: broken) as upstream,
+        RecordingProxy(upstream.base_url, home) as proxy,
+    ):
+        client = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+        stream = client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "count"}], stream=True
+        )
+        with pytest.raises(openai.APIError):
+            for _ in stream:
+                pass
+    events = read_run(home)
+    assert [e["type"] for e in events].count("model_chunk") == 2
+    error = next(e for e in events if e["type"] == "error")
+    assert error["kind"] == "connection" and "broke off" in error["message"]
+    # The run waited for a retry; stopping the proxy ended it.
+    assert events[-1]["status"] == "cancelled"
+
+
+async def test_bad_and_oversized_requests_are_answered_by_the_proxy(tmp_path: Path) -> None:
+    from tests.engine.test_serve_hardening import exchange, post_head
+
+    with (
+        ModelServer(ScriptResponder([])) as upstream,
+        RecordingProxy(upstream.base_url, tmp_path / "home", max_request_bytes=2048) as proxy,
+    ):
+        big = json.dumps({"messages": [{"role": "user", "content": "x" * 4096}]}).encode()
+        deep = b"[" * 100_000 + b"]" * 100_000
+        answers = [
+            await exchange(proxy.base_url, post_head(str(len(body))), body)
+            for body in (big, b'{"a": "\xff"}', deep[:2000])
+        ]
+        answers.append(await exchange(proxy.base_url, post_head("-3"), b""))
+        assert upstream.bodies == []  # nothing bad went upstream
+    assert [status for status, _ in answers] == [413, 400, 400, 400]
+    assert "limit of 2048 bytes" in json.loads(answers[0][1])["error"]["message"]
+
+
+async def test_holds_200_concurrent_streams(tmp_path: Path) -> None:
+    # Each upstream stream holds after its first chunk until the upstream stops, so all 200
+    # are open through the proxy at once when every client has its first chunk.
+    reply = Reply(chunks=text_chunks("one two"), stall_after=1)
+    streams, first_chunks = 200, 0
+    all_open = asyncio.Event()
+    with (
+        ModelServer(lambda body: reply, keep_requests=False) as upstream,
+        RecordingProxy(upstream.base_url, tmp_path / "home") as proxy,
+    ):
+        client = openai.AsyncOpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+
+        async def one(number: int) -> None:
+            nonlocal first_chunks
+            stream = await client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": f"q{number}"}], stream=True
+            )
+            await anext(aiter(stream))
+            first_chunks += 1
+            if first_chunks == streams:
+                all_open.set()
+            await all_open.wait()
+            await stream.close()
+
+        await asyncio.wait_for(asyncio.gather(*(one(n) for n in range(streams))), 60)
+        await client.close()
+    assert first_chunks == streams
+    assert len(runs(tmp_path / "home")) == streams
+
+
+def test_a_key_the_client_echoes_in_a_message_is_redacted(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with (
+        ModelServer(lambda body: Reply(chunks=text_chunks("noted"))) as upstream,
+        RecordingProxy(upstream.base_url, home) as proxy,
+    ):
+        client = openai.OpenAI(base_url=proxy.base_url, api_key=API_KEY, max_retries=0)
+        client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": f"my key is {API_KEY}"}]
+        )
+    text = json.dumps(read_run(home))
+    assert API_KEY not in text and "[REDACTED:api_key]" in text
+
+
+def test_a_request_that_cannot_be_recorded_is_still_forwarded(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    odd: Any = ["not a message object", "nor this"]
+    with (
+        ModelServer(lambda body: Reply(body={"choices": []}, status=200)) as upstream,
+        RecordingProxy(upstream.base_url, tmp_path / "home") as proxy,
+    ):
+        for _ in range(2):
+            raw = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+            answer = raw.chat.completions.with_raw_response.create(model="m", messages=odd)
+            assert answer.http_response.status_code == 200
+        assert [body["messages"] for body in upstream.bodies] == [odd, odd]
+    assert not (tmp_path / "home" / "traces").exists() or runs(tmp_path / "home") == []
+    err = capfd.readouterr().err
+    assert err.count("workbench proxy: could not record an exchange") == 1
+    assert err.count("\n") == 1 and "Traceback" not in err

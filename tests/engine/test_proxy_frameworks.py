@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from capture_support import API_KEY, FILES, STEPS, SYSTEM, TASK, read_run, run_tool
-from test_serve_model import serve
 
+from tests.engine.capture_support import API_KEY, FILES, STEPS, SYSTEM, TASK, read_run, run_tool
+from tests.engine.test_serve_model import serve
 from workbench.engine.model_server import ModelServer, ScriptResponder
 from workbench.engine.proxy import RecordingProxy
 
@@ -77,9 +77,12 @@ def langchain_agent(base_url: str) -> str:
     from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
     from langchain_core.tools import tool
     from langchain_openai import ChatOpenAI
+    from pydantic import SecretStr
 
     tools = {t.name: t for t in (tool(read_file), tool(calculator))}
-    llm = ChatOpenAI(model="demo-model", base_url=base_url, api_key=API_KEY, max_retries=0)
+    llm = ChatOpenAI(
+        model="demo-model", base_url=base_url, api_key=SecretStr(API_KEY), max_retries=0
+    )
     chat = llm.bind_tools(list(tools.values()))
     messages: list[Any] = [SystemMessage(SYSTEM), HumanMessage(TASK)]
     for _ in range(5):

@@ -304,6 +304,33 @@ async def test_run_offering_the_reasoning_argument_replays(project: Project) -> 
     assert outcome.status == "identical", outcome.divergence
 
 
+async def test_speed_implies_the_original_pace_and_contradicting_it_is_an_error(
+    project: Project, capsys
+) -> None:
+    _, result = await project.record(THREE_TURNS)
+    home = str(project.home)
+    code = await cli("--home", home, "replay", result.run_id, "--speed", "1000", "--json")
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and (report["pace"], report["speed"]) == ("original", 1000.0)
+    code = await cli("--home", home, "replay", result.run_id, "--pace", "fast", "--speed", "4")
+    err = capsys.readouterr().err
+    assert code == 2 and "--speed" in err and err.count("\n") == 1
+    code = await cli("--home", home, "replay", result.run_id, "--json")
+    assert json.loads(capsys.readouterr().out)["pace"] == "fast"
+
+
+async def test_an_ambiguous_run_prefix_lists_the_candidates(project: Project, capsys) -> None:
+    path, _ = await project.record(THREE_TURNS)
+    folder = path.parent
+    for twin in ("abc111", "abc222"):
+        (folder / f"{twin}.jsonl").write_text(path.read_text().replace(path.stem, twin))
+    for command in (["replay", "abc"], ["show", "abc"], ["fork", "abc", "--turn", "1"]):
+        code = await cli("--home", str(project.home), *command)
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1, err
+        assert "abc111" in err and "abc222" in err, err
+
+
 async def test_recording_with_null_content_on_tool_calls_still_replays(project: Project) -> None:
     # Older recordings sent an assistant tool-call message as `"content": null`; the loop now
     # sends "". Both mean "no text", so the replay must agree.

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import openai
 import pytest
-from test_serve_model import serve
 
+from tests.engine.test_serve_model import serve
 from tests.support.servers import text_chunks
 from workbench.engine.model_server import ModelServer, Reply, ScriptResponder
 

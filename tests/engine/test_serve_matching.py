@@ -6,6 +6,7 @@ official openai SDK to `workbench serve-model` run as a subprocess.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import subprocess
@@ -15,8 +16,9 @@ from typing import Any
 
 import openai
 import pytest
-from engine_support import THREE_TURNS, Project
-from test_serve_model import recorded_requests, serve
+
+from tests.engine.engine_support import THREE_TURNS, Project
+from tests.engine.test_serve_model import recorded_requests, serve
 
 
 def client(base_url: str) -> openai.OpenAI:
@@ -110,7 +112,7 @@ async def test_several_runs_answer_each_request_from_its_own_run(project: Projec
 
 
 async def test_every_run_with_a_name(project: Project) -> None:
-    path, run = await project.record(THREE_TURNS, meta={"name": "nightly"})
+    path, _ = await project.record(THREE_TURNS, meta={"name": "nightly"})
     await project.record([{"content": "unnamed"}], task="Say hello.")
     requests = recorded_requests(path)
     with serve("--replay-name", "nightly", "--home", str(project.home)) as base_url:
@@ -144,6 +146,8 @@ async def test_the_pytest_fixture_serves_named_runs(project: Project, tmp_path: 
         )
     )
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", str(test_file)]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    done = await asyncio.to_thread(
+        lambda: subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    )
     assert "1 failed, 1 passed" in done.stdout, done.stdout + done.stderr
     assert "workbench_replay: " in done.stdout and "feedface" in done.stdout

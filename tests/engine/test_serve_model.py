@@ -184,8 +184,9 @@ async def test_workbench_run_tries_a_mismatched_request_once(project: Project, c
     [error] = [e for e in events if e["type"] == "error"]
     assert (error["status_code"], error["retriable"]) == (409, False)
     expected = (
-        f"HTTP 409: request does not match turn 1 of run {recorded.run_id}: first difference "
-        "at messages[1].content (not retried: the server sent x-should-retry: false)"
+        f"HTTP 409: request matches no recorded turn; closest is turn 1 of run "
+        f"{recorded.run_id}: first difference at messages[1].content (not retried: the server "
+        "sent x-should-retry: false)"
     )
     assert error["message"] == expected
     assert events[-1]["reason"] == f"model call failed: {expected}"

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import RecordingReceiver
 
+from tests.interop.conftest import RecordingReceiver
 from traces.events import ModelRequest, RunEnd, RunStart, ToolStart
 from traces.reader import read_trace
 from workbench.cli import main
@@ -96,13 +96,17 @@ def test_token_counts_and_output_messages_on_chat_spans(
         1,
         2,
     )
+    # The golden runs were recorded against api.openai.com.
+    assert answered.attributes["gen_ai.provider.name"] == "openai"
+    assert answered.attributes["llm.provider"] == "openai"
+    assert answered.attributes["llm.system"] == "openai"
     assert answered.attributes["gen_ai.usage.input_tokens"] == 490
     assert answered.attributes["gen_ai.usage.output_tokens"] == 102
     assert answered.attributes["llm.token_count.total"] == 592
     assert answered.attributes["gen_ai.response.finish_reasons"] == ["tool_calls"]
     (output,) = json.loads(answered.attributes["gen_ai.output.messages"])
     assert output["role"] == "assistant" and output["finish_reason"] == "tool_calls"
-    call = [p for p in output["parts"] if p["type"] == "tool_call"][0]
+    call = next(p for p in output["parts"] if p["type"] == "tool_call")
     assert call == {
         "type": "tool_call",
         "id": "call_r1",
@@ -111,7 +115,7 @@ def test_token_counts_and_output_messages_on_chat_spans(
     }
     prefix = "llm.output_messages.0.message.tool_calls.0.tool_call"
     assert answered.attributes[f"{prefix}.function.arguments"] == '{"path": "README.md"}'
-    root = [s for s in spans if s.parent_id is None][0]
+    root = next(s for s in spans if s.parent_id is None)
     assert not root.error and root.attributes["workbench.run.status"] == "completed"
 
 
@@ -136,7 +140,9 @@ def test_endpoint_and_headers_from_the_standard_variables(
     assert otlp_receiver.requests
     headers = {k.lower(): v for k, v in otlp_receiver.requests[0].headers.items()}
     assert headers["x-team"] == "agents" and headers["api-key"] == "s3cret"
-    assert len({s.trace_id for s in otlp_receiver.spans()}) == 8
+    spans = otlp_receiver.spans()
+    assert len({s.trace_id for s in spans}) == 8
+    assert {s.service for s in spans} == {"agent-workbench"}
     otlp_receiver.requests.clear()
     assert main(["export-otel", "--since", "2999-01-01"]) == 0
     assert otlp_receiver.requests == []
@@ -182,3 +188,57 @@ def test_startup_does_not_load_opentelemetry() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_progress_is_told_after_each_run(
+    golden_dir: Path, otlp_receiver: RecordingReceiver
+) -> None:
+    from workbench.engine import otel_export
+
+    runs = [read_trace(path).events for path in sorted(golden_dir.glob("*.jsonl"))]
+    seen: list[tuple[int, int, int]] = []
+    sender = otel_export.SpanSender(
+        otel_export.exporter(otlp_receiver.endpoint, None, 5), batch_size=10
+    )
+    state = otel_export.export_runs(
+        runs,
+        sender,
+        otel_export.resource(),
+        total=len(runs),
+        progress=lambda p: seen.append((p.runs_done, p.runs_total, p.spans)),
+    )
+    sender.close()
+    assert [done for done, _, _ in seen] == list(range(1, 9))
+    assert {total for _, total, _ in seen} == {8}
+    assert [spans for _, _, spans in seen] == sorted(spans for _, _, spans in seen)
+    assert state.spans == seen[-1][2] == len(otlp_receiver.spans()) == sender.sent
+    assert len(otlp_receiver.requests) > 1  # sent in batches as it went
+
+
+def test_a_bad_redaction_pattern_is_one_line(
+    golden_home: Path, otlp_receiver: RecordingReceiver, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (golden_home / "redact-patterns.txt").write_text("(unclosed\n", encoding="utf-8")
+    assert main(["export-otel", "--all", "--endpoint", otlp_receiver.endpoint]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a valid regular expression" in err[0]
+    assert otlp_receiver.requests == []
+
+
+def test_provider_is_named_only_for_known_hosts() -> None:
+    from workbench.engine.otel_attrs import provider_of
+
+    assert provider_of("https://api.openai.com/v1") == ("openai", "openai")
+    assert provider_of("https://myorg.openai.azure.com/openai") == ("azure.ai.openai", "azure")
+    assert provider_of("http://127.0.0.1:8080/v1") is None
+    assert provider_of("https://evil-api.openai.com.example/v1") is None
+    assert provider_of(None) is None
+
+
+def test_the_service_name_comes_from_the_standard_variables(
+    golden_home: Path, otlp_receiver: RecordingReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "support-agents")
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=staging")
+    assert main(["export-otel", "--all", "--endpoint", otlp_receiver.endpoint]) == 0
+    assert {s.service for s in otlp_receiver.spans()} == {"support-agents"}

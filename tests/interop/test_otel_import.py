@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import urllib.request
@@ -20,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tests.interop.conftest import RecordingReceiver
 from traces.events import RunStart
 from traces.reader import read_trace
 from traces.tree import build_chain
@@ -27,7 +29,8 @@ from workbench.cli import main
 
 pytest.importorskip("opentelemetry.sdk", reason="needs the otel extra")
 
-from workbench.engine.otel_collect import CollectorThread  # noqa: E402
+from workbench.engine.otel_collect import CollectorThread
+from workbench.engine.otel_export import SPAN_EVENT_TYPES
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -60,6 +63,7 @@ def decisions(events: list[Any]) -> dict[str, Any]:
                         call.arguments,
                         call.status,
                         call.end.result if call.end else None,
+                        call.end.observed if call.end else None,
                     )
                     for call in turn.tool_calls
                 ],
@@ -84,9 +88,15 @@ def test_export_then_collect_gives_back_the_same_decision_chain(
         assert isinstance(start, RunStart)
         assert start.origin == "imported" and start.client == "agent-workbench 0.1.0"
         imported[start.meta["otel"]["run_id"]] = events
+    spanned = set(SPAN_EVENT_TYPES)
     for path in golden_dir.glob("*.jsonl"):
         original = read_trace(path).events
-        assert decisions(imported[original[0].run_id]) == decisions(original)
+        copy = imported[original[0].run_id]
+        assert decisions(copy) == decisions(original)
+        # The events spans carry come back in the same order, at the same times.
+        assert [(e.type, e.turn, e.ts) for e in copy] == [
+            (e.type, e.turn, e.ts) for e in original if e.type in spanned
+        ]
 
     # The imported runs are ordinary runs of the other home: listed, shown, searchable.
     capsys.readouterr()
@@ -96,6 +106,21 @@ def test_export_then_collect_gives_back_the_same_decision_chain(
         r["status"] for r in json.loads(_runs_json(golden_home, capsys))
     )
     assert main(["--home", str(other), "show", runs[0].run_id[:8]]) == 0
+
+
+def test_an_imported_run_exported_again_comes_back_the_same(
+    wb_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["ingest-otel", str(FIXTURES / "genai-agent.json"), "--json"]) == 0
+    (first,) = json.loads(capsys.readouterr().out)
+    other = tmp_path / "teammate"
+    with CollectorThread(other) as collector:
+        assert main(["export-otel", first["run_id"], "--endpoint", collector.endpoint]) == 0
+        (again,) = collector.wait_for_runs(1)
+    original = read_trace(first["path"]).events
+    copy = read_trace(again.path).events
+    assert decisions(copy) == decisions(original)
+    assert build_chain(copy).turns[0].tool_calls[0].end.observed  # type: ignore[union-attr]
 
 
 def _runs_json(home: Path, capsys: pytest.CaptureFixture[str]) -> str:
@@ -140,6 +165,9 @@ def test_ingest_otel_reads_genai_spans_with_observed_tool_calls(
     )
     assert call.end is not None and call.end.result == "3" and call.end.observed
     assert second.request is not None and second.request.messages[-1]["role"] == "tool"
+    # Asked for when the first answer came, answered when the next request went out.
+    assert first.response is not None and call.start.ts == first.response.ts
+    assert call.end.ts == second.request.ts
     assert first.response is not None and first.response.usage == {
         "prompt_tokens": 50,
         "completion_tokens": 12,
@@ -184,6 +212,7 @@ def test_collect_speaks_json_and_refuses_what_is_not_otlp(wb_home: Path) -> None
         runs = collector.wait_for_runs(2)
         assert runs[1].run_id == run.run_id and not runs[1].written
         assert _post(collector.endpoint, b"hello", "text/plain")[0] == 415
+        assert _post(collector.endpoint, b"", "application/protobuf") == (200, b"")
         assert _post(collector.endpoint, b"\xff\x00garbage", "application/x-protobuf")[0] == 400
         assert collector.problems and "refused a request" in collector.problems[-1]
 
@@ -232,6 +261,7 @@ def _mutations(document: dict[str, Any]) -> list[dict[str, Any]]:
     """The fixture with one attribute of one span given a value of another kind, each."""
     odd_values = [
         {"intValue": "7"},
+        {"intValue": str(2**62)},
         {"stringValue": "not json ["},
         {"arrayValue": {"values": [{"intValue": "1"}]}},
         {"kvlistValue": {"values": [{"key": "k", "value": {"boolValue": True}}]}},
@@ -292,3 +322,67 @@ def test_ingest_otel_keeps_the_good_traces_of_a_file_with_a_bad_one(
     out, err = capsys.readouterr()
     assert err.count("\n") == 1 and err.startswith(f"workbench: {both}: trace ffff")
     assert out.startswith("imported run 5b8efff79803")
+
+
+def test_diff_finds_an_imported_copy_the_same_as_its_original(
+    golden_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    original = "276a0272c8a551178d8bfedb26070002"
+    with CollectorThread(golden_home) as collector:  # the copy lands next to its original
+        assert main(["export-otel", original, "--endpoint", collector.endpoint]) == 0
+        (copy,) = collector.wait_for_runs(1)
+    capsys.readouterr()
+    assert main(["diff", original, copy.run_id, "--chain"]) == 0
+    assert "the decision chains are the same" in capsys.readouterr().out
+    assert main(["diff", original, copy.run_id, "--tools"]) == 0
+    assert "the tool schemas are the same" in capsys.readouterr().out
+
+
+def test_collect_on_a_taken_port_is_one_line(
+    wb_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["collect", "--port", str(port)]) == 2
+    assert capsys.readouterr().err == (
+        f"workbench: cannot listen on 127.0.0.1:{port} (Address already in use); "
+        "pick another --port\n"
+    )
+
+
+def test_spans_waiting_for_their_root_survive_a_killed_collector(wb_home: Path) -> None:
+    from workbench.engine.otel_collect import OtlpReceiver
+    from workbench.engine.otel_import import parse_json
+
+    spans = parse_json(json.loads((FIXTURES / "genai-agent.json").read_text(encoding="utf-8")))
+    children = [span for span in spans if span.parent_id is not None]
+    root = [span for span in spans if span.parent_id is None]
+    first = OtlpReceiver(wb_home)
+    first.take(children)
+    assert first.runs == []
+    del first  # killed: no flush
+
+    second = OtlpReceiver(wb_home)
+    assert [len(s) for s in second.pending.values()] == [2]
+    second.take(root)
+    (run,) = second.runs
+    assert (run.status, run.turns) == ("completed", 2)
+    assert list((wb_home / "otel-pending").iterdir()) == []
+
+
+def test_collect_takes_the_exporters_gzip(
+    golden_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    otlp_receiver: RecordingReceiver,
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip")
+    assert main(["export-otel", "276a0272", "--endpoint", otlp_receiver.endpoint]) == 0
+    (sent,) = otlp_receiver.requests
+    assert {k.lower(): v for k, v in sent.headers.items()}["content-encoding"] == "gzip"
+    with CollectorThread(tmp_path / "teammate") as collector:
+        assert main(["export-otel", "276a0272", "--endpoint", collector.endpoint]) == 0
+        (run,) = collector.wait_for_runs(1)
+    assert (run.status, run.turns) == ("completed", 2)

@@ -93,3 +93,19 @@ def test_dataset_errors_are_one_line(
     assert main(["export-parquet", str(tmp_path / "ds")]) == 0
     assert main(["sql", "DELETE FROM runs", "--dataset", str(tmp_path / "ds")]) == 2
     assert "read-only" in capsys.readouterr().err
+
+
+def test_event_lines_are_plain_strings_in_the_files(
+    wb_home: Path, golden_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shutil.copy(golden_dir / COMPLETED, wb_home / "traces")
+    dest = tmp_path / "ds"
+    assert main(["export-parquet", str(dest)]) == 0
+    schema = (
+        "SELECT name, converted_type FROM parquet_schema("
+        f"'{dest}/events/**/*.parquet') WHERE name = 'event'"
+    )
+    assert _sql(capsys, schema) == [{"name": "event", "converted_type": "UTF8"}]
+    # … and JSON again when queried through `sql --dataset`.
+    query = "SELECT event->>'type' AS type FROM dataset.events WHERE seq = 0"
+    assert _sql(capsys, query, "--dataset", str(dest)) == [{"type": "run_start"}]

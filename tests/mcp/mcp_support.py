@@ -28,6 +28,7 @@ FAULT_SERVER = HERE / "servers" / "fault_server.py"
 LOOPBACK = HERE / "servers" / "loopback.cjs"
 TIME_SERVER = Path(sys.executable).parent / "mcp-server-time"
 EVERYTHING = ROOT / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+FILESYSTEM = ROOT / "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
 INSTALL_HINT = "run scripts/install-mcp-servers.sh"
 
 
@@ -72,6 +73,13 @@ def everything_stdio() -> dict[str, Any]:
     if not EVERYTHING.exists():
         pytest.skip(f"server-everything is not installed in node_modules ({INSTALL_HINT})")
     return {"command": node(), "args": [str(EVERYTHING), "stdio"]}
+
+
+def filesystem_server(*folders: Path) -> dict[str, Any]:
+    """@modelcontextprotocol/server-filesystem, allowed to read and write `folders`."""
+    if not FILESYSTEM.exists():
+        pytest.skip(f"server-filesystem is not installed in node_modules ({INSTALL_HINT})")
+    return {"command": node(), "args": [str(FILESYSTEM), *map(str, folders)]}
 
 
 def new_recorder() -> tuple[Recorder, MemorySink]:

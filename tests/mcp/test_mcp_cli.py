@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.mcp.mcp_support import fault, time_server, write_config
+from tests.mcp.mcp_support import fault, node, time_server, write_config
 from traces.events import McpMessage, RunEnd, RunStart, ToolEnd, ToolStart
 from traces.reader import read_trace
 from workbench.cli import main
@@ -89,15 +89,32 @@ def test_mcp_call_tool_errors_exit_1_and_unlisted_tools_are_still_sent(
     captured = capsys.readouterr()
     assert captured.out.strip() == "Error: Unknown tool: nope (JSON-RPC error -32602)"
     assert "note: server 'fault' does not list 'nope'" in captured.err
+    # The trace says the session failed, and why.
+    [first] = (tmp_path / "traces").glob("*.jsonl")
+    end = read_trace(first).events[-1]
+    assert isinstance(end, RunEnd) and end.status == "error"
+    assert end.reason == (
+        "tool 'nope' of MCP server 'fault' failed: Error: Unknown tool: nope (JSON-RPC error "
+        "-32602)"
+    )
     assert main(["mcp", "call", "fault", "hang", "--timeout", "0.3", *base]) == 1
     assert "timed out after 0.3s" in capsys.readouterr().out
+    assert main(["mcp", "call", "fault", "echo", '{"message": "hi"}', *base]) == 0
+    traces = (tmp_path / "traces").glob("*.jsonl")
+    ends = [end for path in traces if isinstance(end := read_trace(path).events[-1], RunEnd)]
+    assert sorted(end.status for end in ends) == ["completed", "error", "error"]
+    [ok] = [end for end in ends if end.status == "completed"]
+    assert ok.reason == "tool 'echo' of MCP server 'fault' answered"
 
 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
         (["mcp", "call", "ghost", "x"], "no server named 'ghost' (servers: fault, broken)"),
-        (["mcp", "call", "fault", "echo", "{oops"], "arguments are not valid JSON"),
+        (
+            ["mcp", "call", "fault", "echo", '{"message": "hi'],
+            "arguments are not valid JSON (Unterminated string starting at position 12)",
+        ),
         (["mcp", "call", "fault", "echo", "[1]"], "arguments must be a JSON object"),
         (["mcp", "list", "--server", "broken"], "FAULT_API_KEY is not set; refusing to start"),
     ],
@@ -142,3 +159,16 @@ def test_run_with_a_server_that_cannot_start_is_one_line(tmp_path: Path, capsys)
     err = capsys.readouterr().err.strip()
     assert err.startswith("workbench: --mcp-config ") and "MCP server 'broken'" in err
     assert "refusing to start" in err and "\n" not in err
+
+
+def test_a_node_server_that_cannot_start_says_which_module_is_missing(
+    tmp_path: Path, capsys
+) -> None:
+    # A long path, as npx caches have: the line naming it must survive the tail's cap.
+    missing = tmp_path / ("deep-" * 40) / "server-filesystem" / "dist" / "index.js"
+    config = write_config(tmp_path, {"gone": {"command": node(), "args": [str(missing)]}})
+    assert main(["mcp", "list", "--mcp-config", str(config), "--home", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    [line] = [line for line in err.splitlines() if line.startswith("workbench: ")]
+    assert f"Error: Cannot find module '{missing}'" in line
+    assert " at Module." not in line and "Traceback" not in err

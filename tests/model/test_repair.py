@@ -46,3 +46,17 @@ def test_unrepairable_arguments_ask_the_model_to_resend(raw: str) -> None:
     assert parsed.value is None
     assert parsed.error is not None and "again" in parsed.error
     assert "\n" not in parsed.error
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        ('{"a": "x\\', "Unterminated string starting at position 6"),
+        ("not json at all", "Expecting value at position 0"),
+    ],
+)
+def test_the_json_error_says_where_once(raw: str, problem: str) -> None:
+    parsed = parse_arguments(raw)
+    assert parsed.error == (
+        f"arguments are not valid JSON ({problem}); please send the tool call again with valid JSON"
+    )

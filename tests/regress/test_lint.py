@@ -113,6 +113,10 @@ def test_cli_passes_the_builtins(tmp_path: Path) -> None:
     result = run_cli("--tools", "builtin", "--root", str(tmp_path), home=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "4 tool(s): 0 error(s)" in result.stderr
+    # With no argument at all, the built-in tools are what is linted.
+    bare = run_cli(home=tmp_path)
+    assert bare.returncode == 0, bare.stdout + bare.stderr
+    assert bare.stdout == result.stdout and "4 tool(s): 0 error(s)" in bare.stderr
 
 
 def test_cli_bad_input_is_one_line(tmp_path: Path) -> None:

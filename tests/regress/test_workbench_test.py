@@ -122,6 +122,11 @@ def test_json_output_and_samples_override(
     assert [s["chosen"] for s in first["samples"]] == ["read_file"] * 3
     run_ids = {s["run_id"] for c in report["cases"] for s in c["samples"]}
     assert all((tmp_path / "home" / "traces" / f"{r}.jsonl").is_file() for r in run_ids)
+    # A sample runs the read-only read_file for real (it changes nothing).
+    trace = tmp_path / "home" / "traces" / f"{first['samples'][0]['run_id']}.jsonl"
+    events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
+    [end] = [e for e in events if e["type"] == "tool_end"]
+    assert end["name"] == "read_file" and end["ok"] and "buy milk" in end["result"]
 
 
 def test_a_bad_suite_exits_2_with_one_line(
@@ -188,3 +193,38 @@ def test_sample_traces_get_the_homes_redaction(
     assert len(texts) == 6
     assert not any("notes.txt" in text or api_key in text for text in texts)
     assert any("[REDACTED:pattern-1]" in text for text in texts)
+
+
+def offered_tools(home: Path) -> set[tuple[str, ...]]:
+    """The tool names each recorded sample offered."""
+    offered = set()
+    for path in (home / "traces").glob("*.jsonl"):
+        start = json.loads(path.read_text(encoding="utf-8").splitlines()[0])
+        offered.add(tuple(tool["function"]["name"] for tool in start["tools"]))
+    return offered
+
+
+def test_builtin_tools_from_the_suite_file_or_the_command_line(
+    tmp_path: Path, chooser_server: ModelServer, project: Path
+) -> None:
+    suite = tmp_path / "s.wbsuite.toml"
+    head = '[suite]\nname = "chosen"\ntools = "builtin"\nbuiltin_tools = ["list_dir"]\n'
+    case = '[[case]]\nid = "list-docs"\ntask = "List the files in the docs folder."\n'
+    suite.write_text(head + case + 'expect_tool = "list_dir"\n', encoding="utf-8")
+    home = tmp_path / "home"
+    result = workbench(str(suite), server=chooser_server, home=home, root=project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert offered_tools(home) == {("list_dir",)}
+
+    # The command line wins over the file.
+    home = tmp_path / "home2"
+    flags = ["--builtin-tools", "list_dir,calculator"]
+    result = workbench(str(suite), *flags, server=chooser_server, home=home, root=project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert offered_tools(home) == {("list_dir", "calculator")}
+
+    result = workbench(
+        str(suite), "--builtin-tools", "cat", server=chooser_server, home=home, root=project
+    )
+    assert result.returncode == 2
+    assert "builtin_tools: no built-in tool named cat (built-ins: " in result.stderr

@@ -50,6 +50,7 @@ def test_a_tui_fork_reads_new_files_from_the_recorded_root(
         )
     backend.release()
 
+    assert result is not None
     assert result.status == "completed" and result.final_answer == "beta it is"
     [end] = [item for item in items if isinstance(item, ToolEnd)]
     assert end.ok and end.result.startswith("1: beta") and not end.replayed

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.tui.conftest import COMPLETED, ERROR, MAX_TURNS, settle
+from tests.tui.conftest import COMPLETED, ERROR, MAX_TURNS, plain, settle
 from workbench.tui import Endpoint, WorkbenchApp
 from workbench.tui.paged_list import PagedList
 from workbench.tui.run_screen import RunScreen
@@ -94,5 +94,48 @@ def test_help_screen(snap_compare, home: Path) -> None:
         await _runs_loaded(pilot)
         await pilot.press("question_mark")
         await settle(pilot)
+
+    assert snap_compare(_app(home), terminal_size=SIZE, run_before=run_before)
+
+
+def test_runs_screen_at_100_columns(snap_compare, home: Path) -> None:
+    assert snap_compare(_app(home), terminal_size=(100, 30), run_before=_runs_loaded)
+
+
+def test_timeline_screen(snap_compare, home: Path) -> None:
+    (home / "prices.toml").write_text(
+        '[models."gpt-4o-mini-2024-07-18"]\ninput = 0.15\noutput = 0.60\n'
+    )
+
+    async def run_before(pilot) -> None:
+        from workbench.tui.timeline_screen import TimelineScreen
+
+        await _runs_loaded(pilot)
+        pilot.app.open_timeline(MAX_TURNS)
+        await settle(
+            pilot,
+            lambda: isinstance(pilot.app.screen, TimelineScreen) and pilot.app.screen.view,
+        )
+
+    assert snap_compare(_app(home), terminal_size=SIZE, run_before=run_before)
+
+
+def test_regression_results_screen(snap_compare, home: Path) -> None:
+    from tests.tui.test_journey import store_suite_results
+
+    store_suite_results(home)
+
+    async def run_before(pilot) -> None:
+        from workbench.tui.regress_screen import RegressScreen
+
+        await _runs_loaded(pilot)
+        pilot.app.open_regressions()
+        await settle(
+            pilot, lambda: isinstance(pilot.app.screen, RegressScreen) and pilot.app.screen.runs
+        )
+        await pilot.press("tab", "down")
+        await settle(
+            pilot, lambda: "tool changes" in plain(pilot.app.screen.query_one("#case-body"))
+        )
 
     assert snap_compare(_app(home), terminal_size=SIZE, run_before=run_before)

@@ -3,13 +3,14 @@
 Layout under DEST (a folder, or an object store URL DuckDB can write and read):
 
     DEST/runs/day=YYYY-MM-DD/runs_<uuid>.parquet     one row per run export
-    DEST/events/day=YYYY-MM-DD/events_<uuid>.parquet one row per event, the line as JSON
+    DEST/events/day=YYYY-MM-DD/events_<uuid>.parquet one row per event, the line as text
 
 `day` is the UTC day the run started, for a run's row and all its events, so one day's
 folder holds whole runs. Files are only ever added: an export writes the events the dataset
 lacks (by run id and seq) and a new row for each run that is new or has grown since, so a
 run exported while it was still running has several rows; the latest (most `events`) is the
-run as it stands. `sql --dataset` shows that row only, as `dataset.runs`.
+run as it stands. `sql --dataset` shows that row only, as `dataset.runs`. The event line is
+a plain string column (not Parquet's JSON type), which every reader takes.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ WHERE NOT EXISTS (SELECT 1 FROM {done} d WHERE d.run_id = r.run_id AND d.events 
 """
 # Their events the dataset does not hold yet (a failed export may have written some).
 _NEW_EVENTS = """
-SELECT e.run_id, e.seq, e.type, e.turn, e.ts, e.event, x.day
+SELECT e.run_id, e.seq, e.type, e.turn, e.ts, e.event::VARCHAR AS event, x.day
 FROM events e JOIN export_runs x USING (run_id)
 WHERE NOT EXISTS (SELECT 1 FROM {done} d WHERE d.run_id = e.run_id AND d.seq = e.seq)
 """
@@ -125,4 +126,7 @@ def attach_dataset(cur: duckdb.DuckDBPyConnection, dest: str) -> None:
         "QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY events DESC, "
         "exported_at DESC) = 1"
     )
-    cur.execute(f"CREATE VIEW dataset.events AS SELECT * FROM {_source(dest, 'events')}")
+    cur.execute(
+        "CREATE VIEW dataset.events AS SELECT * REPLACE (event::JSON AS event) "
+        f"FROM {_source(dest, 'events')}"
+    )

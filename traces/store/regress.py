@@ -276,6 +276,15 @@ class RegressTables:
         )
         return [dict(zip(keys, row, strict=True)) for row in rows]
 
+    def run_tool_schemas(self, suite_run_id: str) -> list[dict[str, Any]]:
+        """The tool schemas the suite run offered (what its failures are diffed against)."""
+        row = (
+            self._connection.cursor()
+            .execute("SELECT tool_schemas FROM regress_runs WHERE suite_run_id = ?", [suite_run_id])
+            .fetchone()
+        )
+        return list(json.loads(row[0])) if row is not None and row[0] else []
+
     def cases(self, suite_run_id: str) -> list[dict[str, Any]]:
         rows = self._connection.cursor().execute(SELECT_CASES, [suite_run_id]).fetchall()
         keys = (

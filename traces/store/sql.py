@@ -134,12 +134,42 @@ WHERE ($status IS NULL OR status = $status)
     AND (NOT $failed_only OR status <> 'completed')
     AND ($text IS NULL OR contains(lower(coalesce(task, '')), lower($text))
          OR starts_with(run_id, $text))
+    AND ($origins IS NULL OR list_contains($origins, coalesce(origin, 'agent')))
+    AND ($run_ids IS NULL OR list_contains($run_ids, run_id))
 """
 RUNS = f"""
 SELECT {RUN_COLUMNS} FROM runs {_RUN_FILTER}
 ORDER BY started_at DESC NULLS LAST, run_id
 LIMIT $limit OFFSET $offset
 """
+# Columns a runs listing may be sorted by (names of the `runs` table; never user text).
+RUN_SORT_COLUMNS = (
+    "started_at",
+    "run_id",
+    "task",
+    "model",
+    "status",
+    "turns",
+    "tool_calls",
+    "total_tokens",
+    "duration_ms",
+    "parent_run_id",
+    "origin",
+)
+
+
+def runs_sorted(column: str, descending: bool) -> str:
+    """RUNS ordered by one of RUN_SORT_COLUMNS (ties newest first)."""
+    if column not in RUN_SORT_COLUMNS:
+        raise ValueError(f"cannot sort runs by {column!r}")
+    direction = "DESC" if descending else "ASC"
+    return f"""
+SELECT {RUN_COLUMNS} FROM runs {_RUN_FILTER}
+ORDER BY {column} {direction} NULLS LAST, started_at DESC NULLS LAST, run_id
+LIMIT $limit OFFSET $offset
+"""
+
+
 COUNT_RUNS = f"SELECT count(*) FROM runs {_RUN_FILTER}"
 RUN = f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = $run_id"
 RUNS_BY_PREFIX = """
@@ -188,4 +218,12 @@ FROM found f LEFT JOIN runs r ON r.run_id = f.run_id
 WHERE f.at > 0
 ORDER BY r.started_at DESC NULLS LAST, f.run_id, f.seq, f.place
 LIMIT $limit
+"""
+
+# Input and output tokens of each run, from its run_end totals (the runs table keeps only
+# the sum), for pricing a listing.
+RUN_TOKENS = """
+SELECT run_id, (event->'totals'->>'input_tokens')::BIGINT,
+    (event->'totals'->>'output_tokens')::BIGINT
+FROM events WHERE type = 'run_end' AND list_contains($run_ids, run_id)
 """

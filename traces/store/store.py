@@ -239,9 +239,20 @@ class TraceStore:
     # --- runs ---------------------------------------------------------------------------
 
     def _run_filter(
-        self, status: str | None, text: str | None, failed_only: bool
+        self,
+        status: str | None,
+        text: str | None,
+        failed_only: bool,
+        origins: Iterable[str] | None = None,
+        run_ids: Iterable[str] | None = None,
     ) -> dict[str, Any]:
-        return {"status": status, "text": text or None, "failed_only": failed_only}
+        return {
+            "status": status,
+            "text": text or None,
+            "failed_only": failed_only,
+            "origins": list(origins) if origins is not None else None,
+            "run_ids": list(run_ids) if run_ids is not None else None,
+        }
 
     def runs(
         self,
@@ -250,16 +261,32 @@ class TraceStore:
         failed_only: bool = False,
         limit: int = 100,
         offset: int = 0,
+        *,
+        origins: Iterable[str] | None = None,
+        run_ids: Iterable[str] | None = None,
+        sort: str | None = None,
+        descending: bool = True,
     ) -> list[RunRow]:
-        params = self._run_filter(status, text, failed_only) | {"limit": limit, "offset": offset}
+        """Runs newest first, or by `sort` (one of `sql.RUN_SORT_COLUMNS`); `origins` keeps
+        those kinds of run (`run_start.origin`), `run_ids` only those runs."""
+        params = self._run_filter(status, text, failed_only, origins, run_ids)
+        statement = sql.RUNS if sort is None else sql.runs_sorted(sort, descending)
         with self._cursor() as cur:
-            return [RunRow(*row) for row in cur.execute(sql.RUNS, params).fetchall()]
+            rows = cur.execute(statement, params | {"limit": limit, "offset": offset})
+            return [RunRow(*row) for row in rows.fetchall()]
 
     def count_runs(
-        self, status: str | None = None, text: str | None = None, failed_only: bool = False
+        self,
+        status: str | None = None,
+        text: str | None = None,
+        failed_only: bool = False,
+        *,
+        origins: Iterable[str] | None = None,
+        run_ids: Iterable[str] | None = None,
     ) -> int:
+        params = self._run_filter(status, text, failed_only, origins, run_ids)
         with self._cursor() as cur:
-            row = cur.execute(sql.COUNT_RUNS, self._run_filter(status, text, failed_only))
+            row = cur.execute(sql.COUNT_RUNS, params)
             return int((row.fetchone() or (0,))[0])
 
     def resolve_run(self, prefix: str) -> str:
@@ -332,6 +359,12 @@ class TraceStore:
         with self._cursor() as cur:
             rows = cur.execute(sql.TOOL_SCHEMAS, {"run_id": run_id}).fetchall()
         return [json.loads(row[0]) for row in rows]
+
+    def run_tokens(self, run_ids: Iterable[str]) -> dict[str, tuple[int, int]]:
+        """Input and output tokens per run (from run_end; a run without one is left out)."""
+        with self._cursor() as cur:
+            rows = cur.execute(sql.RUN_TOKENS, {"run_ids": list(run_ids)}).fetchall()
+        return {row[0]: (int(row[1] or 0), int(row[2] or 0)) for row in rows}
 
     def search(
         self, text: str, run_id: str | None = None, limit: int = 100, context: int = 40

@@ -11,11 +11,12 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from workbench.cli.common import CliError
+from workbench.cli.common import EXIT_CODES, CliError, ExitCode, SetupError
 
 # Modules that add subcommands, in the order they appear in --help.
 COMMAND_MODULES = (
     "workbench.cli.read_cmds",
+    "workbench.cli.explore_cmds",
     "workbench.cli.run_cmds",
     "workbench.cli.mcp_cmds",
     "workbench.cli.engine_cmds",
@@ -33,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
             "Trace-and-replay workbench for LLM agents. Run `workbench` alone to open the "
             "TUI, or `workbench demo` to record example runs offline and explore them."
         ),
+        epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
@@ -62,8 +64,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         print(f"workbench: {exc}", file=sys.stderr)
         return exc.exit_code
+    except SetupError as exc:  # raised by the engine when a run cannot be set up
+        print(f"workbench: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
     except KeyboardInterrupt:
         print("workbench: interrupted", file=sys.stderr)
-        return 130
+        return ExitCode.CANCELLED
     except BrokenPipeError:
         return 0

@@ -6,20 +6,64 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from enum import IntEnum
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from traces.home import RedactionConfigError, home_dir, home_redactor, traces_dir
 from traces.redact import Redactor
+from workbench.engine.run_service import SetupError as SetupError
+from workbench.engine.run_service import text_or_file as text_or_file
 
-T = TypeVar("T", int, float)
+# The number types every command's flags use (shared with the pytest plugin's options).
+from workbench.number_args import fraction as fraction
+from workbench.number_args import port_number as port_number
+from workbench.number_args import positive_float as positive_float
+from workbench.number_args import positive_int as positive_int
+
+if TYPE_CHECKING:
+    from workbench.engine.cost import Prices
+
+
+class ExitCode(IntEnum):
+    """What every `workbench` command exits with (`EXIT_CODES` says it to users)."""
+
+    OK = 0
+    FAILED = 1  # a check failed, or a limit stopped the run
+    USAGE = 2  # a usage or setup error: nothing ran
+    RUN_ERROR = 3  # the run ended with status error
+    CANCELLED = 130  # Ctrl-C
+
+
+# The one exit-code table: `workbench --help` and `workbench run --help` show it, and the
+# README repeats it (tests/test_readme.py checks that it does).
+EXIT_CODES = """\
+exit codes (every command):
+  0    ok: the run completed, the check passed
+  1    a check failed (replay diverged, a case failed, runs differ) or a limit stopped the
+       run (max_turns, duplicate_tool_calls, token_budget, timeout)
+  2    usage or setup error (bad flag, no model configured, unreadable file); nothing ran
+  3    the run ended with status error (e.g. the model call failed after its retries)
+  130  cancelled (Ctrl-C); a run's trace still ends with run_end status cancelled
+"""
+
+# A run's end status as an exit code.
+STATUS_EXIT: dict[str, ExitCode] = {
+    "completed": ExitCode.OK,
+    "max_turns": ExitCode.FAILED,
+    "duplicate_tool_calls": ExitCode.FAILED,
+    "token_budget": ExitCode.FAILED,
+    "timeout": ExitCode.FAILED,
+    "error": ExitCode.RUN_ERROR,
+    "cancelled": ExitCode.CANCELLED,
+}
 
 
 class CliError(Exception):
     """A failure shown as one line on stderr, with an exit code."""
 
-    def __init__(self, message: str, exit_code: int = 2) -> None:
+    def __init__(self, message: str, exit_code: int = ExitCode.USAGE) -> None:
         super().__init__(message)
         self.exit_code = exit_code
 
@@ -64,38 +108,28 @@ def redactor_for(home: Path, secrets: Sequence[str | None] | None = None) -> Red
         raise CliError(str(exc)) from None
 
 
+def counted(number: int, word: str, plural: str | None = None) -> str:
+    """`1 turn`, `3 turns`: a count with its noun agreeing."""
+    return f"{number} {word if number == 1 else plural or word + 's'}"
+
+
+def load_prices(home: Path) -> Prices:
+    """`<home>/prices.toml` (none when absent); a bad file is one line, before any work."""
+    from workbench.engine.cost import Prices, PricesError
+
+    try:
+        return Prices.load(home)
+    except PricesError as exc:
+        raise CliError(str(exc)) from None
+
+
+def priced(prices: Prices, model: str, input_tokens: int, output_tokens: int) -> str:
+    """`$0.0123` for these tokens on `model`, or "" when it has no price."""
+    return prices.format(prices.cost(model, input_tokens, output_tokens))
+
+
 def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, default=str, ensure_ascii=False) + "\n")
-
-
-def text_or_file(value: str) -> str:
-    """`TEXT` or `@FILE`, as the --system, --user and --tool-description flags take."""
-    if value.startswith("@"):
-        path = Path(value[1:])
-        try:
-            return path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise CliError(f"cannot read {path}: {exc.strerror}") from exc
-    return value
-
-
-def _positive(convert: Callable[[str], T], what: str) -> Callable[[str], T]:
-    """An argparse type: `convert`, refusing anything not greater than 0."""
-
-    def parse(text: str) -> T:
-        try:
-            value = convert(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError("must be greater than 0")
-        return value
-
-    return parse
-
-
-positive_int = _positive(int, "a whole number")
-positive_float = _positive(float, "a number of seconds")
 
 
 def add_mcp_start_timeout(parser: argparse._ActionsContainer) -> None:

@@ -8,28 +8,35 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Callable
-from contextlib import AsyncExitStack
 from pathlib import Path
 
 from agent_core.agent import Agent, RunResult
 from agent_core.tools.base import Toolset
-from agent_core.tools.builtin import builtin_tools
+from agent_core.tools.builtin import builtin_tools, chosen_builtins
 from agent_core.tools.loader import ToolLoadError, load_toolset
 from traces.writer import JsonlWriter
-from workbench.cli.common import CliError
+from workbench.cli.common import CliError, ExitCode, SetupError
 from workbench.cli.run_printer import RunPrinter
+from workbench.engine.run_service import (
+    DEFAULT_MCP_START_TIMEOUT_S,
+    AttachTools,
+    drive,
+    offer_tools,
+)
 
-# What to do with the MCP toolsets once their servers are up: a run offers them, a fork
-# makes them its live tools.
-AttachTools = Callable[[Agent, list[Toolset]], None]
 
-
-def local_toolsets(root: Path, references: list[str] | None) -> list[Toolset]:
-    """The built-in tools confined to `root`, plus every `--tools package.module:attr`."""
+def local_toolsets(
+    root: Path, references: list[str] | None, builtins: list[str] | None = None
+) -> list[Toolset]:
+    """The built-in tools confined to `root` (only `builtins` when given, none when it is
+    empty), plus every `--tools package.module:attr`."""
     if not root.is_dir():
         raise CliError(f"--root {root}: not a folder; pass the folder the tools may read")
-    toolsets: list[Toolset] = [builtin_tools(root)]
+    try:
+        chosen = builtin_tools(root) if builtins is None else chosen_builtins(root, builtins)
+    except ValueError as exc:
+        raise CliError(f"--builtin-tools: {exc}") from None
+    toolsets: list[Toolset] = [chosen] if chosen.tools else []
     if references and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # as `python -m` would: modules next to the user
     for reference in references or ():
@@ -60,19 +67,25 @@ def run_agent(
     writer: JsonlWriter,
     *,
     mcp_config: Path | None = None,
-    attach: AttachTools = lambda agent, toolsets: agent.toolsets.extend(toolsets),
-    mcp_start_timeout_s: float = 10.0,
+    attach: AttachTools = offer_tools,
+    mcp_start_timeout_s: float = DEFAULT_MCP_START_TIMEOUT_S,
 ) -> RunResult:
     """Run to the end, printing as it goes. A setup failure before the run started leaves
     no half trace behind; Ctrl-C cancels cleanly and the trace ends with `cancelled`."""
     try:
-        return asyncio.run(_drive(agent, printer, mcp_config, attach, mcp_start_timeout_s))
+        result = asyncio.run(
+            _interruptible(agent, printer, mcp_config, attach, mcp_start_timeout_s)
+        )
     except asyncio.CancelledError:  # Ctrl-C before the run itself had started
         _drop_unstarted(agent, writer)
-        raise CliError("cancelled before the run started", 130) from None
-    except CliError:
+        raise CliError("cancelled before the run started", ExitCode.CANCELLED) from None
+    except SetupError as exc:  # an MCP server that will not start
         _drop_unstarted(agent, writer)
-        raise
+        raise CliError(f"--mcp-config {mcp_config}: {exc}") from None
+    if result is None:
+        _drop_unstarted(agent, writer)
+        raise CliError("the run ended without a result", ExitCode.RUN_ERROR)
+    return result
 
 
 def _drop_unstarted(agent: Agent, writer: JsonlWriter) -> None:
@@ -81,46 +94,32 @@ def _drop_unstarted(agent: Agent, writer: JsonlWriter) -> None:
         writer.path.unlink(missing_ok=True)
 
 
-async def _drive(
+async def _interruptible(
     agent: Agent,
     printer: RunPrinter | None,
     mcp_config: Path | None,
     attach: AttachTools,
     mcp_start_timeout_s: float,
-) -> RunResult:
+) -> RunResult | None:
+    """`drive`, with Ctrl-C cancelling the run (which then records `cancelled`)."""
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     with contextlib.suppress(NotImplementedError, RuntimeError):
         if task is not None:
             loop.add_signal_handler(signal.SIGINT, task.cancel)
     try:
-        async with AsyncExitStack() as stack:
-            if mcp_config is not None:
-                from agent_core.mcp_tools import open_mcp_toolsets
-
-                opening = open_mcp_toolsets(
-                    mcp_config,
-                    agent.recorder,
-                    tool_timeout_s=agent.config.limits.tool_timeout_s,
-                    startup_timeout_s=mcp_start_timeout_s,
-                )
-                try:
-                    attach(agent, list(await stack.enter_async_context(opening)))
-                except Exception as exc:  # McpConfigError, McpStartError: one line
-                    raise CliError(f"--mcp-config {mcp_config}: {exc}") from None
-            async for item in agent.run_stream():
-                if printer is not None:
-                    printer.item(item)
+        on_item = printer.item if printer is not None else None
+        return await drive(
+            agent,
+            on_item,
+            mcp_config=mcp_config,
+            attach=attach,
+            mcp_start_timeout_s=mcp_start_timeout_s,
+        )
     except asyncio.CancelledError:
         if agent.result is None:
             raise
+        return agent.result
     finally:
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.remove_signal_handler(signal.SIGINT)
-        close = getattr(agent.model, "aclose", None)
-        if close is not None:
-            with contextlib.suppress(Exception):
-                await close()
-    if agent.result is None:
-        raise CliError("the run ended without a result", 3)
-    return agent.result

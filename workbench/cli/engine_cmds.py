@@ -16,9 +16,12 @@ from typing import Any
 from workbench.cli.common import (
     CliError,
     add_home,
+    load_prices,
+    port_number,
+    positive_float,
     positive_int,
+    priced,
     print_json,
-    redactor_for,
     resolve_home,
     text_or_file,
 )
@@ -36,7 +39,7 @@ def _load(ref: str, home: Path) -> Recording:
     try:
         return load_recording(ref, home)
     except RecordingError as exc:
-        raise CliError(str(exc), 2) from None
+        raise CliError(str(exc)) from None
 
 
 # --- replay -------------------------------------------------------------------------------
@@ -56,10 +59,16 @@ def _register_replay(subparsers: Any) -> None:
     parser.add_argument(
         "--pace",
         choices=("fast", "original"),
-        default="fast",
+        default=None,
         help="fast (default) or original: re-emit events at their recorded timing",
     )
-    parser.add_argument("--speed", type=float, default=1.0, help="speed-up for --pace original")
+    parser.add_argument(
+        "--speed",
+        type=positive_float,
+        default=None,
+        metavar="X",
+        help="play X times faster than recorded (implies --pace original)",
+    )
     parser.add_argument("--events", action="store_true", help="print each replayed event")
     parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
     add_home(parser)
@@ -67,11 +76,22 @@ def _register_replay(subparsers: Any) -> None:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    from workbench.engine.replay import ReplayStep, replay_run
+    from workbench.engine.replay import Pace, ReplayStep, replay_run
 
-    if args.speed <= 0:
-        raise CliError("--speed must be above 0")
+    if args.speed is not None and args.pace == "fast":
+        raise CliError("--speed sets the pace of --pace original; drop --pace fast or --speed")
+    pace: Pace = args.pace or ("original" if args.speed is not None else "fast")
+    speed = args.speed if args.speed is not None else 1.0
     recording = _load(args.run, resolve_home(args))
+    start = recording.run_start
+    if start.origin == "captured":
+        # Its decisions were the client's, not the workbench agent's that replay re-drives.
+        short = recording.run_id[:12]
+        raise CliError(
+            f"run {short} was captured from {start.client or 'a client'}; replay it offline "
+            f"by pointing that client at `workbench serve-model --replay {short}`",
+            2,
+        )
 
     def show(step: ReplayStep) -> None:
         event = step.replayed
@@ -80,18 +100,20 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     outcome = asyncio.run(
         replay_run(
             recording,
-            pace=args.pace,
-            speed=args.speed,
+            pace=pace,
+            speed=speed,
             on_step=show if args.events and not args.json else None,
         )
     )
     if args.json:
-        print_json(outcome.to_json())
+        print_json(outcome.to_json() | {"pace": pace, "speed": speed})
     else:
         for line in render_outcome(outcome):
             print(line)
+        if pace == "original":
+            print(f"  paced as recorded{f', {speed:g}× faster' if speed != 1 else ''}")
     if outcome.status == "incomplete":
-        raise CliError(f"run {outcome.run_id[:12]}: {outcome.note}", 2)
+        raise CliError(f"run {outcome.run_id[:12]}: {outcome.note}")
     return outcome.exit_code
 
 
@@ -133,7 +155,9 @@ def _register_fork(subparsers: Any) -> None:
         ),
     )
     parser.add_argument("run", help="run id (or unique prefix) or a .jsonl trace path")
-    parser.add_argument("--turn", type=int, required=True, help="turn to fork at (1-based)")
+    parser.add_argument(
+        "--turn", type=positive_int, required=True, help="turn to fork at (1-based)"
+    )
     parser.add_argument("--system", metavar="TEXT|@FILE", help="new system prompt")
     parser.add_argument(
         "--user", metavar="TEXT|@FILE", help="new text for the last user message (the task)"
@@ -165,7 +189,13 @@ def _register_fork(subparsers: Any) -> None:
         help="let new calls to tools that are not read-only run for real",
     )
     parser.add_argument(
-        "--root", type=Path, default=Path("."), help="folder the live file tools read (default .)"
+        "--root",
+        type=Path,
+        default=None,
+        help=(
+            "folder new file-tool calls read (default: the parent run's folder, as it "
+            "recorded it; else the current folder)"
+        ),
     )
     parser.add_argument(
         "--tools",
@@ -181,8 +211,9 @@ def _register_fork(subparsers: Any) -> None:
         help="MCP servers (mcpServers JSON) whose tools may run live",
     )
     parser.add_argument("--quiet", action="store_true", help="print only the summary")
-    from workbench.cli.model_flags import add_limit_flags, add_model_flags
+    from workbench.cli.model_flags import add_builtin_flags, add_limit_flags, add_model_flags
 
+    add_builtin_flags(parser)
     add_model_flags(parser)
     add_limit_flags(parser)
     add_home(parser)
@@ -224,33 +255,39 @@ def _fork_request(args: argparse.Namespace) -> Any:
 
 
 def _cmd_fork(args: argparse.Namespace) -> int:
-    from traces.home import traces_dir
-    from traces.writer import JsonlWriter
+    from workbench.cli.common import STATUS_EXIT
     from workbench.cli.driving import local_toolsets, mcp_config_secrets, run_agent
-    from workbench.cli.model_flags import build_model, limits_from_args, model_settings
-    from workbench.cli.run_cmds import STATUS_EXIT
+    from workbench.cli.model_flags import (
+        build_model,
+        builtin_names,
+        limits_from_args,
+        model_settings,
+    )
     from workbench.cli.run_printer import RunPrinter
-    from workbench.engine.fork import ForkError, fork_agent, fork_toolset, plan_fork
+    from workbench.engine.fork import ForkError, fork_toolset, plan_fork
+    from workbench.engine.run_service import prepare_fork
 
     home = resolve_home(args)
+    prices = load_prices(home)
     parent = _load(args.run, home)
     try:
         plan = plan_fork(parent, _fork_request(args))
     except ForkError as exc:
-        raise CliError(str(exc), 2) from None
-    live = local_toolsets(args.root, args.tools)
+        raise CliError(str(exc)) from None
+    root = _fork_root(args.root, parent.run_start)
+    live = local_toolsets(root, args.tools, builtin_names(args))
     secrets = mcp_config_secrets(args.mcp_config)
     limits = limits_from_args(args, parent.run_start.limits)
+    _offline_model(args, parent.run_start)
     model = build_model(args, limits)
-    config = plan.config(limits=limits)
     # Secrets never reach a trace: the API key and the MCP config's headers and env values.
     secrets.append(model_settings(args).api_key or "")
-    writer = JsonlWriter(traces_dir(home), config.run_id, redactor_for(home, secrets))
-    agent = fork_agent(
-        plan, model, live_toolsets=live, sinks=[writer], run_id=config.run_id, limits=limits
+    fork = prepare_fork(
+        plan, model, home, live_toolsets=live, secrets=secrets, limits=limits, root=root
     )
+    agent, writer = fork.agent, fork.writer
     sys.stderr.write(
-        f"fork {config.run_id} of run {parent.run_id} at turn {plan.turn} "
+        f"fork {agent.config.run_id} of run {parent.run_id} at turn {plan.turn} "
         f"({len(plan.edits)} edit(s)), model {model.name}\n"
     )
     printer = RunPrinter(sys.stdout)
@@ -261,8 +298,42 @@ def _cmd_fork(args: argparse.Namespace) -> int:
         mcp_config=args.mcp_config,
         attach=lambda agent, toolsets: fork_toolset(agent).add_live(toolsets),
     )
-    printer.summary(result, str(writer.path))
+    totals = result.totals
+    cost = priced(prices, model.name, totals.input_tokens, totals.output_tokens)
+    printer.summary(result, str(writer.path), cost)
     return STATUS_EXIT[result.status]
+
+
+def _fork_root(given: Path | None, start: Any) -> Path:
+    """`--root`, else the folder the parent's tools read, else the current folder."""
+    from workbench.engine.fork import recorded_root
+
+    if given is not None:
+        return given
+    found = recorded_root(start)
+    if found is not None:
+        return found
+    recorded = start.meta.get("root")
+    if recorded:
+        sys.stderr.write(
+            f"note: the parent run's folder {recorded} is gone; new file-tool calls read the "
+            "current folder (pass --root to choose)\n"
+        )
+    return Path(".")
+
+
+def _offline_model(args: argparse.Namespace, start: Any) -> None:
+    """With no model configured, a run that names an offline fork script (the demo's runs
+    do) is forked with it, so the demo forks with no network."""
+    from workbench.cli.model_flags import model_settings
+    from workbench.engine.fork import offline_fork_script
+
+    settings = model_settings(args)
+    script = offline_fork_script(start)
+    if settings.script is not None or settings.model or script is None:
+        return
+    args.script = script
+    sys.stderr.write(f"no model configured: using the run's offline model script {script}\n")
 
 
 # --- diff ---------------------------------------------------------------------------------
@@ -350,7 +421,9 @@ def _register_serve(subparsers: Any) -> None:
         "default value equal to absent; exact: every field as recorded",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=0, help="port (default 0: pick a free one)")
+    parser.add_argument(
+        "--port", type=port_number, default=0, help="port (default 0: pick a free one)"
+    )
     parser.add_argument(
         "--max-request-mb",
         type=positive_int,
@@ -374,7 +447,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         try:
             source = runs_named(args.replay_name, home) if args.replay_name else None
         except RecordingError as exc:
-            raise CliError(str(exc), 2) from None
+            raise CliError(str(exc)) from None
         source = source or [_load(ref, home) for ref in args.replay]
         ids = ", ".join(recording.run_id[:12] for recording in source)
         what = f"replay of run{'s' if len(source) > 1 else ''} {ids}"
@@ -392,7 +465,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             on_ready=announce,
         )
     except ServeError as exc:
-        raise CliError(str(exc), 2) from None
+        raise CliError(str(exc)) from None
     except KeyboardInterrupt:
         print("stopped", file=sys.stderr)
     return 0

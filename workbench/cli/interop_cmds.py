@@ -13,7 +13,14 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from workbench.cli.common import CliError, add_home, positive_float, print_json, resolve_home
+from workbench.cli.common import (
+    CliError,
+    add_home,
+    port_number,
+    positive_float,
+    print_json,
+    resolve_home,
+)
 
 OTEL_EXTRA = "pip install 'agent-workbench[otel]'"
 
@@ -40,7 +47,7 @@ redacted. Needs the otel extra: pip install 'agent-workbench[otel]'. See docs/ot
 COLLECT_HELP = """\
 Turn spans from agents instrumented with OpenTelemetry (GenAI semantic conventions or
 OpenInference) into runs: one run per trace, marked as imported, that open in the TUI and
-work with show, diff, search and regression cases. `collect` is an OTLP/HTTP receiver
+work with show, diff, sql and regression cases. `collect` is an OTLP/HTTP receiver
 (protobuf and JSON, on http://127.0.0.1:4318/v1/traces by default; Ctrl-C stops it);
 `ingest-otel` reads OTLP JSON files. Needs the otel extra. See docs/otel.md.
 """
@@ -104,7 +111,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=COLLECT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    collect.add_argument("--port", type=int, default=4318, help="port (default 4318)")
+    collect.add_argument("--port", type=port_number, default=4318, help="port (default 4318)")
     collect.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
     )
@@ -174,10 +181,12 @@ def cmd_export_otel(args: argparse.Namespace) -> int:
     if not (args.runs or args.all or args.since):
         raise CliError("name the runs to export (RUN …), or use --all or --since DATE")
     home = resolve_home(args)
-    redact = redactor_for(home).text if redaction_patterns(home) else None
+    redactor = redactor_for(home)  # one line for a pattern that does not compile
+    # Traces are redacted when written; patterns configured since apply on the way out.
+    redact = redactor.text if redaction_patterns(home) else None
     headers = _headers(args.header)
     try:
-        sender = otel_export.SpanSender(otel_export.exporter(args.endpoint, headers, args.timeout))
+        span_exporter = otel_export.exporter(args.endpoint, headers, args.timeout)
     except otel_export.OtelExportError as exc:
         raise CliError(str(exc)) from None
     last_report = [time.monotonic()]
@@ -193,20 +202,16 @@ def cmd_export_otel(args: argparse.Namespace) -> int:
 
     with open_store(args) as store:
         if args.runs:
-            run_ids = [store.resolve_run(prefix) for prefix in args.runs]
+            rows = [store.run(store.resolve_run(prefix)) for prefix in args.runs]
         else:
-            rows = store.runs(limit=store.count_runs())
-            run_ids = [row.run_id for row in reversed(rows)]
+            rows = list(reversed(store.runs(limit=store.count_runs())))  # oldest first
         if args.since:
-            since = args.since
-            run_ids = [
-                run_id
-                for run_id in run_ids
-                if (started := store.run(run_id).started_at) is not None and started >= since
-            ]
+            rows = [r for r in rows if r.started_at is not None and r.started_at >= args.since]
+        run_ids = [row.run_id for row in rows]
+        sender = otel_export.SpanSender(span_exporter)
         try:
             state = otel_export.export_runs(
-                (store.events(run_id) for run_id in run_ids),
+                (store.events(run_id, types=otel_export.SPAN_EVENT_TYPES) for run_id in run_ids),
                 sender,
                 otel_export.resource(),
                 redact=redact,

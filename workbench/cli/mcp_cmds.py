@@ -28,8 +28,10 @@ from traces.recorder import Recorder
 from traces.writer import JsonlWriter
 from workbench.cli.common import (
     CliError,
+    ExitCode,
     add_home,
     add_mcp_start_timeout,
+    positive_float,
     print_json,
     redactor_for,
     resolve_home,
@@ -75,7 +77,9 @@ def register(subparsers: Any) -> None:
         ),
     )
     conformance.add_argument("url")
-    conformance.add_argument("--timeout", type=float, default=20.0, help="seconds per request")
+    conformance.add_argument(
+        "--timeout", type=positive_float, default=20.0, help="seconds per request"
+    )
     conformance.set_defaults(func=_cmd_conformance)
 
 
@@ -86,7 +90,9 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help=f"mcpServers JSON (default: ${DEFAULT_CONFIG_ENV}, else ./{DEFAULT_CONFIG_FILE})",
     )
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per tool call")
+    parser.add_argument(
+        "--timeout", type=positive_float, default=30.0, help="seconds per tool call"
+    )
     add_mcp_start_timeout(parser)
     parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
     add_home(parser)
@@ -105,6 +111,7 @@ def _config_path(args: argparse.Namespace) -> Path:
 @dataclass
 class _Tally:
     status: RunStatus = "completed"
+    reason: str = ""
     tool_calls: int = 0
     tool_errors: int = 0
 
@@ -140,7 +147,6 @@ def _traced(args: argparse.Namespace, task: str, servers: list[str] | None, body
     )
     started = time.perf_counter()
     tally = _Tally(status="error")
-    reason = ""
 
     async def session() -> None:
         async with open_mcp_toolsets(
@@ -156,10 +162,10 @@ def _traced(args: argparse.Namespace, task: str, servers: list[str] | None, body
     try:
         asyncio.run(session())
     except (McpConfigError, McpStartError) as exc:
-        reason = str(exc)
-        raise CliError(reason, 2) from None
+        tally.reason = str(exc)
+        raise CliError(tally.reason) from None
     except KeyboardInterrupt:
-        tally.status, reason = "cancelled", "interrupted"
+        tally.status, tally.reason = "cancelled", "interrupted"
         raise
     finally:
         totals = Totals(
@@ -167,7 +173,7 @@ def _traced(args: argparse.Namespace, task: str, servers: list[str] | None, body
             tool_errors=tally.tool_errors,
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
         )
-        recorder.emit(RunEnd, turn=None, status=tally.status, reason=reason, totals=totals)
+        recorder.emit(RunEnd, turn=None, status=tally.status, reason=tally.reason, totals=totals)
         recorder.close()
         print(f"trace: {writer.path}", file=sys.stderr)
     return 0 if tally.status == "completed" and not tally.tool_errors else 1
@@ -239,11 +245,13 @@ def _print_server(server: dict[str, Any]) -> None:
 
 
 def _cmd_call(args: argparse.Namespace) -> int:
+    from agent_core.model.repair import json_problem
+
     raw = text_or_file(args.arguments)
     try:
         arguments = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise CliError(f"arguments are not valid JSON ({exc.msg} at column {exc.colno})") from None
+        raise CliError(f"arguments are not valid JSON ({json_problem(exc)})") from None
     if not isinstance(arguments, dict):
         raise CliError('arguments must be a JSON object, e.g. \'{"timezone": "UTC"}\'')
     outcome: dict[str, Any] = {}
@@ -279,6 +287,10 @@ def _cmd_call(args: argparse.Namespace) -> int:
         )
         recorder.turn = None
         tally.tool_calls, tally.tool_errors = 1, 0 if result.ok else 1
+        which = f"tool {original!r} of MCP server '{args.server}'"
+        tally.reason = f"{which} answered"
+        if not result.ok:
+            tally.status, tally.reason = "error", f"{which} failed: {result.text}"
         outcome.update(ok=result.ok, text=result.text, error=result.error, meta=result.meta)
 
     code = _traced(args, f"mcp call {args.server} {args.tool}", [args.server], body)
@@ -322,7 +334,7 @@ async def _conformance_client(url: str, timeout_s: float) -> int:
                     continue
                 print(f"{name}: {json.dumps(result, ensure_ascii=False)[:300]}")
     except McpStartError as exc:
-        raise CliError(str(exc), 1) from None
+        raise CliError(str(exc), ExitCode.FAILED) from None
     return 1 if failures else 0
 
 

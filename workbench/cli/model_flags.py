@@ -8,29 +8,15 @@ The model comes from `--base-url/--model/--api-key`, else `OPENAI_BASE_URL`,
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 from agent_core.model.base import ChatModel
 from traces.events import Limits
-from workbench.cli.common import CliError, positive_float, positive_int, text_or_file
-
-OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
-NO_MODEL_HINT = (
-    "no model configured: pass --base-url URL --model NAME (or set OPENAI_BASE_URL and "
-    "WORKBENCH_MODEL, plus OPENAI_API_KEY if the endpoint needs one), or --script FILE to "
-    "use a scripted model"
-)
-
-
-@dataclass(frozen=True)
-class ModelSettings:
-    base_url: str | None
-    model: str | None
-    api_key: str | None
-    script: Path | None
+from workbench.cli.common import CliError, positive_float, positive_int
+from workbench.engine import run_service
+from workbench.engine.run_service import ModelSettings
+from workbench.engine.run_service import parse_tool_descriptions as parse_tool_descriptions
 
 
 def add_model_flags(parser: argparse.ArgumentParser) -> None:
@@ -80,11 +66,48 @@ def add_limit_flags(parser: argparse.ArgumentParser) -> None:
         help=f"default {defaults.run_timeout_s:g}",
     )
     group.add_argument(
+        "--max-tools",
+        type=positive_int,
+        metavar="N",
+        help=(
+            f"tools offered per request (default {defaults.max_tools}); with more registered, "
+            "the ones whose names and descriptions best match the task are chosen and the "
+            "rest named in a warning"
+        ),
+    )
+    group.add_argument(
         "--context-window",
         type=positive_int,
         metavar="N",
         help=f"tokens; history is trimmed at 70%% of it (default {defaults.context_window})",
     )
+
+
+def add_builtin_flags(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    choice = parser.add_mutually_exclusive_group()
+    choice.add_argument(
+        "--builtin-tools",
+        metavar="LIST",
+        help=(
+            "offer only these built-in tools, comma-separated (read_file, list_dir, "
+            "search_files, calculator); default all"
+        ),
+    )
+    choice.add_argument(
+        "--no-builtin-tools",
+        action="store_true",
+        help="offer no built-in tools (e.g. only an MCP server's)",
+    )
+
+
+def builtin_names(args: argparse.Namespace) -> list[str] | None:
+    """The built-ins the flags choose: None for all of them."""
+    if getattr(args, "no_builtin_tools", False):
+        return []
+    listed = getattr(args, "builtin_tools", None)
+    if listed is None:
+        return None
+    return [name.strip() for name in listed.split(",") if name.strip()]
 
 
 def limits_from_args(args: argparse.Namespace, base: Limits | None = None) -> Limits:
@@ -97,58 +120,25 @@ def limits_from_args(args: argparse.Namespace, base: Limits | None = None) -> Li
         "tool_timeout_s": getattr(args, "tool_timeout", None),
         "run_timeout_s": getattr(args, "run_timeout", None),
         "context_window": getattr(args, "context_window", None),
+        "max_tools": getattr(args, "max_tools", None),
     }
     return base.model_copy(update={k: v for k, v in changes.items() if v is not None})
 
 
 def model_settings(args: argparse.Namespace) -> ModelSettings:
-    return ModelSettings(
-        base_url=getattr(args, "base_url", None) or os.environ.get("OPENAI_BASE_URL") or None,
-        model=getattr(args, "model", None) or os.environ.get("WORKBENCH_MODEL") or None,
-        api_key=getattr(args, "api_key", None) or os.environ.get("OPENAI_API_KEY") or None,
+    """The model the flags ask for, else the one the environment names."""
+    return ModelSettings.from_env(
+        base_url=getattr(args, "base_url", None),
+        model=getattr(args, "model", None),
+        api_key=getattr(args, "api_key", None),
         script=getattr(args, "script", None),
+        stream=not getattr(args, "no_stream", False),
     )
 
 
 def build_model(args: argparse.Namespace, limits: Limits | None = None) -> ChatModel:
-    """The model the flags and environment ask for; `CliError` (exit 2) when there is none."""
-    settings = model_settings(args)
-    limits = limits or Limits()
-    if settings.script is not None:
-        from agent_core.model.script import ScriptError
-        from agent_core.model.scripted import ScriptedModel
-
-        try:
-            return ScriptedModel.from_file(settings.script)
-        except ScriptError as exc:
-            raise CliError(str(exc)) from None
-    if not settings.model or not (settings.base_url or settings.api_key):
-        raise CliError(NO_MODEL_HINT)
-    from agent_core.model.openai_client import OpenAIChatModel
-    from agent_core.model.retry import RetryPolicy
-
-    return OpenAIChatModel(
-        settings.base_url or OPENAI_DEFAULT_BASE_URL,
-        settings.api_key,
-        settings.model,
-        stream=not getattr(args, "no_stream", False),
-        timeout_s=limits.model_timeout_s,
-        retry=RetryPolicy(deadline_s=limits.model_timeout_s),
-    )
-
-
-def parse_tool_descriptions(values: list[str] | None) -> dict[str, str]:
-    """`NAME=TEXT` or `NAME=@FILE` pairs from repeated --tool-description flags."""
-    overrides: dict[str, str] = {}
-    for value in values or ():
-        name, sep, text = value.partition("=")
-        if not sep or not name.strip():
-            raise CliError(f"--tool-description {value!r}: expected NAME=TEXT or NAME=@FILE")
-        description = text_or_file(text).strip()
-        if not description:
-            raise CliError(f"--tool-description for {name.strip()}: the description is empty")
-        overrides[name.strip()] = description
-    return overrides
+    """The model the flags and environment ask for; `SetupError` (exit 2) when there is none."""
+    return run_service.build_model(model_settings(args), limits)
 
 
 def check_tool_names(

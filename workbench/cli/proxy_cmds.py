@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from workbench.cli.common import CliError, add_home, positive_int, resolve_home
+from workbench.cli.common import CliError, add_home, port_number, positive_int, resolve_home
 
 
 def register(subparsers: Any) -> None:
@@ -30,7 +30,9 @@ def register(subparsers: Any) -> None:
         help="the real endpoint, e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=0, help="port (default 0: pick a free one)")
+    parser.add_argument(
+        "--port", type=port_number, default=0, help="port (default 0: pick a free one)"
+    )
     parser.add_argument(
         "--max-request-mb",
         type=positive_int,
@@ -63,7 +65,7 @@ def _cmd_proxy(args: argparse.Namespace) -> int:
             on_ready=announce,
         )
     except ProxyError as exc:
-        raise CliError(str(exc), 2) from None
+        raise CliError(str(exc)) from None
     except KeyboardInterrupt:
         print("stopped", file=sys.stderr)
     return 0

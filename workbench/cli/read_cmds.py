@@ -9,14 +9,16 @@ write at a time); `sql` then runs the user's query on a read-only connection.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
-from traces.events import RUN_STATUSES, json_schema
+from traces.events import RUN_STATUSES, RunOrigin, json_schema
 from traces.home import db_path
 from traces.store import (
     AmbiguousRunError,
@@ -27,7 +29,7 @@ from traces.store import (
     UnknownRunError,
 )
 from traces.tree import RunChain, ToolCallNode, TurnNode, build_chain
-from workbench.cli.common import CliError, add_home, print_json, resolve_home
+from workbench.cli.common import CliError, add_home, positive_int, print_json, resolve_home
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,7 +43,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     runs.add_argument("--status", choices=RUN_STATUSES, help="only runs with this status")
     runs.add_argument("--failed", action="store_true", help="only runs that did not complete")
     runs.add_argument("--text", help="only runs whose task contains TEXT")
-    runs.add_argument("--limit", type=int, default=50, help="at most N runs (default 50)")
+    runs.add_argument(
+        "--kind",
+        action="append",
+        choices=RUN_KINDS,
+        metavar="KIND",
+        help=(
+            "only runs of this kind (repeatable): agent (workbench run), fork, "
+            "regression_sample (workbench test), mcp_session (workbench mcp), captured "
+            "(the proxy), imported (OpenTelemetry)"
+        ),
+    )
+    runs.add_argument("--limit", type=positive_int, default=50, help="at most N runs (default 50)")
     runs.add_argument("--json", action="store_true", help="print the runs as JSON")
     add_home(runs)
     runs.set_defaults(func=cmd_runs)
@@ -49,6 +62,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     show = subparsers.add_parser("show", help="show a run's decision chain, turn by turn")
     show.add_argument("run", metavar="RUN", help="run id or a unique prefix of it")
     show.add_argument("--json", action="store_true", help="print the chain as JSON")
+    show.add_argument(
+        "--timeline",
+        action="store_true",
+        help="the turns as a waterfall of model and tool calls with durations and tokens",
+    )
     add_home(show)
     show.set_defaults(func=cmd_show)
 
@@ -134,18 +152,47 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return 1 if report.problems and not report.files else 0
 
 
+# `run_start.origin` values, and how the runs list labels them.
+RUN_KINDS: tuple[str, ...] = get_args(RunOrigin)
+KIND_LABELS = {"regression_sample": "sample", "mcp_session": "mcp"}
+
+
 def _when(row_value: Any) -> str:
     return row_value.strftime("%Y-%m-%d %H:%M:%S") if row_value is not None else "-"
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    prices = _prices(args)
     with _store(args) as store:
         rows = store.runs(
-            status=args.status, text=args.text, failed_only=args.failed, limit=args.limit
+            status=args.status,
+            text=args.text,
+            failed_only=args.failed,
+            limit=args.limit,
+            origins=args.kind,
         )
-        total = store.count_runs(status=args.status, text=args.text, failed_only=args.failed)
+        total = store.count_runs(
+            status=args.status, text=args.text, failed_only=args.failed, origins=args.kind
+        )
+        split = store.run_tokens([row.run_id for row in rows]) if prices or args.json else {}
+    costs = {
+        run_id: prices.cost(model, *split[run_id])
+        for run_id, model in ((row.run_id, row.model or "") for row in rows)
+        if run_id in split
+    }
     if args.json:
-        print_json([row.to_json() for row in rows])
+        listed = []
+        for row in rows:
+            tokens_in, tokens_out = split.get(row.run_id, (None, None))
+            listed.append(
+                row.to_json()
+                | {"input_tokens": tokens_in, "output_tokens": tokens_out}
+                | {"cost": costs.get(row.run_id)}
+            )
+        print_json(listed)
+        return 0
+    if not rows and (args.status or args.text or args.failed or args.kind):
+        print("no runs match these filters")
         return 0
     if not rows:
         print(
@@ -153,29 +200,23 @@ def cmd_runs(args: argparse.Namespace) -> int:
             "`workbench ingest PATH`"
         )
         return 0
+    cost_head = f"  {'COST':>9}" if prices else ""
     print(
-        f"{'RUN':<12}  {'STATUS':<20}  {'TURNS':>5}  {'TOOLS':>7}  {'TOKENS':>7}  "
-        f"{'STARTED (UTC)':<19}  TASK"
+        f"{'RUN':<12}  {'STATUS':<20}  {'KIND':<8}  {'TURNS':>5}  {'TOOLS':>7}  "
+        f"{'TOKENS':>7}{cost_head}  {'STARTED (UTC)':<19}  TASK"
     )
     for row in rows:
         tools = f"{row.tool_calls}" + (f"/{row.tool_errors}!" if row.tool_errors else "")
         task = (row.task or "").replace("\n", " ")
+        cost = f"  {prices.format(costs.get(row.run_id)) or '-':>9}" if prices else ""
+        kind = KIND_LABELS.get(row.origin, row.origin)
         print(
-            f"{row.run_id[:12]:<12}  {row.status:<20}  {row.turns:>5}  {tools:>7}  "
-            f"{row.total_tokens:>7}  {_when(row.started_at):<19}  {task[:60]}"
+            f"{row.run_id[:12]:<12}  {row.status:<20}  {kind:<8}  {row.turns:>5}  {tools:>7}  "
+            f"{row.total_tokens:>7}{cost}  {_when(row.started_at):<19}  {task[:60]}"
         )
     if total > len(rows):
         print(f"… {total - len(rows)} more (use --limit)")
     return 0
-
-
-def _clip(value: Any, width: int = 300) -> str:
-    if value is None:
-        return ""
-    # Message content is usually text, but a trace may hold any JSON there (content parts).
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = text.replace("\n", "\\n")
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _tool_json(call: ToolCallNode) -> dict[str, Any]:
@@ -194,6 +235,7 @@ def _tool_json(call: ToolCallNode) -> dict[str, Any]:
         "duration_ms": call.duration_ms,
         "mocked": end.mocked if end else False,
         "replayed": end.replayed if end else False,
+        "observed": end.observed if end else False,
         "mcp_frames": [m.model_dump(mode="json") for m in call.mcp],
     }
 
@@ -237,6 +279,7 @@ def _turn_json(turn: TurnNode) -> dict[str, Any]:
             "latency_ms": response.latency_ms,
         },
         "tool_calls": [_tool_json(call) for call in turn.tool_calls],
+        "calls_not_run": turn.calls_not_run,
         "trims": [t.model_dump(mode="json") for t in turn.trims],
         "errors": [e.model_dump(mode="json") for e in turn.errors],
     }
@@ -254,80 +297,54 @@ def chain_json(chain: RunChain) -> dict[str, Any]:
     }
 
 
-def _print_chain(chain: RunChain) -> None:
-    start = chain.start
-    if start is not None:
-        print(f"run {chain.run_id}  model {start.model}  tools {len(start.tools)}")
-        print(f"task: {_clip(start.task)}")
-    for turn in chain.turns:
-        print(f"\n── turn {turn.turn} [{turn.status}]")
-        request = turn.request
-        if request is not None:
-            last = request.messages[-1] if request.messages else {}
-            print(
-                f"  request: {len(request.messages)} messages, {len(request.tools)} tools, "
-                f"~{request.estimated_tokens} tokens; last {last.get('role', '?')}: "
-                f"{_clip(str(last.get('content') or ''), 120)}"
-            )
-        for call in turn.model_calls:
-            if call.error is not None:
-                print(
-                    f"  attempt {call.attempt} failed: {call.error.kind}: "
-                    f"{_clip(call.error.message, 160)}"
-                )
-        response = turn.response
-        if response is not None:
-            content = response.message.get("content")
-            print(
-                f"  response ({response.finish_reason}, {response.latency_ms:.0f} ms, "
-                f"attempt {response.attempt}): {_clip(content, 200) or '(no text)'}"
-            )
-        for tool in turn.tool_calls:
-            timing = f"{tool.duration_ms:.0f} ms" if tool.duration_ms is not None else "running"
-            print(
-                f"  tool {tool.name} [{tool.status}, {timing}, {tool.start.source}] "
-                f"{_clip(tool.start.arguments_raw, 160)}"
-            )
-            if tool.start.parse_error:
-                print(f"    arguments: {tool.start.parse_error}")
-            if tool.end is not None:
-                print(f"    → {_clip(tool.end.result, 200)}")
-            if tool.mcp:
-                print(f"    {len(tool.mcp)} MCP frame(s)")
-        for trim in turn.trims:
-            print(
-                f"  history trimmed: {trim.tokens_before} → {trim.tokens_after} tokens, "
-                f"{trim.rounds_dropped} round(s) dropped"
-            )
-        for error in turn.errors:
-            print(f"  error ({error.where}): {error.kind}: {_clip(error.message, 160)}")
-    end = chain.end
-    print()
-    if end is None:
-        print("end: incomplete (the trace has no run_end; the run was killed or is running)")
-        return
-    layer = f" ({end.timeout_layer})" if end.timeout_layer else ""
-    print(f"end: {end.status}{layer}: {end.reason}")
-    if end.final_answer:
-        print(f"answer: {_clip(end.final_answer, 500)}")
-    totals = end.totals
-    print(
-        f"totals: {totals.turns} turns, {totals.model_calls} model calls, "
-        f"{totals.tool_calls} tool calls ({totals.tool_errors} failed), "
-        f"{totals.total_tokens} tokens, {totals.duration_ms:.0f} ms"
-    )
+def _prices(args: argparse.Namespace) -> Any:
+    from workbench.engine.cost import Prices, PricesError
+
+    try:
+        return Prices.load(resolve_home(args))
+    except PricesError as exc:
+        raise CliError(str(exc)) from None
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from workbench.cli.show_render import chain_lines, turn_figures
+    from workbench.engine.timeline import build_timeline, render_timeline
+
+    prices = _prices(args)
     with _store(args) as store:
         run_id = store.resolve_run(args.run)
         row = store.run(run_id)
-        chain = build_chain(store.events(run_id))
+        events = store.events(run_id)
+    chain = build_chain(events)
+    timeline = build_timeline(events)
+    model = row.model or ""
     if args.json:
-        print_json({"run": row.to_json(), "chain": chain_json(chain)})
+        document = {"run": row.to_json(), "chain": chain_json(chain)}
+        document["tokens"] = turn_figures(timeline, model, prices)
+        if args.timeline:
+            document["timeline"] = timeline_json(timeline)
+        print_json(document)
+        return 0
+    if args.timeline:
+
+        def cost(input_tokens: int, output_tokens: int) -> str:
+            amount = prices.cost(model, input_tokens, output_tokens)
+            return f", {prices.format(amount)}" if amount is not None else ""
+
+        width = shutil.get_terminal_size((100, 30)).columns
+        lines = render_timeline(timeline, width=width, cost=cost)
     else:
-        _print_chain(chain)
+        lines = chain_lines(chain, timeline, prices)
+    sys.stdout.write("\n".join(lines) + "\n")
     return 0
+
+
+def timeline_json(timeline: Any) -> dict[str, Any]:
+    return {
+        "run_id": timeline.run_id,
+        "end_ms": timeline.end_ms,
+        "turns": [dataclasses.asdict(turn) for turn in timeline.turns],
+    }
 
 
 def cmd_sql(args: argparse.Namespace) -> int:

@@ -6,17 +6,22 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_core.agent import Agent, AgentConfig, RunResult
-from agent_core.demo import SCENARIOS, write_project
+from agent_core.demo import SCENARIOS, write_fork_script, write_project
 from agent_core.tools.builtin import builtin_tools
 from traces.home import traces_dir
 from traces.writer import JsonlWriter
 from workbench.cli.common import (
+    EXIT_CODES,
+    STATUS_EXIT,
     CliError,
+    ExitCode,
     add_home,
     add_mcp_start_timeout,
+    load_prices,
+    priced,
     print_json,
     redactor_for,
     resolve_home,
@@ -25,9 +30,11 @@ from workbench.cli.common import (
 )
 from workbench.cli.driving import local_toolsets, mcp_config_secrets, run_agent
 from workbench.cli.model_flags import (
+    add_builtin_flags,
     add_limit_flags,
     add_model_flags,
     build_model,
+    builtin_names,
     check_tool_names,
     limits_from_args,
     model_settings,
@@ -35,23 +42,9 @@ from workbench.cli.model_flags import (
 )
 from workbench.cli.run_printer import RunPrinter
 
-EXIT_CODES = """\
-exit codes:
-  0    the run completed (the model gave its answer)
-  1    the run was stopped by a limit: max_turns, duplicate_tool_calls, token_budget, timeout
-  2    usage or setup error (bad flag, no model configured, unreadable file); nothing ran
-  3    the run ended with status error (e.g. the model call failed after its retries)
-  130  cancelled (Ctrl-C); the trace still ends with run_end status cancelled
-"""
-STATUS_EXIT = {
-    "completed": 0,
-    "max_turns": 1,
-    "duplicate_tool_calls": 1,
-    "token_budget": 1,
-    "timeout": 1,
-    "error": 3,
-    "cancelled": 130,
-}
+if TYPE_CHECKING:
+    from workbench.engine.cost import Prices
+
 SCRIPTED_NOTICE = (
     "This demo uses a SCRIPTED model: every answer is pre-written in agent_core/demo, not "
     "produced by a real language model. No network and no API key are used."
@@ -83,9 +76,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="add a toolset from package.module:attribute (repeatable)",
     )
     tools.add_argument(
-        "--mcp-config", type=Path, metavar="FILE", help="MCP servers in mcpServers JSON format"
+        "--mcp-config",
+        type=Path,
+        metavar="FILE",
+        help=(
+            "MCP servers in mcpServers JSON format; a server's tool whose name is taken is "
+            "offered as SERVER__NAME"
+        ),
     )
     add_mcp_start_timeout(tools)
+    add_builtin_flags(tools)
     tools.add_argument("--system", metavar="TEXT|@FILE", help="system prompt")
     tools.add_argument(
         "--tool-description",
@@ -128,7 +128,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def cmd_run(args: argparse.Namespace) -> int:
     limits = limits_from_args(args)
-    toolsets = local_toolsets(args.root, args.tools)
+    toolsets = local_toolsets(args.root, args.tools, builtin_names(args))
     overrides = parse_tool_descriptions(args.tool_description)
     secrets = mcp_config_secrets(args.mcp_config)
     if args.mcp_config is None:  # MCP tools are known only once their servers start
@@ -142,6 +142,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             flag="--tool-choice",
         )
     model = build_model(args, limits)
+    home = writable_home(resolve_home(args))
+    prices = load_prices(home)
     config = AgentConfig(
         task=args.task,
         system_prompt=system_prompt,
@@ -152,7 +154,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         tool_descriptions=overrides,
         meta={"root": str(args.root.resolve())},  # what the built-in tools could read
     )
-    home = writable_home(resolve_home(args))
     redactor = redactor_for(home, [model_settings(args).api_key, *secrets])
     writer = JsonlWriter(traces_dir(home), config.run_id, redactor)
     agent = Agent(model, toolsets, config, sinks=[writer])
@@ -164,10 +165,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         mcp_config=args.mcp_config,
         mcp_start_timeout_s=args.mcp_start_timeout,
     )
-    printer.summary(result, str(writer.path))
+    printer.summary(result, str(writer.path), _cost(prices, model.name, result))
     if args.json:
         print_json(result_json(result, writer.path))
     return STATUS_EXIT[result.status]
+
+
+def _cost(prices: Prices, model: str, result: RunResult) -> str:
+    return priced(prices, model, result.totals.input_tokens, result.totals.output_tokens)
 
 
 def tool_choice_params(choice: str | None) -> dict[str, Any]:
@@ -198,7 +203,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from agent_core.model.scripted import ScriptedModel
 
     home = writable_home(resolve_home(args))
+    prices = load_prices(home)
     project = write_project(home / "demo-project")
+    # Forks of the demo's runs answer from this script: offline, like the demo itself.
+    fork_script = write_fork_script(home)
     print(SCRIPTED_NOTICE)
     print(f"Recording {len(SCENARIOS)} runs into {home} (project folder: {project})\n")
     printer = RunPrinter(sys.stdout)
@@ -210,18 +218,23 @@ def cmd_demo(args: argparse.Namespace) -> int:
             task=scenario.task,
             system_prompt=scenario.system_prompt,
             limits=scenario.run_limits(),
-            meta={"demo": scenario.name, "scripted": True},
+            meta={
+                "demo": scenario.name,
+                "scripted": True,
+                "root": str(project.resolve()),  # what the built-in tools could read
+                "fork_script": str(fork_script.resolve()),
+            },
         )
         writer = JsonlWriter(traces_dir(home), config.run_id, redactor_for(home))
         model = ScriptedModel(scenario.steps, name="scripted-demo")
         agent = Agent(model, [builtin_tools(project)], config, sinks=[writer])
         result = run_agent(agent, printer, writer)
-        printer.summary(result, str(writer.path))
+        printer.summary(result, str(writer.path), _cost(prices, model.name, result))
         print()
         if result.status != scenario.expect:
             unexpected.append(f"{scenario.name}: {result.status} (expected {scenario.expect})")
     if unexpected:
-        raise CliError("demo runs ended unexpectedly: " + "; ".join(unexpected), 3)
+        raise CliError("demo runs ended unexpectedly: " + "; ".join(unexpected), ExitCode.RUN_ERROR)
     return _show_runs(home, open_tui=not args.no_tui and sys.stdout.isatty())
 
 

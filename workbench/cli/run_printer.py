@@ -1,5 +1,6 @@
 """Live terminal output for an agent run: streamed text, one line per tool start and end,
-and a closing line with the run id and status."""
+and a closing line with the run id and status. Before the first turn: a warning naming the
+tools left out (over max_tools) and a note on tools renamed to resolve a name clash."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Any, TextIO
 
 from agent_core.agent import RunResult, TextDelta
 from agent_core.model.base import ERROR_TEXT_CHARS
-from traces.events import Error, HistoryTrimmed, ToolEnd, ToolStart
+from traces.events import Error, HistoryTrimmed, RunStart, ToolEnd, ToolsChanged, ToolStart
+from workbench.cli.common import counted
 
 PREVIEW_CHARS = 100
 
@@ -32,7 +34,16 @@ class RunPrinter:
         self.out.flush()
 
     def item(self, item: Any) -> None:
-        if isinstance(item, TextDelta):
+        if isinstance(item, RunStart):
+            self._offered(item.renamed_tools, item.tools_dropped, item.limits.max_tools)
+        elif isinstance(item, ToolsChanged):
+            change = [f"+{name}" for name in item.added] + [f"-{name}" for name in item.removed]
+            self._line(
+                f"  ⟳ tools of {item.source} changed ({' '.join(change) or 'descriptions'}); "
+                f"{len(item.tools)} offered from this turn"
+            )
+            self._offered({}, item.dropped, len(item.tools))
+        elif isinstance(item, TextDelta):
             self.out.write(item.text)
             self.out.flush()
             self._mid_line = not item.text.endswith("\n")
@@ -60,11 +71,24 @@ class RunPrinter:
             limit = ERROR_TEXT_CHARS + 300 if item.where == "model" else PREVIEW_CHARS
             self._line(f"  ! {item.where} {item.kind}: {_preview(item.message, limit)}")
 
-    def summary(self, result: RunResult, trace: str) -> None:
+    def _offered(self, renamed: dict[str, str], dropped: list[str], max_tools: int) -> None:
+        if renamed:
+            names = ", ".join(f"{name} (its own name: {own})" for name, own in renamed.items())
+            self._line(f"  note: renamed to avoid a name clash: {names}")
+        if dropped:
+            self._line(
+                f"  warning: {counted(len(dropped), 'tool')} not offered "
+                f"(at most {max_tools} per request; raise it with --max-tools): "
+                + ", ".join(dropped)
+            )
+
+    def summary(self, result: RunResult, trace: str, cost: str = "") -> None:
+        """The run's end in one line; `cost` (e.g. `$0.0123`) follows the tokens."""
         totals = result.totals
         layer = f" ({result.timeout_layer})" if result.timeout_layer else ""
+        priced = f" ({cost})" if cost else ""
         self._line(
             f"run {result.run_id}: {result.status}{layer} — {result.reason} · "
-            f"{totals.turns} turns, {totals.tool_calls} tool calls, "
-            f"{totals.total_tokens} tokens · trace {trace}"
+            f"{counted(totals.turns, 'turn')}, {counted(totals.tool_calls, 'tool call')}, "
+            f"{counted(totals.total_tokens, 'token')}{priced} · trace {trace}"
         )

@@ -11,10 +11,20 @@ from pathlib import Path
 from typing import Any
 
 from traces.events import Limits
-from workbench.cli.common import CliError, add_home, positive_int, print_json, resolve_home
+from workbench.cli.common import (
+    CliError,
+    add_home,
+    fraction,
+    positive_float,
+    positive_int,
+    print_json,
+    resolve_home,
+)
 from workbench.cli.model_flags import (
+    add_builtin_flags,
     add_model_flags,
     build_model,
+    builtin_names,
     model_settings,
     parse_tool_descriptions,
 )
@@ -61,6 +71,7 @@ def _register_test(subparsers: Any) -> None:
     parser.add_argument("suite", help="suite file (TOML)")
     add_model_flags(parser)
     parser.add_argument("--root", default=".", help="root folder for the builtin tools")
+    add_builtin_flags(parser)
     parser.add_argument(
         "--tool-description",
         action="append",
@@ -72,7 +83,11 @@ def _register_test(subparsers: Any) -> None:
         "--concurrency", type=positive_int, default=4, metavar="N", help="samples at once (4)"
     )
     parser.add_argument(
-        "--model-timeout", type=float, default=60.0, metavar="S", help="per model call (60)"
+        "--model-timeout",
+        type=positive_float,
+        default=60.0,
+        metavar="S",
+        help="per model call (60)",
     )
     parser.add_argument("--save-baseline", metavar="NAME", help="store this run as baseline NAME")
     parser.add_argument(
@@ -97,6 +112,7 @@ def run_test(args: argparse.Namespace) -> int:
         samples=args.samples,
         concurrency=args.concurrency,
         tool_descriptions=parse_tool_descriptions(args.tool_description),
+        builtin_tools=builtin_names(args),
         baseline=args.baseline,
         save_baseline=args.save_baseline,
         model_timeout_s=args.model_timeout,
@@ -199,7 +215,7 @@ def _register_capture(subparsers: Any) -> None:
     parser.add_argument(
         "--with-args", action="store_true", help="also expect the recorded arguments"
     )
-    parser.add_argument("--min-pass-rate", type=float, default=1.0, metavar="R")
+    parser.add_argument("--min-pass-rate", type=fraction, default=1.0, metavar="R")
     parser.add_argument("--no-copy", action="store_true", help="do not copy the trace")
     add_home(parser)
     parser.set_defaults(func=run_capture)
@@ -264,7 +280,9 @@ def _register_lint(subparsers: Any) -> None:
     )
     source = parser.add_mutually_exclusive_group()
     source.add_argument(
-        "file", nargs="?", help="JSON file of tool schemas (list or {tools: [...]})"
+        "file",
+        nargs="?",
+        help="JSON file of tool schemas (list or {tools: [...]}); none: the built-in tools",
     )
     source.add_argument(
         "--tools", help="builtin | package.module:registry | MCP config JSON | schema JSON"
@@ -272,7 +290,7 @@ def _register_lint(subparsers: Any) -> None:
     source.add_argument("--run", help="lint the schemas a recorded run offered (run id or .jsonl)")
     parser.add_argument("--root", default=".", help="root folder for the builtin tools")
     parser.add_argument(
-        "--max-tools", type=int, default=MAX_TOOLS, help="warn above this many tools"
+        "--max-tools", type=positive_int, default=MAX_TOOLS, help="warn above this many tools"
     )
     parser.add_argument("--json", action="store_true", help="print findings as JSON")
     add_home(parser)
@@ -308,9 +326,8 @@ def _load(args: argparse.Namespace) -> list[dict[str, Any]]:
         if path.suffix != ".jsonl":
             path = find_trace(args.run, [resolve_home(args) / "traces"])
         return schemas_from_run(path)
-    reference = args.tools or args.file
-    if reference is None:
-        raise CliError("give a schema file, --tools builtin|module:registry|mcp.json, or --run RUN")
+    # With nothing named, the built-in tools: what every run offers unless told otherwise.
+    reference = args.tools or args.file or "builtin"
     path = Path(reference)
     if path.suffix == ".json" and not is_mcp_config(path):
         return schemas_from_file(path)

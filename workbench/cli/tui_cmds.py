@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 from workbench.cli.common import add_home, resolve_home
-from workbench.cli.model_flags import add_model_flags
+from workbench.cli.model_flags import add_model_flags, model_settings
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -24,6 +24,5 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run_tui(args: argparse.Namespace) -> int:
     from workbench.tui import run_app
-    from workbench.tui.backend import Endpoint
 
-    return run_app(resolve_home(args), Endpoint.from_settings(args))
+    return run_app(resolve_home(args), model_settings(args))

@@ -22,10 +22,11 @@ gone to the client, and a failure here is reported once and the exchange goes un
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -71,10 +72,13 @@ class CapturedRun:
     state: RunState = "answering"
     turn: int = 1
     attempt: int = 1
-    conversation: list[Any] = field(default_factory=list)  # messages by meaning, with answer
-    last_request: list[Any] = field(default_factory=list)  # messages by meaning
+    # Digests of the messages by meaning (not the messages: a long conversation is not
+    # kept in memory): the last request's, and the conversation so far with its answer.
+    conversation: list[bytes] = field(default_factory=list)
+    last_request: list[bytes] = field(default_factory=list)
     pending_calls: list[dict[str, Any]] = field(default_factory=list)
     answered_at: float = 0.0
+    resume_key: tuple[str, bytes] | None = None
     totals: dict[str, float] = field(default_factory=dict)
 
     def add(self, key: str, amount: float) -> None:
@@ -94,13 +98,16 @@ class Exchange:
         self.chunks = 0
         self.closed = False
         self.malformed: str | None = None
+        self.last_arrival: float | None = None
 
     def _emit(self, cls: Any, **fields: Any) -> None:
         self.run.recorder.emit(cls, turn=self.run.turn, **fields)
 
-    def chunk(self, data: dict[str, Any]) -> None:
-        """One streamed chunk (a decoded SSE `data:` payload), as it passed to the client."""
-        elapsed_ms = (time.monotonic() - self.sent) * 1000.0
+    def chunk(self, data: dict[str, Any], arrived: float) -> None:
+        """One streamed chunk (a decoded SSE `data:` payload) that reached the client, and
+        when it arrived (`time.monotonic()`)."""
+        elapsed_ms = (arrived - self.sent) * 1000.0
+        self.last_arrival = arrived
         with self.book.guard(self):
             self._emit(
                 ModelChunk,
@@ -144,7 +151,7 @@ class Exchange:
                 return
             run, response = self.run, self.assembler.result()
             message = response.to_message()
-            latency_ms = (time.monotonic() - self.sent) * 1000.0
+            latency_ms = ((self.last_arrival or time.monotonic()) - self.sent) * 1000.0
             self._emit(
                 ModelResponse,
                 attempt=run.attempt,
@@ -165,13 +172,14 @@ class Exchange:
             ):
                 value = usage.get(name)
                 run.add(key, value if isinstance(value, int) else 0)
-            run.conversation = [*run.last_request, message_meaning(message)]
+            run.conversation = [*run.last_request, _digest(message_meaning(message))]
             run.answered_at = time.monotonic()
             run.pending_calls = list(message.get("tool_calls") or [])
             if run.pending_calls:
                 run.state = "waiting"
             else:
                 self.book.end(run, "completed", final_answer=response.content)
+            self.book.resumable(run)
 
     def failed(self, status: int, message: str, kind: str = "status") -> None:
         """The upstream answered with an error (passed to the client unchanged)."""
@@ -188,6 +196,7 @@ class Exchange:
             self.closed = True
             self.run.add("model_calls", 1)
             self.run.state = "failed"
+            self.book.resumable(self.run)
 
     def abandoned(self) -> None:
         """The client went away before the answer was whole: the run stays incomplete."""
@@ -202,9 +211,16 @@ class CaptureBook:
     def __init__(self, home: Path, upstream: str) -> None:
         self.home = home
         self.folder = traces_dir(home)
+        from agent_core.model.openai_client import public_url
+
         self.upstream = upstream
+        self.upstream_public = public_url(upstream)  # what a trace may say
         self.runs: OrderedDict[str, CapturedRun] = OrderedDict()
         self.problems: list[str] = []
+        # Runs a request may continue, by the text of what it must repeat: ("retry", the
+        # failed request's messages) or ("extend", the conversation so far).
+        self._resumable: dict[tuple[str, bytes], list[CapturedRun]] = {}
+        self._sizes: Counter[int] = Counter()  # conversation lengths in the index
 
     def guard(self, exchange: Exchange | None = None) -> _Guard:
         return _Guard(self, exchange)
@@ -215,16 +231,22 @@ class CaptureBook:
             name = headers.get(RUN_HEADER) or None
             secret = _bearer(headers.get("authorization"))
             messages, tools, params = body_parts(body)
-            meaning = [message_meaning(m) for m in messages]
+            if not all(isinstance(item, dict) for item in [*messages, *tools]):
+                # Checked before any run is started for it; the upstream will say why.
+                raise ValueError("its messages or tools are not all JSON objects")
+            estimated = estimate_prompt(messages, tools)
+            meaning = [_digest(message_meaning(m)) for m in messages]
             run, follows = self._continued(meaning, name)
-            if run is not None and run.state == "failed" and meaning == run.last_request:
+            if run is not None:
+                self._settled(run)
+            if run is not None and run.state == "failed":
                 run.attempt += 1
             elif run is not None and run.state == "waiting":
                 self._observe_results(run, messages[len(run.conversation) :])
                 run.turn += 1
                 run.attempt = 1
             else:
-                run = self._start(body, headers, name, parent=follows)
+                run = self._start(body, headers, name, parent=follows, secret=secret)
             run.redactor.add_secret(secret)
             run.state = "answering"
             run.last_request = meaning
@@ -236,32 +258,51 @@ class CaptureBook:
                 tools=tools,
                 params=params,
                 stream=bool(body.get("stream")),
-                estimated_tokens=estimate_prompt(messages, tools),
+                estimated_tokens=estimated,
             )
             self.runs.move_to_end(run.run_id)
             return Exchange(self, run, bool(body.get("stream")))
         return None
 
     def _continued(
-        self, meaning: list[Any], name: str | None
+        self, meaning: list[bytes], name: str | None
     ) -> tuple[CapturedRun | None, CapturedRun | None]:
-        """The run this request continues (waiting or failed), or the completed run it
-        follows up; the longest conversation it extends wins."""
-        best: CapturedRun | None = None
-        for run in reversed(self.runs.values()):
-            if name is not None and run.name != name:
-                continue
-            if run.state == "failed" and meaning == run.last_request:
+        """The run this request continues (retries, or extends while it waits for its
+        client), or the completed run it follows up; the longest conversation wins."""
+        for run in reversed(self._resumable.get(("retry", _joined(meaning)), [])):
+            if name is None or run.name == name:
                 return run, None
-            if run.state not in ("waiting", "completed"):
-                continue
-            size = len(run.conversation)
-            extends = len(meaning) > size and meaning[:size] == run.conversation
-            if extends and (best is None or size > len(best.conversation)):
-                best = run
-        if best is not None and best.state == "completed":
-            return None, best
-        return best, None
+        for size in sorted((n for n in self._sizes if n < len(meaning)), reverse=True):
+            for run in reversed(self._resumable.get(("extend", _joined(meaning[:size])), [])):
+                if name is None or run.name == name:
+                    return (None, run) if run.state == "completed" else (run, None)
+        return None, None
+
+    def resumable(self, run: CapturedRun) -> None:
+        """`run` now waits for its client, failed, or completed: index it for what comes."""
+        self._settled(run)
+        if run.state == "failed":
+            entry = ("retry", _joined(run.last_request))
+        else:
+            entry = ("extend", _joined(run.conversation))
+            self._sizes[len(run.conversation)] += 1
+        self._resumable.setdefault(entry, []).append(run)
+        run.resume_key = entry
+
+    def _settled(self, run: CapturedRun) -> None:
+        """Take `run` out of the index (it is answering again, or forgotten)."""
+        entry, run.resume_key = run.resume_key, None
+        if entry is None:
+            return
+        runs = self._resumable.get(entry, [])
+        if run in runs:
+            runs.remove(run)
+        if not runs:
+            self._resumable.pop(entry, None)
+        if entry[0] == "extend":
+            self._sizes[len(run.conversation)] -= 1
+            if self._sizes[len(run.conversation)] <= 0:
+                del self._sizes[len(run.conversation)]
 
     def _observe_results(self, run: CapturedRun, new_messages: list[Any]) -> None:
         """The client ran the last answer's tool calls; record the results it sends back."""
@@ -311,13 +352,13 @@ class CaptureBook:
         headers: dict[str, str],
         name: str | None,
         parent: CapturedRun | None,
+        secret: str | None,
     ) -> CapturedRun:
-        from agent_core.model.openai_client import public_url
-
         messages, tools, params = body_parts(body)
         new = messages[len(parent.conversation) :] if parent else messages
         run_id = new_run_id()
-        redactor = home_redactor(self.home)
+        # The client's key is a secret from the first line on (run_start holds the task).
+        redactor = home_redactor(self.home, [secret])
         recorder = Recorder(run_id, [JsonlWriter(self.folder, run_id, redactor)])
         run = CapturedRun(run_id, name, recorder, redactor, time.monotonic())
         self.runs[run_id] = run
@@ -326,7 +367,7 @@ class CaptureBook:
             for tool in tools
             if isinstance(tool, dict) and isinstance(tool.get("function"), dict)
         ]
-        meta: dict[str, Any] = {"upstream": public_url(self.upstream)}
+        meta: dict[str, Any] = {}
         if name:
             meta["name"] = name
         recorder.emit(
@@ -335,7 +376,7 @@ class CaptureBook:
             task=_first_text(new, "user") or _first_text(messages, "user") or "",
             system_prompt=_first_text(messages, "system") or _first_text(messages, "developer"),
             model=str(body.get("model") or "unknown"),
-            base_url=public_url(self.upstream),
+            base_url=self.upstream_public,
             params=params,
             tools=tools,
             tool_sources={tool: TOOL_SOURCE for tool in tool_names},
@@ -379,6 +420,7 @@ class CaptureBook:
     def forget(self, run: CapturedRun, state: RunState) -> None:
         """Stop recording a run without ending it (its trace stays `incomplete`)."""
         run.recorder.close()
+        self._settled(run)
         run.state = state
         self.runs.pop(run.run_id, None)
 
@@ -389,10 +431,13 @@ class CaptureBook:
                 with self.guard():
                     self.end(run, "cancelled", reason="the proxy stopped")
         self.runs.clear()
+        self._resumable.clear()
+        self._sizes.clear()
 
     def _forget_old(self) -> None:
         ended = [r for r in self.runs.values() if r.state in ("completed", "ended")]
         for run in ended[: max(0, len(ended) - MAX_REMEMBERED_RUNS)]:
+            self._settled(run)
             self.runs.pop(run.run_id, None)
 
     def report(self, message: str) -> None:
@@ -415,11 +460,22 @@ class _Guard:
     ) -> bool:
         if exc is None or not isinstance(exc, Exception):
             return False
-        self.book.report(f"could not record an exchange: {type(exc).__name__}: {exc}")
+        detail = " ".join(str(exc).split())[:300]  # pydantic's messages span lines
+        self.book.report(f"could not record an exchange: {type(exc).__name__}: {detail}")
         if self.exchange is not None and not self.exchange.closed:
             self.exchange.closed = True
             self.book.forget(self.exchange.run, "abandoned")
         return True
+
+
+def _digest(value: Any) -> bytes:
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+
+
+def _joined(digests: list[bytes]) -> bytes:
+    # Fixed-size digests joined end to end: one digest names the whole list.
+    return hashlib.blake2b(b"".join(digests), digest_size=16).digest()
 
 
 def _bearer(value: str | None) -> str | None:

@@ -13,12 +13,14 @@ differ, and, when one run is a fork of the other, the edits the fork made.
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, assert_never
 
 from traces.events import Edit
-from traces.schema_diff import SpanOp, word_diff
+from traces.schema_diff import SpanOp
 from workbench.engine.diff import ChainDiff, ChainRow, ChainTurn, diff_chains, render_chain
 from workbench.engine.recording_io import Recording
 
@@ -93,6 +95,26 @@ def _arguments_text(arguments: Any) -> str:
     return json.dumps(arguments, ensure_ascii=False, sort_keys=True)
 
 
+def word_diff(before: str, after: str) -> list[tuple[SpanOp, str]]:
+    """Spans of `after` against `before`, word by word: words are compared without the
+    whitespace after them, so a changed line break alone is no difference."""
+    a = re.findall(r"\S+\s*", before)
+    b = re.findall(r"\S+\s*", after)
+    matcher = difflib.SequenceMatcher(
+        a=[word.rstrip() for word in a], b=[word.rstrip() for word in b], autojunk=False
+    )
+    spans: list[tuple[SpanOp, str]] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            spans.append(("equal", "".join(b[j1:j2])))
+            continue
+        if i2 > i1:
+            spans.append(("delete", "".join(a[i1:i2])))
+        if j2 > j1:
+            spans.append(("insert", "".join(b[j1:j2])))
+    return spans
+
+
 def _change(what: str, a: str | None, b: str | None) -> TextChange | None:
     if a == b:
         return None
@@ -150,9 +172,9 @@ def marked(spans: list[tuple[SpanOp, str]], context: int = CONTEXT_CHARS) -> str
     parts: list[str] = []
     for index, (op, text) in enumerate(spans):
         if op == "delete":
-            parts.append(f"[-{text.strip()}-] ")
+            parts.append(f" [-{text.strip()}-] ")
         elif op == "insert":
-            parts.append(f"{{+{text.strip()}+}} ")
+            parts.append(f" {{+{text.strip()}+}} ")
         else:
             parts.append(_cut(text, context, first=index == 0, last=index == len(spans) - 1))
     return " ".join("".join(parts).split())
@@ -173,13 +195,19 @@ def _describe_edit(edit: Edit) -> str:
     flat = " ".join(value.split())
     if len(flat) > 200:
         flat = flat[:199] + "…"
-    target = {
-        "system": "system prompt",
-        "user": "user message",
-        "tool_description": f"description of tool {edit.target}",
-        "tool_schema": f"parameter schema of tool {edit.target}",
-        "mock_result": f"result of tool call {edit.target} (mocked)",
-    }[edit.kind]
+    match edit.kind:
+        case "system":
+            target = "system prompt"
+        case "user":
+            target = "user message"
+        case "tool_description":
+            target = f"description of tool {edit.target}"
+        case "tool_schema":
+            target = f"parameter schema of tool {edit.target}"
+        case "mock_result":
+            target = f"result of tool call {edit.target} (mocked)"
+        case _:
+            assert_never(edit.kind)
     return f"{target}: {flat}"
 
 

@@ -32,7 +32,7 @@ class ChainCall:
     name: str
     arguments: Any  # parsed arguments, or the raw string when they did not parse
     result_digest: str | None
-    status: Literal["ok", "error", "missing"]
+    status: Literal["ok", "error", "missing", "not_run"]  # not_run: asked for, never started
     call_id: str = ""  # for reference only; ids are not compared
     mocked: bool = False
     result: str | None = None  # the result text itself (the digest is what is compared)
@@ -53,6 +53,8 @@ class ChainCall:
         if len(args) > 60:
             args = args[:59] + "…"
         mocked = " (mocked)" if self.mocked else ""
+        if self.status == "not_run":
+            return f"{self.name}({args}) → not run"
         return f"{self.name}({args}) → {self.status}: {_one_line(self.result)}{mocked}"
 
 
@@ -111,6 +113,7 @@ def _chain_turn(node: TurnNode) -> ChainTurn:
     response = node.response
     content = response.message.get("content") if response is not None else None
     text = content if isinstance(content, str) and content else None
+    calls += _calls_not_run(node)
     if calls:
         return ChainTurn(node.turn, "tools", tuple(calls), text=text)
     if response is not None:
@@ -118,6 +121,22 @@ def _chain_turn(node: TurnNode) -> ChainTurn:
     if node.status == "error":
         return ChainTurn(node.turn, "model_error")
     return ChainTurn(node.turn, "incomplete")
+
+
+def _calls_not_run(node: TurnNode) -> list[ChainCall]:
+    """Calls the model asked for that the loop never started (a refused repeat, a limit):
+    the model's decision all the same, so the turn is a tools turn, not an answer."""
+    found: list[ChainCall] = []
+    for call in node.calls_not_run:
+        function = call.get("function") or {}
+        raw = function.get("arguments") or ""
+        try:
+            arguments: Any = json.loads(raw) if isinstance(raw, str) and raw else raw or {}
+        except json.JSONDecodeError:
+            arguments = raw
+        name = str(function.get("name") or "?")
+        found.append(ChainCall(name, arguments, None, "not_run", str(call.get("id") or "")))
+    return found
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeAlias, assert_never
 
 from traces.events import SCHEMA_VERSION, Event
 from traces.tree import RunChain, ToolCallNode, TurnNode, build_chain
+from workbench.engine.timeline import Timeline, TurnTimeline, build_timeline, format_ms
 
 ExportFormat: TypeAlias = Literal["json", "md"]
 EXPORT_FORMATS: tuple[ExportFormat, ...] = ("json", "md")
@@ -32,7 +33,7 @@ def export_run(events: Sequence[Event], fmt: ExportFormat) -> str:
     if fmt == "json":
         return _json_document(chain, events)
     if fmt == "md":
-        return "\n".join(_markdown(chain)) + "\n"
+        return "\n".join(_markdown(chain, build_timeline(events))) + "\n"
     assert_never(fmt)
 
 
@@ -74,7 +75,7 @@ def _quote(text: str) -> list[str]:
     return [f"> {line}" if line else ">" for line in _clip(text).splitlines()] or [">"]
 
 
-def _markdown(chain: RunChain) -> list[str]:
+def _markdown(chain: RunChain, timeline: Timeline) -> list[str]:
     start, end = chain.start, chain.end
     lines = [f"# Run `{chain.run_id}`", ""]
     rows = [("status", chain.status)]
@@ -99,8 +100,9 @@ def _markdown(chain: RunChain) -> list[str]:
             target = f" `{edit.target}`" if edit.target else ""
             value = edit.value if isinstance(edit.value, str) else json.dumps(edit.value)
             lines += [f"- fork edit: {edit.kind}{target}", "", *fenced(_clip(value)), ""]
+    figures = {turn.turn: turn for turn in timeline.turns}
     for turn in chain.turns:
-        lines += _markdown_turn(turn)
+        lines += _markdown_turn(turn, figures.get(turn.turn))
     lines += ["## End", ""]
     if end is None:
         lines.append("**incomplete**: the trace has no run_end (the run was killed or is running)")
@@ -108,12 +110,20 @@ def _markdown(chain: RunChain) -> list[str]:
     layer = f" ({end.timeout_layer})" if end.timeout_layer else ""
     lines.append(f"**{end.status}**{layer}: {end.reason}" if end.reason else f"**{end.status}**")
     if end.final_answer:
-        lines += ["", "Final answer:", "", *_quote(end.final_answer)]
+        # A stopped run's last text is what the model said before it was stopped.
+        label = "Final answer:" if end.status == "completed" else "Last text (not an answer):"
+        lines += ["", label, "", *_quote(end.final_answer)]
     return lines
 
 
-def _markdown_turn(turn: TurnNode) -> list[str]:
-    lines = [f"## Turn {turn.turn}", ""]
+def _markdown_turn(turn: TurnNode, figures: TurnTimeline | None) -> list[str]:
+    heading = f"## Turn {turn.turn}"
+    if figures is not None:
+        heading += (
+            f" · {figures.input_tokens} in / {figures.output_tokens} out tokens, "
+            f"{format_ms(figures.duration_ms)}"
+        )
+    lines = [heading, ""]
     for call in turn.model_calls:
         if call.error is not None:
             lines += [
@@ -126,6 +136,11 @@ def _markdown_turn(turn: TurnNode) -> list[str]:
         lines += ["**Assistant:**", "", *_quote(content), ""]
     for tool in turn.tool_calls:
         lines += _markdown_tool(tool)
+    for asked in turn.calls_not_run:
+        function = asked.get("function") or {}
+        arguments = str(function.get("arguments") or "")
+        lines += [f"**Tool `{function.get('name', '?')}`** (`{asked.get('id', '?')}`, not run)"]
+        lines += ["", *fenced(_clip(arguments)), ""]
     for error in turn.errors:
         lines += [f"- error ({error.where}): {error.kind}: {error.message}", ""]
     return lines

@@ -16,18 +16,25 @@ names the parent, the fork turn and every edit.
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from agent_core.agent import Agent, AgentConfig, Hooks
-from agent_core.model.base import ChatModel
-from agent_core.tools.base import ToolResult, Toolset, ToolSpec
-from traces.events import Edit
+from agent_core.model.base import ChatModel, ModelCall, ModelError, StreamItem
+from agent_core.tools.base import CallKey, ToolResult, Toolset, ToolSpec, call_key
+from traces.events import Edit, RunStart
 from traces.writer import Sink
-from workbench.engine.recording_io import Recording
+from workbench.engine.recording_io import Recording, config_from_run_start
 from workbench.engine.replay_model import recorded_read_only, recorded_specs, served_result
 
 REFUSED = "side_effects_refused"
+# A call to a tool that only the recorded client could run (a captured or imported run),
+# with arguments the recording has no result for: the fork cannot go on without a mock.
+NOT_RECORDED = "not_recorded"
+# Runs whose tools ran in the client, not here: their tools never run live in a fork.
+OBSERVED_ORIGINS = frozenset({"captured", "imported"})
 
 
 class ForkError(Exception):
@@ -59,26 +66,41 @@ class ForkPlan:
 
     def config(self, **overrides: Any) -> AgentConfig:
         start = self.parent.run_start
-        request = self.parent.turns[self.turn].request
-        config = AgentConfig(
-            task=self.task,
-            system_prompt=self.system_prompt,
-            limits=start.limits,
-            params=dict(start.params),
-            stream=request.stream if request is not None else True,
-            offer_reasoning=bool(start.meta.get("offer_reasoning", False)),
-            initial_messages=[dict(m) for m in self.messages],
-            start_turn=self.turn,
-            parent_run_id=self.parent.run_id,
-            fork_turn=self.turn,
-            edits=list(self.edits),
-            origin="fork",
+        changes: dict[str, Any] = {
+            "task": self.task,
+            "system_prompt": self.system_prompt,
+            "initial_messages": [dict(m) for m in self.messages],
+            "start_turn": self.turn,
+            "parent_run_id": self.parent.run_id,
+            "fork_turn": self.turn,
+            "edits": list(self.edits),
+            "origin": "fork",
             # The loop records the fork's own read-only flags; the parent's may differ.
-            meta={k: v for k, v in start.meta.items() if k != "read_only_tools"},
+            "meta": {k: v for k, v in start.meta.items() if k != "read_only_tools"},
+        }
+        return config_from_run_start(
+            start, self.parent.turns[self.turn].request, **(changes | overrides)
         )
-        for name, value in overrides.items():
-            setattr(config, name, value)
-        return config
+
+
+def recorded_root(start: RunStart) -> Path | None:
+    """The folder the parent run's file tools read (`run_start.meta.root`), when it still
+    exists: new file-tool calls in a fork run there, wherever the fork is started from."""
+    root = start.meta.get("root")
+    if not isinstance(root, str) or not root:
+        return None
+    path = Path(root)
+    return path if path.is_dir() else None
+
+
+def offline_fork_script(start: RunStart) -> Path | None:
+    """The model script a recorded run names for forking it offline
+    (`run_start.meta.fork_script`, which `workbench demo` records), when the file exists."""
+    script = start.meta.get("fork_script")
+    if not isinstance(script, str) or not script:
+        return None
+    path = Path(script)
+    return path if path.is_file() else None
 
 
 def mockable_call_ids(messages: list[dict[str, Any]]) -> list[str]:
@@ -161,10 +183,6 @@ def plan_fork(parent: Recording, request: ForkRequest) -> ForkPlan:
     )
 
 
-def _call_key(name: str, arguments: Any) -> str:
-    return name + "\x00" + json.dumps(arguments, sort_keys=True, ensure_ascii=False)
-
-
 class ForkToolset:
     """Recorded results for repeated calls; live calls only when they change nothing."""
 
@@ -172,12 +190,21 @@ class ForkToolset:
         self._planned = plan.specs
         self._recorded_read_only = recorded_read_only(plan.parent)
         self._live: dict[str, Toolset] = {}
+        self._live_name: dict[str, str] = {}  # offered name -> the name its toolset gave it
         self._live_read_only: dict[str, bool] = {}
         self._specs: list[ToolSpec] = []
         self._read_only: dict[str, bool] = {}
         self.add_live(live or [])
         self._allow = plan.allow_side_effects
-        self._recorded: dict[str, ToolResult] = {}
+        run_start = plan.parent.run_start
+        self._client_tools = {
+            spec.name
+            for spec in self._planned
+            if run_start.origin in OBSERVED_ORIGINS
+            or run_start.tool_sources.get(spec.name) == "client"
+        }
+        self.stopped: str | None = None  # why the fork cannot go on, once it cannot
+        self._recorded: dict[CallKey, ToolResult] = {}
         for _, start, end in plan.parent.tool_calls():
             if end is None or start.arguments is None:
                 continue
@@ -186,15 +213,27 @@ class ForkToolset:
                 result = ToolResult(ok=True, text=mocked, mocked=True)
             else:
                 result = served_result(end)
-            self._recorded.setdefault(_call_key(start.name, start.arguments), result)
+            self._recorded.setdefault(call_key(start.name, start.arguments), result)
 
     def add_live(self, toolsets: list[Toolset]) -> None:
         """Tools that may run for real (e.g. MCP servers started after the agent exists);
         call before the run starts. Their read-only flags are the authoritative ones."""
+        by_source: dict[tuple[str, str], tuple[Toolset, ToolSpec]] = {}
         for toolset in toolsets:
             for spec in toolset.specs():
                 self._live.setdefault(spec.name, toolset)
+                self._live_name.setdefault(spec.name, spec.name)
                 self._live_read_only.setdefault(spec.name, spec.read_only)
+                own = spec.source_name or spec.name
+                by_source.setdefault((spec.source, own), (toolset, spec))
+        # A tool the parent offered under another name (a clash: `fs__read_file`) runs on the
+        # server's tool of its own name, not on whatever else is called that now.
+        for planned in self._planned:
+            found = by_source.get((planned.source, planned.source_name or ""))
+            if planned.source_name and found is not None:
+                toolset, spec = found
+                self._live[planned.name], self._live_name[planned.name] = toolset, spec.name
+                self._live_read_only[planned.name] = spec.read_only
         self._read_only = {
             spec.name: self._live_read_only.get(spec.name, spec.name in self._recorded_read_only)
             for spec in self._planned
@@ -205,9 +244,17 @@ class ForkToolset:
         return list(self._specs)
 
     async def call(self, name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
-        recorded = self._recorded.get(_call_key(name, arguments))
+        recorded = self._recorded.get(call_key(name, arguments))
         if recorded is not None:
             return recorded
+        if name in self._client_tools:
+            shown = json.dumps(arguments, ensure_ascii=False)
+            self.stopped = (
+                f"fork stopped at {name}({shown}): the recorded client ran this tool, and "
+                "the recording has no result for these arguments (mock a recorded call with "
+                "--mock CALL_ID=TEXT, or fork at another turn)"
+            )
+            return ToolResult(ok=False, text=self.stopped, error=NOT_RECORDED)
         if not self._read_only.get(name, False) and not self._allow:
             return ToolResult(
                 ok=False,
@@ -224,7 +271,7 @@ class ForkToolset:
                 text=f"{name} is not available in this fork (only recorded results are)",
                 error="unavailable",
             )
-        return await toolset.call(name, arguments, call_id)
+        return await toolset.call(self._live_name.get(name, name), arguments, call_id)
 
 
 def fork_agent(
@@ -238,6 +285,18 @@ def fork_agent(
 ) -> Agent:
     """The agent that runs the fork from turn N; drive it with `run_stream()` or `run()`."""
     toolset = ForkToolset(plan, live_toolsets)
+
+    async def stop_when_stuck(
+        call: ModelCall, inner: Callable[[ModelCall], AsyncIterator[StreamItem]]
+    ) -> AsyncIterator[StreamItem]:
+        # The model has read the tool's refusal; asking it again would only guess.
+        if toolset.stopped is not None:
+            raise ModelError(NOT_RECORDED, toolset.stopped)
+        async for item in inner(call):
+            yield item
+
+    hooks = hooks or Hooks()
+    hooks = Hooks(model=[stop_when_stuck, *hooks.model], tool=list(hooks.tool))
     return Agent(model, [toolset], plan.config(**config_overrides), sinks=sinks, hooks=hooks)
 
 

@@ -36,6 +36,7 @@ from agent_core.model.script import (
     load_script,
     step_chunks,
     step_completion,
+    used_call_ids,
 )
 from workbench.engine.http_server import (
     DEFAULT_MAX_REQUEST_BYTES,
@@ -271,13 +272,20 @@ class ScriptResponder:
         if step.error is not None:
             return _error_reply(step, delay_s)
         response_id = f"chatcmpl-{self.model}-{number}"
+        taken = used_call_ids(call.messages)
         if call.stream:
             chunks: list[dict[str, Any] | str] = list(
-                step_chunks(step, model=self.model, response_id=response_id, call_number=number)
+                step_chunks(
+                    step,
+                    model=self.model,
+                    response_id=response_id,
+                    call_number=number,
+                    taken=taken,
+                )
             )
             return Reply(chunks=chunks, done=True, delay_s=delay_s)
         completion = step_completion(
-            step, model=self.model, response_id=response_id, call_number=number
+            step, model=self.model, response_id=response_id, call_number=number, taken=taken
         )
         return Reply(body=completion, delay_s=delay_s)
 

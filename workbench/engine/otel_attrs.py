@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from typing import Any
+from urllib.parse import urlsplit
 
 # GenAI semantic conventions.
 OPERATION = "gen_ai.operation.name"
@@ -54,6 +55,8 @@ INPUT_MIME = "input.mime_type"
 OUTPUT_VALUE = "output.value"
 OUTPUT_MIME = "output.mime_type"
 LLM_MODEL = "llm.model_name"
+LLM_PROVIDER = "llm.provider"
+LLM_SYSTEM = "llm.system"
 LLM_PARAMS = "llm.invocation_parameters"
 LLM_INPUT = "llm.input_messages"
 LLM_OUTPUT = "llm.output_messages"
@@ -74,6 +77,8 @@ RUN_STATUS = "workbench.run.status"
 RUN_REASON = "workbench.run.reason"
 TIMEOUT_LAYER = "workbench.run.timeout_layer"
 PARENT_RUN_ID = "workbench.parent_run_id"
+RUN_ORIGIN = "workbench.run.origin"
+RUN_CLIENT = "workbench.run.client"
 TURN = "workbench.turn"
 ATTEMPT = "workbench.attempt"
 SEQ = "workbench.seq"
@@ -81,9 +86,34 @@ TOOL_SOURCE = "workbench.tool.source"
 TOOL_MOCKED = "workbench.tool.mocked"
 TOOL_REPLAYED = "workbench.tool.replayed"
 TOOL_ERROR = "workbench.tool.error"
+TOOL_OBSERVED = "workbench.tool.observed"
 SYSTEM_PROMPT = "workbench.system_prompt"
 
 AGENT_NAME_VALUE = "agent-workbench"
+
+
+# The provider behind a base URL, for `gen_ai.provider.name` (the conventions' well-known
+# values) and OpenInference's `llm.provider`; another host (a local server, a proxy) is
+# left unnamed rather than guessed.
+_PROVIDERS = (
+    ("openai.azure.com", "azure.ai.openai", "azure"),
+    ("api.openai.com", "openai", "openai"),
+    ("api.anthropic.com", "anthropic", "anthropic"),
+    ("api.groq.com", "groq", "groq"),
+    ("api.mistral.ai", "mistral_ai", "mistralai"),
+    ("api.deepseek.com", "deepseek", "deepseek"),
+    ("api.x.ai", "x_ai", "xai"),
+    ("generativelanguage.googleapis.com", "gcp.gemini", "google"),
+)
+
+
+def provider_of(base_url: str | None) -> tuple[str, str] | None:
+    """(GenAI provider name, OpenInference provider) for a base URL, when known."""
+    host = urlsplit(base_url or "").hostname or ""
+    for suffix, genai, openinference in _PROVIDERS:
+        if host == suffix or host.endswith("." + suffix):
+            return genai, openinference
+    return None
 
 
 def trace_id(run_id: str) -> int:
@@ -219,14 +249,14 @@ def unflatten_messages(prefix: str, attributes: dict[str, Any]) -> list[dict[str
         elif field in ("role", "content", "tool_call_id", "name"):
             message[field] = value
     messages: list[dict[str, Any]] = []
-    for index in sorted(found):
-        message = found[index]
+    for position in sorted(found):
+        message = found[position]
         out: dict[str, Any] = {"role": message.get("role", "user")}
         out["content"] = message.get("content")
         for field in ("tool_call_id", "name"):
             if field in message:
                 out[field] = message[field]
-        message_calls = [calls[key] for key in sorted(calls) if key[0] == index]
+        message_calls = [calls[key] for key in sorted(calls) if key[0] == position]
         if message_calls:
             out["tool_calls"] = [
                 {

@@ -6,7 +6,8 @@ ExportTraceServiceResponse in the request's encoding; 400 for a payload that is 
 415 for another content type). Spans wait per trace until the trace's root span arrives
 (exporters send a span when it ends, so the root comes last), then the trace is written as
 a run by `otel_import`. Traces still waiting when the receiver stops are written as they
-are. `CollectorThread` runs it in the background, for tests and embedding.
+are; while they wait their spans are also on disk, for a receiver killed before then.
+`CollectorThread` runs it in the background, for tests and embedding.
 
 Needs the `otel` extra; imported only by the commands that use it.
 """
@@ -14,7 +15,9 @@ Needs the `otel` extra; imported only by the commands that use it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -25,21 +28,30 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from workbench.engine.otel_import import (
     ImportedRun,
     OtlpError,
-    SpanRecord,
     parse_json,
     parse_protobuf,
     write_run,
 )
+from workbench.engine.otel_runs import SpanRecord
 
 TRACES_PATH = "/v1/traces"
+# OTLP names the first; some clients send the second.
+PROTOBUF_TYPES = ("application/x-protobuf", "application/protobuf")
 MAX_BODY = 64 * 1024 * 1024
 
 RunCallback = Callable[[ImportedRun], None]
 ProblemCallback = Callable[[str], None]
 
 
+PENDING_DIR = "otel-pending"
+
+
 class OtlpReceiver:
-    """The receiving side: payloads in, runs written under `home`."""
+    """The receiving side: payloads in, runs written under `home`.
+
+    Spans waiting for their trace's root are also appended to
+    `<home>/otel-pending/<trace id>.jsonl`, so a receiver that is killed loses nothing: the
+    next one starts with them, and the file goes once the run is written."""
 
     def __init__(
         self,
@@ -54,15 +66,25 @@ class OtlpReceiver:
         self.runs: list[ImportedRun] = []
         self.spans_received = 0
         self._lock = threading.Lock()
+        self._spool = home / PENDING_DIR
+        for path in sorted(self._spool.glob("*.jsonl")):
+            with path.open(encoding="utf-8") as handle:
+                spans = [_span_of_line(line) for line in handle if line.endswith("\n")]
+            self.pending[path.stem] = [span for span in spans if span is not None]
 
     def take(self, spans: list[SpanRecord]) -> None:
         with self._lock:
             self.spans_received += len(spans)
             complete: list[str] = []
+            by_trace: dict[str, list[SpanRecord]] = {}
             for span in spans:
-                self.pending.setdefault(span.trace_id, []).append(span)
+                by_trace.setdefault(span.trace_id, []).append(span)
                 if span.parent_id is None:
                     complete.append(span.trace_id)
+            for trace_id, received in by_trace.items():
+                self.pending.setdefault(trace_id, []).extend(received)
+                if trace_id not in complete:
+                    self._keep(trace_id, received)
             for trace_id in dict.fromkeys(complete):
                 self._write(self.pending.pop(trace_id))
 
@@ -73,12 +95,19 @@ class OtlpReceiver:
             for spans in pending.values():
                 self._write(spans)
 
+    def _keep(self, trace_id: str, spans: list[SpanRecord]) -> None:
+        self._spool.mkdir(parents=True, exist_ok=True)
+        lines = "".join(json.dumps(dataclasses.asdict(span)) + "\n" for span in spans)
+        with (self._spool / f"{trace_id}.jsonl").open("a", encoding="utf-8") as handle:
+            handle.write(lines)
+
     def _write(self, spans: list[SpanRecord]) -> None:
         try:
             run = write_run(self.home, spans)
         except OtlpError as exc:
             self._problem(str(exc))
-            return
+            run = None
+        (self._spool / f"{spans[0].trace_id}.jsonl").unlink(missing_ok=True)
         if run is None:
             return
         self.runs.append(run)
@@ -93,7 +122,7 @@ class OtlpReceiver:
         content_type = request.content_type
         body = await request.read()
         try:
-            if content_type == "application/x-protobuf":
+            if content_type in PROTOBUF_TYPES:
                 spans = parse_protobuf(body)
             elif content_type == "application/json":
                 try:
@@ -122,6 +151,13 @@ class OtlpReceiver:
         return app
 
 
+def _span_of_line(line: str) -> SpanRecord | None:
+    try:
+        return SpanRecord(**json.loads(line))
+    except (ValueError, TypeError):  # a line cut short by a kill
+        return None
+
+
 class CollectorError(Exception):
     """The receiver cannot start; one line saying why."""
 
@@ -135,8 +171,9 @@ async def start(receiver: OtlpReceiver, host: str, port: int) -> tuple[web.AppRu
         await site.start()
     except OSError as exc:
         await runner.cleanup()
+        why = os.strerror(exc.errno) if exc.errno else str(exc)
         raise CollectorError(
-            f"cannot listen on {host}:{port} ({exc.strerror}); pick another --port"
+            f"cannot listen on {host}:{port} ({why}); pick another --port"
         ) from None
     return runner, int(runner.addresses[0][1])
 

@@ -15,8 +15,10 @@ import json
 import logging
 import socket
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
+from importlib import metadata
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -31,7 +33,15 @@ from traces.events import Event
 from traces.tree import ModelCallNode, RunChain, ToolCallNode, build_chain
 from workbench.engine import otel_attrs as a
 
-SCOPE = InstrumentationScope("agent-workbench", "0.1.0")
+
+def _version() -> str:
+    try:
+        return metadata.version("agent-workbench")
+    except metadata.PackageNotFoundError:
+        return "0"
+
+
+SCOPE = InstrumentationScope("agent-workbench", _version())
 _LOGGER = "opentelemetry.exporter.otlp.proto.http"
 
 
@@ -39,8 +49,13 @@ class OtelExportError(Exception):
     """The endpoint did not take the spans; one line saying why."""
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
 def _ns(ts: datetime) -> int:
-    return int(ts.timestamp() * 1_000_000) * 1000
+    # Integer arithmetic: a float timestamp can be a microsecond off.
+    return (ts - _EPOCH) // _MICROSECOND * 1000
 
 
 def _context(trace: int, span: int) -> SpanContext:
@@ -65,6 +80,11 @@ class _RunSpans:
         self.root = a.span_id(chain.run_id, chain.start.seq if chain.start else 0)
         start = chain.start
         self.model = start.model if start else ""
+        provider = a.provider_of(start.base_url if start else None)
+        # The workbench speaks the OpenAI API, whoever serves it.
+        self.provider: dict[str, Any] = {a.LLM_SYSTEM: "openai"}
+        if provider is not None:
+            self.provider |= {a.PROVIDER: provider[0], a.LLM_PROVIDER: provider[1]}
         self.tools = {
             str((tool.get("function") or tool).get("name")): tool.get("function") or tool
             for tool in (start.tools if start else [])
@@ -109,9 +129,10 @@ class _RunSpans:
 
     def _agent(self) -> ReadableSpan:
         chain, start, end = self.chain, self.chain.start, self.chain.end
-        events = [e for turn in chain.turns for e in turn.events]
-        first = start.ts if start else min(e.ts for e in events)
-        last = end.ts if end else max([first, *(e.ts for e in events)])
+        times = [e.ts for turn in chain.turns for e in turn.events]
+        times += [e.ts for e in (start, end) if e is not None]
+        first = start.ts if start else min(times)
+        last = end.ts if end else max(times)
         totals = end.totals if end else None
         status = Status(StatusCode.UNSET)
         if end is not None:
@@ -145,6 +166,8 @@ class _RunSpans:
             a.RUN_REASON: end.reason if end else None,
             a.TIMEOUT_LAYER: end.timeout_layer if end else None,
             a.PARENT_RUN_ID: start.parent_run_id if start else None,
+            a.RUN_ORIGIN: start.origin if start else None,
+            a.RUN_CLIENT: start.client if start else None,
             a.SYSTEM_PROMPT: start.system_prompt if start else None,
         }
         name = f"invoke_agent {a.AGENT_NAME_VALUE}"
@@ -177,6 +200,7 @@ class _RunSpans:
             a.ATTEMPT: call.attempt,
             a.SEQ: request.seq,
         }
+        attributes |= self.provider
         for key, value in request.params.items():
             if key in a.REQUEST_PARAMS and isinstance(value, int | float):
                 attributes[a.REQUEST_PARAMS[key]] = value
@@ -229,6 +253,7 @@ class _RunSpans:
             a.TOOL_MOCKED: end.mocked if end else None,
             a.TOOL_REPLAYED: end.replayed if end else None,
             a.TOOL_ERROR: end.error if end else None,
+            a.TOOL_OBSERVED: end.observed if end else None,
         }
         status = Status(StatusCode.UNSET)
         if end is not None and not end.ok:
@@ -246,19 +271,38 @@ class _RunSpans:
         )
 
 
+# The event types spans are made of: a run's chunks and MCP frames, most of its events, are
+# not read at all.
+SPAN_EVENT_TYPES = (
+    "run_start",
+    "model_request",
+    "model_response",
+    "error",
+    "tool_start",
+    "tool_end",
+    "run_end",
+)
+
+
 def run_spans(
     events: Iterable[Event], resource: Resource, redact: Redact | None = None
 ) -> list[ReadableSpan]:
-    """One run's spans, children first and the `invoke_agent` span last."""
-    return list(_RunSpans(build_chain(events), resource, redact).spans())
+    """One run's spans, children first and the `invoke_agent` span last; none for a run
+    without a run_start or a turn (nothing to show)."""
+    chain = build_chain(events)
+    if chain.start is None and not chain.turns:
+        return []
+    return list(_RunSpans(chain, resource, redact).spans())
 
 
-def resource(service_name: str | None = None) -> Resource:
-    """`service.name` (default agent-workbench; $OTEL_SERVICE_NAME and
-    $OTEL_RESOURCE_ATTRIBUTES apply as the SDK reads them)."""
-    attributes = {"service.name": service_name} if service_name else {}
-    base = Resource.create({"service.name": a.AGENT_NAME_VALUE})
-    return base.merge(Resource.create(attributes)) if attributes else base
+def resource() -> Resource:
+    """The SDK's resource ($OTEL_RESOURCE_ATTRIBUTES, $OTEL_SERVICE_NAME), with
+    `service.name=agent-workbench` unless those name the service."""
+    detected = Resource.create()
+    name = detected.attributes.get("service.name")
+    if isinstance(name, str) and not name.startswith("unknown_service"):
+        return detected
+    return detected.merge(Resource({"service.name": a.AGENT_NAME_VALUE}))
 
 
 def traces_endpoint(url: str) -> str:
@@ -314,8 +358,10 @@ class ExportProgress:
 
 
 class SpanSender:
-    """Sends spans in batches; a batch the endpoint refuses raises `OtelExportError`. The
-    exporter's own log lines are kept out of the terminal and the last one is the error."""
+    """Sends spans in batches from one background thread, so the next batch is built while
+    one is on its way (never more than one: batches go in order, and memory stays bounded).
+    A batch the endpoint refuses raises `OtelExportError` from the next `add` or `flush`.
+    The exporter's own log lines are kept out of the terminal; the first one is the error."""
 
     def __init__(self, span_exporter: SpanExporter, batch_size: int = 512) -> None:
         self.exporter = span_exporter
@@ -323,15 +369,31 @@ class SpanSender:
         self.pending: list[ReadableSpan] = []
         self.sent = 0
         self.endpoint = getattr(span_exporter, "_endpoint", "the OTLP endpoint")
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="otlp-export")
+        self._in_flight: Future[None] | None = None
 
     def add(self, spans: list[ReadableSpan]) -> None:
         self.pending.extend(spans)
         if len(self.pending) >= self.batch_size:
-            self.flush()
+            self._submit()
 
     def flush(self) -> None:
-        if not self.pending:
-            return
+        """Send what is pending and wait until every batch is in."""
+        if self.pending:
+            self._submit()
+        self._wait()
+
+    def _submit(self) -> None:
+        batch, self.pending = self.pending, []
+        self._wait()
+        self._in_flight = self._pool.submit(self._send, batch)
+
+    def _wait(self) -> None:
+        in_flight, self._in_flight = self._in_flight, None
+        if in_flight is not None:
+            in_flight.result()
+
+    def _send(self, batch: list[ReadableSpan]) -> None:
         logger = logging.getLogger(_LOGGER)
         handler = _FirstMessage()
         propagate, level = logger.propagate, logger.level
@@ -339,7 +401,7 @@ class SpanSender:
         logger.propagate = False
         logger.setLevel(logging.WARNING)
         try:
-            result = self.exporter.export(self.pending)
+            result = self.exporter.export(batch)
         finally:
             logger.removeHandler(handler)
             logger.propagate = propagate
@@ -347,10 +409,10 @@ class SpanSender:
         if result is not SpanExportResult.SUCCESS:
             why = _unreachable(self.endpoint) or handler.message or "the export failed"
             raise OtelExportError(f"{self.endpoint} did not take the spans: {why}")
-        self.sent += len(self.pending)
-        self.pending = []
+        self.sent += len(batch)
 
     def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
         self.exporter.shutdown()
 
 

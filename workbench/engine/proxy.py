@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,7 @@ class RecordingProxy:
         self.upstream = upstream.rstrip("/")
         self.book = CaptureBook(home, self.upstream)
         self.max_request_bytes = max_request_bytes
+        self._recording: set[asyncio.Task[None]] = set()  # answers still being recorded
         try:
             self._http = HttpServer(self._app, host=host, port=port, cancel_on_disconnect=True)
         except OSError as exc:
@@ -117,6 +119,8 @@ class RecordingProxy:
 
     async def _cleanup(self, app: web.Application) -> None:
         # Handlers have finished or been cancelled by now: what is still open was cut off.
+        if self._recording:
+            await asyncio.wait(set(self._recording))
         self.book.close()
         await app[_SESSION].close()
 
@@ -148,25 +152,49 @@ class RecordingProxy:
         except RequestProblem as problem:
             return problem.response()
         headers = {name.lower(): value for name, value in request.headers.items()}
-        exchange = self.book.begin(body, headers)
         session = request.app[_SESSION]
+        call = session.post(self._target(request), data=raw, headers=_forwarded(request))
+        # The request goes upstream first; it is recorded while the model thinks.
+        pending: asyncio.Future[aiohttp.ClientResponse] = asyncio.ensure_future(call)
         try:
-            async with session.post(
-                self._target(request), data=raw, headers=_forwarded(request)
-            ) as upstream:
-                if upstream.status >= 400 or not _is_event_stream(upstream):
-                    return await self._whole(upstream, exchange)
-                return await self._stream(request, upstream, exchange)
+            await asyncio.sleep(0)  # let it start sending
+            # This request may continue an answer still being recorded: that goes first.
+            # (`wait`, unlike `gather`, leaves those tasks running if this one is cancelled.)
+            if self._recording:
+                await asyncio.wait(set(self._recording))
+        except asyncio.CancelledError:
+            _drop(pending)
+            raise
+        exchange = self.book.begin(body, headers)
+        try:
+            upstream = await pending
         except aiohttp.ClientError as exc:
             if exchange is not None:
                 exchange.failed(502, f"cannot reach the upstream: {exc}", "connection")
             return _unreachable(self.upstream, exc)
         except asyncio.CancelledError:
-            # The client hung up (the run stays incomplete), or the proxy is stopping (its
-            # runs end as cancelled when the book closes).
-            if exchange is not None and not self._http.stopping:
-                exchange.abandoned()
+            _drop(pending)
+            self._hung_up(exchange)
             raise
+        try:
+            if upstream.status >= 400 or not _is_event_stream(upstream):
+                return await self._whole(upstream, exchange)
+            return await self._stream(request, upstream, exchange)
+        except aiohttp.ClientError as exc:
+            if exchange is not None:
+                exchange.failed(502, f"the upstream broke off: {exc}", "connection")
+            return _unreachable(self.upstream, exc)
+        except asyncio.CancelledError:
+            self._hung_up(exchange)
+            raise
+        finally:
+            upstream.release()
+
+    def _hung_up(self, exchange: Exchange | None) -> None:
+        # The client hung up (the run stays incomplete), or the proxy is stopping (its runs
+        # end as cancelled when the book closes).
+        if exchange is not None and not self._http.stopping:
+            exchange.abandoned()
 
     async def _whole(
         self, upstream: aiohttp.ClientResponse, exchange: Exchange | None
@@ -184,30 +212,59 @@ class RecordingProxy:
         self, request: web.Request, upstream: aiohttp.ClientResponse, exchange: Exchange | None
     ) -> web.StreamResponse:
         answer = web.StreamResponse(status=upstream.status, headers=_relayed(upstream.headers))
-        decoder = SseDecoder()
+        # Pieces are recorded once the answer is through, so recording never holds up a
+        # chunk; each keeps the time it arrived.
+        arrivals: list[tuple[float, bytes]] = []
         try:
             await answer.prepare(request)
             async for piece in upstream.content.iter_any():
                 await answer.write(piece)
-                if exchange is not None:
-                    for data in decoder.feed(piece):
-                        exchange.chunk(data)
+                arrivals.append((time.monotonic(), piece))
             await answer.write_eof()
         except ConnectionError:
             # The client went away mid-answer; the run stays incomplete.
+            _record_pieces(exchange, arrivals)
             if exchange is not None:
                 exchange.abandoned()
             return answer
         except aiohttp.ClientError as exc:
             # The upstream broke off: the client sees the same cut.
+            _record_pieces(exchange, arrivals)
             if exchange is not None:
                 exchange.failed(502, f"the upstream stream broke off: {exc}", "connection")
             if request.transport is not None:
                 request.transport.abort()
             return answer
+        except asyncio.CancelledError:
+            _record_pieces(exchange, arrivals)
+            raise
         if exchange is not None:
-            exchange.finish()
+            # Recorded in a task of its own: the handler is done, so the client's next
+            # request on this connection is read at once.
+            task = asyncio.create_task(_record_answer(exchange, arrivals))
+            self._recording.add(task)
+            task.add_done_callback(self._recording.discard)
         return answer
+
+
+async def _record_answer(exchange: Exchange, arrivals: list[tuple[float, bytes]]) -> None:
+    decoder = SseDecoder()
+    for arrived, piece in arrivals:
+        for data in decoder.feed(piece):
+            exchange.chunk(data, arrived)
+        # Other clients' requests and chunks go first: recording can wait.
+        await asyncio.sleep(0)
+    exchange.finish()
+
+
+def _record_pieces(exchange: Exchange | None, arrivals: list[tuple[float, bytes]]) -> None:
+    """Record what arrived of an answer that was cut off."""
+    if exchange is None:
+        return
+    decoder = SseDecoder()
+    for arrived, piece in arrivals:
+        for data in decoder.feed(piece):
+            exchange.chunk(data, arrived)
 
 
 class SseDecoder:
@@ -242,6 +299,17 @@ class SseDecoder:
             return
         if isinstance(value, dict):
             found.append(value)
+
+
+def _drop(pending: asyncio.Future[aiohttp.ClientResponse]) -> None:
+    """Give up on an upstream call, and release its connection should it answer anyway."""
+
+    def release(done: asyncio.Future[aiohttp.ClientResponse]) -> None:
+        if not done.cancelled() and done.exception() is None:
+            done.result().release()
+
+    pending.add_done_callback(release)
+    pending.cancel()
 
 
 def _is_event_stream(upstream: aiohttp.ClientResponse) -> bool:

@@ -9,57 +9,25 @@ so replay sees exactly what was written. Anything that makes a recording unusabl
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
+from agent_core.agent import AgentConfig
 from traces.events import (
-    Error,
     Event,
-    ModelChunk,
     ModelRequest,
-    ModelResponse,
     RunEnd,
     RunStart,
     ToolEnd,
     ToolStart,
 )
 from traces.home import traces_dir
+from traces.tree import TurnNode, build_chain
 
 
 class RecordingError(Exception):
     """The run cannot be used: unknown, newer schema, corrupt or empty. One line."""
-
-
-@dataclass
-class TurnRecord:
-    """Everything one turn recorded, split by kind for the replay model and toolset."""
-
-    turn: int
-    events: list[Event] = field(default_factory=list)
-    requests: list[ModelRequest] = field(default_factory=list)  # one per attempt
-    chunks: dict[int, list[ModelChunk]] = field(default_factory=dict)  # attempt -> chunks
-    model_errors: list[Error] = field(default_factory=list)
-    response: ModelResponse | None = None
-    tool_starts: list[ToolStart] = field(default_factory=list)
-    tool_ends: list[ToolEnd] = field(default_factory=list)
-
-    @property
-    def request(self) -> ModelRequest | None:
-        """The request of the last attempt: what the model finally answered."""
-        return self.requests[-1] if self.requests else None
-
-    def tool_end_for(self, call_id: str) -> ToolEnd | None:
-        for end in self.tool_ends:
-            if end.call_id == call_id:
-                return end
-        return None
-
-    @property
-    def complete(self) -> bool:
-        if self.response is None:
-            return False
-        ended = {end.call_id for end in self.tool_ends}
-        return all(start.call_id in ended for start in self.tool_starts)
 
 
 @dataclass
@@ -68,7 +36,7 @@ class Recording:
     events: list[Event]
     run_start: RunStart
     run_end: RunEnd | None
-    turns: dict[int, TurnRecord]
+    turns: dict[int, TurnNode]  # by number: what each turn recorded (`traces.tree`)
     path: Path | None = None
     problems: list[str] = field(default_factory=list)
 
@@ -81,13 +49,13 @@ class Recording:
         """Turns in which a request reached the model, in order."""
         return [n for n, record in self.turns.items() if record.requests]
 
-    def turn(self, number: int) -> TurnRecord | None:
+    def turn(self, number: int) -> TurnNode | None:
         return self.turns.get(number)
 
     def tool_calls(self) -> Iterator[tuple[int, ToolStart, ToolEnd | None]]:
         for number, record in self.turns.items():
-            for start in record.tool_starts:
-                yield number, start, record.tool_end_for(start.call_id)
+            for call in record.tool_calls:
+                yield number, call.start, call.end
 
     @property
     def stop_point(self) -> str | None:
@@ -102,34 +70,38 @@ class Recording:
 
 
 def index_events(events: list[Event], *, path: Path | None = None) -> Recording:
-    """Split a run's events by turn. Raises RecordingError when there is no run_start."""
+    """Index a run's events by turn (`traces.tree` groups them); `RecordingError` when there
+    is no run_start."""
     # MCP servers start (and their handshake frames are traced) before run_start.
     run_start = next((e for e in events if isinstance(e, RunStart)), None)
     if run_start is None:
         where = f" in {path}" if path else ""
         raise RecordingError(f"no run_start event{where}; this is not a complete trace header")
-    turns: dict[int, TurnRecord] = {}
-    run_end: RunEnd | None = None
-    for event in events:
-        if isinstance(event, RunEnd):
-            run_end = event
-        if event.turn is None:
-            continue
-        record = turns.setdefault(event.turn, TurnRecord(event.turn))
-        record.events.append(event)
-        if isinstance(event, ModelRequest):
-            record.requests.append(event)
-        elif isinstance(event, ModelChunk):
-            record.chunks.setdefault(event.attempt, []).append(event)
-        elif isinstance(event, ModelResponse):
-            record.response = event
-        elif isinstance(event, Error) and event.where == "model":
-            record.model_errors.append(event)
-        elif isinstance(event, ToolStart):
-            record.tool_starts.append(event)
-        elif isinstance(event, ToolEnd):
-            record.tool_ends.append(event)
+    turns = {node.turn: node for node in build_chain(events).turns}
+    run_end = next((e for e in reversed(events) if isinstance(e, RunEnd)), None)
     return Recording(run_start.run_id, events, run_start, run_end, turns, path)
+
+
+def config_from_run_start(
+    start: RunStart, request: ModelRequest | None, **changes: Any
+) -> AgentConfig:
+    """The configuration a recorded run ran with, as its `run_start` and a request of it
+    (for streaming) say, with `changes` applied. Replay re-runs it as it was; a fork changes
+    the history, the numbering and what the fork records about its parent."""
+    config = AgentConfig(
+        task=start.task,
+        system_prompt=start.system_prompt,
+        limits=start.limits,
+        params=dict(start.params),
+        stream=request.stream if request is not None else True,
+        offer_reasoning=bool(start.meta.get("offer_reasoning", False)),
+        parent_run_id=start.parent_run_id,
+        fork_turn=start.fork_turn,
+        edits=list(start.edits),
+        meta=dict(start.meta),
+        origin=start.origin,
+    )
+    return replace(config, **changes)
 
 
 def read_recording_file(path: Path | str) -> Recording:
@@ -193,7 +165,11 @@ def load_recording(ref: str | Path, home: Path) -> Recording:
         return read_recording_file(direct)
     matches = sorted(folder.glob(f"{ref}*.jsonl")) if folder.is_dir() else []
     if len(matches) > 1:
-        raise RecordingError(f"run id {ref!r} matches {len(matches)} runs; give more of it")
+        shown = ", ".join(path.stem[:12] for path in matches[:5])
+        more = f" and {len(matches) - 5} more" if len(matches) > 5 else ""
+        raise RecordingError(
+            f"run id {ref!r} matches {len(matches)} runs ({shown}{more}); give more of it"
+        )
     if len(matches) == 1:
         return read_recording_file(matches[0])
     return read_recording_file(_path_from_store(str(ref), home))

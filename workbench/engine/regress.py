@@ -273,15 +273,12 @@ async def _run_sample(
     options: RegressOptions,
     suite_run_id: str,
 ) -> tuple[SampleResult, list[dict[str, Any]]]:
-    # A sequence needs its tools' results; a single decision needs no tool to run at all.
-    run_read_only = len(case.expect_sequence) > 1
     if not listed and context is not None:
         recorded_only = ForkToolset(context.plan)  # recorded results only
         listed = [(recorded_only, recorded_only.specs())]
     recorded = context.results if context is not None else {}
     guarded: list[Toolset] = [
-        GuardedToolset(t, specs=specs, recorded=recorded, run_read_only=run_read_only)
-        for t, specs in listed
+        GuardedToolset(t, specs=specs, recorded=recorded) for t, specs in listed
     ]
     start_turn = context.turn if context is not None else 1
     limits = Limits(

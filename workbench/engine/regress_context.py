@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_core.tools.base import ToolResult
+from agent_core.tools.base import CallKey, ToolResult, call_key
 from workbench.engine.fork import ForkError, ForkPlan, ForkRequest, plan_fork
 from workbench.engine.recording_io import Recording, RecordingError, read_recording_file
 
@@ -31,7 +31,7 @@ class RecordedContext:
     recording: Recording
     plan: ForkPlan  # history and tools at the turn, as the fork engine rebuilds them
     chosen: list[ToolCall]  # what the model called at the turn
-    results: dict[str, ToolResult] = field(default_factory=dict)  # call key -> recorded result
+    results: dict[CallKey, ToolResult] = field(default_factory=dict)  # recorded results
 
     @property
     def run_id(self) -> str:
@@ -44,10 +44,6 @@ class RecordedContext:
     @property
     def tools(self) -> list[dict[str, Any]]:
         return [spec.to_openai() for spec in self.plan.specs]
-
-
-def call_key(name: str, arguments: dict[str, Any] | None) -> str:
-    return name + "\x00" + json.dumps(arguments, sort_keys=True, separators=(",", ":"))
 
 
 def parse_calls(message: dict[str, Any]) -> list[ToolCall]:
@@ -92,7 +88,7 @@ def load_context(path: Path, turn: int, *, system: str | None = None) -> Recorde
     except ForkError as exc:
         raise RecordingError(str(exc)) from None
     response = recording.turns[turn].response
-    results: dict[str, ToolResult] = {}
+    results: dict[CallKey, ToolResult] = {}
     for _, start, end in recording.tool_calls():
         if end is not None and start.arguments is not None:
             results.setdefault(

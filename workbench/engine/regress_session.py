@@ -49,6 +49,7 @@ class SuiteRequest:
     samples: int | None = None
     concurrency: int = 4
     tool_descriptions: dict[str, str] = field(default_factory=dict)
+    builtin_tools: list[str] | None = None  # overrides the suite's builtin_tools
     params: dict[str, Any] = field(default_factory=dict)
     model_timeout_s: float = 60.0
     baseline: str | None = None  # compare pass rates with this stored baseline
@@ -117,14 +118,14 @@ async def run_suite_request(
         redactor=_redactor(request),
     )
     reference = suite.tools_path()
-    if reference is None and not any(case.from_run for case in suite.cases):
+    builtins = request.builtin_tools
+    if builtins is None and suite.builtin_tools is not None:
+        builtins = list(suite.builtin_tools)
+    if reference is None and not builtins and not any(case.from_run for case in suite.cases):
         raise SuiteError(f'{suite.path}: [suite] names no tools; add tools = "builtin"')
     try:
-        if reference is None:
-            result = await run_suite(suite, model, [], options, progress=progress)
-        else:
-            async with open_tools(reference, root=request.root) as toolsets:
-                result = await run_suite(suite, model, toolsets, options, progress=progress)
+        async with open_tools(reference, root=request.root, builtins=builtins) as toolsets:
+            result = await run_suite(suite, model, toolsets, options, progress=progress)
     except (ToolSourceError, RecordingError) as exc:
         raise SuiteError(str(exc)) from None
     if result.all_errored:

@@ -32,14 +32,36 @@ def is_mcp_config(path: Path) -> bool:
 
 @asynccontextmanager
 async def open_tools(
-    reference: str, *, root: Path, recorder: Recorder | None = None
+    reference: str | None,
+    *,
+    root: Path,
+    recorder: Recorder | None = None,
+    builtins: list[str] | None = None,
 ) -> AsyncIterator[list[Toolset]]:
-    """The toolsets named by `reference`, open for the duration of the block."""
-    if reference == "builtin":
-        from agent_core.tools.builtin import builtin_tools
+    """The toolsets named by `reference`, open for the duration of the block.
 
-        yield [builtin_tools(root)]
+    `builtins` names the built-in tools to offer: with "builtin" only these, with anything
+    else these next to it; None keeps "builtin" at all four and adds none elsewhere."""
+    from agent_core.tools.builtin import builtin_tools, chosen_builtins
+
+    try:
+        chosen: list[Toolset] = [] if builtins is None else [chosen_builtins(root, builtins)]
+    except ValueError as exc:
+        raise ToolSourceError(f"builtin_tools: {exc}") from None
+    if reference == "builtin":
+        yield chosen if builtins is not None else [builtin_tools(root)]
         return
+    if reference is None:
+        yield chosen
+        return
+    async with _open_reference(reference, root=root, recorder=recorder) as toolsets:
+        yield [*chosen, *toolsets]
+
+
+@asynccontextmanager
+async def _open_reference(
+    reference: str, *, root: Path, recorder: Recorder | None
+) -> AsyncIterator[list[Toolset]]:
     path = Path(reference)
     if path.suffix == ".json":
         if not path.is_file():  # noqa: ASYNC240 - one stat before any server starts

@@ -4,6 +4,8 @@
     name = "file-tools"
     samples = 3
     tools = "builtin"            # or "package.module:registry", or an MCP config path
+    builtin_tools = ["read_file"]  # optional: only these built-ins ([] for none); with an
+                                   # MCP config or a module, these built-ins are added to it
 
     [[case]]
     id = "read-notes"
@@ -25,7 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SUITE_KEYS = {"name", "samples", "tools", "system_prompt", "max_tools", "min_pass_rate"}
+SUITE_KEYS = {
+    "name",
+    "samples",
+    "tools",
+    "builtin_tools",
+    "system_prompt",
+    "max_tools",
+    "min_pass_rate",
+}
 CASE_KEYS = {
     "id",
     "task",
@@ -86,6 +96,7 @@ class Suite:
     tools: str | None = None
     system_prompt: str | None = None
     max_tools: int | None = None
+    builtin_tools: tuple[str, ...] | None = None  # None: as `tools` says
 
     def samples_for(self, case: Case, override: int | None = None) -> int:
         if override is not None:
@@ -148,6 +159,7 @@ def parse_suite(text: str, path: Path) -> Suite:
         tools=_opt_str(head, "tools", f"{where} [suite]"),
         system_prompt=_opt_str(head, "system_prompt", f"{where} [suite]"),
         max_tools=_opt_int(head, "max_tools", f"{where} [suite]", minimum=1),
+        builtin_tools=_opt_names(head, "builtin_tools", f"{where} [suite]"),
     )
 
 
@@ -215,6 +227,15 @@ def _opt_str(table: dict[str, Any], key: str, where: str) -> str | None:
     if not isinstance(value, str) or not value.strip():
         raise SuiteError(f"{where}: {key} must be a non-empty string")
     return value
+
+
+def _opt_names(table: dict[str, Any], key: str, where: str) -> tuple[str, ...] | None:
+    value = table.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise SuiteError(f'{where}: {key} must be a list of names, e.g. ["read_file"]')
+    return tuple(value)
 
 
 def _opt_int(table: dict[str, Any], key: str, where: str, *, minimum: int) -> int | None:

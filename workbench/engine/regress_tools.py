@@ -1,19 +1,21 @@
 """Toolsets for regression samples: offer the real schemas, run almost nothing.
 
 A case checks what the model decides, so a sample must never change the world. The guard
-answers a call from the recording when one matches, runs it only when the tool is
-read-only and the case needs the result (a sequence), and otherwise refuses it with a
-short, model-readable result.
+answers a call from the recording when one matches, runs it when the tool is read-only
+(`read_file` and the other built-in file tools), and otherwise refuses it with a short,
+model-readable result naming the tool.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from agent_core.tools.base import ToolResult, Toolset, ToolSpec
-from workbench.engine.regress_context import call_key
+from agent_core.tools.base import CallKey, ToolResult, Toolset, ToolSpec, call_key
 
-REFUSED = "not executed: a regression sample runs only read-only or recorded tools"
+REFUSED = (
+    "not executed: {name} may change things, and a regression sample runs only read-only "
+    "tools and calls it has a recorded result for"
+)
 
 
 class GuardedToolset:
@@ -22,8 +24,7 @@ class GuardedToolset:
         inner: Toolset,
         *,
         specs: list[ToolSpec] | None = None,
-        recorded: dict[str, ToolResult] | None = None,
-        run_read_only: bool = False,
+        recorded: dict[CallKey, ToolResult] | None = None,
     ) -> None:
         self.inner = inner
         # A suite lists its tools' specs once: building them (JSON Schema generation) costs
@@ -31,7 +32,6 @@ class GuardedToolset:
         self._spec_list = specs if specs is not None else inner.specs()
         self._specs = {spec.name: spec for spec in self._spec_list}
         self.recorded = recorded or {}
-        self.run_read_only = run_read_only
 
     def specs(self) -> list[ToolSpec]:
         return list(self._spec_list)
@@ -41,6 +41,6 @@ class GuardedToolset:
         if recorded is not None:
             return recorded
         spec = self._specs.get(name)
-        if self.run_read_only and spec is not None and spec.read_only:
+        if spec is not None and spec.read_only:
             return await self.inner.call(name, arguments, call_id)
-        return ToolResult(ok=False, text=REFUSED, error="refused")
+        return ToolResult(ok=False, text=REFUSED.format(name=name), error="refused")

@@ -23,7 +23,7 @@ from agent_core.agent import Agent, AgentConfig, TextDelta
 from traces.events import Error, Event, EventBase, ModelRequest, RunEnd
 from traces.writer import Sink
 from workbench.engine.compare import FieldDiff, diff_events, holds_redactions, is_transport_only
-from workbench.engine.recording_io import Recording
+from workbench.engine.recording_io import Recording, config_from_run_start
 from workbench.engine.replay_model import ReplayModel, ReplayToolset
 
 Pace = Literal["fast", "original"]
@@ -96,24 +96,12 @@ def replay_config(recording: Recording) -> AgentConfig:
     start = recording.run_start
     first_turn = min(recording.model_turns, default=1)
     first = recording.turns[first_turn].request if recording.turns else None
-    config = AgentConfig(
-        task=start.task,
-        system_prompt=start.system_prompt,
-        limits=start.limits,
-        params=dict(start.params),
-        stream=first.stream if first is not None else True,
-        offer_reasoning=bool(start.meta.get("offer_reasoning", False)),
-        parent_run_id=start.parent_run_id,
-        fork_turn=start.fork_turn,
-        edits=list(start.edits),
-        meta=dict(start.meta),
-        origin=start.origin,
-    )
     if start.fork_turn is not None and first is not None:
         # A fork began from a rebuilt history; its first request is that history.
-        config.initial_messages = _history_before(first)
-        config.start_turn = first_turn
-    return config
+        return config_from_run_start(
+            start, first, initial_messages=_history_before(first), start_turn=first_turn
+        )
+    return config_from_run_start(start, first)
 
 
 def _history_before(request: ModelRequest) -> list[dict[str, Any]]:
@@ -134,6 +122,7 @@ async def replay_stream(
     model = ReplayModel(recording)
     toolset = ReplayToolset(recording, model)
     agent = Agent(model, [toolset], replay_config(recording), sinks=sinks)
+    toolset.recorder = agent.recorder  # its turn says which recorded tool changes apply
     origin = recording.events[0].ts
     position = 0
     divergence: Divergence | None = None

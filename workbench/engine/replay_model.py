@@ -26,10 +26,12 @@ from agent_core.model.base import (
     RawChunk,
     StreamItem,
 )
-from agent_core.tools.base import ToolResult, ToolSpec
-from traces.events import ModelRequest, ToolEnd
+from agent_core.tools.base import CallKey, ToolResult, ToolSpec, call_key
+from traces.events import ModelRequest, ToolEnd, ToolsChanged
+from traces.recorder import Recorder
+from traces.tree import TurnNode
 from workbench.engine.compare import FieldDiff, diff_values
-from workbench.engine.recording_io import Recording, TurnRecord
+from workbench.engine.recording_io import Recording
 
 
 def request_view(
@@ -58,7 +60,7 @@ class ReplayModel:
     def __init__(self, recording: Recording) -> None:
         self.name = recording.run_start.model
         self.base_url = recording.run_start.base_url
-        self._turns: list[TurnRecord] = [recording.turns[n] for n in recording.model_turns]
+        self._turns: list[TurnNode] = [recording.turns[n] for n in recording.model_turns]
         self._cursor = 0
         self.current_turn: int | None = None
         self.mismatch: RequestMismatch | None = None
@@ -124,7 +126,7 @@ class ReplayModel:
                 raise ModelError(error.kind, error.message, status_code=error.status_code)
 
 
-def _loop_timeout(record: TurnRecord) -> bool:
+def _loop_timeout(record: TurnNode) -> bool:
     """The loop (not the client) gave up on the model: its error carries no attempt."""
     return any(e.kind == "timeout" and e.attempt is None for e in record.model_errors)
 
@@ -141,7 +143,7 @@ def as_chunk(data: dict[str, Any]) -> dict[str, Any]:
     return chunk_from_completion(data) if is_completion(data) else data
 
 
-def _attempt_numbers(record: TurnRecord) -> list[int]:
+def _attempt_numbers(record: TurnNode) -> list[int]:
     numbers = {request.attempt for request in record.requests}
     numbers.update(record.chunks)
     numbers.update(e.attempt for e in record.model_errors if e.attempt is not None)
@@ -184,8 +186,17 @@ def recorded_specs(recording: Recording, read_only: set[str] | None = None) -> l
     """The tools the run offered, exactly as recorded in run_start."""
     start = recording.run_start
     flags = read_only if read_only is not None else recorded_read_only(recording)
+    return specs_of(start.tools, start.tool_sources, start.renamed_tools, flags)
+
+
+def specs_of(
+    schemas: list[dict[str, Any]],
+    sources: dict[str, str],
+    renamed: dict[str, str],
+    read_only: set[str],
+) -> list[ToolSpec]:
     specs = []
-    for schema in start.tools:
+    for schema in schemas:
         function = schema.get("function", {})
         name = function.get("name", "")
         specs.append(
@@ -193,11 +204,20 @@ def recorded_specs(recording: Recording, read_only: set[str] | None = None) -> l
                 name=name,
                 description=function.get("description", ""),
                 parameters=function.get("parameters") or {"type": "object", "properties": {}},
-                read_only=name in flags,
-                source=start.tool_sources.get(name, "builtin"),
+                read_only=name in read_only,
+                source=sources.get(name, "builtin"),
+                source_name=renamed.get(name),
             )
         )
     return specs
+
+
+def left_out(names: list[str]) -> list[ToolSpec]:
+    """Stand-ins for tools a run registered but did not offer (over max_tools): only their
+    names were recorded. They can never outscore the tools that were offered, so choosing
+    again leaves out exactly these and `tools_dropped` comes out the same."""
+    empty = {"type": "object", "properties": {}}
+    return [ToolSpec(name=name, description="", parameters=empty, source="") for name in names]
 
 
 def recorded_read_only(recording: Recording) -> set[str]:
@@ -220,24 +240,54 @@ def builtin_read_only() -> set[str]:
 
 
 class ReplayToolset:
-    """Serves each call the result the recording has for it; nothing is executed."""
+    """Serves each call the result the recording has for it; nothing is executed.
+
+    Its tools are the ones the run registered: those offered, stand-ins for those left out,
+    and from the turn of each recorded `tools_changed` the set recorded there (the replay
+    sets `recorder`, whose turn says which changes have happened)."""
 
     def __init__(self, recording: Recording, model: ReplayModel | None = None) -> None:
         self._model = model
-        self._specs = recorded_specs(recording)
+        self._recording = recording
+        self._read_only = recorded_read_only(recording)
+        self._specs = recorded_specs(recording, self._read_only)
+        self._changes = [e for e in recording.events if isinstance(e, ToolsChanged)]
+        self.recorder: Recorder | None = None
         self._served: set[tuple[int, str]] = set()
         # Indexed once: a long run asks for hundreds of results.
         self._by_id: dict[tuple[str, str], list[tuple[int, ToolEnd]]] = {}
-        self._by_arguments: dict[str, list[tuple[int, ToolEnd]]] = {}
+        self._by_arguments: dict[CallKey, list[tuple[int, ToolEnd]]] = {}
         for number, start, end in recording.tool_calls():
             if end is None:
                 continue
             self._by_id.setdefault((start.call_id, start.name), []).append((number, end))
-            key = _arguments_key(start.name, start.arguments)
+            key = call_key(start.name, start.arguments, start.arguments_raw)
             self._by_arguments.setdefault(key, []).append((number, end))
 
+    def _applied(self) -> list[ToolsChanged]:
+        turn = self.recorder.turn if self.recorder is not None else None
+        if turn is None:
+            return []
+        return [change for change in self._changes if (change.turn or 0) <= turn]
+
+    @property
+    def tools_versions(self) -> dict[str, int]:
+        versions: dict[str, int] = {}
+        for change in self._applied():
+            versions[change.source] = versions.get(change.source, 0) + 1
+        return versions
+
     def specs(self) -> list[ToolSpec]:
-        return list(self._specs)
+        start = self._recording.run_start
+        applied = self._applied()
+        if not applied:
+            return [*self._specs, *left_out(start.tools_dropped)]
+        sources = dict(start.tool_sources)
+        for change in applied:
+            sources.update({name: change.source for name in change.added})
+        last = applied[-1]
+        specs = specs_of(last.tools, sources, start.renamed_tools, self._read_only)
+        return [*specs, *left_out(last.dropped)]
 
     async def call(self, name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
         turn = self._model.current_turn if self._model is not None else None
@@ -264,11 +314,7 @@ class ReplayToolset:
                 return number, end
         if same_id:
             return same_id[0]
-        for number, end in self._by_arguments.get(_arguments_key(name, arguments), []):
+        for number, end in self._by_arguments.get(call_key(name, arguments), []):
             if (number, end.call_id) not in self._served:
                 return number, end
         return None
-
-
-def _arguments_key(name: str, arguments: dict[str, Any] | None) -> str:
-    return name + "\x00" + json.dumps(arguments, sort_keys=True, ensure_ascii=False)

@@ -35,6 +35,22 @@ def one_line(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
+def _whole_words(snippet: str, text: str) -> str:
+    """The snippet without the word halves its cut ends left, keeping the match itself."""
+    lowered, wanted = snippet.lower(), text.lower()
+    found = lowered.find(wanted)
+    if snippet.startswith("…"):
+        space = snippet.find(" ", 1, max(found, 1))
+        if space != -1:
+            snippet = "…" + snippet[space:]
+    if snippet.endswith("…"):
+        found = snippet.lower().find(wanted)
+        space = snippet.rfind(" ", found + len(wanted) if found != -1 else 0, len(snippet) - 1)
+        if space != -1:
+            snippet = snippet[:space] + " …"
+    return snippet
+
+
 def search(
     store: TraceStore, text: str, *, run_id: str | None = None, limit: int = 100
 ) -> list[SearchHit]:
@@ -43,6 +59,6 @@ def search(
         return []
     rows = store.search(text, run_id=run_id, limit=limit)
     return [
-        SearchHit(run, turn, seq, where, one_line(snippet))
+        SearchHit(run, turn, seq, where, _whole_words(one_line(snippet), text))
         for run, turn, seq, where, snippet in rows
     ]

@@ -21,11 +21,12 @@ from typing import Any
 
 from agent_core.model.assembler import chunk_from_completion
 from agent_core.model.script import ScriptError
+from traces.tree import TurnNode
 from workbench.engine.compare import FieldDiff, diff_values
 from workbench.engine.http_server import DEFAULT_MAX_REQUEST_BYTES
 from workbench.engine.matching import MatchMode, body_parts, request_view
 from workbench.engine.model_server import ModelServer, Reply, Responder, ScriptResponder
-from workbench.engine.recording_io import Recording, TurnRecord
+from workbench.engine.recording_io import Recording
 from workbench.engine.replay_model import is_completion
 
 # How many differing fields are counted when looking for the closest turn to a mismatch.
@@ -41,7 +42,7 @@ class _Turn:
     recording: Recording
     run: int  # position of the recording among those served
     position: int  # position among the run's model turns
-    record: TurnRecord
+    record: TurnNode
     expected: Any
     served: int = 0
 
@@ -131,7 +132,7 @@ def _key(view: Any) -> str:
     return json.dumps(view, sort_keys=True, ensure_ascii=False)
 
 
-def _completion(recording: Recording, record: TurnRecord) -> dict[str, Any]:
+def _completion(recording: Recording, record: TurnNode) -> dict[str, Any]:
     response = record.response
     assert response is not None
     first = record.chunks.get(response.attempt, [None])[0]

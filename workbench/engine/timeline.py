@@ -189,7 +189,9 @@ def _bar(span_start: float, span_end: float, total: float, width: int) -> str:
 
 
 def format_ms(value: float) -> str:
-    return f"{value / 1000:.2f} s" if value >= 1000 else f"{value:.0f} ms"
+    if value >= 1000:
+        return f"{value / 1000:.2f} s"
+    return f"{value:.1f} ms" if value < 10 else f"{value:.0f} ms"
 
 
 def render_timeline(

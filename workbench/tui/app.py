@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
@@ -19,6 +19,9 @@ from textual.screen import Screen
 from workbench.tui.backend import Backend, Endpoint, NotAvailable
 from workbench.tui.help import HelpScreen
 from workbench.tui.runs_screen import RunsScreen
+
+if TYPE_CHECKING:
+    from workbench.tui.fork_screen import ForkDraft
 
 
 def error_line(exc: BaseException) -> str:
@@ -37,6 +40,8 @@ class WorkbenchApp(App[None]):
         Binding("q", "quit", "Quit"),
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
     ]
+    # Seconds in which a second ctrl+c (or q) quits after the warning about unsaved work.
+    QUIT_CONFIRM_S = 4.0
 
     def __init__(
         self,
@@ -45,13 +50,19 @@ class WorkbenchApp(App[None]):
         backend: Backend | None = None,
         endpoint: Endpoint | None = None,
         ingest: bool = True,
+        watch: bool = True,
     ) -> None:
         super().__init__()
         self.home = home
         self.backend = backend or Backend(home)
         # The model forks talk to by default: `workbench tui` flags, else the environment.
-        self.endpoint = endpoint or Endpoint.from_settings(None)
+        self.endpoint = endpoint or Endpoint.from_env()
         self.ingest_on_start = ingest
+        self.watch_traces = watch  # follow the traces folder: new runs appear on their own
+        # Remembered between fork dialogs: each run's draft changes and the last model used.
+        self.fork_drafts: dict[str, ForkDraft] = {}
+        self.fork_endpoint: Endpoint | None = None
+        self._quit_armed = False
 
     def on_mount(self) -> None:
         self.push_screen(RunsScreen())
@@ -66,6 +77,24 @@ class WorkbenchApp(App[None]):
         self.notify(error_line(exc), severity=severity, timeout=8)
 
     # ------------------------------------------------------------------ actions
+
+    async def action_quit(self) -> None:
+        """Quit; when the screen holds work that would be lost, only on a second press."""
+        unsaved = getattr(self.screen, "unsaved_work", None)
+        reason = unsaved() if unsaved is not None else None
+        if reason and not self._quit_armed:
+            self._quit_armed = True
+            self.set_timer(self.QUIT_CONFIRM_S, self._disarm_quit)
+            self.notify(
+                f"{reason}: press ctrl+c again to quit anyway, or escape to leave the form "
+                "(it is remembered)",
+                severity="warning",
+            )
+            return
+        self.exit()
+
+    def _disarm_quit(self) -> None:
+        self._quit_armed = False
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
@@ -90,6 +119,21 @@ class WorkbenchApp(App[None]):
         from workbench.tui.diff_screens import ChainCompareScreen
 
         self.push_screen(ChainCompareScreen(run_a, run_b))
+
+    def open_regressions(self) -> None:
+        from workbench.tui.regress_screen import RegressScreen
+
+        self.push_screen(RegressScreen())
+
+    def open_timeline(self, run_id: str) -> None:
+        from workbench.tui.timeline_screen import TimelineScreen
+
+        self.push_screen(TimelineScreen(run_id))
+
+    def copy(self, text: str, what: str) -> None:
+        """Put `text` on the clipboard (the terminal's, through OSC 52) and say so."""
+        self.copy_to_clipboard(text)
+        self.notify(f"Copied {what} to the clipboard.", timeout=3)
 
     def open_fork(self, run_id: str, turn: int, *, mock_call: str | None = None) -> None:
         from workbench.tui.fork_screen import ForkScreen

@@ -13,19 +13,24 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent_core.agent import RunResult, TextDelta
 from traces.events import Event
+from traces.home import traces_dir
 from traces.schema_diff import diff_tool_schemas
-from traces.store import TraceStore
+from traces.store import IngestReport, RunRow, TraceStore
 from workbench.engine import fork as fork_engine
-from workbench.engine.diff import diff_chains
-from workbench.engine.recording_io import load_recording
-from workbench.engine.replay import replay_run
+from workbench.engine import run_service
+from workbench.engine.fork import ForkRequest
+from workbench.engine.recording_io import Recording, load_recording
+from workbench.engine.replay import ReplayOutcome, replay_run
+from workbench.engine.run_service import ModelSettings
 from workbench.tui.render import event_is_failure
+from workbench.tui.schema_view import SchemaPair
 
 # Seconds without a store call after which the database is let go for other processes.
 IDLE_RELEASE_S = 1.0
@@ -35,19 +40,41 @@ class NotAvailable(Exception):
     """Something the user must set up first (a model endpoint, say); shown as a warning."""
 
 
+# The kind filter's choices: run_start.origin values, and the usual pair together.
+KIND_FILTERS: dict[str, tuple[str, ...]] = {
+    "runs and forks": ("agent", "fork"),
+    "agent runs": ("agent",),
+    "forks": ("fork",),
+    "regression samples": ("regression_sample",),
+    "mcp sessions": ("mcp_session",),
+    "captured": ("captured",),
+    "imported": ("imported",),
+}
+
+
 @dataclass(frozen=True)
 class RunFilter:
     text: str = ""
     status: str | None = None
     failed_only: bool = False
+    kind: str | None = None  # a key of KIND_FILTERS
+    run_ids: tuple[str, ...] | None = None  # only these runs (what a content search found)
+    sort: str | None = None  # a column of traces.store.sql.RUN_SORT_COLUMNS
+    descending: bool = True
 
     def kwargs(self) -> dict[str, Any]:
-        return {"text": self.text or None, "status": self.status, "failed_only": self.failed_only}
+        return {
+            "text": self.text or None,
+            "status": self.status,
+            "failed_only": self.failed_only,
+            "origins": KIND_FILTERS[self.kind] if self.kind else None,
+            "run_ids": self.run_ids,
+        }
 
 
 @dataclass(frozen=True)
 class Outline:
-    row: Any  # the store's RunRow
+    row: RunRow
     start: Event | None
     end: Event | None
     turns: int
@@ -92,7 +119,7 @@ class Backend:
                 self._store = None
             self.released.set()
 
-    def ingest(self) -> Any:
+    def ingest(self) -> IngestReport:
         """Load new traces from the home folder (every read starts with this)."""
         with self._session() as store:
             return store.ingest_home(self.home)
@@ -103,11 +130,41 @@ class Backend:
         with self._session() as store:
             return int(store.count_runs(**where.kwargs()))
 
-    def runs(self, where: RunFilter, offset: int, limit: int) -> list[Any]:
+    def runs(self, where: RunFilter, offset: int, limit: int) -> list[RunRow]:
         with self._session() as store:
-            return list(store.runs(**where.kwargs(), limit=limit, offset=offset))
+            return list(
+                store.runs(
+                    **where.kwargs(),
+                    limit=limit,
+                    offset=offset,
+                    sort=where.sort,
+                    descending=where.descending,
+                )
+            )
 
-    def run(self, run_id: str) -> Any:
+    def search(self, text: str, run_id: str | None = None, limit: int = 500) -> list[Any]:
+        """`workbench.engine.search.SearchHit`s: where `text` occurs in runs' contents."""
+        from workbench.engine.search import search
+
+        with self._session() as store:
+            return search(store, text, run_id=run_id, limit=limit)
+
+    def watch_traces(self, stop: threading.Event, on_change: Callable[[], object]) -> None:
+        """Call `on_change` whenever trace files appear or grow, until `stop` is set.
+
+        Runs in a thread worker; the operating system's file events wake it, nothing polls.
+        """
+        import watchfiles
+
+        folder = traces_dir(self.home)
+        folder.mkdir(parents=True, exist_ok=True)
+        for changes in watchfiles.watch(
+            folder, stop_event=stop, debounce=200, yield_on_timeout=False
+        ):
+            if any(path.endswith(".jsonl") for _, path in changes):
+                on_change()
+
+    def run(self, run_id: str) -> RunRow:
         with self._session() as store:
             return store.run(run_id)
 
@@ -118,7 +175,11 @@ class Backend:
             return int(store.count_events(run_id))
 
     def events(
-        self, run_id: str, offset: int = 0, limit: int = 200, types: list[str] | None = None
+        self,
+        run_id: str,
+        offset: int = 0,
+        limit: int | None = 200,
+        types: list[str] | None = None,
     ) -> list[Event]:
         with self._session() as store:
             return list(store.events(run_id, offset=offset, limit=limit, types=types))
@@ -160,29 +221,85 @@ class Backend:
                 return None
             offset += page
 
-    def tool_schemas(self, run_id: str) -> Any:
+    def timeline(self, run_id: str) -> Any:
+        """A `TimelineView`: the engine's timeline of the run and the home's prices."""
+        from workbench.engine.cost import Prices, PricesError
+        from workbench.engine.timeline import build_timeline
+        from workbench.tui.timeline_screen import TimelineView
+
+        types = ["run_start", "model_request", "model_response", "error", "tool_start"]
+        events = self.events(run_id, 0, None, [*types, "tool_end", "run_end"])
+        try:
+            return TimelineView(build_timeline(events), Prices.load(self.home))
+        except PricesError as exc:
+            return TimelineView(build_timeline(events), Prices(), str(exc))
+
+    # ------------------------------------------------------------------ regressions
+
+    def regressions(self, limit: int = 50) -> list[Any]:
+        """Stored suite runs, newest first, each with its cases (`traces.store.regress`)."""
+        from traces.store.regress import RegressTables
+        from workbench.tui.regress_screen import SuiteRun
+
+        # In one process DuckDB shares the open file, so this is the store the backend holds.
+        with self._session(), closing(RegressTables.for_home(self.home)) as tables:
+            return [
+                SuiteRun(run, tables.cases(run["suite_run_id"])) for run in tables.runs(limit=limit)
+            ]
+
+    def regression_schema_diff(
+        self, suite: str, baseline: str | None, suite_run_id: str
+    ) -> SchemaPair:
+        """The baseline's tool schemas against the suite run's."""
+        from traces.store.regress import RegressTables
+
+        with self._session(), closing(RegressTables.for_home(self.home)) as tables:
+            base = tables.load_baseline(suite, baseline)
+            if base is None:
+                raise NotAvailable(
+                    f"suite {suite} has no baseline to compare with; save one with "
+                    "`workbench test --save-baseline`"
+                )
+            before = list(base["tool_schemas"])
+            after = tables.run_tool_schemas(suite_run_id)
+        label = f"baseline {base['name']}"
+        diff = diff_tool_schemas(before, after)
+        return SchemaPair(label, f"suite run {suite_run_id[:8]}", before, after, diff)
+
+    def tool_schemas(self, run_id: str) -> list[dict[str, Any]]:
         with self._session() as store:
             return store.tool_schemas(run_id)
 
     # ------------------------------------------------------------------ engine
 
-    def recording(self, run_id: str) -> Any:
+    def recording(self, run_id: str) -> Recording:
         # The engine opens the store itself; in one process DuckDB shares the open file.
         return load_recording(run_id, self.home)
 
-    def schema_diff(self, run_a: str, run_b: str) -> Any:
+    def schema_diff(self, run_a: str, run_b: str) -> SchemaPair:
         """Both runs' tool schemas from the store and `traces.schema_diff` of them."""
-        from workbench.tui.schema_view import SchemaPair
-
         tools_a, tools_b = self.tool_schemas(run_a), self.tool_schemas(run_b)
         return SchemaPair(run_a, run_b, tools_a, tools_b, diff_tool_schemas(tools_a, tools_b))
 
-    def chain_diff(self, run_a: str, run_b: str) -> Any:
-        """`workbench.engine.diff.ChainDiff`: the decision chains aligned by turn."""
-        return diff_chains(self.recording(run_a), self.recording(run_b))
+    def export(self, run_id: str, fmt: str) -> Path:
+        """Write the run as one document (`workbench.engine.export`) to <home>/exports/."""
+        from workbench.engine.export import export_run
 
-    def verify_replay(self, run_id: str) -> Any:
-        """`workbench.engine.replay.ReplayOutcome` of an offline replay, run to completion.
+        text = export_run(self.events(run_id, 0, None), "md" if fmt == "md" else "json")
+        folder = self.home / "exports"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{run_id}.{fmt}"
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def comparison(self, run_a: str, run_b: str) -> Any:
+        """`workbench.engine.chain_compare.Comparison`: chains, differing texts, fork edits."""
+        from workbench.engine.chain_compare import compare_runs
+
+        return compare_runs(self.recording(run_a), self.recording(run_b))
+
+    def verify_replay(self, run_id: str) -> ReplayOutcome:
+        """The outcome of an offline replay, run to completion.
 
         Called from a thread worker, so the replay gets its own event loop there.
         """
@@ -222,53 +339,82 @@ class Backend:
             user=users[-1] if users and isinstance(users[-1], str) else None,
             tools=tools,
             calls=calls,
+            fork_script=_offline_fork_script(recording.run_start.meta),
         )
 
     def run_fork(
-        self, run_id: str, request: Any, endpoint: Endpoint, on_item: Callable[[Any], object]
-    ) -> Any:
+        self,
+        run_id: str,
+        request: ForkRequest,
+        endpoint: Endpoint,
+        on_item: Callable[[Event | TextDelta], object],
+        cancel: CancelFork | None = None,
+    ) -> RunResult | None:
         """Run a fork to its end in this (worker) thread, recording it in the home folder.
 
-        `request` is a `workbench.engine.fork.ForkRequest`; every streamed item (trace events
-        and text deltas) goes to `on_item` as it happens. Returns the agent's `RunResult`.
+        Every streamed item (trace events and text deltas) goes to `on_item` as it happens.
+        `cancel()`, from any thread, stops the run: it ends `cancelled` and its trace says
+        so. Returns the agent's `RunResult`.
         """
         from agent_core.tools.builtin import builtin_tools
-        from traces.home import home_redactor, traces_dir
-        from traces.writer import JsonlWriter
-        from workbench.cli.common import CliError
-        from workbench.cli.model_flags import build_model
 
         plan = fork_engine.plan_fork(self.recording(run_id), request)
         try:
-            model = build_model(endpoint.namespace(), plan.parent.run_start.limits)
-        except CliError as exc:
+            model = run_service.build_model(endpoint, plan.parent.run_start.limits)
+            # New read-only calls in the fork run live on the parent's tool folder, as
+            # recorded (else the current folder, as `workbench fork` does by default).
+            recorded_root = Path(str(plan.parent.run_start.meta.get("root") or "."))
+            root = recorded_root if recorded_root.is_dir() else Path(".")
+            fork = run_service.prepare_fork(
+                plan,
+                model,
+                self.home,
+                live_toolsets=[builtin_tools(root)],
+                secrets=[endpoint.api_key],
+            )
+        except run_service.SetupError as exc:
             raise NotAvailable(str(exc)) from None
-        config = plan.config()
-        writer = JsonlWriter(
-            traces_dir(self.home), config.run_id, home_redactor(self.home, [endpoint.api_key])
-        )
-        # New read-only calls in the fork run live on the parent's tool folder, as recorded
-        # (else the current folder, as `workbench fork` does by default).
-        recorded_root = Path(str(plan.parent.run_start.meta.get("root") or "."))
-        root = recorded_root if recorded_root.is_dir() else Path(".")
-        agent = fork_engine.fork_agent(
-            plan,
-            model,
-            live_toolsets=[builtin_tools(root)],
-            sinks=[writer],
-            run_id=config.run_id,
-        )
 
-        async def drive() -> None:
-            async for item in agent.run_stream():
-                on_item(item)
+        async def drive() -> RunResult | None:
+            if cancel is not None:
+                cancel.bind(asyncio.get_running_loop(), asyncio.current_task())
+            return await run_service.drive(fork.agent, on_item)
 
         try:
-            asyncio.run(drive())
+            result = asyncio.run(drive())
+        except asyncio.CancelledError:
+            result = fork.agent.result  # cancelled: the run ended and says so
+            if result is None:
+                raise
         finally:
-            writer.close()
+            fork.writer.close()
         self.ingest()
-        return agent.result
+        return result
+
+
+class CancelFork:
+    """Stops a fork running in a worker thread, from the UI thread: its task is cancelled, so
+    the agent records `run_end` with status `cancelled`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._target: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = None
+        self.requested = False
+
+    def bind(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any] | None) -> None:
+        with self._lock:
+            if task is None:
+                return
+            self._target = (loop, task)
+            if self.requested:
+                loop.call_soon_threadsafe(task.cancel)
+
+    def __call__(self) -> None:
+        with self._lock:
+            self.requested = True
+            if self._target is not None:
+                loop, task = self._target
+                loop.call_soon_threadsafe(task.cancel)
 
 
 @dataclass(frozen=True)
@@ -289,34 +435,16 @@ class ForkContext:
     user: str | None
     tools: dict[str, str]
     calls: list[RecordedCall]
+    fork_script: Path | None = None  # a model script the run ships for its forks (the demo)
 
 
-@dataclass(frozen=True)
-class Endpoint:
-    """The model a fork talks to, as `workbench.cli.model_flags` reads it from flags/env."""
+def _offline_fork_script(meta: dict[str, Any]) -> Path | None:
+    """The model script a recorded run names for its forks (`workbench demo` writes one so
+    forks of its runs complete offline), when it is still there."""
+    named = meta.get("fork_script")
+    path = Path(str(named)) if named else None
+    return path if path is not None and path.is_file() else None
 
-    base_url: str | None = None
-    model: str | None = None
-    api_key: str | None = None
-    script: str | None = None
 
-    def namespace(self) -> Any:
-        import argparse
-        from pathlib import Path
-
-        return argparse.Namespace(
-            base_url=self.base_url or None,
-            model=self.model or None,
-            api_key=self.api_key or None,
-            script=Path(self.script) if self.script else None,
-            no_stream=False,
-        )
-
-    @classmethod
-    def from_settings(cls, args: Any) -> Endpoint:
-        from workbench.cli.model_flags import model_settings
-
-        found = model_settings(args)
-        return cls(
-            found.base_url, found.model, found.api_key, str(found.script) if found.script else None
-        )
+# The model a fork talks to: the engine's model settings, under the TUI's name for them.
+Endpoint = ModelSettings

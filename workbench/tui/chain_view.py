@@ -8,7 +8,7 @@ one small query per opened turn.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from rich.text import Text
 
@@ -20,9 +20,8 @@ from traces.events import (
     ModelResponse,
     RunEnd,
     RunStart,
-    ToolEnd,
-    ToolStart,
 )
+from traces.tree import ModelCallNode, ToolCallNode, build_chain
 from workbench.tui.render import (
     FAIL_ICON,
     OK_ICON,
@@ -47,6 +46,7 @@ SKELETON_TYPES: list[str] = [
 
 NodeKind = Literal[
     "start",
+    "tool_def",
     "turns",
     "turn",
     "model_call",
@@ -72,6 +72,8 @@ class ChainNode:
     failed: bool = False
     events: list[Event] = field(default_factory=list)  # already-loaded events to show
     children: list[ChainNode] = field(default_factory=list)
+    schema: dict[str, Any] | None = None  # a tool offered at the start, in full
+    source: str | None = None  # where that tool came from
 
     def seqs(self) -> set[int]:
         found = {e.seq for e in self.events}
@@ -86,7 +88,20 @@ def _icon(ok: bool) -> tuple[str, str]:
 
 def start_node(event: RunStart) -> ChainNode:
     label = Text.assemble(("● ", "cyan"), ("start ", "bold"), (one_line(event.task, 60), ""))
-    return ChainNode("start", label, seq=event.seq, events=[event])
+    node = ChainNode("start", label, seq=event.seq, events=[event])
+    for tool in event.tools:
+        function = tool.get("function") or tool
+        name = str(function.get("name"))
+        described = one_line(str(function.get("description") or ""), 50)
+        node.children.append(
+            ChainNode(
+                "tool_def",
+                Text.assemble(("tool ", "dim"), (name, "bold"), (f"  {described}", "dim")),
+                schema=tool,
+                source=event.tool_sources.get(name),
+            )
+        )
+    return node
 
 
 def end_node(event: RunEnd | None, status: str) -> ChainNode:
@@ -125,89 +140,115 @@ def turn_node(turn: int, failed: bool | None = None) -> ChainNode:
 
 
 def turn_children(events: list[Event]) -> list[ChainNode]:
-    """Group one turn's skeleton events (see SKELETON_TYPES) into model calls and tools."""
-    nodes: list[ChainNode] = []
-    call: ChainNode | None = None
-    request: ModelRequest | None = None
-    tools: dict[str, ChainNode] = {}
-    for event in events:
-        match event:
-            case ModelRequest():
-                request = event
-                label = Text.assemble(
-                    ("◇ ", "blue"), ("model call", "bold"), (f" · attempt {event.attempt}", "dim")
-                )
-                call = ChainNode("model_call", label, turn=event.turn, seq=event.seq)
-                call.children.append(
-                    ChainNode(
-                        "request",
-                        Text(f"request · {len(event.messages)} messages, {len(event.tools)} tools"),
-                        turn=event.turn,
-                        seq=event.seq,
-                    )
-                )
-                nodes.append(call)
-            case ModelResponse():
-                if call is None:  # a response without its request (damaged trace)
-                    call = ChainNode(
-                        "model_call", Text("◇ model call", style="bold"), turn=event.turn
-                    )
-                    nodes.append(call)
-                _close_call(call, request, event)
-                call, request = None, None
-            case ToolStart():
-                failed = event.parse_error is not None
-                icon, style = _icon(not failed) if failed else ("…", "yellow")
-                label = Text.assemble(
-                    (f"{icon} ", style),
-                    (event.name, "bold"),
-                    (f"({one_line(event.arguments_raw, 40)})", "cyan"),
-                )
-                node = ChainNode(
-                    "tool", label, turn=event.turn, seq=event.seq, failed=failed, events=[event]
-                )
-                tools[event.call_id] = node
-                nodes.append(node)
-            case ToolEnd():
-                node = tools.get(event.call_id) or ChainNode(
-                    "tool", Text(event.name), turn=event.turn
-                )
-                node.events.append(event)
-                node.seq_end = event.seq
-                node.failed = node.failed or not event.ok
-                icon, style = _icon(event.ok)
-                start = node.events[0]
-                args = start.arguments_raw if isinstance(start, ToolStart) else ""
-                node.label = Text.assemble(
-                    (f"{icon} ", style),
-                    (event.name, "bold"),
-                    (f"({one_line(args, 40)})", "cyan"),
-                    (f" {fmt_ms(event.duration_ms)}", "dim"),
-                    (" mocked" if event.mocked else "", "magenta"),
-                )
-            case Error():
-                label = Text.assemble(
-                    (f"{FAIL_ICON} ", "bold red"),
-                    (f"{event.where} error ", "bold red"),
-                    (one_line(f"{event.kind}: {event.message}", 60), ""),
-                )
-                node = ChainNode(
-                    "error", label, turn=event.turn, seq=event.seq, failed=True, events=[event]
-                )
-                (call.children if call is not None else nodes).append(node)
-                if call is not None:
-                    call.failed = True
-            case HistoryTrimmed():
-                label = Text(
-                    f"✂ history trimmed {event.tokens_before} → {event.tokens_after} tokens",
-                    style="yellow",
-                )
-                nodes.append(
-                    ChainNode("trim", label, turn=event.turn, seq=event.seq, events=[event])
-                )
-            case _:
-                pass
-    return nodes
+    """One turn's skeleton events (see SKELETON_TYPES) as nodes: its model calls and tool
+    calls as `traces.tree` pairs them, errors and trims, in the order they happened. An
+    error raised while a model call was waiting for its answer sits under that call."""
+    placed: list[tuple[int, ChainNode]] = []
+    for turn in build_chain(events).turns:
+        calls = [(call, _model_call_node(call)) for call in turn.model_calls]
+        placed += [(_started(call), node) for call, node in calls]
+        placed += [(tool.start.seq, _tool_node(tool)) for tool in turn.tool_calls]
+        placed += [(trim.seq, _trim_node(trim)) for trim in turn.trims]
+        for error in (e for e in turn.events if isinstance(e, Error)):
+            node = _error_node(error)
+            owner = _waiting_call(calls, error.seq)
+            if owner is None:
+                placed.append((error.seq, node))
+            else:
+                owner.children.append(node)
+                owner.failed = True
+        for call, node in calls:
+            if call.response is not None:
+                _close_call(node, call.request, call.response)
+    return [node for _, node in sorted(placed, key=lambda item: item[0])]
+
+
+def _started(call: ModelCallNode) -> int:
+    first = call.request or call.response or (call.chunks[0] if call.chunks else call.error)
+    return first.seq if first is not None else 0
+
+
+def _waiting_call(calls: list[tuple[ModelCallNode, ChainNode]], seq: int) -> ChainNode | None:
+    """The node of the model call sent last before event `seq`, if it was still waiting for
+    its answer then."""
+    sent = [(c, node) for c, node in calls if c.request is not None and c.request.seq < seq]
+    if not sent:
+        return None
+    call, node = sent[-1]
+    return node if call.response is None or call.response.seq > seq else None
+
+
+def _model_call_node(call: ModelCallNode) -> ChainNode:
+    request = call.request
+    if request is None:  # a response without its request (damaged trace)
+        return ChainNode("model_call", Text("◇ model call", style="bold"), turn=_turn_of(call))
+    label = Text.assemble(
+        ("◇ ", "blue"), ("model call", "bold"), (f" · attempt {request.attempt}", "dim")
+    )
+    node = ChainNode("model_call", label, turn=request.turn, seq=request.seq)
+    node.children.append(
+        ChainNode(
+            "request",
+            Text(f"request · {len(request.messages)} messages, {len(request.tools)} tools"),
+            turn=request.turn,
+            seq=request.seq,
+        )
+    )
+    return node
+
+
+def _turn_of(call: ModelCallNode) -> int | None:
+    event = call.request or call.response or call.error
+    return event.turn if event is not None else None
+
+
+def _tool_node(tool: ToolCallNode) -> ChainNode:
+    start, end = tool.start, tool.end
+    failed = start.parse_error is not None
+    if end is None:
+        icon, style = _icon(not failed) if failed else ("…", "yellow")
+        label = Text.assemble(
+            (f"{icon} ", style),
+            (start.name, "bold"),
+            (f"({one_line(start.arguments_raw, 40)})", "cyan"),
+        )
+        return ChainNode(
+            "tool", label, turn=start.turn, seq=start.seq, failed=failed, events=[start]
+        )
+    icon, style = _icon(end.ok)
+    label = Text.assemble(
+        (f"{icon} ", style),
+        (end.name, "bold"),
+        (f"({one_line(start.arguments_raw, 40)})", "cyan"),
+        (f" {fmt_ms(end.duration_ms)}", "dim"),
+        (" mocked" if end.mocked else "", "magenta"),
+        (" observed" if end.observed else "", "blue"),
+    )
+    return ChainNode(
+        "tool",
+        label,
+        turn=start.turn,
+        seq=start.seq,
+        seq_end=end.seq,
+        failed=failed or not end.ok,
+        events=[start, end],
+    )
+
+
+def _error_node(error: Error) -> ChainNode:
+    label = Text.assemble(
+        (f"{FAIL_ICON} ", "bold red"),
+        (f"{error.where} error ", "bold red"),
+        (one_line(f"{error.kind}: {error.message}", 60), ""),
+    )
+    return ChainNode("error", label, turn=error.turn, seq=error.seq, failed=True, events=[error])
+
+
+def _trim_node(trim: HistoryTrimmed) -> ChainNode:
+    label = Text(
+        f"✂ history trimmed {trim.tokens_before} → {trim.tokens_after} tokens", style="yellow"
+    )
+    return ChainNode("trim", label, turn=trim.turn, seq=trim.seq, events=[trim])
 
 
 def _close_call(call: ChainNode, request: ModelRequest | None, response: ModelResponse) -> None:

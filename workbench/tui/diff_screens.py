@@ -18,16 +18,19 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Footer, Header, Static
 
-from workbench.tui.render import short_id, status_badge
+from workbench.tui.render import one_line, short_id, status_badge
 from workbench.tui.schema_view import render_schema_diff
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
 
 
 def _turn_cell(turn: Any) -> Text:
+    """One run's turn as text: each call with its arguments and result, or the answer."""
     if turn is None:
         return Text("—", style="dim")
+    text = Text()
+    if turn.text:
+        text.append(one_line(turn.text, 160) + "\n", style="italic")
     if turn.outcome == "tools":
-        text = Text()
         for i, call in enumerate(turn.calls):
             if i:
                 text.append("\n")
@@ -35,18 +38,53 @@ def _turn_cell(turn: Any) -> Text:
             text.append("✔ " if call.status == "ok" else "✖ ", style=style)
             text.append(call.name, style="bold")
             text.append(f"({_args(call.arguments)})", style="cyan")
-            text.append(f" → {call.status} {call.result_digest or '-'}", style="dim")
+            text.append(" → ", style="dim")
+            text.append(one_line(call.result, 120) if call.result is not None else call.status)
+            if call.mocked:
+                text.append(" (mocked)", style="magenta")
         return text
     if turn.outcome == "answer":
-        return Text(f"answer {turn.answer_digest or '-'}", style="green")
-    return Text(turn.outcome.replace("_", " "), style="bold red")
+        text.append(one_line(turn.answer, 240) or "(empty answer)", style="green")
+        return text
+    text.append(turn.outcome.replace("_", " "), style="bold red")
+    return text
 
 
 def _args(arguments: Any) -> str:
     import json
 
-    text = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
-    return text if len(text) <= 60 else text[:59] + "…"
+    text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+    return one_line(text, 60)
+
+
+def word_diff_text(spans: list[tuple[str, str]]) -> Text:
+    """A word diff as one text: removed words struck through in red, added ones green."""
+    text = Text()
+    for op, words in spans:
+        if op != "equal" and text.plain and not text.plain[-1].isspace() and words[:1] != " ":
+            text.append(" ")  # a replaced word stays apart from its replacement
+        if op == "delete":
+            text.append(words, style="red strike")
+        elif op == "insert":
+            text.append(words, style="bold green")
+        else:
+            text.append(words)
+    return text
+
+
+def edit_text(edit: Any) -> Text:
+    """One of the fork's edits, named by what it changed, its new value in full."""
+    import json
+
+    target = {
+        "system": "system prompt",
+        "user": "user message",
+        "tool_description": f"description of tool {edit.target}",
+        "tool_schema": f"parameter schema of tool {edit.target}",
+        "mock_result": f"result of tool call {edit.target} (mocked)",
+    }.get(edit.kind, edit.kind)
+    value = edit.value if isinstance(edit.value, str) else json.dumps(edit.value, indent=2)
+    return Text.assemble(("  • ", "magenta"), (target, "bold magenta"), (": ", "dim"), value)
 
 
 def render_chain_diff(diff: Any) -> RenderableType:
@@ -54,9 +92,9 @@ def render_chain_diff(diff: Any) -> RenderableType:
     table = Table(expand=True, header_style="bold", show_lines=True)
     table.add_column("", width=2, no_wrap=True)
     table.add_column("turn", justify="right", width=4, no_wrap=True)
-    table.add_column(f"A {short_id(diff.run_a)}", ratio=1, overflow="fold")
-    table.add_column(f"B {short_id(diff.run_b)}", ratio=1, overflow="fold")
-    table.add_column("verdict", width=22, overflow="fold")
+    table.add_column(f"A {short_id(diff.run_a)}", ratio=1)
+    table.add_column(f"B {short_id(diff.run_b)}", ratio=1)
+    table.add_column("verdict", width=22)
     for row in diff.rows:
         if row.first_divergence:
             mark, verdict = Text("▶", "bold red"), Text("first divergence\n", "bold red")
@@ -79,6 +117,38 @@ def render_chain_diff(diff: Any) -> RenderableType:
     else:
         summary = Text("Same turn by turn, but the runs ended differently.", style="bold yellow")
     return Group(summary, Text(""), table, *(Text(n, style="dim") for n in diff.notes))
+
+
+def render_comparison(comparison: Any) -> RenderableType:
+    """A `workbench.engine.chain_compare.Comparison`: what the fork changed, the chains side
+    by side, then every text that differs, A and B in full and their word diff."""
+    parts: list[RenderableType] = []
+    for fork in comparison.forks:
+        where = f" at turn {fork.turn}" if fork.turn is not None else ""
+        head = Text.assemble(
+            (f"{fork.fork} ", "bold"),
+            (short_id(fork.run_id), "bold"),
+            (f" is a fork of {short_id(fork.parent_run_id)}{where}", ""),
+            ("; it changed:" if fork.edits else ", with no edits", ""),
+        )
+        parts += [head, *(edit_text(edit) for edit in fork.edits), Text("")]
+    parts.append(render_chain_diff(comparison.diff))
+    if comparison.changes:
+        parts += [Text(""), Text("What differs", style="bold")]
+    for turn, changes in comparison.changes.items():
+        for change in changes:
+            parts.append(Text(f"\nturn {turn} · {change.what}", style="bold yellow"))
+            parts.append(_side("A", change.a, "cyan"))
+            parts.append(_side("B", change.b, "magenta"))
+            if change.a is not None and change.b is not None:
+                parts.append(Text.assemble(("  diff ", "bold dim"), word_diff_text(change.spans)))
+    return Group(*parts)
+
+
+def _side(label: str, text: str | None, style: str) -> Text:
+    if text is None:
+        return Text.assemble((f"  {label}    ", f"bold {style}"), ("(absent)", "dim"))
+    return Text.assemble((f"  {label}    ", f"bold {style}"), text)
 
 
 class PairScreen(WorkbenchScreen):
@@ -170,16 +240,16 @@ class SchemaDiffScreen(PairScreen):
 
 
 class ChainCompareScreen(PairScreen):
-    """Compare: two decision chains aligned by turn, the first divergence marked."""
+    """Compare: two runs turn by turn, their differing texts word by word, the fork's edits."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("d", "schemas", "Schema diff")]
     loading_text = "aligning decision chains…"
 
     def compute(self) -> Any:
-        return self.backend.chain_diff(self.run_a, self.run_b)
+        return self.backend.comparison(self.run_a, self.run_b)
 
     def render_result(self, result: Any) -> RenderableType:
-        return render_chain_diff(result)
+        return render_comparison(result)
 
     def action_schemas(self) -> None:
         self.workbench.open_schema_diff(self.run_a, self.run_b)

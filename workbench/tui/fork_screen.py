@@ -1,8 +1,16 @@
-"""Fork dialog: re-run a recorded turn with a fix, watch it stream, then compare with the parent."""
+"""Fork dialog: re-run a recorded turn with fixes, watch it stream, then compare with the parent.
+
+One fork can carry several changes at once: pick what to change (system prompt, last user
+message, a tool's description) and edit it, pick another and edit that too; the same for
+recorded tool results. Every change is kept in a draft the App remembers per run, so
+leaving the dialog, forking again or a stray ctrl+c loses nothing.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -11,22 +19,47 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
-from textual.widgets import Button, Footer, Header, Input, Label, Log, Select, Static, TextArea
+from textual.widgets import Button, Footer, Header, Input, Label, Select, Static, TextArea
 
-from traces.events import EventBase, ModelChunk, RunStart
-from workbench.tui.backend import Endpoint, ForkContext
+from agent_core.agent import RunResult, TextDelta
+from traces.events import Event, ModelChunk, RunStart
+from workbench.engine.fork import ForkRequest
+from workbench.tui.backend import CancelFork, Endpoint, ForkContext, RecordedCall
 from workbench.tui.render import event_summary, one_line, short_id
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
 
-NO_EDIT = "none"
+NO_MODEL = (
+    "No model to fork with: fill in a base URL and model name, or a model script file, below."
+)
+
+
+@dataclass
+class ForkDraft:
+    """What the user changed in a fork dialog: edit key → text, call id → mocked result."""
+
+    turn: int
+    edits: dict[str, str] = field(default_factory=dict)  # "system", "user", "tool:NAME"
+    mocks: dict[str, str] = field(default_factory=dict)
+
+    def is_empty(self) -> bool:
+        return not self.edits and not self.mocks
 
 
 def edit_options(context: ForkContext) -> list[tuple[str, str]]:
-    options = [("keep everything as recorded", NO_EDIT), ("system prompt", "system")]
+    options = [("system prompt", "system")]
     if context.user is not None:
         options.append(("last user message", "user"))
     options += [(f"tool description: {name}", f"tool:{name}") for name in context.tools]
     return options
+
+
+def recorded_text(context: ForkContext, key: str) -> str:
+    """The text an edit key has in the parent, as sent at the fork turn."""
+    if key == "system":
+        return context.system or ""
+    if key == "user":
+        return context.user or ""
+    return context.tools.get(key.removeprefix("tool:"), "")
 
 
 def call_options(context: ForkContext) -> list[tuple[str, str]]:
@@ -39,11 +72,51 @@ def call_options(context: ForkContext) -> list[tuple[str, str]]:
     ]
 
 
+def changes_text(draft: ForkDraft) -> Text:
+    if draft.is_empty():
+        return Text("no changes yet: the fork re-runs the turn as recorded", style="dim")
+    names = [
+        "system prompt" if key == "system" else "last user message" if key == "user" else key
+        for key in draft.edits
+    ]
+    names += [f"result of {call_id}" for call_id in draft.mocks]
+    return Text.assemble(("changes: ", "bold"), (" · ".join(names), "yellow"))
+
+
+class ForkOutput(VerticalScroll):
+    """The fork's live output: streamed text and one line per event, wrapped at words."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.text = Text()
+
+    def compose(self) -> ComposeResult:
+        yield Static(self.text, id="fork-output-text")
+
+    def clear(self) -> None:
+        self.text = Text()
+        self._refresh()
+
+    def write(self, text: str, style: str = "") -> None:
+        self.text.append(text, style=style)
+        self._refresh()
+
+    def write_line(self, text: str, style: str = "") -> None:
+        if self.text.plain and not self.text.plain.endswith("\n"):
+            self.text.append("\n")
+        self.write(text + "\n", style)
+
+    def _refresh(self) -> None:
+        self.query_one("#fork-output-text", Static).update(self.text)
+        self.scroll_end(animate=False)
+
+
 class ForkScreen(WorkbenchScreen):
-    """Fork: change the prompt, a tool description or a tool result, re-run from this turn."""
+    """Fork: change prompts, tool descriptions and tool results, re-run from this turn."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+r", "run_fork", "Run fork", priority=True),
+        Binding("ctrl+x", "cancel_fork", "Cancel fork", priority=True),
         Binding("ctrl+o", "compare", "Compare with parent", priority=True),
     ]
 
@@ -53,12 +126,12 @@ class ForkScreen(WorkbenchScreen):
             self.context = context
 
     class Streamed(Message):
-        def __init__(self, item: Any) -> None:
+        def __init__(self, item: Event | TextDelta) -> None:
             super().__init__()
             self.item = item
 
     class Finished(Message):
-        def __init__(self, result: Any) -> None:
+        def __init__(self, result: RunResult | None) -> None:
             super().__init__()
             self.result = result
 
@@ -70,6 +143,10 @@ class ForkScreen(WorkbenchScreen):
         self.context: ForkContext | None = None
         self.fork_run_id: str | None = None
         self.running = False
+        self.draft = ForkDraft(turn)
+        self._edit_key: str | None = None  # what the edit box shows
+        self._call_id: str | None = None  # which result the mock box shows
+        self._cancel: CancelFork | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -85,12 +162,7 @@ class ForkScreen(WorkbenchScreen):
                 with Horizontal(classes="form-row"):
                     yield Label("turn", classes="inline-label")
                     yield Input(str(self.turn), id="fork-turn", type="integer")
-                    yield Select(
-                        [("keep everything as recorded", NO_EDIT)],
-                        value=NO_EDIT,
-                        id="fork-edit",
-                        allow_blank=False,
-                    )
+                    yield Select([], prompt="change…", id="fork-edit")
                 yield TextArea("", id="fork-text", soft_wrap=True)
                 yield Label(
                     "mock a recorded tool result (calls made before this turn)",
@@ -98,8 +170,9 @@ class ForkScreen(WorkbenchScreen):
                 )
                 yield Select([], prompt="no mocked result", id="fork-call")
                 yield TextArea("", id="fork-mock", soft_wrap=True)
-                yield Label("model endpoint (from flags and env)", classes="field-label")
-                endpoint = self.workbench.endpoint
+                yield Static(changes_text(self.draft), id="fork-changes")
+                yield Label("model", classes="field-label")
+                endpoint = self.workbench.fork_endpoint or self.workbench.endpoint
                 with Horizontal(classes="form-row"):
                     yield Input(
                         endpoint.base_url or "",
@@ -115,22 +188,42 @@ class ForkScreen(WorkbenchScreen):
                         id="fork-api-key",
                     )
                     yield Input(
-                        endpoint.script or "",
+                        str(endpoint.script or ""),
                         placeholder="or a model script file",
                         id="fork-script",
                     )
                 with Horizontal(id="fork-buttons"):
                     yield Button("Run fork (ctrl+r)", id="fork-run", variant="primary")
+                    yield Button("Cancel (ctrl+x)", id="fork-cancel", disabled=True)
                     yield Button("Compare (ctrl+o)", id="fork-compare", disabled=True)
             with Vertical(id="fork-output"):
                 yield Label("live output", classes="pane-title")
-                yield Log(id="fork-log", highlight=False)
+                yield ForkOutput(id="fork-log")
         yield Footer()
+
+    @property
+    def output(self) -> ForkOutput:
+        return self.query_one("#fork-log", ForkOutput)
 
     def on_mount(self) -> None:
         self.sub_title = f"fork {short_id(self.run_id)} at turn {self.turn}"
         self.query_one("#fork-text", TextArea).display = False
+        self.query_one("#fork-mock", TextArea).display = False
+        # The App keeps this very draft: every change is remembered as it is typed.
+        self.draft = self.workbench.fork_drafts.setdefault(self.run_id, self.draft)
         self._load_context(self.turn)
+
+    @on(Input.Changed, "#fork-base-url, #fork-model, #fork-api-key, #fork-script")
+    def _endpoint_changed(self) -> None:
+        self.workbench.fork_endpoint = self.endpoint()
+
+    def unsaved_work(self) -> str | None:
+        """Why quitting now would lose something (the App asks before ctrl+c quits)."""
+        if self.running:
+            return "A fork is running"
+        if not self.draft.is_empty():
+            return "The fork form has changes"
+        return None
 
     # ------------------------------------------------------------------ context
 
@@ -140,19 +233,41 @@ class ForkScreen(WorkbenchScreen):
 
     def on_fork_screen_context_loaded(self, message: ContextLoaded) -> None:
         context = self.context = message.context
+        self.draft.turn = context.turn
+        # A mocked result only exists in the history of turns after its call.
+        known = {c.call_id for c in context.calls}
+        self.draft.mocks = {k: v for k, v in self.draft.mocks.items() if k in known}
         edit = self.query_one("#fork-edit", Select)
         edit.set_options(edit_options(context))
-        edit.value = NO_EDIT
+        if self.draft.edits:
+            edit.value = next(iter(self.draft.edits))
         calls = self.query_one("#fork-call", Select)
         calls.set_options(call_options(context))
-        if self.mock_call and any(c.call_id == self.mock_call for c in context.calls):
-            calls.value = self.mock_call
-        log = self.query_one("#fork-log", Log)
+        wanted = self.mock_call or next(iter(self.draft.mocks), None)
+        if wanted in known:
+            calls.value = wanted
+        self._show_changes()
+        output = self.output
+        chosen = self.endpoint()
+        if context.fork_script is not None and not (
+            chosen.base_url or chosen.model or chosen.script
+        ):
+            # Nothing chosen yet and the run ships an offline model for its forks: use it.
+            self.query_one("#fork-script", Input).value = str(context.fork_script)
+            output.write_line(
+                "this run comes with an offline scripted model for its forks; it is filled "
+                "in below, so the fork needs no network",
+                "cyan",
+            )
         if context.turn not in context.turns:
-            log.write_line(f"turn {context.turn} has no model call; pick one of {context.turns}")
+            output.write_line(
+                f"turn {context.turn} has no model call; pick one of {context.turns}", "yellow"
+            )
         else:
-            log.write_line(
-                f"history as sent at turn {context.turn} is loaded; make a change and press ctrl+r"
+            output.write_line(
+                f"history as sent at turn {context.turn} is loaded; make your changes and "
+                "press ctrl+r",
+                "dim",
             )
 
     @on(Input.Submitted, "#fork-turn")
@@ -164,103 +279,166 @@ class ForkScreen(WorkbenchScreen):
             return
         self._load_context(self.turn)
 
+    # ------------------------------------------------------------------ edits and mocks
+
     @on(Select.Changed, "#fork-edit")
     def _edit_changed(self, event: Select.Changed) -> None:
-        context, value = self.context, event.value
         area = self.query_one("#fork-text", TextArea)
-        area.display = value != NO_EDIT and context is not None
-        if context is None or not isinstance(value, str) or value == NO_EDIT:
-            area.text = ""
-        elif value == "system":
-            area.text = context.system or ""
-        elif value == "user":
-            area.text = context.user or ""
-        elif value.startswith("tool:"):
-            area.text = context.tools.get(value[5:], "")
+        key = event.value if isinstance(event.value, str) else None
+        self._edit_key = None  # loading the box is not an edit
+        area.display = key is not None and self.context is not None
+        if key is None or self.context is None:
+            return
+        area.text = self.draft.edits.get(key, recorded_text(self.context, key))
+        self._edit_key = key
+
+    @on(TextArea.Changed, "#fork-text")
+    def _edit_typed(self) -> None:
+        key, context = self._edit_key, self.context
+        if key is None or context is None:
+            return
+        text = self.query_one("#fork-text", TextArea).text
+        if text == recorded_text(context, key):
+            self.draft.edits.pop(key, None)
+        else:
+            self.draft.edits[key] = text
+        self._show_changes()
 
     @on(Select.Changed, "#fork-call")
     def _call_changed(self, event: Select.Changed) -> None:
-        if self.context is None:
+        area = self.query_one("#fork-mock", TextArea)
+        call = self._recorded_call(event.value)
+        self._call_id = None
+        area.display = call is not None
+        if call is None:
             return
-        call = next((c for c in self.context.calls if c.call_id == event.value), None)
-        self.query_one("#fork-mock", TextArea).text = call.result if call else ""
+        area.text = self.draft.mocks.get(call.call_id, call.result)
+        self._call_id = call.call_id
+
+    @on(TextArea.Changed, "#fork-mock")
+    def _mock_typed(self) -> None:
+        call = self._recorded_call(self._call_id)
+        if call is None:
+            return
+        text = self.query_one("#fork-mock", TextArea).text
+        if text == call.result:
+            self.draft.mocks.pop(call.call_id, None)
+        else:
+            self.draft.mocks[call.call_id] = text
+        self._show_changes()
+
+    def _recorded_call(self, call_id: object) -> RecordedCall | None:
+        if self.context is None or not isinstance(call_id, str):
+            return None
+        return next((c for c in self.context.calls if c.call_id == call_id), None)
+
+    def _show_changes(self) -> None:
+        self.query_one("#fork-changes", Static).update(changes_text(self.draft))
 
     # ------------------------------------------------------------------ run
 
-    def fork_request(self) -> Any:
-        from workbench.engine.fork import ForkRequest
-
+    def fork_request(self) -> ForkRequest:
+        # What the boxes hold now, even if their last change is still on its way.
+        self._edit_typed()
+        self._mock_typed()
         request = ForkRequest(turn=self.turn)
-        kind = self.query_one("#fork-edit", Select).value
-        text = self.query_one("#fork-text", TextArea).text
-        if kind == "system":
-            request.system = text
-        elif kind == "user":
-            request.user = text
-        elif isinstance(kind, str) and kind.startswith("tool:"):
-            request.tool_descriptions[kind[5:]] = text
-        call = self.query_one("#fork-call", Select).value
-        if isinstance(call, str):
-            request.mocks[call] = self.query_one("#fork-mock", TextArea).text
+        for key, text in self.draft.edits.items():
+            if key == "system":
+                request.system = text
+            elif key == "user":
+                request.user = text
+            else:
+                request.tool_descriptions[key.removeprefix("tool:")] = text
+        request.mocks.update(self.draft.mocks)
         return request
 
     def endpoint(self) -> Endpoint:
         def value(widget_id: str) -> str | None:
             return self.query_one(widget_id, Input).value.strip() or None
 
+        script = value("#fork-script")
         return Endpoint(
-            value("#fork-base-url"),
-            value("#fork-model"),
-            value("#fork-api-key"),
-            value("#fork-script"),
+            base_url=value("#fork-base-url"),
+            model=value("#fork-model"),
+            api_key=value("#fork-api-key"),
+            script=Path(script) if script else None,
+            stream=self.workbench.endpoint.stream,
         )
 
     @on(Button.Pressed, "#fork-run")
     def action_run_fork(self) -> None:
         if self.running:
-            self.notify("The fork is still running.")
+            self.notify("The fork is still running; ctrl+x cancels it.")
             return
-        self.running = True
-        self.query_one("#fork-run", Button).disabled = True
-        log = self.query_one("#fork-log", Log)
-        log.clear()
-        log.write_line(f"forking {short_id(self.run_id)} at turn {self.turn}…")
-        self._run(self.fork_request(), self.endpoint())
+        endpoint = self.endpoint()
+        if not endpoint.script and not (endpoint.base_url and endpoint.model):
+            self.notify(NO_MODEL, severity="warning")
+            return
+        self._set_running(True)
+        output = self.output
+        output.clear()
+        output.write_line(f"forking {short_id(self.run_id)} at turn {self.turn}…", "dim")
+        self._cancel = CancelFork()
+        self._run(self.fork_request(), endpoint, self._cancel)
+
+    def _set_running(self, running: bool) -> None:
+        self.running = running
+        self.query_one("#fork-run", Button).disabled = running
+        self.query_one("#fork-cancel", Button).disabled = not running
+        self.refresh_bindings()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cancel_fork":
+            return self.running  # else ctrl+x stays the text boxes' cut
+        return True
+
+    @on(Button.Pressed, "#fork-cancel")
+    def action_cancel_fork(self) -> None:
+        if self.running and self._cancel is not None:
+            self.output.write_line("cancelling…", "yellow")
+            self._cancel()
 
     @work(thread=True, exclusive=True, group="fork", exit_on_error=False)
-    def _run(self, request: Any, endpoint: Endpoint) -> None:
+    def _run(self, request: ForkRequest, endpoint: Endpoint, cancel: CancelFork) -> None:
         result = self.backend.run_fork(
-            self.run_id, request, endpoint, lambda item: self.post_message(self.Streamed(item))
+            self.run_id,
+            request,
+            endpoint,
+            lambda item: self.post_message(self.Streamed(item)),
+            cancel=cancel,
         )
         self.post_message(self.Finished(result))
 
     def on_fork_screen_streamed(self, message: Streamed) -> None:
-        item, log = message.item, self.query_one("#fork-log", Log)
-        if isinstance(item, EventBase):
-            if isinstance(item, RunStart):
-                self.fork_run_id = item.run_id
-            elif isinstance(item, ModelChunk):
-                return  # the text arrives as deltas; raw chunks are in the trace
-            log.write(f"\n· {event_summary(item)}\n")  # type: ignore[arg-type]
-        elif hasattr(item, "text"):
-            log.write(item.text)
+        item, output = message.item, self.output
+        if isinstance(item, TextDelta):
+            output.write(item.text)
+            return
+        if isinstance(item, RunStart):
+            self.fork_run_id = item.run_id
+        elif isinstance(item, ModelChunk):
+            return  # the text arrives as deltas; raw chunks are in the trace
+        output.write_line(f"· {event_summary(item)}", "dim")
 
     def on_fork_screen_finished(self, message: Finished) -> None:
-        self.running = False
-        self.query_one("#fork-run", Button).disabled = False
+        self._set_running(False)
         result = message.result
-        log = self.query_one("#fork-log", Log)
-        log.write_line(f"\nfork {short_id(result.run_id)} ended: {result.status} — {result.reason}")
+        if result is None:  # the run never started
+            self.output.write_line("the fork ended before its run started", "bold")
+            return
+        self.output.write_line(
+            f"fork {short_id(result.run_id)} ended: {result.status} — {result.reason}", "bold"
+        )
         self.fork_run_id = result.run_id
         self.query_one("#fork-compare", Button).disabled = False
         self.notify(f"Fork {short_id(result.run_id)} finished: {result.status}")
-        self.action_compare()
+        if result.status != "cancelled":
+            self.action_compare()
 
     def worker_failed(self, worker: Any) -> None:
         if worker.group == "fork":
-            self.running = False
-            self.query_one("#fork-run", Button).disabled = False
-            self.query_one("#fork-log", Log).write_line(f"\nfork failed: {worker.error}")
+            self._set_running(False)
+            self.output.write_line(f"fork failed: {worker.error}", "red")
 
     @on(Button.Pressed, "#fork-compare")
     def action_compare(self) -> None:
@@ -271,4 +449,5 @@ class ForkScreen(WorkbenchScreen):
 
     def palette_commands(self) -> Iterator[PaletteCommand]:
         yield ("Run fork", "Re-run from this turn with the changes", self.action_run_fork)
+        yield ("Cancel fork", "Stop the running fork", self.action_cancel_fork)
         yield ("Compare fork with parent", "Decision chains side by side", self.action_compare)

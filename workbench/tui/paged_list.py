@@ -58,6 +58,15 @@ class PagedList(ScrollView, Generic[T], can_focus=True):
         def control(self) -> PagedList[Any]:
             return self.paged_list
 
+        def can_replace(self, message: Message) -> bool:
+            # Scrolling fast posts one per row; only where the cursor came to rest matters.
+            # A Selected is an action: it neither replaces nor is replaced.
+            return (
+                type(self) is type(message) is PagedList.Highlighted
+                and isinstance(message, PagedList.Highlighted)
+                and message.paged_list is self.paged_list
+            )
+
     class Selected(Highlighted):
         pass
 
@@ -90,15 +99,18 @@ class PagedList(ScrollView, Generic[T], can_focus=True):
 
     # ------------------------------------------------------------------ data
 
-    def reset(self, total: int, cursor: int = 0) -> None:
-        """New data behind the list (a new filter, a new run): drop every cached page."""
+    def reset(self, total: int, cursor: int = 0, *, keep_scroll: bool = False) -> None:
+        """New data behind the list (a new filter, a new run): drop every cached page.
+
+        `keep_scroll` leaves the view where it is (rows arrived while the user reads)."""
         self._generation += 1
         self._pages.clear()
         self._pending.clear()
         self.total = total
         self.virtual_size = Size(self.size.width, total)
         self.cursor = min(max(cursor, 0), max(total - 1, 0))
-        self.scroll_to(y=0, animate=False)
+        if not keep_scroll:
+            self.scroll_to(y=0, animate=False)
         self.refresh()
 
     def row(self, index: int) -> Any | None:

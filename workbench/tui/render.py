@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, assert_never
 
@@ -107,53 +108,117 @@ def plural(n: int | None, noun: str) -> str:
 
 
 def one_line(text: str | None, limit: int = 80) -> str:
+    """The text on one line, cut to `limit` at a word boundary when one is near."""
     flat = " ".join((text or "").split())
-    return flat if len(flat) <= limit else flat[: max(0, limit - 1)] + "…"
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: max(0, limit - 1)]
+    space = cut.rfind(" ")
+    if space >= limit * 2 // 3:
+        cut = cut[:space]
+    return cut + "…"
 
 
 # ---------------------------------------------------------------- runs list rows
 
-# (title, width, justify); width 0 marks the one column that takes the remaining space.
-RUN_COLUMNS: tuple[tuple[str, int, str], ...] = (
-    ("", 2, "left"),
-    ("started (UTC)", 19, "left"),
-    ("run", 8, "left"),
-    ("task", 0, "left"),
-    ("model", 14, "left"),
-    ("status", 22, "left"),
-    ("turns", 5, "right"),
-    ("tools", 5, "right"),
-    ("tokens", 7, "right"),
-    ("time", 7, "right"),
-    ("parent", 12, "left"),
+# Where a run came from (run_start.origin), as the runs list's kind column names it.
+KIND_LABELS: dict[str, str] = {
+    "agent": "run",
+    "fork": "fork",
+    "regression_sample": "sample",
+    "mcp_session": "mcp",
+    "captured": "captured",
+    "imported": "imported",
+}
+
+
+@dataclass(frozen=True)
+class RunColumn:
+    title: str
+    width: int  # 0: the task column, which takes the room the others leave
+    justify: str
+    sort: str  # the store's column to sort by (traces.store.sql.RUN_SORT_COLUMNS)
+    drop: int = 0  # when the terminal is narrow, columns with the highest drop go first
+
+
+RUN_COLUMNS: tuple[RunColumn, ...] = (
+    RunColumn("", 2, "left", ""),
+    RunColumn("started (UTC)", 19, "left", "started_at", drop=3),
+    RunColumn("run", 8, "left", "run_id"),
+    RunColumn("kind", 8, "left", "origin", drop=1),
+    RunColumn("task", 0, "left", "task"),
+    RunColumn("model", 14, "left", "model", drop=4),
+    RunColumn("status", 22, "left", "status"),
+    RunColumn("turns", 5, "right", "turns"),
+    RunColumn("tools", 5, "right", "tool_calls", drop=2),
+    RunColumn("tokens", 7, "right", "total_tokens", drop=2),
+    RunColumn("time", 7, "right", "duration_ms", drop=5),
+    RunColumn("parent", 12, "left", "parent_run_id", drop=6),
 )
+TASK_MIN_WIDTH = 30  # the task keeps this much before other columns give way
 
 
-def _fit(cells: Sequence[Text], width: int) -> Text:
-    fixed = sum(w for _, w, _ in RUN_COLUMNS) + len(RUN_COLUMNS) - 1
+def visible_columns(width: int) -> list[RunColumn]:
+    """The columns that fit `width`: the narrower the terminal, the more of the droppable
+    columns go (parent first, then time, model, started…) so the task keeps its room."""
+    shown = list(RUN_COLUMNS)
+    for rank in sorted({c.drop for c in RUN_COLUMNS if c.drop}, reverse=True):
+        fixed = sum(c.width for c in shown) + len(shown) - 1
+        if width - fixed >= TASK_MIN_WIDTH:
+            break
+        shown = [c for c in shown if c.drop != rank]
+    return shown
+
+
+def _fit(cells: dict[str, Text], width: int) -> Text:
+    columns = visible_columns(width)
+    fixed = sum(c.width for c in columns) + len(columns) - 1
     flex = max(8, width - fixed)
     line = Text(no_wrap=True, overflow="ellipsis")
-    for i, ((_, col_width, justify), cell) in enumerate(zip(RUN_COLUMNS, cells, strict=True)):
-        size = col_width or flex
-        cell = cell.copy()
+    for i, column in enumerate(columns):
+        size = column.width or flex
+        cell = cells[column.title].copy()
         cell.truncate(size, overflow="ellipsis")
         pad = size - cell.cell_len
-        if justify == "right":
+        if column.justify == "right":
             line.append(" " * pad)
             line.append_text(cell)
         else:
             line.append_text(cell)
             line.append(" " * pad)
-        if i < len(RUN_COLUMNS) - 1:
+        if i < len(columns) - 1:
             line.append(" ")
     line.truncate(width)
     return line
 
 
-def runs_header(width: int) -> Text:
-    header = _fit([Text(title) for title, _, _ in RUN_COLUMNS], width)
+def runs_header(width: int, sort: str | None = None, descending: bool = True) -> Text:
+    """The column titles; the sorted column carries ▼ (descending) or ▲."""
+    cells = {}
+    for column in RUN_COLUMNS:
+        cells[column.title] = Text(column.title)
+        if sort and column.sort == sort:
+            arrow = "▼" if descending else "▲"
+            room = column.width - 1 if column.width else len(column.title)
+            cells[column.title] = Text(column.title[:room] + arrow)
+            cells[column.title].stylize("reverse")
+    header = _fit(cells, width)
     header.stylize("bold")
     return header
+
+
+def header_column_at(x: int, width: int) -> RunColumn | None:
+    """The column under character `x` of a runs line `width` wide (a header click)."""
+    columns = visible_columns(width)
+    fixed = sum(c.width for c in columns) + len(columns) - 1
+    flex = max(8, width - fixed)
+    left = 0
+    for column in columns:
+        right = left + (column.width or flex)
+        if left <= x < right + 1:
+            return column
+        left = right + 1
+    return None
 
 
 def run_row_line(row: Any, width: int, *, marked: bool = False) -> Text:
@@ -161,19 +226,21 @@ def run_row_line(row: Any, width: int, *, marked: bool = False) -> Text:
     parent = ""
     if row.parent_run_id:
         parent = f"{short_id(row.parent_run_id)}@{row.fork_turn or '?'}"
-    cells = [
-        Text("◆ " if marked else "  ", style="bold magenta"),
-        Text(fmt_time(row.started_at), style="dim"),
-        Text(short_id(row.run_id), style="bold"),
-        Text(one_line(row.task, 200)),
-        Text(row.model or ""),
-        status_badge(row.status),
-        Text(str(row.turns or 0)),
-        Text(f"{row.tool_calls or 0}", style="red" if row.tool_errors else ""),
-        Text(fmt_count(row.total_tokens)),
-        Text(fmt_ms(row.duration_ms)),
-        Text(parent, style="cyan"),
-    ]
+    origin = getattr(row, "origin", None) or "agent"
+    cells = {
+        "": Text("◆ " if marked else "  ", style="bold magenta"),
+        "started (UTC)": Text(fmt_time(row.started_at), style="dim"),
+        "run": Text(short_id(row.run_id), style="bold"),
+        "kind": Text(KIND_LABELS.get(origin, origin), style="dim" if origin == "agent" else "cyan"),
+        "task": Text(one_line(row.task, 200)),
+        "model": Text(row.model or ""),
+        "status": status_badge(row.status),
+        "turns": Text(str(row.turns or 0)),
+        "tools": Text(f"{row.tool_calls or 0}", style="red" if row.tool_errors else ""),
+        "tokens": Text(fmt_count(row.total_tokens)),
+        "time": Text(fmt_ms(row.duration_ms)),
+        "parent": Text(parent, style="cyan"),
+    }
     return _fit(cells, width)
 
 
@@ -222,7 +289,7 @@ def _message_body(message: dict[str, Any]) -> RenderableType:
         parts.append(Text(str(function.get("arguments")), style="cyan"))
     extra = {k: v for k, v in message.items() if k not in {"role", "content", "tool_calls"}}
     if extra:
-        parts.append(Text(json.dumps(extra, ensure_ascii=False), style="dim"))
+        parts.append(pretty_json(extra))
     return Group(*parts)
 
 
@@ -260,7 +327,7 @@ def render_chunks(chunks: Sequence[ModelChunk], total: int | None = None) -> Ren
             str(chunk.index),
             f"{chunk.elapsed_ms:.0f}ms",
             f"+{chunk.elapsed_ms - previous:.0f}",
-            Text(json.dumps(chunk.data, ensure_ascii=False, separators=(",", ":"))),
+            Text(json.dumps(chunk.data, ensure_ascii=False)),
         )
         previous = chunk.elapsed_ms
     shown = len(chunks)
@@ -288,8 +355,11 @@ def render_event(event: Event) -> RenderableType:
                         ("model", event.model),
                         ("base url", event.base_url),
                         ("params", json.dumps(event.params) if event.params else None),
-                        ("parent", f"{event.parent_run_id} at turn {event.fork_turn}")
+                        ("parent", _parent(event.parent_run_id, event.fork_turn))
                         if event.parent_run_id
+                        else None,
+                        ("origin", _origin(event.origin, event.client))
+                        if event.origin != "agent"
                         else None,
                         ("schema", str(event.schema_version)),
                     ]
@@ -307,7 +377,7 @@ def render_event(event: Event) -> RenderableType:
                     else []
                 ),
                 Text("limits", style="bold dim"),
-                Text(json.dumps(event.limits.model_dump()), style="dim"),
+                pretty_json(event.limits.model_dump()),
             )
         case ModelRequest():
             body = Group(
@@ -364,7 +434,9 @@ def render_event(event: Event) -> RenderableType:
                 args,
             )
         case ToolEnd():
-            flags = [f for f in ("mocked", "replayed", "truncated") if getattr(event, f)]
+            flags = [
+                f for f in ("mocked", "replayed", "observed", "truncated") if getattr(event, f)
+            ]
             body = Group(
                 _kv(
                     [
@@ -444,14 +516,42 @@ def render_event(event: Event) -> RenderableType:
     return Group(event_title(event), Text(""), body)
 
 
+def _parent(run_id: str, fork_turn: int | None) -> str:
+    # A captured follow-up run continues its parent's conversation; a fork starts at a turn.
+    return run_id if fork_turn is None else f"{run_id} at turn {fork_turn}"
+
+
+def _origin(origin: str, client: str | None) -> str:
+    return f"{origin} by {client}" if client else origin
+
+
 def _tool_schema_line(tool: dict[str, Any], sources: dict[str, str]) -> Text:
+    """A tool as offered: name, source and its whole description, wrapped at words."""
     function = tool.get("function") or tool
     name = str(function.get("name"))
     return Text.assemble(
         ("• ", "dim"),
         (name, "bold"),
         (f" [{sources.get(name, 'builtin')}] ", "dim"),
-        one_line(function.get("description"), 100),
+        " ".join(str(function.get("description") or "").split()),
+    )
+
+
+def render_tool_schema(tool: dict[str, Any], source: str | None) -> RenderableType:
+    """One offered tool in full: its description as written and its parameters."""
+    function = tool.get("function") or tool
+    return Group(
+        Text.assemble(
+            ("tool ", "dim"),
+            (str(function.get("name")), "bold"),
+            (f"  [{source or 'builtin'}]", "dim"),
+        ),
+        Text(""),
+        Text("description", style="bold dim"),
+        Text(str(function.get("description") or "(none)")),
+        Text(""),
+        Text("parameters", style="bold dim"),
+        pretty_json(function.get("parameters") or {}),
     )
 
 

@@ -17,6 +17,7 @@ from textual.timer import Timer
 from textual.widgets import Footer, Header, Static
 
 from traces.events import Event
+from workbench.engine.replay import ReplayOutcome
 from workbench.tui.paged_list import PagedList
 from workbench.tui.render import event_line, render_event, short_id
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
@@ -99,8 +100,11 @@ class ReplayScreen(WorkbenchScreen):
             super().__init__()
             self.total = total
 
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, type(self))  # only the newest count matters
+
     class Verified(Message):
-        def __init__(self, outcome: Any) -> None:
+        def __init__(self, outcome: ReplayOutcome) -> None:
             super().__init__()
             self.outcome = outcome
 

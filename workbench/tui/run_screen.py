@@ -2,20 +2,33 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.console import Group, RenderableType
+from rich.style import Style
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
-from textual.widgets import Footer, Header, Static, Tree
+from textual.widgets import Footer, Header, Input, Static, Tree
 from textual.widgets.tree import TreeNode
 
-from traces.events import Event, McpMessage, ModelChunk
+from traces.events import (
+    Error,
+    Event,
+    McpMessage,
+    ModelChunk,
+    ModelResponse,
+    RunEnd,
+    RunStart,
+    ToolEnd,
+    ToolStart,
+)
 from workbench.tui.backend import Outline
 from workbench.tui.chain_view import (
     SKELETON_TYPES,
@@ -37,6 +50,7 @@ from workbench.tui.render import (
     plural,
     render_chunks,
     render_event,
+    render_tool_schema,
     short_id,
     status_badge,
 )
@@ -66,6 +80,21 @@ def run_summary(outline: Outline) -> Text:
     )
 
 
+class ChainTree(Tree[ChainNode]):
+    """The decision chain. A label longer than the pane ends at a word with an ellipsis (the
+    detail pane has the whole text), never cut mid-word by the pane's edge."""
+
+    def render_label(self, node: TreeNode[ChainNode], base_style: Style, style: Style) -> Text:
+        text = super().render_label(node, base_style, style)
+        levels = sum(1 for _ in _ancestors(node)) - (0 if self.show_root else 1)
+        room = self.scrollable_content_region.width - levels * self.guide_depth - 1
+        if room <= 12 or text.cell_len <= room:
+            return text
+        space = text.plain.rfind(" ", 0, room - 1)
+        end = space if space >= room * 2 // 3 else room - 1
+        return Text.assemble(text[:end], "…")
+
+
 class RunScreen(WorkbenchScreen):
     """Run: the decision chain (turns → model call → tool calls) and what each step saw."""
 
@@ -75,6 +104,13 @@ class RunScreen(WorkbenchScreen):
         Binding("v", "verify", "Verify replay"),
         Binding("f", "fork", "Fork turn"),
         Binding("c", "compare_parent", "Compare parent"),
+        Binding("t", "timeline", "Timeline"),
+        Binding("slash", "search", "Search", key_display="/"),
+        Binding("n", "next_match(1)", "Next match", show=False),
+        Binding("N", "next_match(-1)", "Previous match", show=False),
+        Binding("y", "copy_value", "Copy"),
+        Binding("Y", "copy_run_id", "Copy run id", show=False),
+        Binding("x", "export", "Export"),
         Binding("tab", "app.focus_next", "Switch pane", show=False),
     ]
 
@@ -95,10 +131,25 @@ class RunScreen(WorkbenchScreen):
             super().__init__()
             self.renderable = renderable
 
+        def can_replace(self, message: Message) -> bool:
+            # Moving through the tree renders a detail per step; only the last is shown.
+            return isinstance(message, type(self))
+
     class FailureFound(Message):
         def __init__(self, event: Event | None) -> None:
             super().__init__()
             self.event = event
+
+    class Searched(Message):
+        def __init__(self, text: str, hits: list[Any]) -> None:
+            super().__init__()
+            self.text = text
+            self.hits = hits
+
+    class Exported(Message):
+        def __init__(self, path: Path) -> None:
+            super().__init__()
+            self.path = path
 
     def __init__(self, run_id: str, *, jump_to_error: bool = False) -> None:
         super().__init__()
@@ -108,6 +159,8 @@ class RunScreen(WorkbenchScreen):
         self._turns: dict[int, TreeNode[ChainNode]] = {}
         self._loading: set[int] = set()
         self._loaded: set[int] = set()
+        self.matches: list[Any] = []  # search hits in this run (engine SearchHit)
+        self.match_index = -1
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -115,7 +168,7 @@ class RunScreen(WorkbenchScreen):
             Text(f"run {short_id(self.run_id)} · loading…"), classes="summary", id="run-summary"
         )
         with Horizontal():
-            tree: Tree[ChainNode] = Tree("decision chain", id="chain-tree")
+            tree = ChainTree("decision chain", id="chain-tree")
             tree.show_root = False
             tree.auto_expand = True
             yield tree
@@ -124,6 +177,11 @@ class RunScreen(WorkbenchScreen):
                     Text("Select a step to see what it sent and received.", style="dim"),
                     id="detail-body",
                 )
+        search = Input(
+            placeholder="search this run… (enter; n / N next and previous)", id="run-search"
+        )
+        search.display = False
+        yield search
         yield Footer()
 
     @property
@@ -148,7 +206,10 @@ class RunScreen(WorkbenchScreen):
         root.remove_children()
         if outline.start is not None:
             start = start_node(outline.start)  # type: ignore[arg-type]
-            root.add_leaf(start.label, data=start)
+            if start.children:  # the tools it offered, each expandable to its description
+                self._fill(root.add(start.label, data=start), start.children)
+            else:
+                root.add_leaf(start.label, data=start)
         if outline.turns > TURNS_PER_GROUP:
             for group in turn_groups(outline.turns):
                 root.add(group.label, data=group, allow_expand=True)
@@ -275,6 +336,8 @@ class RunScreen(WorkbenchScreen):
                 turn_label(node.turn or 0, node.children),
                 *(Text("  " + event_summary(e)) for c in node.children for e in c.events),
             )
+        if node.kind == "tool_def" and node.schema is not None:
+            return render_tool_schema(node.schema, node.source)
         if node.kind == "end" and not node.events:
             return Text(
                 "The trace has no run_end: the run was killed or is still going.", style="cyan"
@@ -340,17 +403,21 @@ class RunScreen(WorkbenchScreen):
             else:
                 self.notify("No errors in this run.")
             return
-        if event.turn is None:
-            self._select_top("end")
+        self._jump(event.turn, event.seq, "end")
+
+    def _jump(self, turn: int | None, seq: int, outside: str) -> None:
+        """Select the node showing event `seq`, loading its turn first if need be."""
+        if turn is None:
+            self._select_top(outside)
             return
-        parent = self._turn_tree_node(event.turn)
+        parent = self._turn_tree_node(turn)
         if parent is None:
             return
-        if event.turn in self._loaded:
+        if turn in self._loaded:
             parent.expand()
-            self._select_seq(parent, event.seq)
+            self._select_seq(parent, seq)
         else:
-            self._request_turn(event.turn, focus_seq=event.seq)
+            self._request_turn(turn, focus_seq=seq)
 
     def _select_top(self, kind: str) -> None:
         for node in self.chain_tree.root.children:
@@ -390,7 +457,88 @@ class RunScreen(WorkbenchScreen):
             return
         self.workbench.open_compare(row.parent_run_id, self.run_id)
 
+    # ------------------------------------------------------------------ search
+
+    def action_search(self) -> None:
+        box = self.query_one("#run-search", Input)
+        box.display = True
+        box.focus()
+
+    @on(Input.Submitted, "#run-search")
+    def _search_submitted(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        self.query_one("#chain-tree").focus()
+        if not text:
+            event.input.display = False
+            self.matches, self.match_index = [], -1
+            return
+        self._search(text)
+
+    @work(thread=True, exclusive=True, group="search", exit_on_error=False)
+    def _search(self, text: str) -> None:
+        self.post_message(self.Searched(text, self.backend.search(text, run_id=self.run_id)))
+
+    def on_run_screen_searched(self, message: Searched) -> None:
+        self.matches, self.match_index = message.hits, -1
+        if not message.hits:
+            self.notify(f"'{message.text}' is not in this run.")
+            return
+        self.action_next_match(1)
+
+    def action_next_match(self, step: int) -> None:
+        if not self.matches:
+            self.notify("Search first with /.")
+            return
+        self.match_index = (self.match_index + step) % len(self.matches)
+        hit = self.matches[self.match_index]
+        self.notify(
+            f"match {self.match_index + 1} of {len(self.matches)} · turn {hit.turn or '-'} · "
+            f"{hit.where.replace('_', ' ')}: {hit.snippet}",
+            timeout=4,
+        )
+        self._jump(hit.turn, hit.seq, "end" if hit.where == "answer" else "start")
+
+    # ------------------------------------------------------------------ copy, export
+
+    def action_copy_value(self) -> None:
+        node = self._selected()
+        value = copy_value(node) if node is not None else None
+        if value is None:
+            self.action_copy_run_id()
+            return
+        what, text = value
+        self.workbench.copy(text, what)
+
+    def action_copy_run_id(self) -> None:
+        self.workbench.copy(self.run_id, f"run id {short_id(self.run_id)}")
+
+    def action_export(self) -> None:
+        self._export()
+
+    @work(thread=True, exclusive=True, group="export", exit_on_error=False)
+    def _export(self) -> None:
+        self.post_message(self.Exported(self.backend.export(self.run_id, "md")))
+
+    def on_run_screen_exported(self, message: Exported) -> None:
+        self.notify(f"Exported the run as Markdown to {message.path}", timeout=8)
+
+    def action_timeline(self) -> None:
+        self.workbench.open_timeline(self.run_id)
+
     def palette_commands(self) -> Iterator[PaletteCommand]:
+        yield ("Search this run", "Messages, tool calls, results, errors (/)", self.action_search)
+        yield (
+            "Timeline",
+            "Model and tool calls as a waterfall, tokens per turn",
+            self.action_timeline,
+        )
+        yield (
+            "Copy the selected value",
+            "Tool result, answer, error… to the clipboard",
+            self.action_copy_value,
+        )
+        yield ("Copy the run id", "To the clipboard", self.action_copy_run_id)
+        yield ("Export the run as Markdown", "A file to paste in an issue", self.action_export)
         yield ("Jump to the first error", "Select the first failing step", self.action_first_error)
         yield ("Replay from here", "Step through events from the selected node", self.action_replay)
         yield ("Verify replay", "Re-run offline and show the first divergence", self.action_verify)
@@ -400,6 +548,30 @@ class RunScreen(WorkbenchScreen):
             "Decision chains of the fork and its parent",
             self.action_compare_parent,
         )
+
+
+def copy_value(node: ChainNode) -> tuple[str, str] | None:
+    """What `y` copies from a node: (what it is, its text), or None for the run id."""
+    for event in reversed(node.events):
+        match event:
+            case ToolEnd():
+                return f"{event.name} result", event.error or event.result
+            case ToolStart():
+                return f"{event.name} arguments", event.arguments_raw
+            case ModelResponse():
+                content = event.message.get("content")
+                if isinstance(content, str) and content:
+                    return "the model's answer", content
+                return "the model's message", json.dumps(event.message, indent=2)
+            case Error():
+                return "the error", f"{event.kind}: {event.message}"
+            case RunEnd():
+                return "the final answer", event.final_answer or event.reason
+            case RunStart():
+                return "the task", event.task
+            case _:
+                pass
+    return None
 
 
 def _walk(node: TreeNode[Any]) -> Iterator[TreeNode[Any]]:

@@ -1,7 +1,12 @@
-"""Runs screen: every recorded run, newest first, filtered in DuckDB and paged on scroll."""
+"""Runs screen: every recorded run, newest first, filtered in DuckDB and paged on scroll.
+
+The list follows the traces folder: a new or growing trace file wakes a watcher thread,
+which asks for an ingest, and the list recounts.
+"""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -10,34 +15,65 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
+from textual.events import Click
 from textual.message import Message
 from textual.widgets import Checkbox, Footer, Header, Input, Select, Static
 
 from traces.events import RUN_STATUSES
-from workbench.tui.backend import RunFilter
+from traces.store import IngestReport
+from workbench.tui.backend import KIND_FILTERS, RunFilter
 from workbench.tui.paged_list import PagedList
-from workbench.tui.render import run_row_line, runs_header, short_id
+from workbench.tui.render import (
+    RUN_COLUMNS,
+    header_column_at,
+    run_row_line,
+    runs_header,
+    short_id,
+    visible_columns,
+)
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
 
 INGEST_DELAY_S = 0.5
+# The newest failed run (`e`) is one the user ran, not a regression sample or MCP session.
+FAILED_RUN_KIND = "runs and forks"
 
 
 class RunsHeader(Static):
+    """Column titles; click one to sort by it, click again to reverse."""
+
+    class SortBy(Message):
+        def __init__(self, column: str) -> None:
+            super().__init__()
+            self.column = column
+
+    sort: str | None = None
+    descending = True
+
     def render(self) -> Text:
-        return runs_header(self.size.width)
+        return runs_header(self.size.width, self.sort, self.descending)
+
+    def on_click(self, event: Click) -> None:
+        column = header_column_at(event.x, self.size.width)
+        if column is not None and column.sort:
+            self.post_message(self.SortBy(column.sort))
 
 
 class RunsScreen(WorkbenchScreen):
-    """Runs: every recorded run, newest first. Filter, open one, or mark two to compare."""
+    """Runs: every recorded run, newest first. Filter, search, sort, open, or compare two."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "focus_filter", "Filter", key_display="/"),
+        Binding("ctrl+f", "focus_search", "Search contents", priority=True),
         Binding("f", "toggle_failed", "Failed only"),
+        Binding("s", "sort_next", "Sort"),
+        Binding("S", "sort_reverse", "Reverse sort", show=False),
         Binding("space", "mark", "Mark"),
         Binding("c", "compare", "Compare marked"),
         Binding("d", "schema_diff", "Schema diff"),
         Binding("e", "first_failed", "First failure"),
-        Binding("g", "reload", "Reload"),
+        Binding("y", "copy_id", "Copy id"),
+        Binding("R", "regressions", "Regressions"),
+        Binding("g", "reload", "Reload", show=False),
         Binding("escape", "clear_filter", "Clear filter", show=False),
     ]
 
@@ -46,10 +82,22 @@ class RunsScreen(WorkbenchScreen):
             super().__init__()
             self.total = total
 
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, type(self))  # only the newest count matters
+
     class Ingested(Message):
-        def __init__(self, report: Any) -> None:
+        def __init__(self, report: IngestReport) -> None:
             super().__init__()
             self.report = report
+
+    class TracesChanged(Message):
+        """The watcher saw trace files appear or grow."""
+
+    class Searched(Message):
+        def __init__(self, text: str, hits: list[Any]) -> None:
+            super().__init__()
+            self.text = text
+            self.hits = hits
 
     class FirstFailed(Message):
         def __init__(self, run_id: str | None) -> None:
@@ -60,13 +108,19 @@ class RunsScreen(WorkbenchScreen):
         super().__init__()
         self.where = RunFilter()
         self.marked: list[str] = []
+        self.search_text = ""
+        self.ingests = 0  # ingests finished: what tests wait on
+        self._stop_watching = threading.Event()
 
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="run-filters"):
             yield Input(placeholder="filter by task or run id…  (/)", id="filter-text")
+            yield Input(placeholder="search contents…  (ctrl+f)", id="search-text")
+        with Horizontal(id="run-choices"):
             options = [(status, status) for status in RUN_STATUSES]
             yield Select(options, prompt="any status", id="filter-status")
+            yield Select([(k, k) for k in KIND_FILTERS], prompt="any kind", id="filter-kind")
             yield Checkbox("failed only (f)", id="filter-failed")
             yield Static("loading…", id="runs-count")
         yield RunsHeader(id="runs-header")
@@ -83,6 +137,11 @@ class RunsScreen(WorkbenchScreen):
         # rows are on screen (ingest competes with rendering for the interpreter).
         self._ingest_pending = self.workbench.ingest_on_start
         self._count()
+        if self.workbench.watch_traces:
+            self._watch()
+
+    def on_unmount(self) -> None:
+        self._stop_watching.set()
 
     # ------------------------------------------------------------------ data
 
@@ -100,11 +159,32 @@ class RunsScreen(WorkbenchScreen):
     def _ingest(self) -> None:
         self.post_message(self.Ingested(self.backend.ingest()))
 
+    def _watch(self) -> None:
+        """Follow the traces folder in a daemon thread for as long as the screen lives (a
+        worker would make every wait for the workers wait for it)."""
+
+        def watch() -> None:
+            try:
+                self.backend.watch_traces(
+                    self._stop_watching, lambda: self.post_message(self.TracesChanged())
+                )
+            except Exception as exc:  # no watching is a lost convenience, not a crash
+                self.app.call_from_thread(self.workbench.report_error, exc)
+
+        threading.Thread(target=watch, name="watch-traces", daemon=True).start()
+
+    def on_runs_screen_traces_changed(self) -> None:
+        self._ingest()
+
     def on_runs_screen_counted(self, message: Counted) -> None:
-        self.runs_list.reset(message.total)
+        runs, keep = self.runs_list, self._keep_position
+        runs.reset(message.total, cursor=runs.cursor if keep else 0, keep_scroll=keep)
+        self._keep_position = False
         self._show_count()
         if message.total == 0:
             self._start_ingest()
+
+    _keep_position = False
 
     @on(PagedList.Highlighted, "#runs-list")
     def _first_rows_shown(self, event: PagedList.Highlighted) -> None:
@@ -121,13 +201,18 @@ class RunsScreen(WorkbenchScreen):
     def _show_count(self) -> None:
         total = self.runs_list.total
         shown = f"{total:,} run{'s' if total != 1 else ''}"
+        if self.where.run_ids is not None:
+            shown += f" containing '{self.search_text}'"
         if self.marked:
             shown += f" · marked {', '.join(short_id(r) for r in self.marked)}"
         self.query_one("#runs-count", Static).update(shown)
 
     def on_runs_screen_ingested(self, message: Ingested) -> None:
+        self.ingests += 1
         report = message.report
         if report.new_runs or report.new_events:
+            # New runs arrive while the user reads the list: keep the cursor where it is.
+            self._keep_position = True
             self._count()
         if report.problems:
             self.notify(
@@ -140,6 +225,9 @@ class RunsScreen(WorkbenchScreen):
 
     def _apply(self, **changes: Any) -> None:
         self.where = RunFilter(**{**self.where.__dict__, **changes})
+        header = self.query_one("#runs-header", RunsHeader)
+        header.sort, header.descending = self.where.sort, self.where.descending
+        header.refresh()
         self._count()
 
     # ------------------------------------------------------------------ filters
@@ -152,10 +240,37 @@ class RunsScreen(WorkbenchScreen):
     def _text_submitted(self) -> None:
         self.runs_list.focus()
 
+    @on(Input.Submitted, "#search-text")
+    def _search_submitted(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        if not text:
+            self.search_text = ""
+            self._apply(run_ids=None)
+        else:
+            self.query_one("#runs-count", Static).update(f"searching for '{text}'…")
+            self._search(text)
+        self.runs_list.focus()
+
+    @work(thread=True, exclusive=True, group="search", exit_on_error=False)
+    def _search(self, text: str) -> None:
+        self.post_message(self.Searched(text, self.backend.search(text)))
+
+    def on_runs_screen_searched(self, message: Searched) -> None:
+        self.search_text = message.text
+        found = tuple(dict.fromkeys(hit.run_id for hit in message.hits))
+        self._apply(run_ids=found)
+        if not found:
+            self.notify(f"No run contains '{message.text}'.")
+
     @on(Select.Changed, "#filter-status")
     def _status_changed(self, event: Select.Changed) -> None:
         value = event.value
         self._apply(status=value if isinstance(value, str) else None)
+
+    @on(Select.Changed, "#filter-kind")
+    def _kind_changed(self, event: Select.Changed) -> None:
+        value = event.value
+        self._apply(kind=value if isinstance(value, str) else None)
 
     @on(Checkbox.Changed, "#filter-failed")
     def _failed_changed(self, event: Checkbox.Changed) -> None:
@@ -164,10 +279,17 @@ class RunsScreen(WorkbenchScreen):
     def action_focus_filter(self) -> None:
         self.query_one("#filter-text", Input).focus()
 
+    def action_focus_search(self) -> None:
+        self.query_one("#search-text", Input).focus()
+
     def action_clear_filter(self) -> None:
-        box = self.query_one("#filter-text", Input)
-        if box.value:
-            box.value = ""
+        for box_id in ("#filter-text", "#search-text"):
+            box = self.query_one(box_id, Input)
+            if box.value:
+                box.value = ""
+        if self.where.run_ids is not None:
+            self.search_text = ""
+            self._apply(run_ids=None)
         self.runs_list.focus()
 
     def action_toggle_failed(self) -> None:
@@ -176,6 +298,31 @@ class RunsScreen(WorkbenchScreen):
 
     def action_reload(self) -> None:
         self._ingest()
+
+    # ------------------------------------------------------------------ sorting
+
+    @on(RunsHeader.SortBy)
+    def _sort_by(self, message: RunsHeader.SortBy) -> None:
+        if self.where.sort == message.column:
+            self._apply(descending=not self.where.descending)
+        else:
+            self._apply(sort=message.column, descending=True)
+
+    def action_sort_next(self) -> None:
+        """Sort by the next column shown (newest first again after the last)."""
+        width = self.runs_list.size.width or 120
+        columns = [c.sort for c in visible_columns(width) if c.sort]
+        current = self.where.sort or "started_at"
+        following = (
+            columns[(columns.index(current) + 1) % len(columns)]
+            if current in columns
+            else columns[0]
+        )
+        self._apply(sort=None if following == "started_at" else following, descending=True)
+        self.notify(f"Sorted by {_column_title(following)}.", timeout=2)
+
+    def action_sort_reverse(self) -> None:
+        self._apply(sort=self.where.sort or "started_at", descending=not self.where.descending)
 
     # ------------------------------------------------------------------ runs
 
@@ -197,6 +344,11 @@ class RunsScreen(WorkbenchScreen):
             self.marked = [*self.marked[-1:], row.run_id]
         self.runs_list.refresh_rows()
         self._show_count()
+
+    def action_copy_id(self) -> None:
+        row = self._current()
+        if row is not None:
+            self.workbench.copy(row.run_id, f"run id {short_id(row.run_id)}")
 
     def _pair(self) -> tuple[str, str] | None:
         if len(self.marked) == 2:
@@ -222,9 +374,12 @@ class RunsScreen(WorkbenchScreen):
     def action_first_failed(self) -> None:
         self._find_first_failed()
 
+    def action_regressions(self) -> None:
+        self.workbench.open_regressions()
+
     @work(thread=True, exclusive=True, group="find", exit_on_error=False)
     def _find_first_failed(self) -> None:
-        found = self.backend.runs(RunFilter(failed_only=True), 0, 1)
+        found = self.backend.runs(RunFilter(failed_only=True, kind=FAILED_RUN_KIND), 0, 1)
         self.post_message(self.FirstFailed(found[0].run_id if found else None))
 
     def on_runs_screen_first_failed(self, message: FirstFailed) -> None:
@@ -240,6 +395,18 @@ class RunsScreen(WorkbenchScreen):
             "Show only runs that did not complete",
             self.action_toggle_failed,
         )
+        yield (
+            "Search run contents",
+            "Messages, tool calls, results, errors",
+            self.action_focus_search,
+        )
+        yield ("Sort by the next column", "Then reverse with S", self.action_sort_next)
         yield ("Compare marked runs", "Decision chains side by side", self.action_compare)
         yield ("Schema diff of marked runs", "Tool schemas side by side", self.action_schema_diff)
+        yield ("Copy the run id", "To the clipboard", self.action_copy_id)
+        yield ("Regression results", "Suites, pass rates, what changed", self.action_regressions)
         yield ("Reload runs", "Ingest new traces from the home folder", self.action_reload)
+
+
+def _column_title(sort: str) -> str:
+    return next((c.title for c in RUN_COLUMNS if c.sort == sort), sort)

@@ -17,7 +17,12 @@ PaletteCommand = tuple[str, str, Callable[[], Any]]
 
 
 class WorkbenchScreen(Screen[None]):
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "back", "Back")]
+    # Help and quit come first, so a narrow footer never cuts them off.
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Back"),
+        Binding("question_mark", "app.help", "Help", key_display="?"),
+        Binding("q", "app.quit", "Quit"),
+    ]
 
     @property
     def workbench(self) -> WorkbenchApp:

@@ -1,0 +1,51 @@
+"""Listing runs by kind, by a set of run ids, and sorted by any column, in DuckDB."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from traces.store import TraceStore
+
+GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "v1"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> TraceStore:
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    for trace in GOLDEN.glob("*.jsonl"):
+        shutil.copy(trace, traces / trace.name)
+    # One of them a regression sample: the v2 origin says where a run came from.
+    sample = traces / "aebcfee64292505baee318065362e2e4.jsonl"
+    lines = sample.read_text().splitlines()
+    start = json.loads(lines[0]) | {"schema_version": 2, "origin": "regression_sample"}
+    sample.write_text("\n".join([json.dumps(start), *lines[1:]]) + "\n")
+    opened = TraceStore.open(tmp_path / "store.duckdb")
+    opened.ingest([traces])
+    return opened
+
+
+def test_runs_of_some_kinds_only(store: TraceStore) -> None:
+    samples = store.runs(origins=["regression_sample"])
+    assert [run.run_id for run in samples] == ["aebcfee64292505baee318065362e2e4"]
+    assert store.count_runs(failed_only=True, origins=["agent", "fork"]) == 6
+    assert store.count_runs(failed_only=True) == 7
+
+
+def test_runs_among_given_ids(store: TraceStore) -> None:
+    wanted = ["276a0272c8a551178d8bfedb26070002", "ef47ea9fac8e53a683b951af3c16bc2f"]
+    assert sorted(run.run_id for run in store.runs(run_ids=wanted)) == wanted
+    assert store.count_runs(run_ids=[]) == 0
+
+
+def test_runs_sorted_by_any_column(store: TraceStore) -> None:
+    by_tokens = [run.total_tokens for run in store.runs(sort="total_tokens", descending=False)]
+    assert by_tokens == sorted(by_tokens)
+    by_task = [run.task or "" for run in store.runs(sort="task", descending=True)]
+    assert by_task == sorted(by_task, reverse=True)
+    with pytest.raises(ValueError, match="cannot sort"):
+        store.runs(sort="task; DROP TABLE runs")

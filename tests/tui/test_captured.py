@@ -1,0 +1,51 @@
+"""A run captured by `workbench proxy` opens in the TUI with its observed tool calls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import Static
+
+from tests.engine.capture_support import STEPS, run_agent
+from tests.tui.conftest import plain, settle
+from workbench.engine.model_server import ModelServer, ScriptResponder
+from workbench.engine.proxy import RecordingProxy
+from workbench.tui import WorkbenchApp
+from workbench.tui.paged_list import PagedList
+from workbench.tui.run_screen import RunScreen
+
+
+async def test_a_captured_run_shows_its_observed_tool_calls(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with (
+        ModelServer(ScriptResponder(STEPS)) as upstream,
+        RecordingProxy(upstream.base_url, home) as proxy,
+    ):
+        run_agent(proxy.base_url, stream=True)
+
+    app = WorkbenchApp(home)
+    async with app.run_test(size=(160, 45)) as pilot:
+        runs = app.screen.query_one("#runs-list", PagedList)
+        await settle(pilot, lambda: runs.total == 1 and runs.row(0) is not None)
+        await pilot.press("enter")
+        await settle(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.outline)
+        screen = app.screen
+        assert isinstance(screen, RunScreen)
+        start = screen.chain_tree.root.children[0]
+        screen.chain_tree.move_cursor(start)
+        await settle(pilot, lambda: "captured by OpenAI/Python" in _detail(screen))
+
+        turn = screen._turn_tree_node(1)
+        assert turn is not None
+        turn.expand()
+        await settle(pilot, lambda: len(turn.children) >= 3)
+        tools = [n for n in turn.children if n.data is not None and n.data.kind == "tool"]
+        assert [str(n.label).split("(")[0][2:] for n in tools] == ["read_file", "calculator"]
+        assert all("observed" in str(n.label) for n in tools)
+        screen.chain_tree.move_cursor(tools[1])
+        await settle(pilot, lambda: "16160" in _detail(screen))
+        assert "observed" in _detail(screen)
+
+
+def _detail(screen: RunScreen) -> str:
+    return plain(screen.query_one("#detail-body", Static))

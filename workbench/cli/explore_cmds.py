@@ -1,0 +1,96 @@
+"""`workbench search TEXT` (runs by what they said and did) and `workbench export RUN`
+(a run as one JSON document or as Markdown)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from workbench.cli.common import CliError, add_home, positive_int, print_json, resolve_home
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    search = subparsers.add_parser(
+        "search",
+        help="find runs by a word in their task, messages, tool arguments, results or errors",
+        description=(
+            "Search every recorded run (ignoring case) in the task, what the model said, "
+            "tool arguments, tool results, errors and final answers. Prints one line per "
+            "match: run, turn, where it matched and the text around it; newest runs first."
+        ),
+        epilog=(
+            "examples:\n  workbench search 'no file'\n  workbench search timeout --run 3fa2 "
+            "--json\n\nexit codes: 0 something matched, 1 nothing did, 2 usage error"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    search.add_argument("text", metavar="TEXT", help="the text to look for")
+    search.add_argument("--run", metavar="RUN", help="only this run (id or unique prefix)")
+    search.add_argument(
+        "--limit", type=positive_int, default=50, help="at most N matches (default 50)"
+    )
+    search.add_argument("--json", action="store_true", help="print the matches as JSON")
+    add_home(search)
+    search.set_defaults(func=cmd_search)
+
+    export = subparsers.add_parser(
+        "export",
+        help="write a run as one JSON document or as Markdown (to paste in an issue)",
+        description=(
+            "json: the run's summary and every event, one document. md: the task, each "
+            "turn's text, tool calls and results, and how the run ended, as Markdown."
+        ),
+        epilog="example:\n  workbench export 3fa2 --format md -o run.md",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    export.add_argument("run", metavar="RUN", help="run id (or unique prefix) or a .jsonl path")
+    export.add_argument(
+        "--format", choices=("json", "md"), default="md", help="md (default) or json"
+    )
+    export.add_argument(
+        "-o", "--output", type=Path, metavar="FILE", help="write to FILE instead of stdout"
+    )
+    add_home(export)
+    export.set_defaults(func=cmd_export)
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from workbench.cli.read_cmds import open_store
+    from workbench.engine.search import search
+
+    with open_store(args) as store:
+        run_id = store.resolve_run(args.run) if args.run else None
+        hits = search(store, args.text, run_id=run_id, limit=args.limit)
+    if args.json:
+        print_json([hit.to_json() for hit in hits])
+        return 0
+    if not hits:
+        print(f"no run mentions {args.text!r}")
+        return 1
+    for hit in hits:
+        turn = f"turn {hit.turn}" if hit.turn is not None else "-"
+        print(f"{hit.run_id[:12]}  {turn:<8}  {hit.where:<14}  {hit.snippet}")
+    if len(hits) == args.limit:
+        print(f"… showing the first {args.limit} matches (use --limit)", file=sys.stderr)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from workbench.engine.export import ExportError, export_run
+    from workbench.engine.recording_io import RecordingError, load_recording
+
+    try:
+        recording = load_recording(args.run, resolve_home(args))
+        text = export_run(recording.events, args.format)
+    except (RecordingError, ExportError) as exc:
+        raise CliError(str(exc)) from None
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        args.output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    print(f"wrote run {recording.run_id} as {args.format} to {args.output}", file=sys.stderr)
+    return 0

@@ -1,0 +1,438 @@
+"""The spans of one trace as one run's events, in the trace contract.
+
+GenAI semantic-convention and OpenInference spans are recognised: an LLM / `chat` span is
+a model call (a turn, unless the exporter numbered turns itself), a TOOL / `execute_tool`
+span a tool call, an AGENT / `invoke_agent` span (else the trace's root) the run itself. A
+tool call the client ran without a span of its own is recovered from the messages: the
+model asked for it in one answer and its result came back in a later request; such a call
+is `observed`. Events take the spans' times; `run_start.origin` is "imported" and `client`
+the instrumentation library (the scope of the model-call spans).
+
+Plain Python on `SpanRecord`s; `otel_import` reads OTLP into them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from traces.events import (
+    Error,
+    Event,
+    ModelRequest,
+    ModelResponse,
+    RunEnd,
+    RunStart,
+    RunStatus,
+    ToolEnd,
+    ToolStart,
+    Totals,
+    is_run_status,
+)
+from workbench.engine import otel_attrs as a
+
+_EVENT_TYPES: dict[str, Any] = {
+    "model_request": ModelRequest,
+    "model_response": ModelResponse,
+    "error": Error,
+    "tool_start": ToolStart,
+    "tool_end": ToolEnd,
+}
+
+
+@dataclass
+class SpanRecord:
+    """One span, as read from OTLP: ids in hex, times in ns, attributes as Python values."""
+
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    name: str
+    start_ns: int
+    end_ns: int
+    attributes: dict[str, Any]
+    error: bool = False
+    status_message: str = ""
+    scope: str = ""  # the instrumentation scope's name and version
+    service: str | None = None
+
+    @property
+    def kind(self) -> str:
+        """LLM, TOOL, AGENT or OTHER, from either vocabulary."""
+        oi = str(self.attributes.get(a.SPAN_KIND, "")).upper()
+        operation = self.attributes.get(a.OPERATION)
+        if oi == "LLM" or operation in ("chat", "text_completion", "generate_content"):
+            return "LLM"
+        if oi == "TOOL" or operation == "execute_tool":
+            return "TOOL"
+        if oi == "AGENT" or operation in ("invoke_agent", "create_agent"):
+            return "AGENT"
+        return "OTHER"
+
+    def get(self, *keys: str) -> Any:
+        """The first of these attributes that is set."""
+        for key in keys:
+            value = self.attributes.get(key)
+            if value is not None:
+                return value
+        return None
+
+    def number(self, key: str) -> int | None:
+        value = self.attributes.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return int(value)
+        return None
+
+    @property
+    def duration_ms(self) -> float:
+        return (self.end_ns - self.start_ns) / 1e6
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _ts(ns: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=ns // 1000)
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return None
+    return value
+
+
+# --- what a model-call span says --------------------------------------------------------
+
+
+def input_messages(span: SpanRecord) -> list[dict[str, Any]]:
+    messages = a.unflatten_messages(a.LLM_INPUT, span.attributes)
+    if messages:
+        return messages
+    semconv = _json_value(span.attributes.get(a.INPUT_MESSAGES))
+    if isinstance(semconv, list):
+        messages = [a.from_semconv(m) for m in semconv if isinstance(m, dict)]
+    system = _json_value(span.attributes.get(a.SYSTEM_INSTRUCTIONS))
+    if isinstance(system, list) and not any(m["role"] == "system" for m in messages):
+        text = "".join(str(p.get("content", "")) for p in system if isinstance(p, dict))
+        messages.insert(0, {"role": "system", "content": text})
+    return messages
+
+
+def output_message(span: SpanRecord) -> tuple[dict[str, Any] | None, str | None]:
+    """The assistant message the model answered, and the finish reason."""
+    reasons = span.attributes.get(a.FINISH_REASONS)
+    finish = reasons[0] if isinstance(reasons, list) and reasons else None
+    finish = finish or span.attributes.get("llm.finish_reason")
+    messages = a.unflatten_messages(a.LLM_OUTPUT, span.attributes)
+    if messages:
+        message = messages[0]
+    else:
+        semconv = _json_value(span.attributes.get(a.OUTPUT_MESSAGES))
+        if not (isinstance(semconv, list) and semconv and isinstance(semconv[0], dict)):
+            return None, finish
+        message = a.from_semconv(semconv[0])
+        finish = finish or semconv[0].get("finish_reason")
+    message["role"] = "assistant"
+    message.setdefault("content", None)
+    if finish is None:
+        finish = "tool_calls" if message.get("tool_calls") else "stop"
+    return message, finish
+
+
+def offered_tools(span: SpanRecord) -> list[dict[str, Any]]:
+    tools: list[dict[str, Any]] = []
+    for i in range(10_000):
+        schema = span.attributes.get(f"{a.LLM_TOOLS}.{i}.tool.json_schema")
+        if schema is None:
+            break
+        value = _json_value(schema)
+        if isinstance(value, dict):
+            tools.append(value)
+    if tools:
+        return tools
+    definitions = _json_value(span.attributes.get(a.TOOL_DEFINITIONS))
+    for item in definitions if isinstance(definitions, list) else []:
+        if isinstance(item, dict) and "function" in item:
+            tools.append(item)
+        elif isinstance(item, dict):  # the conventions' flat form: type, name, …
+            function = {k: v for k, v in item.items() if k != "type"}
+            tools.append({"type": "function", "function": function})
+    return tools
+
+
+def request_params(span: SpanRecord) -> dict[str, Any]:
+    params = _json_value(span.attributes.get(a.LLM_PARAMS))
+    if not isinstance(params, dict):
+        params = {
+            key: span.attributes[attr]
+            for key, attr in a.REQUEST_PARAMS.items()
+            if attr in span.attributes
+        }
+    return {k: v for k, v in params.items() if k not in ("model", "stream", "stream_options")}
+
+
+def _usage(span: SpanRecord) -> dict[str, int] | None:
+    prompt = span.number(a.LLM_PROMPT_TOKENS)
+    prompt = prompt if prompt is not None else span.number(a.INPUT_TOKENS)
+    completion = span.number(a.LLM_COMPLETION_TOKENS)
+    completion = completion if completion is not None else span.number(a.OUTPUT_TOKENS)
+    if prompt is None and completion is None:
+        return None
+    total = span.number(a.LLM_TOTAL_TOKENS)
+    return {
+        "prompt_tokens": prompt or 0,
+        "completion_tokens": completion or 0,
+        "total_tokens": total if total is not None else (prompt or 0) + (completion or 0),
+    }
+
+
+def _tool_call(raw: str) -> dict[str, Any]:
+    arguments = _json_value(raw)
+    parsed = isinstance(arguments, dict)
+    return {
+        "arguments_raw": raw,
+        "arguments": arguments if parsed else None,
+        "parse_error": None if parsed else "not a JSON object",
+    }
+
+
+# --- the run --------------------------------------------------------------------------
+
+
+@dataclass
+class _Timeline:
+    """Events to be, ordered by time; at equal times the span that started first goes
+    first, and a span's start before its end."""
+
+    items: list[tuple[int, int, int, int, dict[str, Any]]] = field(default_factory=list)
+
+    def add(self, at_ns: int, span: SpanRecord, phase: int, event: dict[str, Any]) -> None:
+        order = span.number(a.SEQ) or 0
+        event["ts"] = _ts(at_ns)
+        self.items.append((at_ns, span.start_ns, order * 4 + phase, len(self.items), event))
+
+    def sorted(self) -> list[dict[str, Any]]:
+        return [item[-1] for item in sorted(self.items, key=lambda item: item[:4])]
+
+
+class _RunBuilder:
+    def __init__(self, spans: list[SpanRecord]) -> None:
+        self.spans = spans
+        self.run_id = spans[0].trace_id
+        llms = sorted((s for s in spans if s.kind == "LLM"), key=lambda s: (s.start_ns, s.name))
+        # Turns: the exporter's own numbering when present, else one per model call.
+        self.turns = [(span, span.number(a.TURN) or n) for n, span in enumerate(llms, 1)]
+        self.agent = _agent_span(spans)
+        self.timeline = _Timeline()
+        self.asked: dict[str, tuple[int, int]] = {}  # tool call id -> (time asked, turn)
+        self.answered: dict[str, tuple[int, str]] = {}  # tool call id -> (time seen, result)
+
+    def turn_at(self, ns: int) -> int:
+        current = 1
+        for span, turn in self.turns:
+            if span.start_ns <= ns:
+                current = turn
+        return current
+
+    def model_calls(self) -> None:
+        for span, turn in self.turns:
+            attempt = span.number(a.ATTEMPT) or 1
+            messages = input_messages(span)
+            request = {"type": "model_request", "turn": turn, "attempt": attempt}
+            request |= {
+                "messages": messages,
+                "tools": offered_tools(span),
+                "params": request_params(span),
+            }
+            self.timeline.add(span.start_ns, span, 0, request)
+            for sent in messages:
+                call_id = sent.get("tool_call_id")
+                if sent.get("role") == "tool" and call_id in self.asked:
+                    result = a.text_of(sent.get("content")) or ""
+                    self.answered.setdefault(str(call_id), (span.start_ns, result))
+            message, finish = output_message(span)
+            if span.error:
+                kind = str(span.attributes.get(a.ERROR_TYPE) or "error")
+                error = {"type": "error", "turn": turn, "attempt": attempt, "where": "model"}
+                error |= {"kind": kind, "message": span.status_message or "the call failed"}
+                self.timeline.add(span.end_ns, span, 1, error)
+                continue
+            if message is None:
+                if a.ATTEMPT in span.attributes:
+                    continue  # the workbench exported a call that never answered: still open
+                # Instrumentation that leaves message content out still saw the call end.
+                message = {"role": "assistant", "content": None}
+            response = {"type": "model_response", "turn": turn, "attempt": attempt}
+            response |= {
+                "message": message,
+                "finish_reason": finish,
+                "usage": _usage(span),
+                "latency_ms": span.duration_ms,
+            }
+            self.timeline.add(span.end_ns, span, 1, response)
+            for call in message.get("tool_calls") or []:
+                if call.get("id"):
+                    self.asked[str(call["id"])] = (span.end_ns, turn)
+
+    def tool_spans(self) -> set[str]:
+        """The tool calls that have spans; returns their call ids."""
+        spanned: set[str] = set()
+        for span in sorted((s for s in self.spans if s.kind == "TOOL"), key=lambda s: s.start_ns):
+            call_id = str(span.get(a.TOOL_CALL_ID, a.OI_TOOL_CALL_ID) or span.span_id)
+            spanned.add(call_id)
+            name = str(span.get(a.TOOL_NAME, a.OI_TOOL_NAME) or span.name)
+            raw = span.get(a.TOOL_ARGUMENTS, a.INPUT_VALUE)
+            raw = raw if isinstance(raw, str) else json.dumps(raw if raw is not None else {})
+            turn = span.number(a.TURN) or self.turn_at(span.start_ns)
+            base = {"turn": turn, "call_id": call_id, "name": name}
+            source = str(span.attributes.get(a.TOOL_SOURCE) or "imported")
+            start = {"type": "tool_start", **base, **_tool_call(raw), "source": source}
+            self.timeline.add(span.start_ns, span, 0, start)
+            result = span.get(a.TOOL_RESULT, a.OUTPUT_VALUE)
+            failed = span.status_message or "the tool failed" if span.error else None
+            end = {"type": "tool_end", **base, "ok": not span.error}
+            end |= {
+                "result": result if isinstance(result, str) else json.dumps(result or ""),
+                "error": span.attributes.get(a.TOOL_ERROR) or failed,
+                "duration_ms": span.duration_ms,
+                "mocked": bool(span.attributes.get(a.TOOL_MOCKED)),
+                "replayed": bool(span.attributes.get(a.TOOL_REPLAYED)),
+                "observed": bool(span.attributes.get(a.TOOL_OBSERVED)),
+            }
+            self.timeline.add(span.end_ns, span, 1, end)
+        return spanned
+
+    def observed_calls(self, spanned: set[str]) -> None:
+        """Calls the client ran without spans: asked for in one answer, answered later."""
+        for span, turn in self.turns:
+            answer, _ = output_message(span)
+            for call in (answer or {}).get("tool_calls") or []:
+                call_id = str(call.get("id"))
+                if call_id in spanned or call_id not in self.answered:
+                    continue
+                function = call.get("function") or {}
+                base = {"turn": turn, "call_id": call_id, "name": str(function.get("name") or "")}
+                raw = str(function.get("arguments") or "")
+                asked = self.asked[call_id][0]
+                seen, result = self.answered[call_id]
+                start = {"type": "tool_start", **base, **_tool_call(raw), "source": "imported"}
+                self.timeline.add(asked, span, 2, start)
+                end = {"type": "tool_end", **base, "ok": True, "result": result}
+                end |= {"duration_ms": (seen - asked) / 1e6, "observed": True}
+                self.timeline.add(seen, span, 3, end)
+
+    def run_start(self) -> RunStart:
+        agent, spans = self.agent, self.spans
+        first = self.turns[0][0] if self.turns else None
+        messages = input_messages(first) if first else []
+        user = next((m for m in messages if m.get("role") == "user"), None)
+        system = next((m for m in messages if m.get("role") == "system"), None)
+        task = agent.get(a.INPUT_VALUE) if agent else None
+        if not isinstance(task, str):
+            task = a.text_of(user.get("content")) if user else None
+        model = (agent.get(a.REQUEST_MODEL, a.LLM_MODEL) if agent else None) or (
+            first.get(a.REQUEST_MODEL, a.LLM_MODEL, a.RESPONSE_MODEL) if first else None
+        )
+        system_prompt = agent.get(a.SYSTEM_PROMPT) if agent else None
+        if system_prompt is None and system is not None:
+            system_prompt = a.text_of(system.get("content"))
+        client = next((s.scope for s in spans if s.kind == "LLM" and s.scope), None)
+        tools = (offered_tools(agent) if agent else []) or (offered_tools(first) if first else [])
+        return RunStart(
+            run_id=self.run_id,
+            seq=0,
+            ts=_ts(agent.start_ns if agent else min(s.start_ns for s in spans)),
+            task=task or (first.name if first else spans[0].name),
+            system_prompt=system_prompt,
+            model=str(model or "unknown"),
+            params=request_params(first) if first else {},
+            tools=tools,
+            origin="imported",
+            client=client or next((s.scope for s in spans if s.scope), None),
+            meta={
+                "otel": {
+                    "trace_id": self.run_id,
+                    "service": next((s.service for s in spans if s.service), None),
+                    "run_id": agent.get(a.RUN_ID) if agent else None,
+                }
+            },
+        )
+
+    def run_end(self, events: list[Event]) -> RunEnd | None:
+        """The run's end; None for a run the exporter reported as still going."""
+        agent = self.agent
+        status = _status(agent, [span for span, _ in self.turns])
+        if status is None:
+            return None
+        output = agent.get(a.OUTPUT_VALUE) if agent else None
+        final_answer = output if isinstance(output, str) else None
+        responses = [e for e in events if isinstance(e, ModelResponse)]
+        if final_answer is None and responses:
+            final_answer = a.text_of(responses[-1].message.get("content"))
+        tool_ends = [e for e in events if isinstance(e, ToolEnd)]
+        usages = [e.usage or {} for e in responses]
+        input_tokens = sum(int(u.get("prompt_tokens") or 0) for u in usages)
+        output_tokens = sum(int(u.get("completion_tokens") or 0) for u in usages)
+        start_ns = min(s.start_ns for s in self.spans)
+        end_ns = max(s.end_ns for s in self.spans)
+        layer = agent.get(a.TIMEOUT_LAYER) if agent else None
+        reason = (agent.get(a.RUN_REASON) or agent.status_message) if agent else ""
+        return RunEnd(
+            run_id=self.run_id,
+            seq=len(events),
+            ts=_ts(agent.end_ns if agent else end_ns),
+            status=status,
+            reason=str(reason or ""),
+            timeout_layer=layer if layer in ("model", "tool", "run") else None,
+            final_answer=final_answer,
+            totals=Totals(
+                turns=len({turn for _, turn in self.turns}),
+                model_calls=len(responses),
+                tool_calls=len(tool_ends),
+                tool_errors=sum(not e.ok for e in tool_ends),
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                total_tokens=input_tokens + output_tokens,
+                duration_ms=(end_ns - start_ns) / 1e6,
+            ),
+        )
+
+    def events(self) -> list[Event]:
+        self.model_calls()
+        self.observed_calls(self.tool_spans())
+        events: list[Event] = [self.run_start()]
+        for seq, item in enumerate(self.timeline.sorted(), start=1):
+            kind = _EVENT_TYPES[item.pop("type")]
+            events.append(kind(run_id=self.run_id, seq=seq, **item))
+        end = self.run_end(events)
+        return [*events, end] if end is not None else events
+
+
+def _agent_span(spans: list[SpanRecord]) -> SpanRecord | None:
+    agents = [span for span in spans if span.kind == "AGENT"]
+    if agents:
+        return min(agents, key=lambda span: span.start_ns)
+    ids = {span.span_id for span in spans}
+    roots = [s for s in spans if s.parent_id not in ids and s.kind == "OTHER"]
+    return min(roots, key=lambda span: span.start_ns) if roots else None
+
+
+def _status(agent: SpanRecord | None, llms: list[SpanRecord]) -> RunStatus | None:
+    declared = agent.attributes.get(a.RUN_STATUS) if agent else None
+    if declared == "incomplete":
+        return None
+    if is_run_status(declared):
+        return declared
+    last = agent or (llms[-1] if llms else None)
+    return "error" if last is not None and last.error else "completed"
+
+
+def run_events(spans: list[SpanRecord]) -> list[Event]:
+    """One trace's spans (at least one) as one run's events. Raises pydantic's
+    ValidationError when attribute values do not fit the trace contract."""
+    return _RunBuilder(spans).events()

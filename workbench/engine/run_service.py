@@ -1,0 +1,212 @@
+"""Running the agent for every front end (CLI, TUI, pytest plugin): the model from settings,
+a fork from its plan to a recorded run, and driving a run to its end.
+
+Each front end keeps only what is its own: the CLI reads flags, prints and handles Ctrl-C;
+the TUI streams items to its widgets; the plugin reports per case. Module-level imports stay
+light because every CLI command imports this module to register.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_core.agent import Agent, RunResult, TextDelta
+    from agent_core.model.base import ChatModel
+    from agent_core.tools.base import Toolset
+    from traces.events import Event, Limits
+    from traces.writer import JsonlWriter
+    from workbench.engine.fork import ForkPlan
+
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+NO_MODEL_HINT = (
+    "no model configured: pass --base-url URL --model NAME (or set OPENAI_BASE_URL and "
+    "WORKBENCH_MODEL, plus OPENAI_API_KEY if the endpoint needs one), or --script FILE to "
+    "use a scripted model"
+)
+
+# How long each MCP server has to start and list its tools (`--mcp-start-timeout`).
+DEFAULT_MCP_START_TIMEOUT_S = 10.0
+
+
+class SetupError(Exception):
+    """A run cannot be set up (no model, a bad script, an unreadable file): one line."""
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Which model a run talks to: an OpenAI-compatible endpoint, or a model script."""
+
+    base_url: str | None = None
+    model: str | None = None
+    api_key: str | None = None
+    script: Path | None = None
+    stream: bool = True
+
+    @classmethod
+    def from_env(
+        cls,
+        base_url: str | None = None,
+        model: str | None = None,
+        api_key: str | None = None,
+        script: Path | None = None,
+        stream: bool = True,
+    ) -> ModelSettings:
+        """The values given, else OPENAI_BASE_URL, WORKBENCH_MODEL and OPENAI_API_KEY."""
+        return cls(
+            base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
+            model=model or os.environ.get("WORKBENCH_MODEL") or None,
+            api_key=api_key or os.environ.get("OPENAI_API_KEY") or None,
+            script=script,
+            stream=stream,
+        )
+
+
+def build_model(settings: ModelSettings, limits: Limits | None = None) -> ChatModel:
+    """The model `settings` name; `SetupError` when they name none or the script is bad."""
+    from traces.events import Limits
+
+    limits = limits or Limits()
+    if settings.script is not None:
+        from agent_core.model.script import ScriptError
+        from agent_core.model.scripted import ScriptedModel
+
+        try:
+            return ScriptedModel.from_file(settings.script)
+        except ScriptError as exc:
+            raise SetupError(str(exc)) from None
+    if not settings.model or not (settings.base_url or settings.api_key):
+        raise SetupError(NO_MODEL_HINT)
+    from agent_core.model.openai_client import OpenAIChatModel
+    from agent_core.model.retry import RetryPolicy
+
+    return OpenAIChatModel(
+        settings.base_url or OPENAI_DEFAULT_BASE_URL,
+        settings.api_key,
+        settings.model,
+        stream=settings.stream,
+        timeout_s=limits.model_timeout_s,
+        retry=RetryPolicy(deadline_s=limits.model_timeout_s),
+    )
+
+
+def text_or_file(value: str) -> str:
+    """`TEXT` or `@FILE`, as the --system, --user and --tool-description flags take."""
+    if value.startswith("@"):
+        path = Path(value[1:])
+        try:
+            return path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise SetupError(f"cannot read {path}: {exc.strerror}") from exc
+    return value
+
+
+def parse_tool_descriptions(values: Iterable[str] | None) -> dict[str, str]:
+    """`NAME=TEXT` or `NAME=@FILE` pairs from repeated --tool-description flags."""
+    overrides: dict[str, str] = {}
+    for value in values or ():
+        name, sep, text = value.partition("=")
+        if not sep or not name.strip():
+            raise SetupError(f"--tool-description {value!r}: expected NAME=TEXT or NAME=@FILE")
+        description = text_or_file(text).strip()
+        if not description:
+            raise SetupError(f"--tool-description for {name.strip()}: the description is empty")
+        overrides[name.strip()] = description
+    return overrides
+
+
+# --- running ------------------------------------------------------------------------------
+
+# What to do with the MCP toolsets once their servers are up: a run offers them, a fork
+# makes them its live tools.
+AttachTools = Callable[["Agent", list["Toolset"]], None]
+
+
+def offer_tools(agent: Agent, toolsets: list[Toolset]) -> None:
+    """A run's way to attach MCP toolsets: offer their tools to the model."""
+    agent.toolsets.extend(toolsets)
+
+
+async def drive(
+    agent: Agent,
+    on_item: Callable[[Event | TextDelta], object] | None = None,
+    *,
+    mcp_config: Path | None = None,
+    attach: AttachTools = offer_tools,
+    mcp_start_timeout_s: float = DEFAULT_MCP_START_TIMEOUT_S,
+) -> RunResult | None:
+    """Run `agent` to its end, handing every streamed item to `on_item`; the MCP servers of
+    `mcp_config` are up for the run (each given `mcp_start_timeout_s` to start). The model
+    is closed afterwards. Returns the result (None only if the run never got to start); a
+    server that will not start is a `SetupError`."""
+    try:
+        async with AsyncExitStack() as stack:
+            if mcp_config is not None:
+                from agent_core.mcp_tools import open_mcp_toolsets
+
+                opening = open_mcp_toolsets(
+                    mcp_config,
+                    agent.recorder,
+                    tool_timeout_s=agent.config.limits.tool_timeout_s,
+                    startup_timeout_s=mcp_start_timeout_s,
+                )
+                try:
+                    attach(agent, list(await stack.enter_async_context(opening)))
+                except Exception as exc:  # McpConfigError, McpStartError: one line
+                    raise SetupError(str(exc)) from None
+            async for item in agent.run_stream():
+                if on_item is not None:
+                    on_item(item)
+    finally:
+        close = getattr(agent.model, "aclose", None)
+        if close is not None:
+            with contextlib.suppress(Exception):
+                await close()
+    return agent.result
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    """An agent ready to run and the writer recording its trace (close it afterwards)."""
+
+    agent: Agent
+    writer: JsonlWriter
+
+
+def prepare_fork(
+    plan: ForkPlan,
+    model: ChatModel,
+    home: Path,
+    *,
+    live_toolsets: list[Toolset],
+    secrets: Iterable[str | None] = (),
+    limits: Limits | None = None,
+    root: Path | None = None,
+) -> PreparedRun:
+    """The fork of `plan` as a new run recorded in `home`'s traces, `secrets` redacted.
+    New calls may run live on `live_toolsets` as the plan allows; `limits` replace the
+    parent's; `root`, the folder the fork's file tools read, is recorded in its run_start."""
+    from agent_core.agent import new_run_id
+    from traces.home import RedactionConfigError, home_redactor, traces_dir
+    from traces.writer import JsonlWriter
+    from workbench.engine.fork import fork_agent
+
+    try:
+        redactor = home_redactor(home, secrets)
+    except RedactionConfigError as exc:
+        raise SetupError(str(exc)) from None
+    run_id = new_run_id()
+    writer = JsonlWriter(traces_dir(home), run_id, redactor)
+    changes: dict[str, Any] = {} if limits is None else {"limits": limits}
+    if root is not None:
+        changes["meta"] = plan.config().meta | {"root": str(root.resolve())}
+    agent = fork_agent(
+        plan, model, live_toolsets=live_toolsets, sinks=[writer], run_id=run_id, **changes
+    )
+    return PreparedRun(agent, writer)

@@ -1,0 +1,229 @@
+"""Regression results: stored suite runs, each case's pass rate against the baseline, and for
+a case that failed or regressed, how the tool descriptions changed since the baseline.
+
+Everything comes from the store's regression tables (`traces.store.regress`), written by
+`workbench test`; the description diff is `traces.schema_diff`'s word diff.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
+from textual.widgets import DataTable, Footer, Header, Static
+
+from workbench.tui.diff_screens import word_diff_text
+from workbench.tui.screens import PaletteCommand, WorkbenchScreen
+
+STATUS_STYLES = {"pass": "green", "fail": "bold red", "regressed": "bold red", "error": "red"}
+
+
+@dataclass(frozen=True)
+class SuiteRun:
+    run: dict[str, Any]  # a row of RegressTables.runs()
+    cases: list[dict[str, Any]]  # rows of RegressTables.cases()
+
+    @property
+    def suite_run_id(self) -> str:
+        return str(self.run["suite_run_id"])
+
+
+def _rate(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
+
+
+def case_status(case: dict[str, Any]) -> Text:
+    status = str(case.get("status") or "?")
+    return Text(status, style=STATUS_STYLES.get(status, "yellow"))
+
+
+def render_description_diff(pair: Any, involved: set[str]) -> RenderableType:
+    """The tools that changed since the baseline, descriptions as word diffs; the tools the
+    case involves first."""
+    diff = pair.diff
+    parts: list[RenderableType] = [
+        Text.assemble(("tool changes: ", "bold"), (f"{pair.run_a} → {pair.run_b}", "dim"))
+    ]
+    if diff.is_empty:
+        parts.append(Text("No tool schema changed since the baseline.", style="green"))
+    for name in diff.added:
+        parts.append(Text(f"+ {name} added", style="bold green"))
+    for name in diff.removed:
+        parts.append(Text(f"- {name} removed", style="bold red"))
+    changes = sorted(diff.changed, key=lambda c: c.name not in involved)
+    for change in changes:
+        mark = "  ← this case's tool" if change.name in involved else ""
+        parts.append(Text.assemble(("~ ", "yellow"), (change.name, "bold yellow"), (mark, "dim")))
+        if change.description_changed:
+            parts.append(Text.assemble("  ", word_diff_text(change.description)))
+        for param in change.params:
+            parts.append(Text(f"  parameter {param.name}: {param.kind}", style="yellow"))
+    return Group(*parts)
+
+
+def involved_tools(case: dict[str, Any], names: set[str]) -> set[str]:
+    """Tool names the case's expectation or its samples' choices mention."""
+    said = f"{case.get('expected') or ''} {case.get('chosen') or ''}"
+    return {name for name in names if name in said}
+
+
+class RegressScreen(WorkbenchScreen):
+    """Regression results: suites, each case's pass rate against the baseline, what changed."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("g", "reload", "Reload"),
+        Binding("tab", "app.focus_next", "Switch table", show=False),
+    ]
+
+    class Loaded(Message):
+        def __init__(self, runs: list[SuiteRun]) -> None:
+            super().__init__()
+            self.runs = runs
+
+    class DiffReady(Message):
+        def __init__(self, case_id: str, renderable: RenderableType) -> None:
+            super().__init__()
+            self.case_id = case_id
+            self.renderable = renderable
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.runs: list[SuiteRun] = []
+        self.selected: SuiteRun | None = None
+        self.case_id: str | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(Text("regression results", style="bold"), classes="summary")
+        with Horizontal():
+            yield DataTable(id="suite-runs", cursor_type="row", zebra_stripes=True)
+            yield DataTable(id="suite-cases", cursor_type="row", zebra_stripes=True)
+        with VerticalScroll(id="case-detail"):
+            yield Static(Text("loading suite runs…", style="dim"), id="case-body")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "regressions"
+        runs = self.query_one("#suite-runs", DataTable)
+        runs.add_columns("suite", "started", "model", "passed", "baseline")
+        cases = self.query_one("#suite-cases", DataTable)
+        cases.add_columns("case", "rate", "baseline", "status")
+        runs.focus()
+        self._load()
+
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
+    def _load(self) -> None:
+        self.post_message(self.Loaded(self.backend.regressions()))
+
+    def on_regress_screen_loaded(self, message: Loaded) -> None:
+        self.runs = message.runs
+        table = self.query_one("#suite-runs", DataTable)
+        table.clear()
+        for suite_run in message.runs:
+            run = suite_run.run
+            table.add_row(
+                str(run["suite"]),
+                str(run["started"]),
+                str(run.get("model") or ""),
+                f"{run['passed_cases']}/{run['cases']}",
+                str(run.get("baseline") or "—"),
+                key=suite_run.suite_run_id,
+            )
+        if not message.runs:
+            self._show(
+                Text(
+                    "No suite runs stored yet. `workbench test SUITE` runs a regression suite "
+                    "and stores its results here.",
+                    style="dim",
+                )
+            )
+
+    @on(DataTable.RowHighlighted, "#suite-runs")
+    def _run_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        found = next((r for r in self.runs if r.suite_run_id == event.row_key.value), None)
+        if found is None:
+            return
+        self.selected = found
+        cases = self.query_one("#suite-cases", DataTable)
+        cases.clear()
+        for case in found.cases:
+            cases.add_row(
+                str(case["case_id"]),
+                _rate(case.get("pass_rate")),
+                _rate(case.get("baseline_rate")),
+                case_status(case),
+                key=str(case["case_id"]),
+            )
+        failing = sum(1 for case in found.cases if case.get("status") != "pass")
+        self._show(
+            Text(
+                f"{found.run['suite']}: {len(found.cases) - failing} of {len(found.cases)} "
+                "cases pass. Select a failing or regressed case to see what changed in the "
+                "tool descriptions since the baseline.",
+                style="dim",
+            )
+        )
+
+    @on(DataTable.RowHighlighted, "#suite-cases")
+    def _case_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        suite_run = self.selected
+        if suite_run is None:
+            return
+        case = next((c for c in suite_run.cases if c["case_id"] == event.row_key.value), None)
+        if case is None:
+            return
+        self.case_id = str(case["case_id"])
+        head = Text.assemble(
+            (str(case["case_id"]), "bold"),
+            "  ",
+            case_status(case),
+            (
+                f"  {case.get('passed')}/{case.get('samples')} samples passed "
+                f"({_rate(case.get('pass_rate'))}, needs {_rate(case.get('min_pass_rate'))}; "
+                f"baseline {_rate(case.get('baseline_rate'))})",
+                "dim",
+            ),
+        )
+        lines: list[RenderableType] = [
+            head,
+            Text.assemble(("expected: ", "bold dim"), str(case.get("expected") or "—")),
+            Text.assemble(("chosen:   ", "bold dim"), str(case.get("chosen") or "—")),
+        ]
+        self._show(Group(*lines))
+        if case.get("status") != "pass":
+            self._case_diff(suite_run, case)
+
+    @work(thread=True, exclusive=True, group="diff", exit_on_error=False)
+    def _case_diff(self, suite_run: SuiteRun, case: dict[str, Any]) -> None:
+        run = suite_run.run
+        pair = self.backend.regression_schema_diff(
+            str(run["suite"]), run.get("baseline"), suite_run.suite_run_id
+        )
+        names = {str((t.get("function") or t).get("name")) for t in pair.tools_a + pair.tools_b}
+        involved = involved_tools(case, names)
+        self.post_message(
+            self.DiffReady(str(case["case_id"]), render_description_diff(pair, involved))
+        )
+
+    def on_regress_screen_diff_ready(self, message: DiffReady) -> None:
+        if message.case_id != self.case_id:
+            return  # the user has moved on to another case
+        body = self.query_one("#case-body", Static)
+        body.update(Group(body.content, Text(""), message.renderable))  # type: ignore[arg-type]
+
+    def _show(self, renderable: RenderableType) -> None:
+        self.query_one("#case-body", Static).update(renderable)
+
+    def action_reload(self) -> None:
+        self._load()
+
+    def palette_commands(self) -> Iterator[PaletteCommand]:
+        yield ("Reload regression results", "Read the stored suite runs again", self.action_reload)
