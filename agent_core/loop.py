@@ -200,7 +200,7 @@ class LoopRun:
             if config.system_prompt:
                 self.messages.append(system_message(config.system_prompt))
             self.messages.append(user_message(config.task))
-        offer = toolbox.offer(self._query(), self.limits.max_tools)
+        offer = toolbox.offer(self._query(), self.limits.max_tools, _named_tool(config.params))
         self._record_start(offer)
         for item in self.recorder.drain():
             yield item
@@ -276,7 +276,7 @@ class LoopRun:
             message = f"the changed tools cannot be offered ({exc}); keeping the previous set"
             self.recorder.emit(Error, where="run", kind="config", message=message)
             return offer, now
-        new = toolbox.offer(self._query(), self.limits.max_tools)
+        new = toolbox.offer(self._query(), self.limits.max_tools, _named_tool(self.config.params))
         before = {spec.name: spec.source for spec in offer.toolbox.specs}
         after = {spec.name: spec.source for spec in toolbox.specs}
         changed = [source for source, version in now.items() if versions.get(source) != version]
@@ -562,6 +562,14 @@ def _request_params(params: dict[str, Any], called_a_tool: bool) -> dict[str, An
     if called_a_tool and choice is not None and choice not in ("auto", "none"):
         return {key: value for key, value in params.items() if key != "tool_choice"}
     return dict(params)
+
+
+def _named_tool(params: dict[str, Any]) -> str | None:
+    """The tool a `tool_choice` param names, if it names one."""
+    choice = params.get("tool_choice")
+    function = choice.get("function") if isinstance(choice, dict) else None
+    name = function.get("name") if isinstance(function, dict) else None
+    return name if isinstance(name, str) else None
 
 
 def _int(value: Any, default: int) -> int:

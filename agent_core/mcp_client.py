@@ -61,6 +61,7 @@ class _QuietParseErrors(logging.Filter):
 
 
 logging.getLogger("mcp.client.stdio").addFilter(_QuietParseErrors())
+REFRESH_TIMEOUT_S = 30.0  # a re-listing after list_changed that takes longer is given up
 HTTP_TIMEOUT_S = 30.0
 HTTP_READ_S = 300.0
 
@@ -453,9 +454,10 @@ class McpConnection:
     async def _handle(self, message: IncomingMessage) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             try:
-                await self.list_tools()
-            except McpCallError as exc:  # the previous list stays in use
-                log.warning("refreshing tools of MCP server %r failed: %s", self.name, exc)
+                with anyio.fail_after(REFRESH_TIMEOUT_S):
+                    await self.list_tools()
+            except (McpCallError, TimeoutError) as exc:  # the previous list stays in use
+                log.warning("refreshing tools of MCP server %r failed: %r", self.name, exc)
             finally:
                 self.refreshes_done += 1
                 refreshed, self._refreshed = self._refreshed, anyio.Event()

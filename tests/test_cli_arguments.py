@@ -14,7 +14,6 @@ from workbench.cli import main
         (["runs", "--limit", "0"], "--limit: must be greater than 0"),
         (["run", "task", "--max-turns", "-1"], "--max-turns: must be greater than 0"),
         (["replay", "r", "--speed", "0"], "--speed: must be greater than 0"),
-        (["fork", "r", "--turn", "zero"], "--turn: 'zero' is not a whole number"),
         (["serve-model", "--script", "s.toml", "--port", "70000"], "--port: must be at most"),
         (["mcp", "list", "--timeout", "-5"], "--timeout: must be greater than 0"),
         (["lint-tools", "x.json", "--max-tools", "0"], "--max-tools: must be greater than 0"),

@@ -3,8 +3,8 @@
 Writer and reader share these models. `Event` is the discriminated union on `type`;
 `EVENT_ADAPTER` validates one decoded JSON line into the right model.
 
-Schema versions (bump on any change of an event's shape, add a migration in
-`traces.reader`, and add golden traces under tests/fixtures/traces/vN/):
+Schema versions (bump `traces.versions.SCHEMA_VERSION` on any change of an event's shape,
+add a migration there, and add golden traces under tests/fixtures/traces/vN/):
     1 — first release.
     2 — where a run came from (`run_start.origin`, `client`), tools left out or renamed
         (`run_start.tools_dropped`, `renamed_tools`, `tool_start.source_name`), tool calls
@@ -18,11 +18,8 @@ from typing import Annotated, Any, Literal, TypeAlias, TypeGuard, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_serializer
 
-SCHEMA_VERSION = 2
-SCHEMA_VERSIONS: dict[int, str] = {
-    1: "first release: run_start … run_end, model chunks, tool calls, MCP frames, trims",
-    2: "run origin and client, tools dropped or renamed, observed tool calls, tools_changed",
-}
+from traces.versions import SCHEMA_VERSION as SCHEMA_VERSION  # re-exported: part of the
+from traces.versions import SCHEMA_VERSIONS as SCHEMA_VERSIONS  # contract's public names
 
 RunStatus: TypeAlias = Literal[
     "completed",
@@ -60,6 +57,22 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+# The last whole second `ts_text` wrote in UTC, and its text: events come many a second.
+_last_second: tuple[tuple[int, ...], str] = ((), "")
+
+
+def ts_text(ts: datetime) -> str:
+    """How a trace writes a time: UTC, microseconds, `Z` (`2026-03-01T09:30:00.000000Z`)."""
+    global _last_second
+    if ts.tzinfo is not UTC:
+        return ts.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    second = (ts.year, ts.month, ts.day, ts.hour, ts.minute, ts.second)
+    last = _last_second  # one read and one write of the pair: safe across threads
+    if last[0] != second:
+        last = _last_second = (second, ts.isoformat(timespec="seconds")[:-6])
+    return f"{last[1]}.{ts.microsecond:06d}Z"
+
+
 class EventBase(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -72,7 +85,7 @@ class EventBase(BaseModel):
 
     @field_serializer("ts")
     def _ts_iso(self, ts: datetime) -> str:
-        return ts.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+        return ts_text(ts)
 
 
 class Limits(BaseModel):

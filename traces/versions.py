@@ -2,9 +2,10 @@
 that bring an older line up to the current one.
 
 The reader and the store's ingest both decide a trace's version here, so they cannot drift.
-`SCHEMA_VERSION` and the one-line summary of each version live with the events
-(`traces.events.SCHEMA_VERSIONS`); importing this module checks that every older version
-has both a summary and a migration.
+`SCHEMA_VERSION` and the one-line summary of each version live here too, not with the event
+models, so the store can check a file's version without loading pydantic (`traces.events`
+re-exports them); importing this module checks that every older version has both a summary
+and a migration.
 """
 
 from __future__ import annotations
@@ -13,7 +14,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from traces.events import SCHEMA_VERSION, SCHEMA_VERSIONS
+SCHEMA_VERSION = 2
+SCHEMA_VERSIONS: dict[int, str] = {
+    1: "first release: run_start … run_end, model chunks, tool calls, MCP frames, trims",
+    2: "run origin and client, tools dropped or renamed, observed tool calls, tools_changed",
+}
 
 
 class NewerSchemaError(ValueError):

@@ -109,10 +109,14 @@ class ToolBox:
     def specs(self) -> list[ToolSpec]:
         return [spec for spec, _, _ in self._entries.values()]
 
-    def offer(self, query: str, max_tools: int) -> Offer:
-        """The tools one request carries: at most `max_tools`, the most relevant to `query`."""
-        chosen = select_tools(self.specs, query, max_tools)
-        names = {spec.name for spec in chosen}
+    def offer(self, query: str, max_tools: int, required: str | None = None) -> Offer:
+        """The tools one request carries: at most `max_tools`, the most relevant to `query`,
+        and always `required` (a tool that `tool_choice` names must be among them)."""
+        forced = [spec for spec in self.specs if spec.name == required]
+        others = [spec for spec in self.specs if spec.name != required]
+        names = {spec.name for spec in select_tools(others, query, max_tools - len(forced))}
+        names.update(spec.name for spec in forced)
+        chosen = [spec for spec in self.specs if spec.name in names]
         dropped = [name for name in self._entries if name not in names]
         return Offer(self, chosen, [self.schema(spec) for spec in chosen], dropped)
 

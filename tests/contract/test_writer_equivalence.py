@@ -23,8 +23,11 @@ from agent_core.model.scripted import ScriptedModel
 from agent_core.tools.builtin import builtin_tools
 from traces.events import (
     EVENT_ADAPTER,
+    EVENT_TYPES,
+    Edit,
     Error,
     EventBase,
+    HistoryTrimmed,
     Limits,
     McpMessage,
     ModelChunk,
@@ -33,7 +36,10 @@ from traces.events import (
     RunEnd,
     RunStart,
     ToolEnd,
+    ToolsChanged,
     ToolStart,
+    Totals,
+    ts_text,
 )
 from traces.redact import ChunkStream, Redactor
 from traces.writer import JsonlWriter, MemorySink
@@ -145,6 +151,16 @@ TRICKY = [
 ]
 AUTH_KEYS = ["Authorization", "api_key", "API-Key", "x-api-key", "proxy-authorization"]
 SCALARS: list[Any] = [0, 1, -7, 2**70, True, False, None, 0.5, -0.0, 1e16, 1.5e-7, 4.5e-5, 1e-4]
+# Values a JSON encoder refuses or writes otherwise than pydantic: the writer must notice.
+ODD: list[Any] = [
+    float("nan"),
+    float("inf"),
+    datetime(2026, 3, 1, 12, 0, tzinfo=UTC),
+    b"bytes",
+    {1, 2},
+    ("a", "tuple"),
+    {1: "int key"},
+]
 
 
 def random_value(rng: random.Random, depth: int = 0) -> Any:
@@ -153,6 +169,8 @@ def random_value(rng: random.Random, depth: int = 0) -> Any:
         return {random_key(rng): random_value(rng, depth + 1) for _ in range(rng.randint(0, 4))}
     if depth < 3 and roll < 0.35:
         return [random_value(rng, depth + 1) for _ in range(rng.randint(0, 4))]
+    if roll < 0.02:
+        return rng.choice(ODD)
     if roll < 0.5:
         return rng.choice(SCALARS)
     return rng.choice(TRICKY) + rng.choice(["", " tail", "\n"])
@@ -240,30 +258,54 @@ def random_events(rng: random.Random, count: int) -> list[EventBase]:
             event = ModelResponse(
                 **base, message=random_message(rng), usage={"total": rng.randint(0, 9)}
             )
-        elif kind < 0.76:
+        elif kind < 0.74:
             event = ToolStart(
                 **base,
                 call_id="c",
                 name="n",
                 arguments_raw=rng.choice(TRICKY),
                 arguments={random_key(rng): random_value(rng)},
+                source=rng.choice(["builtin", "mcp:fs"]),
+                source_name=rng.choice([None, *TRICKY]),
                 reasoning=rng.choice(TRICKY),
             )
-        elif kind < 0.84:
+        elif kind < 0.8:
             event = ToolEnd(
                 **base,
                 call_id="c",
                 name="n",
-                ok=True,
+                ok=rng.random() < 0.5,
                 result=rng.choice(TRICKY),
+                error=rng.choice([None, *TRICKY]),
                 duration_ms=rng.choice([0.25, 3e-5, 1.5e-7, 12.0]),
+                observed=rng.random() < 0.5,
             )
-        elif kind < 0.9:
+        elif kind < 0.85:
             event = McpMessage(
                 **base,
                 server="s",
                 direction="recv",
                 frame={"jsonrpc": "2.0", "result": random_value(rng)},
+            )
+        elif kind < 0.88:
+            event = ToolsChanged(
+                **base,
+                source="mcp:fs",
+                tools=list(tools),
+                added=[rng.choice(TRICKY)],
+                removed=[random_key(rng)],
+                dropped=rng.choice([[], [SECRET]]),
+            )
+        elif kind < 0.91:
+            event = HistoryTrimmed(
+                **base,
+                tokens_before=rng.randint(0, 10**6),
+                tokens_after=rng.randint(0, 10**6),
+                messages_before=9,
+                messages_after=3,
+                rounds_kept=1,
+                rounds_dropped=2,
+                summary=rng.choice([None, *TRICKY]),
             )
         elif kind < 0.95:
             event = RunStart(
@@ -271,12 +313,24 @@ def random_events(rng: random.Random, count: int) -> list[EventBase]:
                 task=rng.choice(TRICKY),
                 model="m",
                 params={"headers": random_value(rng)},
+                tools=list(tools),
+                tool_sources={"t": rng.choice(TRICKY)},
+                tools_dropped=[rng.choice(TRICKY)],
+                renamed_tools={"fs_read": rng.choice(TRICKY)},
+                origin=rng.choice(["agent", "fork", "captured", "imported"]),
+                client=rng.choice([None, *TRICKY]),
+                edits=[Edit(kind="user", value=random_value(rng))],
                 meta={random_key(rng): random_value(rng)},
             )
         elif kind < 0.98:
             event = Error(**base, where="model", kind="http", message=rng.choice(TRICKY))
         else:
-            event = RunEnd(**base, status="completed", final_answer=rng.choice(TRICKY))
+            event = RunEnd(
+                **base,
+                status="completed",
+                final_answer=rng.choice(TRICKY),
+                totals=Totals(turns=3, duration_ms=rng.choice([0.25, 1.5e-7])),
+            )
         if rng.random() < 0.1:  # as read back from a file (pydantic's own tzinfo, say)
             event = EVENT_ADAPTER.validate_json(event.model_dump_json())
         events.append(event)
@@ -292,6 +346,7 @@ REDACTORS = {
 
 
 def test_generated_events_are_written_exactly_as_the_reference(tmp_path: Path) -> None:
+    seen: set[type[EventBase]] = set()
     for name, make in REDACTORS.items():
         for seed in range(6):
             rng = random.Random(f"{name}-{seed}")
@@ -299,11 +354,13 @@ def test_generated_events_are_written_exactly_as_the_reference(tmp_path: Path) -
             writer = JsonlWriter(tmp_path, f"{name}-{seed}".replace(" ", "-"), redactor)
             reference = ReferenceLines(redactor)
             for event in random_events(rng, 120):
+                seen.add(type(event))
                 writer.write(event)  # type: ignore[arg-type]
                 # Taken now: a request's messages may be edited in place after it is written.
                 reference.add(event)
             writer.close()
             assert written_lines(writer.path) == reference.done(), (name, seed)
+    assert seen == set(EVENT_TYPES)  # every event type, the newest ones included
 
 
 def test_a_message_edited_in_place_is_written_as_it_is_now(tmp_path: Path) -> None:
@@ -322,3 +379,17 @@ def test_a_message_edited_in_place_is_written_as_it_is_now(tmp_path: Path) -> No
     assert first == {"role": "user", "content": "hi"}
     assert second["content"] == "now with [REDACTED:api_key]"
     assert third["tool_calls"][0]["function"]["arguments"] == '{"x": 1}'
+
+
+def test_times_are_written_in_utc_with_microseconds_whatever_came_before() -> None:
+    rng = random.Random(7)
+    start = datetime(2026, 3, 1, 23, 59, 58, tzinfo=UTC)
+    zones = [UTC, timezone(timedelta(hours=-7)), timezone(timedelta(hours=5, minutes=30))]
+    for _ in range(2000):
+        ts = (start + timedelta(microseconds=rng.randint(0, 3 * 10**6))).astimezone(
+            rng.choice(zones)
+        )
+        if rng.random() < 0.1:
+            ts = ts.replace(microsecond=0)
+        expected = ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        assert ts_text(ts) == expected

@@ -187,7 +187,10 @@ def test_a_client_that_goes_away_leaves_an_incomplete_run(tmp_path: Path) -> Non
     assert [e["type"] for e in events][:3] == ["run_start", "model_request", "model_chunk"]
 
 
-def test_stopping_the_proxy_cancels_runs_waiting_for_their_client(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_stopping_the_proxy_cancels_runs_waiting_for_their_client(
+    tmp_path: Path, stop: signal.Signals
+) -> None:
     home = tmp_path / "home"
     with ModelServer(ScriptResponder(STEPS)) as upstream:
         process = subprocess.Popen(
@@ -204,7 +207,7 @@ def test_stopping_the_proxy_cancels_runs_waiting_for_their_client(tmp_path: Path
             model="m", messages=[{"role": "user", "content": TASK}]
         )
         client.close()
-        process.send_signal(signal.SIGINT)
+        process.send_signal(stop)
         _, err = process.communicate(timeout=20)
     assert process.returncode == 0 and "Traceback" not in err
     assert first.choices[0].message.tool_calls
@@ -328,3 +331,28 @@ def test_a_request_that_cannot_be_recorded_is_still_forwarded(
     err = capfd.readouterr().err
     assert err.count("workbench proxy: could not record an exchange") == 1
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_client_that_echoes_the_answer_with_fields_of_its_own_continues_its_run(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    with (
+        ModelServer(ScriptResponder(STEPS)) as upstream,
+        RecordingProxy(upstream.base_url, home) as proxy,
+    ):
+        client = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+        history: Any = [{"role": "user", "content": TASK}]
+        first = client.chat.completions.create(model="m", messages=history)
+        answer = first.choices[0].message.model_dump(exclude_none=True)
+        calls = answer["tool_calls"]
+        # What some clients send back: the provider's reasoning, empty extras, no `type`.
+        answer.update(reasoning_content="I should read the file.", annotations=[])
+        for call in calls:
+            call.pop("type")
+        history += [answer]
+        history += [{"role": "tool", "tool_call_id": c["id"], "content": "ok"} for c in calls]
+        client.chat.completions.create(model="m", messages=history)
+    events = read_run(home)
+    assert [e["turn"] for e in events if e["type"] == "model_request"] == [1, 2]
+    assert events[-1]["status"] == "completed"

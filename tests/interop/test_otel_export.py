@@ -242,3 +242,44 @@ def test_the_service_name_comes_from_the_standard_variables(
     monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=staging")
     assert main(["export-otel", "--all", "--endpoint", otlp_receiver.endpoint]) == 0
     assert {s.service for s in otlp_receiver.spans()} == {"support-agents"}
+
+
+def test_a_fork_links_to_its_parent_and_trims_are_span_events(
+    golden_home: Path, golden_dir: Path, otlp_receiver: RecordingReceiver
+) -> None:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    parent = "276a0272c8a551178d8bfedb26070002"
+    fork = "f0" * 16
+    text = (golden_dir / f"{parent}.jsonl").read_text(encoding="utf-8").replace(parent, fork)
+    lines = text.splitlines()
+    start = json.loads(lines[0]) | {"parent_run_id": parent, "fork_turn": 2}
+    (golden_home / "traces" / f"{fork}.jsonl").write_text(
+        "\n".join([json.dumps(start), *lines[1:]]) + "\n", encoding="utf-8"
+    )
+    assert main(["export-otel", "--all", "--endpoint", otlp_receiver.endpoint]) == 0
+
+    roots = {}
+    for received in otlp_receiver.requests:
+        request = ExportTraceServiceRequest.FromString(received.body)
+        for span in request.resource_spans[0].scope_spans[0].spans:
+            if not span.parent_span_id:
+                run_id = next(
+                    kv.value.string_value for kv in span.attributes if kv.key == "workbench.run_id"
+                )
+                roots[run_id] = span
+    (link,) = roots[fork].links
+    assert (link.trace_id, link.span_id) == (roots[parent].trace_id, roots[parent].span_id)
+    assert {kv.key: kv.value.int_value for kv in link.attributes}["workbench.fork_turn"] == 2
+
+    # The run that hit its token budget trimmed its history: events on its agent span.
+    budget = next(
+        r for r in roots.values() if any(e.name == "workbench.history_trimmed" for e in r.events)
+    )
+    trim = next(e for e in budget.events if e.name == "workbench.history_trimmed")
+    assert {kv.key for kv in trim.attributes} >= {
+        "workbench.tokens_before",
+        "workbench.rounds_dropped",
+    }

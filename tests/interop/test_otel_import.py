@@ -355,17 +355,19 @@ def test_collect_on_a_taken_port_is_one_line(
 def test_spans_waiting_for_their_root_survive_a_killed_collector(wb_home: Path) -> None:
     from workbench.engine.otel_collect import OtlpReceiver
     from workbench.engine.otel_import import parse_json
+    from workbench.engine.otel_runs import SpanEventRecord
 
     spans = parse_json(json.loads((FIXTURES / "genai-agent.json").read_text(encoding="utf-8")))
     children = [span for span in spans if span.parent_id is not None]
     root = [span for span in spans if span.parent_id is None]
+    children[0].events.append(SpanEventRecord("note", 1, {"k": "v"}))
     first = OtlpReceiver(wb_home)
     first.take(children)
     assert first.runs == []
     del first  # killed: no flush
 
     second = OtlpReceiver(wb_home)
-    assert [len(s) for s in second.pending.values()] == [2]
+    assert list(second.pending.values()) == [children]
     second.take(root)
     (run,) = second.runs
     assert (run.status, run.turns) == ("completed", 2)

@@ -161,6 +161,15 @@ def test_with_15_tools_the_user_is_told_which_are_left_out(
     # The recording replays identically: the same tools are left out again.
     assert main(["replay", start.run_id, "--home", str(tmp_path / "default" / "home")]) == 0
 
+    # A tool that --tool-choice names is always among those offered.
+    forced = start.tools_dropped[0]
+    code, events = run(tmp_path / "forced", steps, "What time is it now in UTC?", *flags,
+                       "--tool-choice", forced)  # fmt: skip
+    [start] = of(events, RunStart)
+    assert forced in [tool["function"]["name"] for tool in start.tools]
+    assert len(start.tools) == 8 and len(start.tools_dropped) == 7
+    capsys.readouterr()
+
     code, events = run(tmp_path / "twenty", steps, "What time is it?", *flags, "--max-tools", "20")
     [start] = of(events, RunStart)
     assert code == 0 and len(start.tools) == 15 and start.tools_dropped == []

@@ -160,6 +160,9 @@ async def test_one_fork_carries_several_edits_and_a_mock(home: Path) -> None:
             assert "result of tool call call_e1 (mocked): 20" in shown
             assert "turn 2 · answer" in shown and "B    20" in shown
             assert "diff ERROR: arguments are not valid JSON; send a JSON object 20" in shown
+            # The fork's live output wraps at words in a narrow pane.
+            output = fork.query_one("#fork-output-text", Static)
+            assert _words_whole("the model answered without tool calls", _lines(output, 24))
 
     sent = server.bodies[0]
     assert sent["messages"][0] == {"role": "system", "content": "Answer with the number only!"}

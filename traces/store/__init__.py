@@ -1,6 +1,6 @@
 """The DuckDB trace store: the only place in the project that imports DuckDB."""
 
-from traces.store.ingest import IngestReport
+from traces.store.scan import IngestReport
 from traces.store.store import (
     AmbiguousRunError,
     QueryError,

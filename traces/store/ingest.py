@@ -24,107 +24,37 @@ import os
 import tempfile
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import duckdb
 from pydantic import ValidationError
 
-from traces.events import SCHEMA_VERSION
-from traces.reader import NewerSchemaError, check_lines, validate_line
+from traces.reader import check_lines, validate_line
 from traces.store import ingest_sql as sql
-from traces.store.sql import KNOWN_FILES, NEXT_BATCH
+from traces.store.progress import Progress, Watch
+from traces.store.scan import IngestReport, Work, pending
+from traces.store.sql import NEXT_BATCH
+from traces.versions import SCHEMA_VERSION, NewerSchemaError
 
 # Bulk files are checked for repeated seqs with a bitmap of this many seqs per file (see
 # BULK_FILE_STATS); 4096 bits is 512 bytes a file.
 _SEQ_BITS = 4096
 
 
-@dataclass
-class IngestReport:
-    files: int = 0  # files that had something new
-    new_events: int = 0
-    new_runs: int = 0
-    problems: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class _Known:
-    run_id: str | None
-    bytes_done: int
-    lines_done: int
-    size_seen: int
-    refused: str | None
-
-
-@dataclass
-class _Work:
-    path: str
-    size: int
-    known: _Known | None
-    bytes_done: int = 0
-    lines_done: int = 0
-    run_id: str | None = None
-    refused: str | None = None
-
-
-def _walk(
-    folder: str, found: dict[str, int], seen: set[tuple[int, int]], problems: list[str]
-) -> None:
-    # os.scandir rather than Path.rglob/resolve: with thousands of traces this scan runs on
-    # every command, and it must stay a few milliseconds. `seen` holds the folders already
-    # walked, so a symlink loop is walked once; an unreadable entry is one problem line.
-    try:
-        stat = os.stat(folder)
-        if (stat.st_dev, stat.st_ino) in seen:
-            return
-        seen.add((stat.st_dev, stat.st_ino))
-        with os.scandir(folder) as scan:
-            entries = sorted(scan, key=lambda e: e.name)
-    except OSError as exc:
-        problems.append(f"{folder}: cannot read this folder ({exc.strerror or exc}); skipped")
-        return
-    for entry in entries:
-        try:
-            if entry.is_dir():
-                _walk(entry.path, found, seen, problems)
-            elif entry.name.endswith(".jsonl") and entry.is_file():
-                found[entry.path] = entry.stat().st_size
-        except OSError as exc:
-            problems.append(f"{entry.path}: cannot read ({exc.strerror or exc}); skipped")
-
-
-def find_traces(paths: Iterable[Path | str], problems: list[str]) -> dict[str, int]:
-    """The `.jsonl` files named, or found under the folders named, with their sizes."""
-    found: dict[str, int] = {}
-    seen: set[tuple[int, int]] = set()
-    for raw in paths:
-        path = os.path.realpath(Path(raw).expanduser())
-        if os.path.isdir(path):
-            before = len(found)
-            _walk(path, found, seen, problems)
-            if len(found) == before:
-                problems.append(f"{raw}: no .jsonl traces in this folder")
-        elif os.path.isfile(path):
-            found[path] = os.path.getsize(path)
-        else:
-            problems.append(f"{raw}: no such file or folder")
-    return found
-
-
-def _known_files(cur: duckdb.DuckDBPyConnection) -> dict[str, _Known]:
-    rows = cur.execute(KNOWN_FILES).fetchall()
-    return {row[0]: _Known(*row[1:]) for row in rows}
-
-
 def _ends_with_newline(path: str, size: int) -> bool:
+    # os.pread on a bare descriptor: with 100,000 new files, a file object each costs seconds.
     try:
-        with open(path, "rb") as handle:
-            handle.seek(size - 1)
-            return handle.read(1) == b"\n"
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return False  # the careful path reports it
+    try:
+        return os.pread(fd, 1, size - 1) == b"\n"
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _reads_cleanly(path: str, size: int) -> bool:
@@ -150,16 +80,17 @@ def _reads_cleanly(path: str, size: int) -> bool:
 
 def ingest(cur: duckdb.DuckDBPyConnection, paths: Iterable[Path | str]) -> IngestReport:
     report = IngestReport()
-    files = find_traces(paths, report.problems)
-    known = _known_files(cur)
-    work: list[_Work] = []
-    for name, size in files.items():
-        before = known.get(name)
-        if before is not None and before.size_seen == size:
-            continue  # nothing new: the common case, kept cheap
-        if size == 0:
-            report.problems.append(f"{name}: empty trace, no events to ingest")
-        work.append(_Work(name, size, before))
+    return ingest_work(cur, pending(cur, paths, report), report)
+
+
+def ingest_work(
+    cur: duckdb.DuckDBPyConnection,
+    work: list[Work],
+    report: IngestReport,
+    progress: Progress | None = None,
+) -> IngestReport:
+    """Read the new part of each file `pending` found into the store, in one transaction;
+    `progress` hears how far it is (`traces.store.progress`)."""
     if not work:
         return report
     runs_before = cur.execute("SELECT count(*) FROM runs").fetchone()
@@ -169,9 +100,14 @@ def ingest(cur: duckdb.DuckDBPyConnection, paths: Iterable[Path | str]) -> Inges
     cur.execute("SET SESSION preserve_insertion_order = false")
     cur.execute("BEGIN TRANSACTION")
     try:
-        with tempfile.TemporaryDirectory(prefix="workbench-ingest-") as scratch:
-            _ingest_batch(cur, work, Path(scratch), report)
-        cur.execute("COMMIT")
+        with (
+            tempfile.TemporaryDirectory(prefix="workbench-ingest-") as scratch,
+            Watch(cur, progress).running() as watch,
+        ):
+            _ingest_batch(cur, work, Path(scratch), report, watch)
+            # Shares of the whole, from a rebuild of 100,000 runs: reading is most of it.
+            watch.step(f"writing the store ({len(work):,} files)", 0.05)
+            cur.execute("COMMIT")
     except BaseException:
         # A failed COMMIT (a full disk) may already have ended the transaction; the error
         # that matters is the first one.
@@ -190,11 +126,15 @@ def ingest(cur: duckdb.DuckDBPyConnection, paths: Iterable[Path | str]) -> Inges
 
 
 def _ingest_batch(
-    cur: duckdb.DuckDBPyConnection, work: list[_Work], scratch: Path, report: IngestReport
+    cur: duckdb.DuckDBPyConnection,
+    work: list[Work],
+    scratch: Path,
+    report: IngestReport,
+    watch: Watch,
 ) -> None:
     batch = (cur.execute(NEXT_BATCH).fetchone() or (1,))[0]
-    bulk: list[_Work] = []
-    careful: list[_Work] = []
+    bulk: list[Work] = []
+    careful: list[Work] = []
     for item in work:
         if item.known is not None and item.size < item.known.bytes_done:
             # Shorter than what was ingested: the file was replaced, so start it over.
@@ -215,6 +155,7 @@ def _ingest_batch(
 
     # (path, run id, lowest and highest run id of its lines, schema version, run_start line)
     file_runs: list[tuple[Any, ...]] = []
+    watch.step(f"reading {len(work):,} trace files", 0.8)
     if bulk:
         careful += _read_in_bulk(cur, bulk, batch, file_runs)
     if careful:
@@ -225,25 +166,24 @@ def _ingest_batch(
     cur.execute(sql.MARK_DUPLICATE_SEQ, {"batch": batch})
     for path, line, problem in cur.execute(sql.BATCH_PROBLEMS, {"batch": batch}).fetchall():
         report.problems.append(f"{path}:{line}: {problem}")
-    files = [
-        {
-            "path": item.path,
-            "run_id": item.run_id,
-            "bytes_done": item.bytes_done,
-            "lines_done": item.lines_done,
-            "size_seen": item.size,
-            "refused": item.refused,
-        }
-        for item in work
-    ]
-    cur.execute(sql.UPSERT_FILES, {"files": files})
+    watch.step(f"summing up runs ({len(work):,} files)", 0.15)
+    # One list per column: DuckDB takes lists of plain values far faster than of dicts.
+    files = {
+        "path": [item.path for item in work],
+        "run_id": [item.run_id for item in work],
+        "bytes_done": [item.bytes_done for item in work],
+        "lines_done": [item.lines_done for item in work],
+        "size_seen": [item.size for item in work],
+        "refused": [item.refused for item in work],
+    }
+    cur.execute(sql.UPSERT_FILES, files)
     cur.execute(sql.DELETE_TOUCHED_RUNS, {"batch": batch})
     cur.execute(sql.INSERT_TOUCHED_RUNS, {"batch": batch})
 
 
 def _read_in_bulk(
-    cur: duckdb.DuckDBPyConnection, items: list[_Work], batch: int, file_runs: list[tuple[Any, ...]]
-) -> list[_Work]:
+    cur: duckdb.DuckDBPyConnection, items: list[Work], batch: int, file_runs: list[tuple[Any, ...]]
+) -> list[Work]:
     """Whole new files straight through DuckDB's reader; returns those to re-read carefully
     and adds the run of each file kept to `file_runs`."""
     # The reader's own check of each file runs beside DuckDB's insert (which lets go of the
@@ -263,7 +203,7 @@ def _read_in_bulk(
         for path in long:
             count, nbytes, clean, _, _, run_id = stats[path]
             stats[path] = (count, nbytes, clean, exact[path], 0, run_id)
-    again: list[_Work] = []
+    again: list[Work] = []
     for item in items:
         count, nbytes, clean, seqs, beyond, run_id = stats.get(item.path, (0, 0, False, 0, 0, None))
         if (
@@ -284,7 +224,7 @@ def _read_in_bulk(
 
 def _read_carefully(
     cur: duckdb.DuckDBPyConnection,
-    items: list[_Work],
+    items: list[Work],
     batch: int,
     scratch: Path,
     report: IngestReport,
@@ -340,7 +280,7 @@ class _Verdicts:
     refused: dict[int, str]
 
 
-def _check_whole_lines(item: _Work, whole: bytes, report: IngestReport) -> _Verdicts | None:
+def _check_whole_lines(item: Work, whole: bytes, report: IngestReport) -> _Verdicts | None:
     texts = [""] * whole.count(b"\n")
     refused: dict[int, str] = {}
     try:
@@ -389,17 +329,20 @@ def _apply_verdicts(cur: duckdb.DuckDBPyConnection, batch: int, verdicts: list[_
 
 def _check_files(
     cur: duckdb.DuckDBPyConnection,
-    work: list[_Work],
+    work: list[Work],
     batch: int,
     file_runs: list[tuple[Any, ...]],
     report: IngestReport,
 ) -> None:
     """File-level rules: one run per file, one file per run, no newer schema version."""
     by_path = {item.path: item for item in work}
+    # Only the runs of this batch: the store may know 100,000 others.
+    runs = sorted({by_path[row[0]].run_id or row[1] for row in file_runs} - {None})
     owners = dict(
         cur.execute(
-            "SELECT run_id, min(path) FROM trace_files WHERE run_id IS NOT NULL "
-            "AND refused IS NULL GROUP BY run_id"
+            "SELECT run_id, min(path) FROM trace_files WHERE refused IS NULL "
+            "AND run_id IN (SELECT unnest($runs)) GROUP BY run_id",
+            {"runs": runs},
         ).fetchall()
     )
     claimed: list[dict[str, str]] = []

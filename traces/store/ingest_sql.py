@@ -1,19 +1,35 @@
-"""The SQL of ingest: set-based contract checks generated from the event models, the two
-read paths, and the checks that run on each batch once its lines are in `event_rows`.
+"""The SQL of ingest: set-based contract checks generated from the event models' required
+fields, the two read paths, and the checks that run on each batch once its lines are in
+`event_rows`.
 """
 
 from __future__ import annotations
 
-from traces.events import EVENT_TYPES, SCHEMA_VERSION
+from traces.versions import SCHEMA_VERSION
 
-_ENVELOPE = ("run_id", "type", "seq", "ts", "turn", "schema_version")
-_REQUIRED: dict[str, list[str]] = {
-    cls.model_fields["type"].default: [
-        name
-        for name, info in cls.model_fields.items()
-        if info.is_required() and name not in _ENVELOPE
-    ]
-    for cls in EVENT_TYPES
+ENVELOPE = ("run_id", "type", "seq", "ts", "turn", "schema_version")
+# Each event type's required fields besides the envelope, in field order. The event models
+# define them (tests/test_startup.py checks this copy against them); it is spelled out here
+# because picking up a new run must not wait for pydantic to load the models.
+REQUIRED: dict[str, list[str]] = {
+    "run_start": ["task", "model"],
+    "model_request": ["messages"],
+    "model_chunk": ["index", "elapsed_ms", "data"],
+    "model_response": ["message"],
+    "tool_start": ["call_id", "name", "arguments_raw"],
+    "tool_end": ["call_id", "name", "ok", "result"],
+    "mcp_message": ["server", "direction", "frame"],
+    "tools_changed": ["source"],
+    "history_trimmed": [
+        "tokens_before",
+        "tokens_after",
+        "messages_before",
+        "messages_after",
+        "rounds_kept",
+        "rounds_dropped",
+    ],
+    "error": ["where", "kind", "message"],
+    "run_end": ["status"],
 }
 # Required fields whose values are large JSON (message lists, raw chunks, frames) are checked
 # as keys in the text, so their values are never copied out during ingest; their shape is
@@ -23,10 +39,10 @@ _BULKY = frozenset({"messages", "data", "frame"})
 # (a check must tell a missing field from one of the wrong type). `from_json` walks the
 # line's keys once, where a list of paths looks each one up in turn; a line that is not an
 # object gives a struct of NULLs.
-FIELDS: list[str] = list(_ENVELOPE) + sorted(
-    {name for names in _REQUIRED.values() for name in names} - _BULKY
+FIELDS: list[str] = list(ENVELOPE) + sorted(
+    {name for names in REQUIRED.values() for name in names} - _BULKY
 )
-EVENT_TYPE_NAMES = tuple(_REQUIRED)
+EVENT_TYPE_NAMES = tuple(REQUIRED)
 
 
 def _quote(text: str) -> str:
@@ -41,7 +57,7 @@ def _missing(name: str) -> str:
 
 def _required_checks() -> str:
     branches = []
-    for event_type, names in _REQUIRED.items():
+    for event_type, names in REQUIRED.items():
         if not names:
             continue
         whens = " ".join(
@@ -225,8 +241,8 @@ WHERE batch = $batch AND problem IS NOT NULL ORDER BY source_path, line_no
 
 UPSERT_FILES = """
 INSERT OR REPLACE INTO trace_files
-SELECT unnest($files::STRUCT(path VARCHAR, run_id VARCHAR, bytes_done BIGINT,
-    lines_done BIGINT, size_seen BIGINT, refused VARCHAR)[], recursive := true)
+SELECT unnest($path::VARCHAR[]), unnest($run_id::VARCHAR[]), unnest($bytes_done::BIGINT[]),
+    unnest($lines_done::BIGINT[]), unnest($size_seen::BIGINT[]), unnest($refused::VARCHAR[])
 """
 
 # Rebuild the `runs` rows of the runs this batch touched. Totals come from run_end when

@@ -5,7 +5,9 @@ Ingest's statements live in `ingest_sql`.
 
 from __future__ import annotations
 
-from traces.events import SCHEMA_VERSION
+import zlib
+
+from traces.versions import SCHEMA_VERSION
 
 # Bump when the tables below change shape; an older store file is rebuilt from its traces.
 STORE_VERSION = 5
@@ -112,6 +114,10 @@ FROM (
 INSERT OR IGNORE INTO store_meta VALUES
     ('store_version', '{STORE_VERSION}'), ('schema_version', '{SCHEMA_VERSION}');
 """
+# Opening a store runs `SCHEMA` only when it differs from the one the file was made with
+# (re-creating the views costs more than the rest of a `workbench runs`).
+SCHEMA_TEXT = f"{zlib.crc32(SCHEMA.encode()):08x}"
+SCHEMA_TEXT_SET = "INSERT OR REPLACE INTO store_meta VALUES ('schema_text', $text)"
 
 DROP_ALL = """
 DROP VIEW IF EXISTS tool_schemas; DROP VIEW IF EXISTS tool_calls; DROP VIEW IF EXISTS model_calls;
@@ -123,6 +129,22 @@ DROP TABLE IF EXISTS store_meta;
 STORE_META_GET = "SELECT key, value FROM store_meta"
 NEXT_BATCH = "SELECT coalesce(max(batch), 0) + 1 FROM event_rows"
 KNOWN_FILES = "SELECT path, run_id, bytes_done, lines_done, size_seen, refused FROM trace_files"
+# The quick look of `scan.pending_in_folder`: the paths in $names (one text, NUL between
+# paths) the store does not know; and the known files under $folder that may still grow:
+# not refused, and not read to their end or their run not ended (or no run at all).
+LISTING_GET = "SELECT value FROM store_meta WHERE key = $key"
+LISTING_SET = "INSERT OR REPLACE INTO store_meta VALUES ($key, $value)"
+NEW_FILES = """
+SELECT name FROM (SELECT unnest(string_split($names, chr(0))) AS name)
+ANTI JOIN trace_files ON path = name
+WHERE name <> ''
+"""
+OPEN_FILES = """
+SELECT path, run_id, bytes_done, lines_done, size_seen, refused FROM trace_files
+WHERE refused IS NULL AND starts_with(path, $folder) AND (
+    bytes_done < size_seen OR run_id IS NULL
+    OR run_id IN (SELECT run_id FROM runs WHERE status = 'incomplete'))
+"""
 
 # --- reads ------------------------------------------------------------------------------
 

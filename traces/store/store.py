@@ -17,17 +17,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-from pydantic import ValidationError
 
-from traces.events import Event
 from traces.home import db_path, traces_dir
-from traces.reader import describe_validation_error, validate_line
 from traces.store import dataset, sql
 from traces.store.dataset import DatasetExport
-from traces.store.ingest import IngestReport, ingest
+from traces.store.progress import Progress
+from traces.store.scan import IngestReport, Work, pending, pending_in_folder
+
+if TYPE_CHECKING:
+    from traces.events import Event
 
 
 class StoreError(Exception):
@@ -178,15 +179,18 @@ class TraceStore:
 
     def _ensure_schema(self) -> None:
         with self._cursor() as cur:
-            has_meta = cur.execute(
-                "SELECT count(*) FROM information_schema.tables WHERE table_name = 'store_meta'"
-            ).fetchone()
-            if has_meta and has_meta[0]:
+            try:
                 found = dict(cur.execute(sql.STORE_META_GET).fetchall())
-                if any(found.get(key) != value for key, value in sql.STORE_META.items()):
-                    # The store is a cache of the traces: another layout or schema is rebuilt.
-                    cur.execute(sql.DROP_ALL)
+            except duckdb.CatalogException:
+                found = {}  # a new file
+            outdated = any(found.get(key) != value for key, value in sql.STORE_META.items())
+            if not outdated and found.get("schema_text") == sql.SCHEMA_TEXT:
+                return  # made with this very schema: the common case, kept cheap
+            if found and outdated:
+                # The store is a cache of the traces: another layout or schema is rebuilt.
+                cur.execute(sql.DROP_ALL)
             cur.execute(sql.SCHEMA)
+            cur.execute(sql.SCHEMA_TEXT_SET, {"text": sql.SCHEMA_TEXT})
 
     def close(self) -> None:
         self._conn.close()
@@ -215,12 +219,33 @@ class TraceStore:
 
     # --- ingest -------------------------------------------------------------------------
 
-    def ingest(self, paths: Iterable[Path | str]) -> IngestReport:
-        if self.read_only:
-            raise StoreError(f"{self.path} is open read-only; cannot ingest")
+    def ingest(self, paths: Iterable[Path | str], progress: Progress | None = None) -> IngestReport:
+        """Read what is new in the files named or found under the folders named, looking
+        at every file's size (`scan.pending`); `progress` hears how far a long one is."""
+        report = IngestReport()
+        with self._writing(), self._cursor() as cur:
+            return self._ingest(cur, pending(cur, paths, report), report, progress)
+
+    def ingest_home(self, home: Path, progress: Progress | None = None) -> IngestReport:
+        """Read what is new under the home's traces folder: the quick look every command
+        takes (`scan.pending_in_folder`)."""
+        folder = traces_dir(home)
+        report = IngestReport()
+        if not folder.is_dir():
+            return report
+        with self._writing(), self._cursor() as cur:
+            work, listing = pending_in_folder(cur, folder, report)
+            self._ingest(cur, work, report, progress)
+            if listing is not None:  # every file listed is in the store now
+                key = f"listing:{os.path.realpath(folder)}"
+                cur.execute(sql.LISTING_SET, {"key": key, "value": listing})
+            return report
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Ingest's writes; a failure to write is one line, not DuckDB's exception."""
         try:
-            with self._cursor() as cur:
-                return ingest(cur, paths)
+            yield
         except (duckdb.Error, OSError) as exc:
             # A full disk or a file size limit shows up as an IO error, or as a failed
             # COMMIT when the write-ahead log cannot grow.
@@ -230,11 +255,20 @@ class TraceStore:
                 "try again"
             ) from None
 
-    def ingest_home(self, home: Path) -> IngestReport:
-        folder = traces_dir(home)
-        if not folder.is_dir():
-            return IngestReport()
-        return self.ingest([folder]) if any(folder.glob("*.jsonl")) else IngestReport()
+    def _ingest(
+        self,
+        cur: duckdb.DuckDBPyConnection,
+        work: list[Work],
+        report: IngestReport,
+        progress: Progress | None,
+    ) -> IngestReport:
+        if self.read_only:
+            raise StoreError(f"{self.path} is open read-only; cannot ingest")
+        if not work:
+            return report  # the common case: no event models, no pydantic
+        from traces.store.ingest import ingest_work
+
+        return ingest_work(cur, work, report, progress)
 
     # --- runs ---------------------------------------------------------------------------
 
@@ -334,6 +368,10 @@ class TraceStore:
             "types": list(types) if types is not None else None,
             "turn": turn,
         }
+        from pydantic import ValidationError
+
+        from traces.reader import describe_validation_error, validate_line
+
         with self._cursor() as cur:
             rows = cur.execute(sql.EVENTS, params).fetchall()
         events: list[Event] = []

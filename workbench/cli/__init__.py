@@ -2,6 +2,13 @@
 
 Each group of subcommands lives in its own module with a `register(subparsers)` function;
 handlers return the exit code and raise `CliError` for a one-line failure.
+
+Every command builds the whole parser, so every module in `COMMAND_MODULES` is imported on
+every start: keep their module-level imports light (argparse, `workbench.cli.common`,
+`model_flags`, the standard library) and import what a handler needs inside the handler
+(the store, the event models, the agent, the engine, openai, mcp, aiohttp, textual), with
+`if TYPE_CHECKING:` imports for annotations. `tests/test_startup.py` checks that building
+the parser loads none of them, and `bench/startup.py` times the common commands.
 """
 
 from __future__ import annotations

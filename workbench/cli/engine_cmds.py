@@ -7,11 +7,10 @@ what it returns; the engine itself never prints.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.cli.common import (
     CliError,
@@ -25,7 +24,9 @@ from workbench.cli.common import (
     resolve_home,
     text_or_file,
 )
-from workbench.engine.recording_io import Recording, RecordingError, load_recording
+
+if TYPE_CHECKING:  # the engine loads the agent and pydantic: handlers import it
+    from workbench.engine.recording_io import Recording
 
 
 def register(subparsers: Any) -> None:
@@ -36,6 +37,8 @@ def register(subparsers: Any) -> None:
 
 
 def _load(ref: str, home: Path) -> Recording:
+    from workbench.engine.recording_io import RecordingError, load_recording
+
     try:
         return load_recording(ref, home)
     except RecordingError as exc:
@@ -76,6 +79,8 @@ def _register_replay(subparsers: Any) -> None:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
+    import asyncio
+
     from workbench.engine.replay import Pace, ReplayStep, replay_run
 
     if args.speed is not None and args.pace == "fast":
@@ -155,9 +160,8 @@ def _register_fork(subparsers: Any) -> None:
         ),
     )
     parser.add_argument("run", help="run id (or unique prefix) or a .jsonl trace path")
-    parser.add_argument(
-        "--turn", type=positive_int, required=True, help="turn to fork at (1-based)"
-    )
+    # A whole number; the fork engine checks it against the run's turns and names the range.
+    parser.add_argument("--turn", type=int, required=True, help="turn to fork at (1-based)")
     parser.add_argument("--system", metavar="TEXT|@FILE", help="new system prompt")
     parser.add_argument(
         "--user", metavar="TEXT|@FILE", help="new text for the last user message (the task)"
@@ -436,7 +440,7 @@ def _register_serve(subparsers: Any) -> None:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from workbench.engine.recording_io import runs_named
+    from workbench.engine.recording_io import RecordingError, runs_named
     from workbench.engine.serve import ServeError, serve_forever
 
     source: Any

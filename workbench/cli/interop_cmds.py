@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -176,6 +175,7 @@ def cmd_export_otel(args: argparse.Namespace) -> int:
     otel_export = _otel_module("otel_export")
     from traces.home import redaction_patterns
     from workbench.cli.common import redactor_for
+    from workbench.cli.progress import StderrProgress
     from workbench.cli.read_cmds import open_store
 
     if not (args.runs or args.all or args.since):
@@ -189,16 +189,11 @@ def cmd_export_otel(args: argparse.Namespace) -> int:
         span_exporter = otel_export.exporter(args.endpoint, headers, args.timeout)
     except otel_export.OtelExportError as exc:
         raise CliError(str(exc)) from None
-    last_report = [time.monotonic()]
+    bar = StderrProgress()  # shown only when the export takes over a second
 
     def progress(state: Any) -> None:
-        now = time.monotonic()
-        if now - last_report[0] >= 1.0 and state.runs_done < state.runs_total:
-            last_report[0] = now
-            print(
-                f"exported {state.runs_done}/{state.runs_total} runs ({state.spans} spans)",
-                file=sys.stderr,
-            )
+        what = f"{state.runs_done}/{state.runs_total} runs exported ({state.spans} spans)"
+        bar(what, state.runs_done / max(state.runs_total, 1))
 
     with open_store(args) as store:
         if args.runs:
@@ -221,6 +216,7 @@ def cmd_export_otel(args: argparse.Namespace) -> int:
         except otel_export.OtelExportError as exc:
             raise CliError(str(exc)) from None
         finally:
+            bar.close()
             sender.close()
     report = {"runs": state.runs_done, "spans": state.spans, "endpoint": sender.endpoint}
     if args.json:

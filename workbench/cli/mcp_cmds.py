@@ -11,7 +11,6 @@ lists the tools and calls each one with arguments made from its schema.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
@@ -21,11 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent_core.agent import new_run_id
-from traces.events import RunEnd, RunStart, RunStatus, ToolEnd, ToolStart, Totals
 from traces.home import traces_dir
-from traces.recorder import Recorder
-from traces.writer import JsonlWriter
 from workbench.cli.common import (
     CliError,
     ExitCode,
@@ -40,8 +35,11 @@ from workbench.cli.common import (
 
 if TYPE_CHECKING:
     from agent_core.mcp_tools import McpToolset
+    from traces.events import RunStatus
+    from traces.recorder import Recorder
 
-# The mcp SDK takes about a second to import, so it loads only when an MCP command runs.
+# The mcp SDK takes about a second to import, and the event models load pydantic, so they
+# load only when an MCP command runs.
 
 DEFAULT_CONFIG_ENV = "WORKBENCH_MCP_CONFIG"
 DEFAULT_CONFIG_FILE = ".mcp.json"
@@ -116,11 +114,14 @@ class _Tally:
     tool_errors: int = 0
 
 
-Body = Callable[[list["McpToolset"], Recorder, _Tally], Awaitable[None]]
+Body = Callable[[list["McpToolset"], "Recorder", _Tally], Awaitable[None]]
 
 
 def _traced(args: argparse.Namespace, task: str, servers: list[str] | None, body: Body) -> int:
     """Open the servers inside a recorded run; returns 0 when it completes without errors."""
+    import asyncio
+
+    from agent_core.agent import new_run_id
     from agent_core.mcp_tools import (
         McpConfigError,
         McpStartError,
@@ -128,6 +129,9 @@ def _traced(args: argparse.Namespace, task: str, servers: list[str] | None, body
         mcp_secrets,
         open_mcp_toolsets,
     )
+    from traces.events import RunEnd, RunStart, Totals
+    from traces.recorder import Recorder
+    from traces.writer import JsonlWriter
 
     path = _config_path(args)
     try:
@@ -246,6 +250,7 @@ def _print_server(server: dict[str, Any]) -> None:
 
 def _cmd_call(args: argparse.Namespace) -> int:
     from agent_core.model.repair import json_problem
+    from traces.events import ToolEnd, ToolStart
 
     raw = text_or_file(args.arguments)
     try:
@@ -305,6 +310,8 @@ def _cmd_call(args: argparse.Namespace) -> int:
 
 
 def _cmd_conformance(args: argparse.Namespace) -> int:
+    import asyncio
+
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO") or "(none)"
     print(f"mcp-conformance: scenario {scenario}, server {args.url}", file=sys.stderr)
     return asyncio.run(_conformance_client(args.url, args.timeout))

@@ -10,13 +10,28 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from agent_core.model.base import ChatModel
-from traces.events import Limits
 from workbench.cli.common import CliError, positive_float, positive_int
 from workbench.engine import run_service
 from workbench.engine.run_service import ModelSettings
 from workbench.engine.run_service import parse_tool_descriptions as parse_tool_descriptions
+
+if TYPE_CHECKING:  # the model and limit classes load pydantic: only handlers need them
+    from agent_core.model.base import ChatModel
+    from traces.events import Limits
+
+# The defaults of `traces.events.Limits` the limit flags' help shows, kept here so that
+# building the parser loads no models (a test holds them equal).
+LIMIT_DEFAULTS = {
+    "max_turns": 10,
+    "token_budget": 50_000,
+    "model_timeout_s": 60.0,
+    "tool_timeout_s": 30.0,
+    "run_timeout_s": 300.0,
+    "context_window": 128_000,
+    "max_tools": 8,
+}
 
 
 def add_model_flags(parser: argparse.ArgumentParser) -> None:
@@ -36,41 +51,41 @@ def add_model_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def add_limit_flags(parser: argparse.ArgumentParser) -> None:
-    defaults = Limits()
+    defaults = LIMIT_DEFAULTS
     group = parser.add_argument_group("limits")
     group.add_argument(
-        "--max-turns", type=positive_int, metavar="N", help=f"default {defaults.max_turns}"
+        "--max-turns", type=positive_int, metavar="N", help=f"default {defaults['max_turns']}"
     )
     group.add_argument(
         "--token-budget",
         type=positive_int,
         metavar="N",
-        help=f"cumulative tokens for the whole run (default {defaults.token_budget})",
+        help=f"cumulative tokens for the whole run (default {defaults['token_budget']})",
     )
     group.add_argument(
         "--model-timeout",
         type=positive_float,
         metavar="S",
-        help=f"default {defaults.model_timeout_s:g}",
+        help=f"default {defaults['model_timeout_s']:g}",
     )
     group.add_argument(
         "--tool-timeout",
         type=positive_float,
         metavar="S",
-        help=f"default {defaults.tool_timeout_s:g}",
+        help=f"default {defaults['tool_timeout_s']:g}",
     )
     group.add_argument(
         "--run-timeout",
         type=positive_float,
         metavar="S",
-        help=f"default {defaults.run_timeout_s:g}",
+        help=f"default {defaults['run_timeout_s']:g}",
     )
     group.add_argument(
         "--max-tools",
         type=positive_int,
         metavar="N",
         help=(
-            f"tools offered per request (default {defaults.max_tools}); with more registered, "
+            f"tools offered per request (default {defaults['max_tools']}); with more registered, "
             "the ones whose names and descriptions best match the task are chosen and the "
             "rest named in a warning"
         ),
@@ -79,7 +94,7 @@ def add_limit_flags(parser: argparse.ArgumentParser) -> None:
         "--context-window",
         type=positive_int,
         metavar="N",
-        help=f"tokens; history is trimmed at 70%% of it (default {defaults.context_window})",
+        help=f"tokens; history is trimmed at 70%% of it (default {defaults['context_window']})",
     )
 
 
@@ -112,6 +127,8 @@ def builtin_names(args: argparse.Namespace) -> list[str] | None:
 
 def limits_from_args(args: argparse.Namespace, base: Limits | None = None) -> Limits:
     """`base` (default: the defaults) with every limit flag that was given applied."""
+    from traces.events import Limits
+
     base = base or Limits()
     changes = {
         "max_turns": getattr(args, "max_turns", None),

@@ -16,20 +16,28 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any
 
-from traces.events import RUN_STATUSES, RunOrigin, json_schema
 from traces.home import db_path
-from traces.store import (
-    AmbiguousRunError,
-    IngestReport,
-    StoreError,
-    StoreReadOnlyError,
-    TraceStore,
-    UnknownRunError,
-)
-from traces.tree import RunChain, ToolCallNode, TurnNode, build_chain
 from workbench.cli.common import CliError, add_home, positive_int, print_json, resolve_home
+from workbench.cli.progress import StderrProgress
+
+if TYPE_CHECKING:  # the store loads DuckDB and the event models pydantic: handlers import them
+    from traces.store import IngestReport, TraceStore
+    from traces.tree import RunChain, ToolCallNode, TurnNode
+
+# `traces.events.RUN_STATUSES`, kept here so that building the parser loads no models (a
+# test holds them equal).
+STATUS_CHOICES = (
+    "completed",
+    "max_turns",
+    "duplicate_tool_calls",
+    "token_budget",
+    "timeout",
+    "cancelled",
+    "error",
+    "incomplete",
+)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -40,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ingest.set_defaults(func=cmd_ingest)
 
     runs = subparsers.add_parser("runs", help="list recorded runs, newest first")
-    runs.add_argument("--status", choices=RUN_STATUSES, help="only runs with this status")
+    runs.add_argument("--status", choices=STATUS_CHOICES, help="only runs with this status")
     runs.add_argument("--failed", action="store_true", help="only runs that did not complete")
     runs.add_argument("--text", help="only runs whose task contains TEXT")
     runs.add_argument(
@@ -97,18 +105,24 @@ def _store(
 ) -> Iterator[TraceStore]:
     """The home's store, with new traces (and `paths`) ingested; errors become one line.
     On a read-only home the store is read as it is, with a note, unless `must_write`."""
+    from traces.store import AmbiguousRunError, IngestReport, StoreError, UnknownRunError
+
     home = resolve_home(args)
+    progress = StderrProgress()  # shown only when ingest takes over a second
     try:
         with _open_home_store(home, must_write) as store:
             report = IngestReport()
-            if not store.read_only:
-                report = store.ingest_home(home)
-                if paths:
-                    extra = store.ingest(paths)
+            try:
+                if not store.read_only:
+                    report = store.ingest_home(home, progress)
+                if paths and not store.read_only:
+                    extra = store.ingest(paths, progress)
                     report.problems += extra.problems
                     report.files += extra.files
                     report.new_events += extra.new_events
                     report.new_runs += extra.new_runs
+            finally:
+                progress.close()
             args.ingest_report = report
             _report_problems(report)
             yield store
@@ -119,6 +133,8 @@ def _store(
 
 
 def _open_home_store(home: Path, must_write: bool) -> TraceStore:
+    from traces.store import StoreError, StoreReadOnlyError, TraceStore
+
     try:
         return TraceStore.for_home(home)
     except StoreReadOnlyError as exc:
@@ -152,8 +168,16 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return 1 if report.problems and not report.files else 0
 
 
-# `run_start.origin` values, and how the runs list labels them.
-RUN_KINDS: tuple[str, ...] = get_args(RunOrigin)
+# `run_start.origin` values (`traces.events.RunOrigin`, kept here so that building the parser
+# loads no models; a test holds them equal), and how the runs list labels them.
+RUN_KINDS: tuple[str, ...] = (
+    "agent",
+    "fork",
+    "regression_sample",
+    "mcp_session",
+    "captured",
+    "imported",
+)
 KIND_LABELS = {"regression_sample": "sample", "mcp_session": "mcp"}
 
 
@@ -307,6 +331,7 @@ def _prices(args: argparse.Namespace) -> Any:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from traces.tree import build_chain
     from workbench.cli.show_render import chain_lines, turn_figures
     from workbench.engine.timeline import build_timeline, render_timeline
 
@@ -348,6 +373,8 @@ def timeline_json(timeline: Any) -> dict[str, Any]:
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
+    from traces.store import StoreError, TraceStore
+
     with _store(args):
         pass  # ingest first; the query itself runs on a read-only connection
     home = resolve_home(args)
@@ -383,6 +410,8 @@ def _cell(value: Any) -> str:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
+    from traces.events import json_schema
+
     print_json(json_schema())
     return 0
 

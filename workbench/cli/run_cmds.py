@@ -8,11 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent_core.agent import Agent, AgentConfig, RunResult
-from agent_core.demo import SCENARIOS, write_fork_script, write_project
-from agent_core.tools.builtin import builtin_tools
 from traces.home import traces_dir
-from traces.writer import JsonlWriter
 from workbench.cli.common import (
     EXIT_CODES,
     STATUS_EXIT,
@@ -28,7 +24,6 @@ from workbench.cli.common import (
     text_or_file,
     writable_home,
 )
-from workbench.cli.driving import local_toolsets, mcp_config_secrets, run_agent
 from workbench.cli.model_flags import (
     add_builtin_flags,
     add_limit_flags,
@@ -40,7 +35,9 @@ from workbench.cli.model_flags import (
     model_settings,
     parse_tool_descriptions,
 )
-from workbench.cli.run_printer import RunPrinter
+
+if TYPE_CHECKING:
+    from agent_core.agent import RunResult
 
 if TYPE_CHECKING:
     from workbench.engine.cost import Prices
@@ -127,6 +124,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from agent_core.agent import Agent, AgentConfig
+    from traces.writer import JsonlWriter
+    from workbench.cli.driving import local_toolsets, mcp_config_secrets, run_agent
+    from workbench.cli.run_printer import RunPrinter
+
     limits = limits_from_args(args)
     toolsets = local_toolsets(args.root, args.tools, builtin_names(args))
     overrides = parse_tool_descriptions(args.tool_description)
@@ -200,7 +202,13 @@ def result_json(result: RunResult, trace: Path) -> dict[str, Any]:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from agent_core.agent import Agent, AgentConfig
+    from agent_core.demo import SCENARIOS, write_fork_script, write_project
     from agent_core.model.scripted import ScriptedModel
+    from agent_core.tools.builtin import builtin_tools
+    from traces.writer import JsonlWriter
+    from workbench.cli.driving import run_agent
+    from workbench.cli.run_printer import RunPrinter
 
     home = writable_home(resolve_home(args))
     prices = load_prices(home)

@@ -5,12 +5,10 @@ for tool descriptions, with CI exit codes (0 pass, 1 failure or regression, 2 co
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from traces.events import Limits
 from workbench.cli.common import (
     CliError,
     add_home,
@@ -21,6 +19,7 @@ from workbench.cli.common import (
     resolve_home,
 )
 from workbench.cli.model_flags import (
+    LIMIT_DEFAULTS,
     add_builtin_flags,
     add_model_flags,
     build_model,
@@ -28,25 +27,11 @@ from workbench.cli.model_flags import (
     model_settings,
     parse_tool_descriptions,
 )
-from workbench.engine.lint_tools import MAX_TOOLS, lint_tools, summary
-from workbench.engine.regress import SampleResult
-from workbench.engine.regress_context import RecordingError, find_trace, load_context
-from workbench.engine.regress_report import summary_line, table, to_json, to_junit
-from workbench.engine.regress_session import (
-    SuiteOutcome,
-    SuiteRequest,
-    open_results_store,
-    run_suite_request,
-)
-from workbench.engine.regress_sources import (
-    ToolSourceError,
-    is_mcp_config,
-    open_tools,
-    schemas_from_file,
-    schemas_from_run,
-    schemas_of,
-)
-from workbench.engine.regress_suite import Case, SuiteError, append_case, load_suite
+
+# The regression engine loads the agent, pydantic and DuckDB: handlers import it.
+if TYPE_CHECKING:
+    from workbench.engine.regress import SampleResult
+    from workbench.engine.regress_session import SuiteOutcome, SuiteRequest
 
 
 def register(subparsers: Any) -> None:
@@ -100,6 +85,12 @@ def _register_test(subparsers: Any) -> None:
 
 
 def run_test(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from traces.events import Limits
+    from workbench.engine.regress_session import SuiteRequest
+    from workbench.engine.regress_suite import SuiteError, load_suite
+
     home = resolve_home(args)
     try:
         suite = load_suite(args.suite)
@@ -134,6 +125,8 @@ def run_test(args: argparse.Namespace) -> int:
 
 
 async def _run(request: SuiteRequest, model: Any, home: Path, progress: _Progress) -> SuiteOutcome:
+    from workbench.engine.regress_session import open_results_store, run_suite_request
+
     store = open_results_store(home)
     try:
         return await run_suite_request(request, model, store, progress=progress.update)
@@ -145,6 +138,8 @@ async def _run(request: SuiteRequest, model: Any, home: Path, progress: _Progres
 
 
 def _report(outcome: SuiteOutcome, args: argparse.Namespace) -> None:
+    from workbench.engine.regress_report import summary_line, table, to_json, to_junit
+
     result = outcome.result
     if args.junit:
         try:
@@ -224,6 +219,9 @@ def _register_capture(subparsers: Any) -> None:
 def run_capture(args: argparse.Namespace) -> int:
     import shutil
 
+    from workbench.engine.regress_context import RecordingError, find_trace, load_context
+    from workbench.engine.regress_suite import Case, SuiteError, append_case
+
     home = resolve_home(args)
     suite_path = Path(args.suite)
     try:
@@ -290,7 +288,10 @@ def _register_lint(subparsers: Any) -> None:
     source.add_argument("--run", help="lint the schemas a recorded run offered (run id or .jsonl)")
     parser.add_argument("--root", default=".", help="root folder for the builtin tools")
     parser.add_argument(
-        "--max-tools", type=positive_int, default=MAX_TOOLS, help="warn above this many tools"
+        "--max-tools",
+        type=positive_int,
+        default=LIMIT_DEFAULTS["max_tools"],
+        help="warn above this many tools",
     )
     parser.add_argument("--json", action="store_true", help="print findings as JSON")
     add_home(parser)
@@ -298,6 +299,10 @@ def _register_lint(subparsers: Any) -> None:
 
 
 def run_lint(args: argparse.Namespace) -> int:
+    from workbench.engine.lint_tools import lint_tools, summary
+    from workbench.engine.regress_context import RecordingError
+    from workbench.engine.regress_sources import ToolSourceError
+
     try:
         schemas = _load(args)
     except (ToolSourceError, RecordingError) as exc:
@@ -321,6 +326,15 @@ def run_lint(args: argparse.Namespace) -> int:
 
 
 def _load(args: argparse.Namespace) -> list[dict[str, Any]]:
+    import asyncio
+
+    from workbench.engine.regress_context import find_trace
+    from workbench.engine.regress_sources import (
+        is_mcp_config,
+        schemas_from_file,
+        schemas_from_run,
+    )
+
     if args.run:
         path = Path(args.run)
         if path.suffix != ".jsonl":
@@ -335,5 +349,7 @@ def _load(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 async def _open_and_list(reference: str, root: Path) -> list[dict[str, Any]]:
+    from workbench.engine.regress_sources import open_tools, schemas_of
+
     async with open_tools(reference, root=root) as toolsets:
         return schemas_of(toolsets)

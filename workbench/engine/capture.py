@@ -88,10 +88,9 @@ class CapturedRun:
 class Exchange:
     """One request and its answer through the proxy, recorded into its run as it goes."""
 
-    def __init__(self, book: CaptureBook, run: CapturedRun, stream: bool) -> None:
+    def __init__(self, book: CaptureBook, run: CapturedRun) -> None:
         self.book = book
         self.run = run
-        self.stream = stream
         self.sent = time.monotonic()
         self.assembler = StreamAssembler()
         self.ttft_ms: float | None = None
@@ -172,8 +171,8 @@ class Exchange:
             ):
                 value = usage.get(name)
                 run.add(key, value if isinstance(value, int) else 0)
-            run.conversation = [*run.last_request, _digest(message_meaning(message))]
-            run.answered_at = time.monotonic()
+            run.conversation = [*run.last_request, _message_digest(message)]
+            run.answered_at = self.last_arrival or time.monotonic()
             run.pending_calls = list(message.get("tool_calls") or [])
             if run.pending_calls:
                 run.state = "waiting"
@@ -235,7 +234,7 @@ class CaptureBook:
                 # Checked before any run is started for it; the upstream will say why.
                 raise ValueError("its messages or tools are not all JSON objects")
             estimated = estimate_prompt(messages, tools)
-            meaning = [_digest(message_meaning(m)) for m in messages]
+            meaning = [_message_digest(m) for m in messages]
             run, follows = self._continued(meaning, name)
             if run is not None:
                 self._settled(run)
@@ -261,7 +260,7 @@ class CaptureBook:
                 estimated_tokens=estimated,
             )
             self.runs.move_to_end(run.run_id)
-            return Exchange(self, run, bool(body.get("stream")))
+            return Exchange(self, run)
         return None
 
     def _continued(
@@ -468,8 +467,26 @@ class _Guard:
         return True
 
 
-def _digest(value: Any) -> bytes:
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+def _message_digest(message: dict[str, Any]) -> bytes:
+    """What identifies a message when a client sends the conversation back. An assistant
+    message counts by its text and tool calls only: clients echo the answer with fields of
+    their own (`reasoning_content`, `refusal`, `annotations`, …) or without the provider's."""
+    meaning = message_meaning(message)
+    if isinstance(meaning, dict) and meaning.get("role") == "assistant":
+        calls = meaning.get("tool_calls")
+        meaning = {
+            "role": "assistant",
+            "content": meaning.get("content"),
+            "tool_calls": [
+                {"id": call.get("id"), "function": call.get("function")}
+                if isinstance(call, dict)
+                else call
+                for call in calls
+            ]
+            if isinstance(calls, list)
+            else calls,
+        }
+    text = json.dumps(meaning, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.blake2b(text.encode(), digest_size=16).digest()
 
 

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import signal
 import socket
 import threading
 from collections.abc import Awaitable, Callable
@@ -130,9 +131,9 @@ class HttpServer:
             raise self._failure
 
     def serve_forever(self, on_ready: Callable[[], None] | None = None) -> None:
-        """Serve in the calling thread until `close()`; Ctrl-C raises KeyboardInterrupt once
-        the server has stopped."""
-        asyncio.run(self._serve(on_ready))
+        """Serve in the calling thread until `close()` or SIGTERM (then it returns); Ctrl-C
+        raises KeyboardInterrupt once the server has stopped."""
+        asyncio.run(self._serve(on_ready, stop_on_sigterm=True))
 
     @property
     def stopping(self) -> bool:
@@ -149,9 +150,15 @@ class HttpServer:
             self._thread = None
         self._socket.close()
 
-    async def _serve(self, on_ready: Callable[[], None] | None = None) -> None:
+    async def _serve(
+        self, on_ready: Callable[[], None] | None = None, *, stop_on_sigterm: bool = False
+    ) -> None:
         self._loop = asyncio.get_running_loop()
         self.closing = asyncio.Event()
+        if stop_on_sigterm:
+            # A service manager's stop is an orderly stop too (the proxy ends its runs).
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                self._loop.add_signal_handler(signal.SIGTERM, self.closing.set)
         runner: web.AppRunner | None = None
         try:
             app = await self._make_app()

@@ -18,6 +18,8 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
+from traces.events import HistoryTrimmed
+
 # GenAI semantic conventions.
 OPERATION = "gen_ai.operation.name"
 PROVIDER = "gen_ai.provider.name"
@@ -77,6 +79,7 @@ RUN_STATUS = "workbench.run.status"
 RUN_REASON = "workbench.run.reason"
 TIMEOUT_LAYER = "workbench.run.timeout_layer"
 PARENT_RUN_ID = "workbench.parent_run_id"
+FORK_TURN = "workbench.fork_turn"
 RUN_ORIGIN = "workbench.run.origin"
 RUN_CLIENT = "workbench.run.client"
 TURN = "workbench.turn"
@@ -90,6 +93,27 @@ TOOL_OBSERVED = "workbench.tool.observed"
 SYSTEM_PROMPT = "workbench.system_prompt"
 
 AGENT_NAME_VALUE = "agent-workbench"
+
+# History trims are events on the agent span, named so, with the trim's fields.
+TRIM_EVENT = "workbench.history_trimmed"
+TRIM_FIELDS = (
+    "tokens_before",
+    "tokens_after",
+    "messages_before",
+    "messages_after",
+    "rounds_kept",
+    "rounds_dropped",
+    "summary",
+)
+
+
+def trim_attributes(trim: HistoryTrimmed) -> dict[str, str | int]:
+    out: dict[str, str | int] = {TURN: trim.turn} if trim.turn is not None else {}
+    for name in TRIM_FIELDS:
+        value = getattr(trim, name)
+        if value is not None:
+            out[f"workbench.{name}"] = value
+    return out
 
 
 # The provider behind a base URL, for `gen_ai.provider.name` (the conventions' well-known

@@ -32,7 +32,7 @@ from workbench.engine.otel_import import (
     parse_protobuf,
     write_run,
 )
-from workbench.engine.otel_runs import SpanRecord
+from workbench.engine.otel_runs import SpanEventRecord, SpanRecord
 
 TRACES_PATH = "/v1/traces"
 # OTLP names the first; some clients send the second.
@@ -153,8 +153,10 @@ class OtlpReceiver:
 
 def _span_of_line(line: str) -> SpanRecord | None:
     try:
-        return SpanRecord(**json.loads(line))
-    except (ValueError, TypeError):  # a line cut short by a kill
+        fields = json.loads(line)
+        events = [SpanEventRecord(**event) for event in fields.pop("events", [])]
+        return SpanRecord(**fields, events=events)
+    except (ValueError, TypeError, AttributeError):  # a line cut short by a kill
         return None
 
 

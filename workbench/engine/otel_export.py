@@ -4,7 +4,8 @@ One trace per run: an `invoke_agent` span for the run, and under it a `chat` spa
 call (each attempt) and an `execute_tool` span per tool call, timed from the trace's own
 timestamps. Ids derive from the run id and the event's seq, so exporting a run twice sends
 the same trace and span ids and a backend that keys on them keeps one copy. The attributes
-are in `otel_attrs`. Streamed chunks, MCP frames and history trims are not exported.
+are in `otel_attrs`. A fork's agent span links to its parent run's; history trims are events
+on the agent span. Streamed chunks and MCP frames are not exported.
 
 Needs the `otel` extra; imported only by the commands that use it.
 """
@@ -24,10 +25,11 @@ from urllib.parse import urlsplit
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event as SpanEvent
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from traces.events import Event
 from traces.tree import ModelCallNode, RunChain, ToolCallNode, build_chain
@@ -100,6 +102,8 @@ class _RunSpans:
         end: datetime,
         status: Status,
         kind: SpanKind = SpanKind.INTERNAL,
+        links: tuple[Link, ...] = (),
+        events: tuple[SpanEvent, ...] = (),
     ) -> ReadableSpan:
         clean = {k: v for k, v in attributes.items() if v is not None}
         if self.redact is not None:
@@ -116,6 +120,8 @@ class _RunSpans:
             start_time=_ns(start),
             end_time=_ns(max(end, start)),
             instrumentation_scope=SCOPE,
+            links=links,
+            events=events,
         )
 
     def spans(self) -> Iterator[ReadableSpan]:
@@ -170,8 +176,25 @@ class _RunSpans:
             a.RUN_CLIENT: start.client if start else None,
             a.SYSTEM_PROMPT: start.system_prompt if start else None,
         }
+        links: tuple[Link, ...] = ()
+        if start is not None and start.parent_run_id:
+            # A fork points at the run it was forked from: ids are derived, so no lookup.
+            parent = start.parent_run_id
+            parent_span = _context(a.trace_id(parent), a.span_id(parent, 0))
+            link: dict[str, str | int] = {
+                a.PARENT_RUN_ID: parent,
+                a.FORK_TURN: start.fork_turn or 0,
+            }
+            links = (Link(parent_span, link),)
+        trims = [*chain.trims, *(trim for turn in chain.turns for trim in turn.trims)]
+        events = tuple(
+            SpanEvent(a.TRIM_EVENT, a.trim_attributes(trim), timestamp=_ns(trim.ts))
+            for trim in sorted(trims, key=lambda trim: trim.seq)
+        )
         name = f"invoke_agent {a.AGENT_NAME_VALUE}"
-        return self._span(name, self.root, None, attributes, first, last, status)
+        return self._span(
+            name, self.root, None, attributes, first, last, status, links=links, events=events
+        )
 
     def _chat(self, turn: int, call: ModelCallNode) -> ReadableSpan:
         request = call.request
@@ -280,6 +303,7 @@ SPAN_EVENT_TYPES = (
     "error",
     "tool_start",
     "tool_end",
+    "history_trimmed",
     "run_end",
 )
 

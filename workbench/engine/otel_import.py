@@ -27,7 +27,7 @@ from traces.events import RunEnd
 from traces.home import traces_dir
 from traces.reader import describe_validation_error
 from traces.writer import JsonlWriter
-from workbench.engine.otel_runs import SpanRecord, run_events
+from workbench.engine.otel_runs import SpanEventRecord, SpanRecord, run_events
 
 _STATUS_ERROR = 2  # opentelemetry.proto.trace.v1.Status.STATUS_CODE_ERROR
 
@@ -73,6 +73,14 @@ def spans_of_request(request: ExportTraceServiceRequest) -> list[SpanRecord]:
                         status_message=span.status.message,
                         scope=scope,
                         service=service if isinstance(service, str) else None,
+                        events=[
+                            SpanEventRecord(
+                                event.name,
+                                event.time_unix_nano,
+                                {kv.key: _value(kv.value) for kv in event.attributes},
+                            )
+                            for event in span.events
+                        ],
                     )
                 )
     return spans

@@ -21,6 +21,7 @@ from typing import Any
 from traces.events import (
     Error,
     Event,
+    HistoryTrimmed,
     ModelRequest,
     ModelResponse,
     RunEnd,
@@ -39,7 +40,15 @@ _EVENT_TYPES: dict[str, Any] = {
     "error": Error,
     "tool_start": ToolStart,
     "tool_end": ToolEnd,
+    "history_trimmed": HistoryTrimmed,
 }
+
+
+@dataclass
+class SpanEventRecord:
+    name: str
+    time_ns: int
+    attributes: dict[str, Any]
 
 
 @dataclass
@@ -57,6 +66,7 @@ class SpanRecord:
     status_message: str = ""
     scope: str = ""  # the instrumentation scope's name and version
     service: str | None = None
+    events: list[SpanEventRecord] = field(default_factory=list)
 
     @property
     def kind(self) -> str:
@@ -402,8 +412,25 @@ class _RunBuilder:
             ),
         )
 
+    def trims(self) -> None:
+        """History trims the workbench exported as events of the agent span."""
+        if self.agent is None:
+            return
+        for event in self.agent.events:
+            if event.name != a.TRIM_EVENT:
+                continue
+            fields = {
+                name: event.attributes[f"workbench.{name}"]
+                for name in a.TRIM_FIELDS
+                if f"workbench.{name}" in event.attributes
+            }
+            turn = event.attributes.get(a.TURN)
+            trim = {"type": "history_trimmed", "turn": turn, **fields}
+            self.timeline.add(event.time_ns, self.agent, 0, trim)
+
     def events(self) -> list[Event]:
         self.model_calls()
+        self.trims()
         self.observed_calls(self.tool_spans())
         events: list[Event] = [self.run_start()]
         for seq, item in enumerate(self.timeline.sorted(), start=1):

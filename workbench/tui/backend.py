@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_core.agent import RunResult, TextDelta
 from traces.events import Event
@@ -31,6 +31,12 @@ from workbench.engine.replay import ReplayOutcome, replay_run
 from workbench.engine.run_service import ModelSettings
 from workbench.tui.render import event_is_failure
 from workbench.tui.schema_view import SchemaPair
+
+if TYPE_CHECKING:  # the screens' own view types; those modules load with their screens
+    from workbench.engine.chain_compare import Comparison
+    from workbench.engine.search import SearchHit
+    from workbench.tui.regress_screen import SuiteRun
+    from workbench.tui.timeline_screen import TimelineView
 
 # Seconds without a store call after which the database is let go for other processes.
 IDLE_RELEASE_S = 1.0
@@ -119,10 +125,11 @@ class Backend:
                 self._store = None
             self.released.set()
 
-    def ingest(self) -> IngestReport:
-        """Load new traces from the home folder (every read starts with this)."""
+    def ingest(self, progress: Callable[[str, float], None] | None = None) -> IngestReport:
+        """Load new traces from the home folder (every read starts with this); `progress`
+        hears how far a long load is (`traces.store.progress`)."""
         with self._session() as store:
-            return store.ingest_home(self.home)
+            return store.ingest_home(self.home, progress)
 
     # ------------------------------------------------------------------ runs
 
@@ -142,8 +149,8 @@ class Backend:
                 )
             )
 
-    def search(self, text: str, run_id: str | None = None, limit: int = 500) -> list[Any]:
-        """`workbench.engine.search.SearchHit`s: where `text` occurs in runs' contents."""
+    def search(self, text: str, run_id: str | None = None, limit: int = 500) -> list[SearchHit]:
+        """Where `text` occurs in runs' contents."""
         from workbench.engine.search import search
 
         with self._session() as store:
@@ -221,8 +228,8 @@ class Backend:
                 return None
             offset += page
 
-    def timeline(self, run_id: str) -> Any:
-        """A `TimelineView`: the engine's timeline of the run and the home's prices."""
+    def timeline(self, run_id: str) -> TimelineView:
+        """The engine's timeline of the run and the home's prices."""
         from workbench.engine.cost import Prices, PricesError
         from workbench.engine.timeline import build_timeline
         from workbench.tui.timeline_screen import TimelineView
@@ -236,7 +243,7 @@ class Backend:
 
     # ------------------------------------------------------------------ regressions
 
-    def regressions(self, limit: int = 50) -> list[Any]:
+    def regressions(self, limit: int = 50) -> list[SuiteRun]:
         """Stored suite runs, newest first, each with its cases (`traces.store.regress`)."""
         from traces.store.regress import RegressTables
         from workbench.tui.regress_screen import SuiteRun
@@ -292,8 +299,8 @@ class Backend:
         path.write_text(text, encoding="utf-8")
         return path
 
-    def comparison(self, run_a: str, run_b: str) -> Any:
-        """`workbench.engine.chain_compare.Comparison`: chains, differing texts, fork edits."""
+    def comparison(self, run_a: str, run_b: str) -> Comparison:
+        """The two chains, the texts that differ and the fork's edits."""
         from workbench.engine.chain_compare import compare_runs
 
         return compare_runs(self.recording(run_a), self.recording(run_b))

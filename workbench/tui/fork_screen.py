@@ -371,7 +371,7 @@ class ForkScreen(WorkbenchScreen):
             self.notify("The fork is still running; ctrl+x cancels it.")
             return
         endpoint = self.endpoint()
-        if not endpoint.script and not (endpoint.base_url and endpoint.model):
+        if not endpoint.script and not (endpoint.model and (endpoint.base_url or endpoint.api_key)):
             self.notify(NO_MODEL, severity="warning")
             return
         self._set_running(True)

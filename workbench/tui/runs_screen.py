@@ -90,6 +90,11 @@ class RunsScreen(WorkbenchScreen):
             super().__init__()
             self.report = report
 
+    class IngestProgress(Message):
+        def __init__(self, what: str, done: float) -> None:
+            super().__init__()
+            self.what, self.done = what, done
+
     class TracesChanged(Message):
         """The watcher saw trace files appear or grow."""
 
@@ -157,7 +162,13 @@ class RunsScreen(WorkbenchScreen):
 
     @work(thread=True, exclusive=True, group="ingest", exit_on_error=False)
     def _ingest(self) -> None:
-        self.post_message(self.Ingested(self.backend.ingest()))
+        def progress(what: str, done: float) -> None:  # a long load, a store rebuild say
+            self.post_message(self.IngestProgress(what, done))
+
+        self.post_message(self.Ingested(self.backend.ingest(progress)))
+
+    def on_runs_screen_ingest_progress(self, message: IngestProgress) -> None:
+        self.query_one("#runs-count", Static).update(f"{message.what}… {message.done:.0%}")
 
     def _watch(self) -> None:
         """Follow the traces folder in a daemon thread for as long as the screen lives (a
@@ -214,6 +225,8 @@ class RunsScreen(WorkbenchScreen):
             # New runs arrive while the user reads the list: keep the cursor where it is.
             self._keep_position = True
             self._count()
+        else:
+            self._show_count()  # in place of the progress, if any was shown
         if report.problems:
             self.notify(
                 f"{len(report.problems)} bad trace line(s) skipped; first: {report.problems[0]}",

@@ -1,0 +1,85 @@
+"""Commands load only what they use: building the parser (every `--help`) and listing runs
+never import the TUI, the model SDK, MCP or the HTTP stack. Each check runs the real
+`workbench` entry point in a fresh interpreter and looks at what it imported.
+
+Speed itself is measured by `bench/startup.py`, not here.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import get_args
+
+import pytest
+
+from traces.events import EVENT_TYPES, RUN_STATUSES, Limits, RunOrigin
+from traces.store.ingest_sql import ENVELOPE, REQUIRED
+from workbench.cli.model_flags import LIMIT_DEFAULTS
+from workbench.cli.read_cmds import RUN_KINDS, STATUS_CHOICES
+
+# Runs `workbench ARGS...`, then prints which of the named packages it imported.
+_PROBE = """
+import json, sys
+from workbench.cli import main
+watched = json.loads(sys.argv[1])
+try:
+    main(sys.argv[2:])
+except SystemExit:
+    pass
+loaded = sorted({name for name in sys.modules for w in watched
+                 if name == w or name.startswith(w + ".")})
+sys.stderr.write("LOADED " + json.dumps(loaded) + "\\n")
+"""
+
+NEVER = ["textual", "openai", "mcp", "aiohttp"]
+# Building the parser needs neither the store, the event models, the agent nor asyncio
+# (`workbench.engine.run_service`, shared by the front ends, keeps its imports light too).
+NOT_FOR_HELP = [*NEVER, "duckdb", "pydantic", "agent_core", "asyncio", "workbench.engine.fork"]
+
+
+def _imported(argv: list[str], watched: list[str], home: Path | None = None) -> list[str]:
+    command = [sys.executable, "-c", _PROBE, json.dumps(watched), *argv]
+    if home is not None:
+        command[4:4] = ["--home", str(home)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    line = [ln for ln in done.stderr.splitlines() if ln.startswith("LOADED ")]
+    assert line, done.stderr
+    result: list[str] = json.loads(line[-1].removeprefix("LOADED "))
+    return result
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--help"], ["runs", "--help"], ["run", "--help"], ["test", "--help"], ["mcp", "--help"]],
+)
+def test_help_builds_the_parser_without_heavy_imports(argv: list[str]) -> None:
+    assert _imported(argv, NOT_FOR_HELP) == []
+
+
+def test_listing_runs_loads_no_tui_model_sdk_mcp_or_http(wb_home: Path, golden_dir: Path) -> None:
+    for trace in golden_dir.glob("*.jsonl"):
+        shutil.copy(trace, wb_home / "traces" / trace.name)
+    assert _imported(["runs"], NEVER, wb_home) == []  # ingests the new traces
+    # Nothing new, the common case: the store is read, no event models are loaded.
+    assert _imported(["runs"], [*NEVER, "pydantic"], wb_home) == []
+    assert _imported(["runs", "--json"], [*NEVER, "pydantic"], wb_home) == []
+
+
+def test_figures_kept_apart_from_the_models_match_them() -> None:
+    defaults = Limits()
+    assert {name: getattr(defaults, name) for name in LIMIT_DEFAULTS} == LIMIT_DEFAULTS
+    assert STATUS_CHOICES == RUN_STATUSES
+    assert get_args(RunOrigin) == RUN_KINDS
+    required = {
+        cls.model_fields["type"].default: [
+            name
+            for name, info in cls.model_fields.items()
+            if info.is_required() and name not in ENVELOPE
+        ]
+        for cls in EVENT_TYPES
+    }
+    assert required == REQUIRED
