@@ -438,7 +438,7 @@ class McpConnection:
             message += f"; {self.failure}"
         stderr = self.stderr_tail()
         if stderr.strip():
-            message += f"; stderr: {_one_line(stderr, 200)}"
+            message += f"; stderr: {stderr_summary(stderr, 200)}"
         return message
 
     async def wait_tools_version(self, version: int) -> None:

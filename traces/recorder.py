@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections import deque
+from datetime import datetime
 from typing import Any, TypeVar
 
 from traces.events import Event, EventBase, RunStart, utc_now
@@ -42,12 +43,20 @@ class Recorder:
     def next_seq(self) -> int:
         return self._seq
 
-    def emit(self, cls: type[E], *, turn: int | None = _KEEP_TURN, **fields: Any) -> E:
-        """Build an event of type `cls`, stamp it, write it to every sink and queue it."""
+    def emit(
+        self,
+        cls: type[E],
+        *,
+        turn: int | None = _KEEP_TURN,
+        at: datetime | None = None,
+        **fields: Any,
+    ) -> E:
+        """Build an event of type `cls`, stamp it, write it to every sink and queue it.
+        `at` is when it happened, for an observer that records it afterwards (default now)."""
         event = cls(
             run_id=self.run_id,
             seq=self._seq,
-            ts=utc_now(),
+            ts=at or utc_now(),
             turn=self.turn if turn is _KEEP_TURN else turn,
             **fields,
         )

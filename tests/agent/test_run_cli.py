@@ -14,12 +14,14 @@ from typing import Any
 import pytest
 
 from agent_core.demo import SCENARIOS
-from traces.events import Event, RunEnd, RunStart
+from tests.support.servers import Sequence
+from traces.events import Error, Event, RunEnd, RunStart
 from traces.reader import read_trace
 from workbench.cli import main
-from workbench.engine.model_server import ModelServer, ScriptResponder
+from workbench.engine.model_server import ModelServer, Reply, ScriptResponder
 
 SECRET = "sk-test-0123456789abcdefSECRET"
+NO_RETRY = {"x-should-retry": "false"}
 ENV_VARS = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "WORKBENCH_MODEL", "WORKBENCH_HOME")
 
 
@@ -449,3 +451,27 @@ def _demo(events: list[Event]) -> str | None:
     start = events[0]
     assert isinstance(start, RunStart)
     return start.meta.get("demo")
+
+
+def test_a_long_server_error_is_shown_and_traced_with_its_cause(
+    tmp_path: Path, project: Path, capsys
+) -> None:
+    # The shape of llama.cpp's answer to a request it rejects: a list of failed fields, the
+    # one that names the cause late in it.
+    fields = [f"messages.{n}.role: Input should be 'tool' [type=literal_error]" for n in range(9)]
+    cause = "messages.1.content: Input should be a valid string [input_value=None]"
+    message = " ".join(["10 validation errors for ChatCompletionRequest", *fields, cause])
+    reply = Reply(status=500, body={"error": {"message": message}}, headers=NO_RETRY)
+    home = tmp_path / "home"
+    with ModelServer(Sequence(reply)) as server:
+        args = ["run", "task", "--base-url", server.base_url, "--model", "m"]
+        code = main([*args, "--root", str(project), "--home", str(home)])
+    out = capsys.readouterr().out
+    assert code == 3 and len(message) > 600
+    shown = f"HTTP 500: {message} (not retried: the server sent x-should-retry: false)"
+    assert f"  ! model status: {shown}" in out
+    events = read_trace(traces(home)[0]).events
+    [error] = [e for e in events if isinstance(e, Error)]
+    assert error.message == shown
+    end = events[-1]
+    assert isinstance(end, RunEnd) and end.reason == f"model call failed: {shown}"

@@ -36,6 +36,9 @@ async def test_show_and_diff(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     shown = capsys.readouterr().out
     assert "origin: captured by OpenAI/Python" in shown
     assert "tool calculator [ok" in shown and "client, observed]" in shown
+    assert await cli("export", first, "--home", str(home)) == 0
+    assert "**Tool `calculator`**" in (exported := capsys.readouterr().out)
+    assert ", ok, observed)" in exported  # the client ran it; the export says so
     assert await cli("diff", first, second, "--home", str(home)) == 0
     assert "the decision chains are the same" in capsys.readouterr().out
     # `replay` re-drives the workbench's own agent, which made none of these decisions.

@@ -339,6 +339,9 @@ async def test_slash_in_a_run_jumps_between_matches(home: Path) -> None:
         await settle(pilot, lambda: _at_seq(screen, 0) and screen.match_index == 0)
         await pilot.press("N")  # and around to the final answer
         await settle(pilot, lambda: _at_seq(screen, screen.matches[4].seq))
+        await pilot.press("slash", "escape")  # escape closes the search box, not the run
+        await settle(pilot)
+        assert app.screen is screen and not screen.query_one("#run-search", Input).display
 
 
 async def test_the_runs_search_box_finds_runs_by_content(home: Path) -> None:
@@ -394,7 +397,8 @@ async def test_timeline_shows_calls_durations_tokens_and_cost(home: Path) -> Non
 
     app = WorkbenchApp(home)
     async with app.run_test(size=SIZE) as pilot:
-        await _open(pilot, app, COMPLETED)
+        run = await _open(pilot, app, COMPLETED)
+        assert "1367 tokens ($0.0" in plain(run.query_one("#run-summary", Static))
         await pilot.press("t")
         await settle(
             pilot, lambda: isinstance(app.screen, TimelineScreen) and app.screen.view is not None

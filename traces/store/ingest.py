@@ -1,7 +1,7 @@
 """Bulk, incremental, idempotent ingest of `.jsonl` traces into the store.
 
-Python only decides what to read (sizes against what is already ingested); DuckDB reads,
-validates and inserts, set-based. Two paths:
+Python only decides what to read (`traces.store.scan` finds what is new: sizes against what
+is already ingested); DuckDB reads, validates and inserts, set-based. Two paths:
 
 - bulk: a new file that ends in a whole line goes straight through `read_ndjson_objects`,
   the fast path that carries most data. Bulk rows have no line numbers, so a bulk file
@@ -22,7 +22,6 @@ import contextlib
 import io
 import os
 import tempfile
-from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,13 +33,17 @@ from pydantic import ValidationError
 from traces.reader import check_lines, validate_line
 from traces.store import ingest_sql as sql
 from traces.store.progress import Progress, Watch
-from traces.store.scan import IngestReport, Work, pending
+from traces.store.scan import IngestReport, Work
 from traces.store.sql import NEXT_BATCH
 from traces.versions import SCHEMA_VERSION, NewerSchemaError
 
 # Bulk files are checked for repeated seqs with a bitmap of this many seqs per file (see
 # BULK_FILE_STATS); 4096 bits is 512 bytes a file.
 _SEQ_BITS = 4096
+
+
+def _files(count: int, noun: str = "file") -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 def _ends_with_newline(path: str, size: int) -> bool:
@@ -78,11 +81,6 @@ def _reads_cleanly(path: str, size: int) -> bool:
     return True
 
 
-def ingest(cur: duckdb.DuckDBPyConnection, paths: Iterable[Path | str]) -> IngestReport:
-    report = IngestReport()
-    return ingest_work(cur, pending(cur, paths, report), report)
-
-
 def ingest_work(
     cur: duckdb.DuckDBPyConnection,
     work: list[Work],
@@ -106,7 +104,7 @@ def ingest_work(
         ):
             _ingest_batch(cur, work, Path(scratch), report, watch)
             # Shares of the whole, from a rebuild of 100,000 runs: reading is most of it.
-            watch.step(f"writing the store ({len(work):,} files)", 0.05)
+            watch.step(f"writing the store ({_files(len(work))})", 0.05)
             cur.execute("COMMIT")
     except BaseException:
         # A failed COMMIT (a full disk) may already have ended the transaction; the error
@@ -155,7 +153,7 @@ def _ingest_batch(
 
     # (path, run id, lowest and highest run id of its lines, schema version, run_start line)
     file_runs: list[tuple[Any, ...]] = []
-    watch.step(f"reading {len(work):,} trace files", 0.8)
+    watch.step(f"reading {_files(len(work), 'trace file')}", 0.8)
     if bulk:
         careful += _read_in_bulk(cur, bulk, batch, file_runs)
     if careful:
@@ -166,7 +164,7 @@ def _ingest_batch(
     cur.execute(sql.MARK_DUPLICATE_SEQ, {"batch": batch})
     for path, line, problem in cur.execute(sql.BATCH_PROBLEMS, {"batch": batch}).fetchall():
         report.problems.append(f"{path}:{line}: {problem}")
-    watch.step(f"summing up runs ({len(work):,} files)", 0.15)
+    watch.step(f"summing up runs ({_files(len(work))})", 0.15)
     # One list per column: DuckDB takes lists of plain values far faster than of dicts.
     files = {
         "path": [item.path for item in work],

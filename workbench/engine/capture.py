@@ -16,8 +16,9 @@ turn it belongs to and writes it in the trace contract (docs/capture.md has the 
   mid-answer stays without `run_end` (`incomplete`); `close()` ends runs still waiting for
   their client as `cancelled`.
 
-Recording never gets in the way of forwarding: the proxy calls in here after the bytes have
-gone to the client, and a failure here is reported once and the exchange goes unrecorded.
+Recording never gets in the way of forwarding: the proxy calls in here once an exchange is
+over, passing the times things happened (`time.monotonic()` readings; events are stamped
+with them), and a failure here is reported once and the exchange goes unrecorded.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ import sys
 import time
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from agent_core.agent import new_run_id
 from agent_core.model.assembler import MalformedChunk, StreamAssembler, chunk_from_completion
@@ -45,6 +47,7 @@ from traces.events import (
     ToolEnd,
     ToolStart,
     Totals,
+    utc_now,
 )
 from traces.home import home_redactor, traces_dir
 from traces.recorder import Recorder
@@ -53,6 +56,9 @@ from traces.writer import JsonlWriter
 from workbench.engine.matching import body_parts, message_meaning
 
 RUN_HEADER = "x-workbench-run"
+# A stream's chunks are most of what the proxy records; their fields are built here from
+# decoded JSON objects and numbers, so they skip validation (as the agent's requests do).
+_trusted_chunk = cast(type[ModelChunk], ModelChunk.model_construct)
 TOOL_SOURCE = "client"
 # Runs remembered after they ended, for follow-ups; older ones are forgotten.
 MAX_REMEMBERED_RUNS = 1000
@@ -88,10 +94,10 @@ class CapturedRun:
 class Exchange:
     """One request and its answer through the proxy, recorded into its run as it goes."""
 
-    def __init__(self, book: CaptureBook, run: CapturedRun) -> None:
+    def __init__(self, book: CaptureBook, run: CapturedRun, sent: float) -> None:
         self.book = book
         self.run = run
-        self.sent = time.monotonic()
+        self.sent = sent  # `time.monotonic()` when the request went upstream
         self.assembler = StreamAssembler()
         self.ttft_ms: float | None = None
         self.chunks = 0
@@ -99,8 +105,8 @@ class Exchange:
         self.malformed: str | None = None
         self.last_arrival: float | None = None
 
-    def _emit(self, cls: Any, **fields: Any) -> None:
-        self.run.recorder.emit(cls, turn=self.run.turn, **fields)
+    def _emit(self, cls: Any, when: float, **fields: Any) -> None:
+        self.run.recorder.emit(cls, turn=self.run.turn, at=self.book.utc(when), **fields)
 
     def chunk(self, data: dict[str, Any], arrived: float) -> None:
         """One streamed chunk (a decoded SSE `data:` payload) that reached the client, and
@@ -109,7 +115,8 @@ class Exchange:
         self.last_arrival = arrived
         with self.book.guard(self):
             self._emit(
-                ModelChunk,
+                _trusted_chunk,
+                arrived,
                 attempt=self.run.attempt,
                 index=self.chunks,
                 elapsed_ms=elapsed_ms,
@@ -123,36 +130,46 @@ class Exchange:
             if self.ttft_ms is None and self.assembler.saw_output:
                 self.ttft_ms = elapsed_ms
 
-    def completion(self, body: bytes) -> None:
-        """A whole (non-streamed) answer with status 200."""
+    def completion(self, body: bytes, arrived: float) -> None:
+        """A whole (non-streamed) answer with status 200, and when it arrived."""
         with self.book.guard(self):
             try:
                 data = json.loads(body)
                 chunk = chunk_from_completion(data)
             except (ValueError, MalformedChunk) as exc:
-                self.failed(200, f"the answer is not a chat completion: {exc}", "bad_response")
+                why = f"the answer is not a chat completion: {exc}"
+                self.failed(200, why, arrived, "bad_response")
                 return
-            elapsed_ms = (time.monotonic() - self.sent) * 1000.0
+            elapsed_ms = (arrived - self.sent) * 1000.0
             self._emit(
-                ModelChunk, attempt=self.run.attempt, index=0, elapsed_ms=elapsed_ms, data=data
+                ModelChunk,
+                arrived,
+                attempt=self.run.attempt,
+                index=0,
+                elapsed_ms=elapsed_ms,
+                data=data,
             )
             self.chunks = 1
+            self.last_arrival = arrived
             self.assembler.add(chunk)
             self.ttft_ms = elapsed_ms
-            self.finish()
+            self.finish(arrived)
 
-    def finish(self) -> None:
-        """The answer arrived whole: record it, and end the run when it calls no tool."""
+    def finish(self, ended: float) -> None:
+        """The answer arrived whole (at `ended`): record it, and end the run when it calls
+        no tool."""
         with self.book.guard(self):
             if not self.assembler.saw_choice or self.malformed:
                 why = self.malformed or "no chunk of the answer carried a choice"
-                self.failed(200, why, "bad_response")
+                self.failed(200, why, ended, "bad_response")
                 return
             run, response = self.run, self.assembler.result()
             message = response.to_message()
-            latency_ms = ((self.last_arrival or time.monotonic()) - self.sent) * 1000.0
+            ended = self.last_arrival or ended
+            latency_ms = (ended - self.sent) * 1000.0
             self._emit(
                 ModelResponse,
+                ended,
                 attempt=run.attempt,
                 message=message,
                 finish_reason=response.finish_reason,
@@ -172,19 +189,20 @@ class Exchange:
                 value = usage.get(name)
                 run.add(key, value if isinstance(value, int) else 0)
             run.conversation = [*run.last_request, _message_digest(message)]
-            run.answered_at = self.last_arrival or time.monotonic()
+            run.answered_at = ended
             run.pending_calls = list(message.get("tool_calls") or [])
             if run.pending_calls:
                 run.state = "waiting"
             else:
-                self.book.end(run, "completed", final_answer=response.content)
+                self.book.end(run, "completed", ended, final_answer=response.content)
             self.book.resumable(run)
 
-    def failed(self, status: int, message: str, kind: str = "status") -> None:
-        """The upstream answered with an error (passed to the client unchanged)."""
+    def failed(self, status: int, message: str, when: float, kind: str = "status") -> None:
+        """The upstream answered with an error (passed to the client unchanged) at `when`."""
         with self.book.guard(self):
             self._emit(
                 Error,
+                when,
                 where="model",
                 kind=kind,
                 message=message,
@@ -214,6 +232,8 @@ class CaptureBook:
 
         self.upstream = upstream
         self.upstream_public = public_url(upstream)  # what a trace may say
+        # Events are stamped with when they happened, though recorded a little later.
+        self._clock = (time.monotonic(), utc_now())
         self.runs: OrderedDict[str, CapturedRun] = OrderedDict()
         self.problems: list[str] = []
         # Runs a request may continue, by the text of what it must repeat: ("retry", the
@@ -221,11 +241,17 @@ class CaptureBook:
         self._resumable: dict[tuple[str, bytes], list[CapturedRun]] = {}
         self._sizes: Counter[int] = Counter()  # conversation lengths in the index
 
+    def utc(self, when: float) -> datetime:
+        """The UTC time of a `time.monotonic()` reading."""
+        base, base_utc = self._clock
+        return base_utc + timedelta(seconds=when - base)
+
     def guard(self, exchange: Exchange | None = None) -> _Guard:
         return _Guard(self, exchange)
 
-    def begin(self, body: dict[str, Any], headers: dict[str, str]) -> Exchange | None:
-        """Sort a request into its run and record it; None when it cannot be recorded."""
+    def begin(self, body: dict[str, Any], headers: dict[str, str], sent: float) -> Exchange | None:
+        """Sort a request that went upstream at `sent` (`time.monotonic()`) into its run and
+        record it; None when it cannot be recorded."""
         with self.guard():
             name = headers.get(RUN_HEADER) or None
             secret = _bearer(headers.get("authorization"))
@@ -241,17 +267,18 @@ class CaptureBook:
             if run is not None and run.state == "failed":
                 run.attempt += 1
             elif run is not None and run.state == "waiting":
-                self._observe_results(run, messages[len(run.conversation) :])
+                self._observe_results(run, messages[len(run.conversation) :], sent)
                 run.turn += 1
                 run.attempt = 1
             else:
-                run = self._start(body, headers, name, parent=follows, secret=secret)
+                run = self._start(body, headers, name, follows, secret, sent)
             run.redactor.add_secret(secret)
             run.state = "answering"
             run.last_request = meaning
             run.recorder.emit(
                 ModelRequest,
                 turn=run.turn,
+                at=self.utc(sent),
                 attempt=run.attempt,
                 messages=messages,
                 tools=tools,
@@ -260,7 +287,7 @@ class CaptureBook:
                 estimated_tokens=estimated,
             )
             self.runs.move_to_end(run.run_id)
-            return Exchange(self, run)
+            return Exchange(self, run, sent)
         return None
 
     def _continued(
@@ -303,14 +330,15 @@ class CaptureBook:
             if self._sizes[len(run.conversation)] <= 0:
                 del self._sizes[len(run.conversation)]
 
-    def _observe_results(self, run: CapturedRun, new_messages: list[Any]) -> None:
+    def _observe_results(self, run: CapturedRun, new_messages: list[Any], sent: float) -> None:
         """The client ran the last answer's tool calls; record the results it sends back."""
         results = {
             m.get("tool_call_id"): m
             for m in new_messages
             if isinstance(m, dict) and m.get("role") == "tool"
         }
-        waited_ms = (time.monotonic() - run.answered_at) * 1000.0
+        waited_ms = (sent - run.answered_at) * 1000.0
+        at = self.utc(sent)
         for call in run.pending_calls:
             call_id = str(call.get("id") or "")
             function = call.get("function") or {}
@@ -320,6 +348,7 @@ class CaptureBook:
             run.recorder.emit(
                 ToolStart,
                 turn=run.turn,
+                at=at,
                 call_id=call_id,
                 name=name,
                 arguments_raw=raw,
@@ -333,6 +362,7 @@ class CaptureBook:
             run.recorder.emit(
                 ToolEnd,
                 turn=run.turn,
+                at=at,
                 call_id=call_id,
                 name=name,
                 ok=result is not None,
@@ -352,6 +382,7 @@ class CaptureBook:
         name: str | None,
         parent: CapturedRun | None,
         secret: str | None,
+        sent: float,
     ) -> CapturedRun:
         messages, tools, params = body_parts(body)
         new = messages[len(parent.conversation) :] if parent else messages
@@ -359,7 +390,7 @@ class CaptureBook:
         # The client's key is a secret from the first line on (run_start holds the task).
         redactor = home_redactor(self.home, [secret])
         recorder = Recorder(run_id, [JsonlWriter(self.folder, run_id, redactor)])
-        run = CapturedRun(run_id, name, recorder, redactor, time.monotonic())
+        run = CapturedRun(run_id, name, recorder, redactor, sent)
         self.runs[run_id] = run
         tool_names = [
             str((tool.get("function") or {}).get("name"))
@@ -372,6 +403,7 @@ class CaptureBook:
         recorder.emit(
             RunStart,
             turn=None,
+            at=self.utc(sent),
             task=_first_text(new, "user") or _first_text(messages, "user") or "",
             system_prompt=_first_text(messages, "system") or _first_text(messages, "developer"),
             model=str(body.get("model") or "unknown"),
@@ -391,6 +423,7 @@ class CaptureBook:
         self,
         run: CapturedRun,
         status: RunStatus,
+        when: float,
         *,
         final_answer: str | None = None,
         reason: str = "",
@@ -403,11 +436,12 @@ class CaptureBook:
             input_tokens=int(run.totals.get("input_tokens", 0)),
             output_tokens=int(run.totals.get("output_tokens", 0)),
             total_tokens=int(run.totals.get("total_tokens", 0)),
-            duration_ms=(time.monotonic() - run.started) * 1000.0,
+            duration_ms=(when - run.started) * 1000.0,
         )
         run.recorder.emit(
             RunEnd,
             turn=None,
+            at=self.utc(when),
             status=status,
             reason=reason,
             final_answer=final_answer,
@@ -428,7 +462,7 @@ class CaptureBook:
         for run in list(self.runs.values()):
             if run.state in ("answering", "waiting", "failed"):
                 with self.guard():
-                    self.end(run, "cancelled", reason="the proxy stopped")
+                    self.end(run, "cancelled", time.monotonic(), reason="the proxy stopped")
         self.runs.clear()
         self._resumable.clear()
         self._sizes.clear()

@@ -151,7 +151,15 @@ def _markdown_tool(tool: ToolCallNode) -> list[str]:
     if end is None:
         status = "no result"
     else:
-        flags = [f for f, on in (("mocked", end.mocked), ("replayed", end.replayed)) if on]
+        flags = [
+            flag
+            for flag, on in (
+                ("observed", end.observed),  # the client ran it (a captured run)
+                ("mocked", end.mocked),
+                ("replayed", end.replayed),
+            )
+            if on
+        ]
         status = ("ok" if end.ok else f"error: {end.error or 'failed'}") + "".join(
             f", {flag}" for flag in flags
         )

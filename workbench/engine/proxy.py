@@ -5,9 +5,10 @@ upstream with the client's own headers (its credentials go upstream and nowhere 
 answer comes back unchanged — streams chunk by chunk as they arrive, errors with their
 status and body — and each exchange is recorded by a `CaptureBook` into runs
 (workbench.engine.capture, docs/capture.md). Every other path (`GET /v1/models`, say) is
-passed through unrecorded. Server and upstream client are aiohttp; nothing is buffered
-beyond the SSE line being decoded for the trace, and recording happens after each piece
-has been written to the client.
+passed through unrecorded. Server and upstream client are aiohttp. The request handler only
+forwards: a request is recorded once it has gone upstream, its answer (each stream piece
+kept with its arrival time) right after it ends, both in tasks of their own and in order,
+so recording never holds up an answer.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import aiohttp
 from aiohttp import web
@@ -105,7 +107,10 @@ class RecordingProxy:
 
     async def _app(self) -> web.Application:
         app = web.Application(client_max_size=self.max_request_bytes)
+        went_up = aiohttp.TraceConfig()
+        went_up.on_request_chunk_sent.append(_went_up)
         app[_SESSION] = aiohttp.ClientSession(
+            trace_configs=[went_up],
             # No pool limit: every client stream gets its own upstream connection at once.
             connector=aiohttp.TCPConnector(limit=0),
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=30),
@@ -152,119 +157,142 @@ class RecordingProxy:
         except RequestProblem as problem:
             return problem.response()
         headers = {name.lower(): value for name, value in request.headers.items()}
+        seen = _Seen(body, headers, time.monotonic())
+        # The request is sorted into its run once it has gone upstream, while the model
+        # thinks, after the exchanges before it.
+        begun = self._track(_begin(self.book, seen, set(self._recording)))
         session = request.app[_SESSION]
-        call = session.post(self._target(request), data=raw, headers=_forwarded(request))
-        # The request goes upstream first; it is recorded while the model thinks.
-        pending: asyncio.Future[aiohttp.ClientResponse] = asyncio.ensure_future(call)
         try:
-            await asyncio.sleep(0)  # let it start sending
-            # This request may continue an answer still being recorded: that goes first.
-            # (`wait`, unlike `gather`, leaves those tasks running if this one is cancelled.)
-            if self._recording:
-                await asyncio.wait(set(self._recording))
-        except asyncio.CancelledError:
-            _drop(pending)
-            raise
-        exchange = self.book.begin(body, headers)
-        try:
-            upstream = await pending
+            async with session.post(
+                self._target(request),
+                data=raw,
+                headers=_forwarded(request),
+                trace_request_ctx=seen,
+            ) as upstream:
+                seen.status = upstream.status
+                if upstream.status >= 400 or not _is_event_stream(upstream):
+                    seen.whole = await upstream.read()
+                    seen.ended = time.monotonic()
+                    return web.Response(
+                        status=upstream.status,
+                        body=seen.whole,
+                        headers=_relayed(upstream.headers),
+                    )
+                return await self._stream(request, upstream, seen)
         except aiohttp.ClientError as exc:
-            if exchange is not None:
-                exchange.failed(502, f"cannot reach the upstream: {exc}", "connection")
+            seen.problem = f"cannot reach the upstream: {exc}"
             return _unreachable(self.upstream, exc)
         except asyncio.CancelledError:
-            _drop(pending)
-            self._hung_up(exchange)
-            raise
-        try:
-            if upstream.status >= 400 or not _is_event_stream(upstream):
-                return await self._whole(upstream, exchange)
-            return await self._stream(request, upstream, exchange)
-        except aiohttp.ClientError as exc:
-            if exchange is not None:
-                exchange.failed(502, f"the upstream broke off: {exc}", "connection")
-            return _unreachable(self.upstream, exc)
-        except asyncio.CancelledError:
-            self._hung_up(exchange)
+            # The client hung up (its run stays incomplete), or the proxy is stopping (its
+            # runs end as cancelled when the book closes).
+            seen.cut = "stopped" if self._http.stopping else "hung_up"
             raise
         finally:
-            upstream.release()
+            seen.ended = seen.ended or time.monotonic()
+            seen.over.set()
+            # The answer is recorded in a task of its own: the handler is done at once, so
+            # recording never holds up an answer or the client's next request.
+            self._track(_record(self.book, seen, begun))
 
-    def _hung_up(self, exchange: Exchange | None) -> None:
-        # The client hung up (the run stays incomplete), or the proxy is stopping (its runs
-        # end as cancelled when the book closes).
-        if exchange is not None and not self._http.stopping:
-            exchange.abandoned()
-
-    async def _whole(
-        self, upstream: aiohttp.ClientResponse, exchange: Exchange | None
-    ) -> web.StreamResponse:
-        body = await upstream.read()
-        answer = web.Response(status=upstream.status, body=body, headers=_relayed(upstream.headers))
-        if exchange is not None:
-            if upstream.status >= 400:
-                exchange.failed(upstream.status, _error_text(upstream.status, body))
-            else:
-                exchange.completion(body)
-        return answer
+    def _track(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """Run recording work in a task the proxy waits for before it stops."""
+        task = asyncio.create_task(work)
+        self._recording.add(task)
+        task.add_done_callback(self._recording.discard)
+        return task
 
     async def _stream(
-        self, request: web.Request, upstream: aiohttp.ClientResponse, exchange: Exchange | None
+        self, request: web.Request, upstream: aiohttp.ClientResponse, seen: _Seen
     ) -> web.StreamResponse:
         answer = web.StreamResponse(status=upstream.status, headers=_relayed(upstream.headers))
-        # Pieces are recorded once the answer is through, so recording never holds up a
-        # chunk; each keeps the time it arrived.
-        arrivals: list[tuple[float, bytes]] = []
         try:
             await answer.prepare(request)
             async for piece in upstream.content.iter_any():
                 await answer.write(piece)
-                arrivals.append((time.monotonic(), piece))
+                seen.pieces.append((time.monotonic(), piece))
             await answer.write_eof()
         except ConnectionError:
-            # The client went away mid-answer; the run stays incomplete.
-            _record_pieces(exchange, arrivals)
-            if exchange is not None:
-                exchange.abandoned()
-            return answer
+            seen.cut = "hung_up"  # the client went away mid-answer
         except aiohttp.ClientError as exc:
             # The upstream broke off: the client sees the same cut.
-            _record_pieces(exchange, arrivals)
-            if exchange is not None:
-                exchange.failed(502, f"the upstream stream broke off: {exc}", "connection")
+            seen.problem = f"the upstream stream broke off: {exc}"
             if request.transport is not None:
                 request.transport.abort()
-            return answer
-        except asyncio.CancelledError:
-            _record_pieces(exchange, arrivals)
-            raise
-        if exchange is not None:
-            # Recorded in a task of its own: the handler is done, so the client's next
-            # request on this connection is read at once.
-            task = asyncio.create_task(_record_answer(exchange, arrivals))
-            self._recording.add(task)
-            task.add_done_callback(self._recording.discard)
+        seen.ended = time.monotonic()
         return answer
 
 
-async def _record_answer(exchange: Exchange, arrivals: list[tuple[float, bytes]]) -> None:
-    decoder = SseDecoder()
-    for arrived, piece in arrivals:
-        for data in decoder.feed(piece):
-            exchange.chunk(data, arrived)
-        # Other clients' requests and chunks go first: recording can wait.
-        await asyncio.sleep(0)
-    exchange.finish()
+@dataclass
+class _Seen:
+    """What the proxy saw of one exchange, with `time.monotonic()` times, for recording."""
+
+    body: dict[str, Any]
+    headers: dict[str, str]
+    sent: float
+    status: int | None = None
+    whole: bytes | None = None  # a non-streamed answer (or an error's body)
+    pieces: list[tuple[float, bytes]] = field(default_factory=list)  # a stream, as it came
+    ended: float = 0.0
+    problem: str | None = None  # the upstream could not be reached or broke off
+    cut: Literal["hung_up", "stopped"] | None = None
+    went_up: asyncio.Event = field(default_factory=asyncio.Event)  # the request was sent
+    over: asyncio.Event = field(default_factory=asyncio.Event)  # the handler is done
+    exchange: Exchange | None = None
 
 
-def _record_pieces(exchange: Exchange | None, arrivals: list[tuple[float, bytes]]) -> None:
-    """Record what arrived of an answer that was cut off."""
+async def _went_up(
+    session: aiohttp.ClientSession, context: Any, params: aiohttp.TraceRequestChunkSentParams
+) -> None:
+    seen = context.trace_request_ctx
+    if isinstance(seen, _Seen) and not seen.went_up.is_set():
+        seen.sent = time.monotonic()
+        seen.went_up.set()
+
+
+async def _begin(book: CaptureBook, seen: _Seen, earlier: set[asyncio.Task[None]]) -> None:
+    waits = [asyncio.ensure_future(event.wait()) for event in (seen.went_up, seen.over)]
+    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    for wait in waits:
+        wait.cancel()
+    if earlier:
+        await asyncio.wait(earlier)  # this request may continue one of theirs
+    try:
+        seen.exchange = book.begin(seen.body, seen.headers, seen.sent)
+    except Exception as exc:  # recording must never take the proxy down
+        book.report(f"could not record an exchange: {type(exc).__name__}: {exc}")
+
+
+async def _record(book: CaptureBook, seen: _Seen, begun: asyncio.Task[None]) -> None:
+    await asyncio.wait({begun})
+    try:
+        await _record_seen(seen)
+    except Exception as exc:  # recording must never take the proxy down
+        book.report(f"could not record an exchange: {type(exc).__name__}: {exc}")
+
+
+async def _record_seen(seen: _Seen) -> None:
+    exchange = seen.exchange
     if exchange is None:
         return
+    if seen.whole is not None and seen.status is not None:
+        if seen.status >= 400:
+            exchange.failed(seen.status, _error_text(seen.status, seen.whole), seen.ended)
+        else:
+            exchange.completion(seen.whole, seen.ended)
+        return
     decoder = SseDecoder()
-    for arrived, piece in arrivals:
+    for arrived, piece in seen.pieces:
         for data in decoder.feed(piece):
             exchange.chunk(data, arrived)
+            # Other clients' requests and chunks go first, a chunk's recording at most
+            # (a piece can hold a whole answer).
+            await asyncio.sleep(0)
+    if seen.problem is not None:
+        exchange.failed(502, seen.problem, seen.ended, "connection")
+    elif seen.cut == "hung_up":
+        exchange.abandoned()
+    elif seen.cut is None:
+        exchange.finish(seen.ended)
 
 
 class SseDecoder:
@@ -299,17 +327,6 @@ class SseDecoder:
             return
         if isinstance(value, dict):
             found.append(value)
-
-
-def _drop(pending: asyncio.Future[aiohttp.ClientResponse]) -> None:
-    """Give up on an upstream call, and release its connection should it answer anyway."""
-
-    def release(done: asyncio.Future[aiohttp.ClientResponse]) -> None:
-        if not done.cancelled() and done.exception() is None:
-            done.result().release()
-
-    pending.add_done_callback(release)
-    pending.cancel()
 
 
 def _is_event_stream(upstream: aiohttp.ClientResponse) -> bool:

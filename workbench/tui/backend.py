@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_core.agent import RunResult, TextDelta
-from traces.events import Event
+from traces.events import Event, RunEnd
 from traces.home import traces_dir
 from traces.schema_diff import diff_tool_schemas
 from traces.store import IngestReport, RunRow, TraceStore
@@ -85,6 +85,7 @@ class Outline:
     end: Event | None
     turns: int
     events: int
+    cost: str = ""  # what the run's tokens cost, when <home>/prices.toml prices its model
 
 
 class Backend:
@@ -213,7 +214,18 @@ class Backend:
         end = tail[-1] if tail and tail[-1].type == "run_end" else None
         last_turn = max((e.turn for e in tail if e.turn is not None), default=0)
         turns = max(int(row.turns or 0), last_turn)
-        return Outline(row, first[0] if first else None, end, turns, total)
+        cost = self._cost(row.model, end) if isinstance(end, RunEnd) else ""
+        return Outline(row, first[0] if first else None, end, turns, total, cost)
+
+    def _cost(self, model: str | None, end: RunEnd) -> str:
+        from workbench.engine.cost import Prices, PricesError
+
+        try:
+            prices = Prices.load(self.home)
+        except PricesError:
+            return ""  # the timeline names the problem with the file
+        totals = end.totals
+        return prices.format(prices.cost(model or "", totals.input_tokens, totals.output_tokens))
 
     def first_failure(self, run_id: str) -> Event | None:
         """The first error, failed tool call or unparsable arguments; else a non-completed end."""

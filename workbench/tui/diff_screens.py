@@ -162,7 +162,7 @@ class PairScreen(WorkbenchScreen):
     loading_text = "loading…"
 
     class Loaded(Message):
-        def __init__(self, result: Any) -> None:
+        def __init__(self, result: RenderableType) -> None:
             super().__init__()
             self.result = result
 
@@ -193,16 +193,15 @@ class PairScreen(WorkbenchScreen):
 
     @work(thread=True, exclusive=True, group="pair", exit_on_error=False)
     def _load(self) -> None:
-        self.post_message(self.Loaded(self.compute()))
+        # Computed and rendered here in the worker (rendering is a pure function of the result).
+        self.post_message(self.Loaded(self.compute_rendered()))
 
-    def compute(self) -> Any:
-        raise NotImplementedError
-
-    def render_result(self, result: Any) -> RenderableType:
+    def compute_rendered(self) -> RenderableType:
+        """The engine call for the two runs, rendered; runs in a thread worker."""
         raise NotImplementedError
 
     def on_pair_screen_loaded(self, message: Loaded) -> None:
-        self.query_one("#pair-result", Static).update(self.render_result(message.result))
+        self.query_one("#pair-result", Static).update(message.result)
 
     def worker_failed(self, worker: Any) -> None:
         self.query_one("#pair-result", Static).update(Text("could not compute the diff", "red"))
@@ -226,11 +225,8 @@ class SchemaDiffScreen(PairScreen):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("c", "chains", "Compare chains")]
     loading_text = "diffing tool schemas…"
 
-    def compute(self) -> Any:
-        return self.backend.schema_diff(self.run_a, self.run_b)
-
-    def render_result(self, result: Any) -> RenderableType:
-        return render_schema_diff(result)
+    def compute_rendered(self) -> RenderableType:
+        return render_schema_diff(self.backend.schema_diff(self.run_a, self.run_b))
 
     def action_chains(self) -> None:
         self.workbench.open_compare(self.run_a, self.run_b)
@@ -245,11 +241,8 @@ class ChainCompareScreen(PairScreen):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("d", "schemas", "Schema diff")]
     loading_text = "aligning decision chains…"
 
-    def compute(self) -> Any:
-        return self.backend.comparison(self.run_a, self.run_b)
-
-    def render_result(self, result: Any) -> RenderableType:
-        return render_comparison(result)
+    def compute_rendered(self) -> RenderableType:
+        return render_comparison(self.backend.comparison(self.run_a, self.run_b))
 
     def action_schemas(self) -> None:
         self.workbench.open_schema_diff(self.run_a, self.run_b)

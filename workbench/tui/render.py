@@ -286,11 +286,21 @@ def _message_body(message: dict[str, Any]) -> RenderableType:
             (f"  id={call.get('id')}", "dim"),
         )
         parts.append(title)
-        parts.append(Text(str(function.get("arguments")), style="cyan"))
+        parts.append(_arguments(function.get("arguments")))
     extra = {k: v for k, v in message.items() if k not in {"role", "content", "tool_calls"}}
     if extra:
         parts.append(pretty_json(extra))
     return Group(*parts)
+
+
+def _arguments(arguments: Any) -> RenderableType:
+    """A tool call's arguments: pretty JSON when they parse, else the text as sent."""
+    if isinstance(arguments, str):
+        try:
+            return pretty_json(json.loads(arguments))
+        except ValueError:
+            return Text(arguments, style="cyan")
+    return pretty_json(arguments)
 
 
 ROLE_STYLES = {"system": "magenta", "user": "green", "assistant": "blue", "tool": "yellow"}

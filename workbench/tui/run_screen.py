@@ -75,7 +75,9 @@ def run_summary(outline: Outline) -> Text:
         (f"\n{row.model}  ·  {plural(outline.turns, 'turn')}  ·  ", "dim"),
         (plural(row.tool_calls, "tool call"), "dim"),
         (f" ({row.tool_errors} failed)" if row.tool_errors else "", "red"),
-        (f"  ·  {fmt_count(row.total_tokens)} tokens  ·  {fmt_ms(row.duration_ms)}", "dim"),
+        (f"  ·  {fmt_count(row.total_tokens)} tokens", "dim"),
+        (f" ({outline.cost})" if outline.cost else "", "dim"),
+        (f"  ·  {fmt_ms(row.duration_ms)}", "dim"),
         (f"  ·  {plural(outline.events, 'event')}{parent}", "dim"),
     )
 
@@ -458,6 +460,14 @@ class RunScreen(WorkbenchScreen):
         self.workbench.open_compare(row.parent_run_id, self.run_id)
 
     # ------------------------------------------------------------------ search
+
+    def action_back(self) -> None:
+        box = self.query_one("#run-search", Input)
+        if box.has_focus:  # escape in the search box closes the box, not the run
+            box.display = False
+            self.query_one("#chain-tree").focus()
+            return
+        super().action_back()
 
     def action_search(self) -> None:
         box = self.query_one("#run-search", Input)

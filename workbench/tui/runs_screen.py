@@ -7,7 +7,9 @@ which asks for an ingest, and the list recounts.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
+from contextlib import suppress
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -116,6 +118,7 @@ class RunsScreen(WorkbenchScreen):
         self.search_text = ""
         self.ingests = 0  # ingests finished: what tests wait on
         self._stop_watching = threading.Event()
+        self._keep_position = False  # the next recount keeps the cursor (new runs arrived)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -162,8 +165,11 @@ class RunsScreen(WorkbenchScreen):
 
     @work(thread=True, exclusive=True, group="ingest", exit_on_error=False)
     def _ingest(self) -> None:
-        def progress(what: str, done: float) -> None:  # a long load, a store rebuild say
-            self.post_message(self.IngestProgress(what, done))
+        shown_from = time.monotonic() + 1.0  # only a long load shows, a store rebuild say
+
+        def progress(what: str, done: float) -> None:
+            if time.monotonic() >= shown_from:
+                self.post_message(self.IngestProgress(what, done))
 
         self.post_message(self.Ingested(self.backend.ingest(progress)))
 
@@ -174,13 +180,17 @@ class RunsScreen(WorkbenchScreen):
         """Follow the traces folder in a daemon thread for as long as the screen lives (a
         worker would make every wait for the workers wait for it)."""
 
+        app = self.workbench
+
         def watch() -> None:
             try:
                 self.backend.watch_traces(
                     self._stop_watching, lambda: self.post_message(self.TracesChanged())
                 )
             except Exception as exc:  # no watching is a lost convenience, not a crash
-                self.app.call_from_thread(self.workbench.report_error, exc)
+                if not self._stop_watching.is_set():
+                    with suppress(RuntimeError):  # the app may be closing meanwhile
+                        app.call_from_thread(app.report_error, exc)
 
         threading.Thread(target=watch, name="watch-traces", daemon=True).start()
 
@@ -194,8 +204,6 @@ class RunsScreen(WorkbenchScreen):
         self._show_count()
         if message.total == 0:
             self._start_ingest()
-
-    _keep_position = False
 
     @on(PagedList.Highlighted, "#runs-list")
     def _first_rows_shown(self, event: PagedList.Highlighted) -> None:

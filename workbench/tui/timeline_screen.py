@@ -92,8 +92,11 @@ class Waterfall(Static):
     """Redraws the waterfall to its width."""
 
     view: TimelineView | None = None
+    failed = False
 
     def render(self) -> Text:
+        if self.failed:
+            return Text("could not build the timeline", style="red")
         if self.view is None:
             return Text("building the timeline…", style="dim")
         return render_timeline(self.view, self.size.width or 100)
@@ -144,9 +147,9 @@ class TimelineScreen(WorkbenchScreen):
             self.notify(message.view.problem, severity="warning", timeout=8)
 
     def worker_failed(self, worker: Any) -> None:
-        self.query_one("#timeline", Waterfall).update(
-            Text("could not build the timeline", style="red")
-        )
+        widget = self.query_one("#timeline", Waterfall)
+        widget.failed = True
+        widget.refresh(layout=True)
 
     def action_open_run(self) -> None:
         self.workbench.open_run(self.run_id)
