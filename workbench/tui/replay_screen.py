@@ -70,7 +70,7 @@ def render_outcome(outcome: Any) -> RenderableType:
         for diff in divergence.diffs[:20]:
             left = "<absent>" if diff.absent == "recorded" else _short(diff.recorded)
             right = "<absent>" if diff.absent == "replayed" else _short(diff.replayed)
-            table.add_row(diff.path, left, right)
+            table.add_row(Text(diff.path), Text(left), Text(right))
         if divergence.diffs:
             parts.append(table)
     return Group(*parts)
