@@ -27,7 +27,7 @@ from workbench.engine import fork as fork_engine
 from workbench.engine import run_service
 from workbench.engine.fork import ForkRequest
 from workbench.engine.recording_io import Recording, load_recording
-from workbench.engine.replay import ReplayOutcome, replay_run
+from workbench.engine.replay import NotReplayable, ReplayOutcome, replay_run
 from workbench.engine.run_service import ModelSettings
 from workbench.tui.render import event_is_failure
 from workbench.tui.schema_view import SchemaPair
@@ -320,10 +320,14 @@ class Backend:
     def verify_replay(self, run_id: str) -> ReplayOutcome:
         """The outcome of an offline replay, run to completion.
 
-        Called from a thread worker, so the replay gets its own event loop there.
+        Called from a thread worker, so the replay gets its own event loop there. A run the
+        workbench agent did not drive raises `NotAvailable` with the engine's explanation.
         """
         recording = self.recording(run_id)
-        return asyncio.run(replay_run(recording, pace="fast"))
+        try:
+            return asyncio.run(replay_run(recording, pace="fast"))
+        except NotReplayable as exc:
+            raise NotAvailable(str(exc)) from exc
 
     # ------------------------------------------------------------------ fork
 
