@@ -30,6 +30,30 @@ Pace = Literal["fast", "original"]
 ReplayStatus = Literal["identical", "diverged", "incomplete"]
 
 
+class NotReplayable(Exception):
+    """The run's decisions were not made by the workbench agent, so replay has none to re-drive."""
+
+
+def check_replayable(recording: Recording) -> None:
+    """Raise `NotReplayable` (one line: why, and what to do instead) for runs replay cannot verify.
+
+    A captured or imported run records what another client's agent decided; replaying it
+    with the workbench agent would report a divergence that says nothing about the run.
+    """
+    start = recording.run_start
+    short = recording.run_id[:12]
+    if start.origin == "captured":
+        raise NotReplayable(
+            f"run {short} was captured from {start.client or 'a client'}; replay it offline "
+            f"by pointing that client at `workbench serve-model --replay {short}`"
+        )
+    if start.origin == "imported":
+        raise NotReplayable(
+            f"run {short} was imported from {start.client or 'another tool'}; its decisions "
+            "were made there, not by the workbench agent, so replay cannot verify it"
+        )
+
+
 @dataclass(frozen=True)
 class ReplayStep:
     """One replayed event that matched its recorded counterpart."""
@@ -115,7 +139,11 @@ async def replay_stream(
     speed: float = 1.0,
     sinks: list[Sink] | None = None,
 ) -> AsyncIterator[ReplayItem]:
-    """Replay `recording`, yielding each matched step; the last item is the outcome."""
+    """Replay `recording`, yielding each matched step; the last item is the outcome.
+
+    Raises `NotReplayable` for a run the workbench agent did not drive (`check_replayable`).
+    """
+    check_replayable(recording)
     started = time.perf_counter()
     recorded = [e for e in recording.events if not is_transport_only(e)]
     redacted = holds_redactions(recorded)
