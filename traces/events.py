@@ -16,7 +16,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, TypeAlias, TypeGuard, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_serializer
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_serializer, field_validator
 
 from traces.versions import SCHEMA_VERSION as SCHEMA_VERSION  # re-exported: part of the
 from traces.versions import SCHEMA_VERSIONS as SCHEMA_VERSIONS  # contract's public names
@@ -82,6 +82,12 @@ class EventBase(BaseModel):
     turn: int | None = Field(
         default=None, ge=1, lt=2**31, description="1-based turn number; null outside a turn"
     )
+
+    @field_validator("ts")
+    @classmethod
+    def _ts_utc(cls, ts: datetime) -> datetime:
+        # Traces write UTC; a time written without an offset is read as UTC too.
+        return ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
 
     @field_serializer("ts")
     def _ts_iso(self, ts: datetime) -> str:

@@ -168,3 +168,15 @@ def test_show_of_a_run_ended_without_a_reason_has_no_dangling_colon(
     out = capsys.readouterr().out.splitlines()
     assert "end: completed" in out
     assert not any(line.rstrip().endswith(":") for line in out if line.startswith("end:"))
+
+
+def test_a_time_written_without_an_offset_is_read_as_utc(
+    wb_home: Path, golden_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = next(p for p in golden_dir.glob("*.jsonl") if '"completed"' in p.read_text())
+    lines = [json.loads(line) for line in source.read_text().splitlines()]
+    lines[1]["ts"] = lines[1]["ts"].removesuffix("Z")  # no offset: UTC, as the contract says
+    (wb_home / "traces" / source.name).write_text("".join(json.dumps(e) + "\n" for e in lines))
+    for flags in ([], ["--timeline"], ["--json"]):
+        assert main(["show", source.stem[:8], *flags]) == 0, capsys.readouterr().err
+    assert "Traceback" not in capsys.readouterr().err
