@@ -348,3 +348,18 @@ async def test_recording_with_null_content_on_tool_calls_still_replays(project: 
     write_events(path, lines)
     outcome = await replay_run(read_recording_file(path))
     assert outcome.status == "identical", outcome.divergence
+
+
+async def test_an_imported_run_is_refused_with_a_reason_not_a_divergence(
+    project: Project,
+) -> None:
+    import dataclasses
+
+    from workbench.engine.replay import NotReplayable
+
+    path, _ = await project.record(THREE_TURNS)
+    recording = read_recording_file(path)
+    start = recording.run_start.model_copy(update={"origin": "imported", "client": "otel"})
+    imported = dataclasses.replace(recording, run_start=start)
+    with pytest.raises(NotReplayable, match=r"imported from otel; .* cannot verify it"):
+        await replay_run(imported)

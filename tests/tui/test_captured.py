@@ -12,6 +12,7 @@ from workbench.engine.model_server import ModelServer, ScriptResponder
 from workbench.engine.proxy import RecordingProxy
 from workbench.tui import WorkbenchApp
 from workbench.tui.paged_list import PagedList
+from workbench.tui.replay_screen import ReplayScreen
 from workbench.tui.run_screen import RunScreen
 
 
@@ -49,3 +50,27 @@ async def test_a_captured_run_shows_its_observed_tool_calls(tmp_path: Path) -> N
 
 def _detail(screen: RunScreen) -> str:
     return plain(screen.query_one("#detail-body", Static))
+
+
+async def test_verify_replay_of_a_captured_run_is_a_notice_not_a_verdict(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with (
+        ModelServer(ScriptResponder(STEPS)) as upstream,
+        RecordingProxy(upstream.base_url, home) as proxy,
+    ):
+        run_agent(proxy.base_url, stream=True)
+
+    app = WorkbenchApp(home)
+    async with app.run_test(size=(160, 45)) as pilot:
+        runs = app.screen.query_one("#runs-list", PagedList)
+        await settle(pilot, lambda: runs.total == 1 and runs.row(0) is not None)
+        run_id = runs.row(0).run_id  # type: ignore[union-attr]
+        app.open_replay(run_id)
+        await settle(pilot, lambda: isinstance(app.screen, ReplayScreen))
+        await pilot.press("v")
+        verify = app.screen.query_one("#replay-verify", Static)
+        await settle(pilot, lambda: "does not apply" in plain(verify))
+        shown = plain(verify, width=400)
+        assert f"serve-model --replay {run_id[:12]}" in shown
+        assert "diverged" not in shown and "None" not in shown
+        assert [n.severity for n in app._notifications] == ["warning"]

@@ -87,3 +87,13 @@ def test_a_tools_changed_event_names_what_changed_and_what_is_offered() -> None:
     shown = text(render_event(event))
     assert "mcp:fs" in shown and "list_directory" in shown and "old_tool" in shown
     assert "+list_directory -old_tool" in event_line(event, 120).plain
+
+
+def test_a_divergence_outside_a_turn_says_so_instead_of_none() -> None:
+    from workbench.engine.replay import Divergence, ReplayOutcome
+    from workbench.tui.replay_screen import render_outcome
+
+    divergence = Divergence(None, "run_end", 9, "the recording has no more events")
+    outcome = ReplayOutcome("r" * 32, "diverged", 8, 9, 2, 0.1, divergence)
+    shown = text(render_outcome(outcome))
+    assert "outside a turn" in shown and "None" not in shown

@@ -81,22 +81,23 @@ def _register_replay(subparsers: Any) -> None:
 def _cmd_replay(args: argparse.Namespace) -> int:
     import asyncio
 
-    from workbench.engine.replay import Pace, ReplayStep, replay_run
+    from workbench.engine.replay import (
+        NotReplayable,
+        Pace,
+        ReplayStep,
+        check_replayable,
+        replay_run,
+    )
 
     if args.speed is not None and args.pace == "fast":
         raise CliError("--speed sets the pace of --pace original; drop --pace fast or --speed")
     pace: Pace = args.pace or ("original" if args.speed is not None else "fast")
     speed = args.speed if args.speed is not None else 1.0
     recording = _load(args.run, resolve_home(args))
-    start = recording.run_start
-    if start.origin == "captured":
-        # Its decisions were the client's, not the workbench agent's that replay re-drives.
-        short = recording.run_id[:12]
-        raise CliError(
-            f"run {short} was captured from {start.client or 'a client'}; replay it offline "
-            f"by pointing that client at `workbench serve-model --replay {short}`",
-            2,
-        )
+    try:
+        check_replayable(recording)
+    except NotReplayable as exc:
+        raise CliError(str(exc), 2) from exc
 
     def show(step: ReplayStep) -> None:
         event = step.replayed

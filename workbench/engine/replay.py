@@ -22,12 +22,36 @@ from typing import Any, Literal
 from agent_core.agent import Agent, AgentConfig, TextDelta
 from traces.events import Error, Event, EventBase, ModelRequest, RunEnd
 from traces.writer import Sink
-from workbench.engine.compare import FieldDiff, diff_events, is_transport_only
+from workbench.engine.compare import FieldDiff, diff_events, holds_redactions, is_transport_only
 from workbench.engine.recording_io import Recording, config_from_run_start
 from workbench.engine.replay_model import ReplayModel, ReplayToolset
 
 Pace = Literal["fast", "original"]
 ReplayStatus = Literal["identical", "diverged", "incomplete"]
+
+
+class NotReplayable(Exception):
+    """The run's decisions were not made by the workbench agent, so replay has none to re-drive."""
+
+
+def check_replayable(recording: Recording) -> None:
+    """Raise `NotReplayable` (one line: why, and what to do instead) for runs replay cannot verify.
+
+    A captured or imported run records what another client's agent decided; replaying it
+    with the workbench agent would report a divergence that says nothing about the run.
+    """
+    start = recording.run_start
+    short = recording.run_id[:12]
+    if start.origin == "captured":
+        raise NotReplayable(
+            f"run {short} was captured from {start.client or 'a client'}; replay it offline "
+            f"by pointing that client at `workbench serve-model --replay {short}`"
+        )
+    if start.origin == "imported":
+        raise NotReplayable(
+            f"run {short} was imported from {start.client or 'another tool'}; its decisions "
+            "were made there, not by the workbench agent, so replay cannot verify it"
+        )
 
 
 @dataclass(frozen=True)
@@ -115,9 +139,14 @@ async def replay_stream(
     speed: float = 1.0,
     sinks: list[Sink] | None = None,
 ) -> AsyncIterator[ReplayItem]:
-    """Replay `recording`, yielding each matched step; the last item is the outcome."""
+    """Replay `recording`, yielding each matched step; the last item is the outcome.
+
+    Raises `NotReplayable` for a run the workbench agent did not drive (`check_replayable`).
+    """
+    check_replayable(recording)
     started = time.perf_counter()
     recorded = [e for e in recording.events if not is_transport_only(e)]
+    redacted = holds_redactions(recorded)
     model = ReplayModel(recording)
     toolset = ReplayToolset(recording, model)
     agent = Agent(model, [toolset], replay_config(recording), sinks=sinks)
@@ -141,7 +170,7 @@ async def replay_stream(
                     note = f"the recording stops {recording.stop_point}; replayed up to there"
                 break
             expected = recorded[position]
-            divergence = _compare(expected, item, model)
+            divergence = _compare(expected, item, model, redacted)
             if divergence is not None:
                 stop = _stopped_by_clock(expected)
                 if stop is not None:
@@ -196,7 +225,9 @@ async def replay_run(
     raise AssertionError("replay_stream always ends with an outcome")
 
 
-def _compare(expected: Event, actual: Event, model: ReplayModel) -> Divergence | None:
+def _compare(
+    expected: Event, actual: Event, model: ReplayModel, redacted: bool
+) -> Divergence | None:
     if expected.type != actual.type:
         return Divergence(
             turn=expected.turn,
@@ -207,7 +238,7 @@ def _compare(expected: Event, actual: Event, model: ReplayModel) -> Divergence |
             recorded=expected,
             replayed=actual,
         )
-    diffs = diff_events(expected, actual)
+    diffs = diff_events(expected, actual, redacted=redacted)
     if not diffs:
         return None
     return Divergence(

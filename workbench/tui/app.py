@@ -72,6 +72,23 @@ class WorkbenchApp(App[None]):
 
     # ------------------------------------------------------------------ errors
 
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Show a notification as plain text, whatever the caller asks.
+
+        Notifications quote trace text, search terms and error messages (`[/INST]`, a
+        pydantic `[type=extra_forbidden…` cut mid-bracket), and Textual markup would read
+        those as tags and take the app down; screens' `notify` always asks for markup.
+        """
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
+
     def report_error(self, exc: BaseException) -> None:
         severity: SeverityLevel = "warning" if isinstance(exc, NotAvailable) else "error"
         self.notify(error_line(exc), severity=severity, timeout=8)

@@ -27,7 +27,7 @@ from workbench.engine import fork as fork_engine
 from workbench.engine import run_service
 from workbench.engine.fork import ForkRequest
 from workbench.engine.recording_io import Recording, load_recording
-from workbench.engine.replay import ReplayOutcome, replay_run
+from workbench.engine.replay import NotReplayable, ReplayOutcome, replay_run
 from workbench.engine.run_service import ModelSettings
 from workbench.tui.render import event_is_failure
 from workbench.tui.schema_view import SchemaPair
@@ -83,9 +83,14 @@ class Outline:
     row: RunRow
     start: Event | None
     end: Event | None
-    turns: int
+    turns: int  # how many turns the run has, numbered from first_turn
     events: int
     cost: str = ""  # what the run's tokens cost, when <home>/prices.toml prices its model
+    first_turn: int = 1  # a fork's turns go on from its parent's: the first is the fork turn
+
+    @property
+    def last_turn(self) -> int:
+        return self.first_turn + self.turns - 1
 
 
 class Backend:
@@ -212,10 +217,14 @@ class Backend:
         first = self.events(run_id, 0, 1)
         tail = self.events(run_id, max(total - 3, 0), 3)
         end = tail[-1] if tail and tail[-1].type == "run_end" else None
-        last_turn = max((e.turn for e in tail if e.turn is not None), default=0)
-        turns = max(int(row.turns or 0), last_turn)
+        first_call = self.events(run_id, 0, 1, ["model_request"])
+        first_turn = first_call[0].turn if first_call and first_call[0].turn else 1
+        last_seen = max((e.turn for e in tail if e.turn is not None), default=0)
+        last_turn = max(first_turn + int(row.turns or 0) - 1, last_seen)
+        turns = max(last_turn - first_turn + 1, 0)
         cost = self._cost(row.model, end) if isinstance(end, RunEnd) else ""
-        return Outline(row, first[0] if first else None, end, turns, total, cost)
+        start = first[0] if first else None
+        return Outline(row, start, end, turns, total, cost, first_turn=first_turn)
 
     def _cost(self, model: str | None, end: RunEnd) -> str:
         from workbench.engine.cost import Prices, PricesError
@@ -320,10 +329,14 @@ class Backend:
     def verify_replay(self, run_id: str) -> ReplayOutcome:
         """The outcome of an offline replay, run to completion.
 
-        Called from a thread worker, so the replay gets its own event loop there.
+        Called from a thread worker, so the replay gets its own event loop there. A run the
+        workbench agent did not drive raises `NotAvailable` with the engine's explanation.
         """
         recording = self.recording(run_id)
-        return asyncio.run(replay_run(recording, pace="fast"))
+        try:
+            return asyncio.run(replay_run(recording, pace="fast"))
+        except NotReplayable as exc:
+            raise NotAvailable(str(exc)) from exc
 
     # ------------------------------------------------------------------ fork
 

@@ -123,11 +123,11 @@ def end_node(event: RunEnd | None, status: str) -> ChainNode:
 TURNS_PER_GROUP = 100  # a run with more turns shows them in groups, so the tree stays small
 
 
-def turn_groups(turns: int) -> list[ChainNode]:
+def turn_groups(first_turn: int, last_turn: int) -> list[ChainNode]:
     """Top-level groups of turns for long runs: "turns 1–100", "turns 101–200", …"""
     groups = []
-    for first in range(1, turns + 1, TURNS_PER_GROUP):
-        last = min(first + TURNS_PER_GROUP - 1, turns)
+    for first in range(first_turn, last_turn + 1, TURNS_PER_GROUP):
+        last = min(first + TURNS_PER_GROUP - 1, last_turn)
         label = Text.assemble(("turns ", "bold"), (f"{first}–{last}", "bold"))
         groups.append(ChainNode("turns", label, turn=first, last_turn=last))
     return groups

@@ -265,7 +265,8 @@ def _kv(rows: Iterable[tuple[str, RenderableType | str | None] | None]) -> Table
     for item in rows:
         if item is None or item[1] is None or item[1] == "":
             continue
-        table.add_row(*item)
+        key, value = item
+        table.add_row(key, Text(value) if isinstance(value, str) else value)
     return table
 
 

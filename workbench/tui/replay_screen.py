@@ -18,6 +18,7 @@ from textual.widgets import Footer, Header, Static
 
 from traces.events import Event
 from workbench.engine.replay import ReplayOutcome
+from workbench.tui.backend import NotAvailable
 from workbench.tui.paged_list import PagedList
 from workbench.tui.render import event_line, render_event, short_id
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
@@ -59,7 +60,9 @@ def render_outcome(outcome: Any) -> RenderableType:
             Text.assemble(
                 ("first divergence: ", "bold red"),
                 f"{divergence.event_type} at seq {divergence.recorded_seq}, ",
-                f"turn {divergence.turn} — ",
+                f"turn {divergence.turn} — "
+                if divergence.turn is not None
+                else "outside a turn — ",
                 (divergence.reason, ""),
             )
         )
@@ -70,7 +73,7 @@ def render_outcome(outcome: Any) -> RenderableType:
         for diff in divergence.diffs[:20]:
             left = "<absent>" if diff.absent == "recorded" else _short(diff.recorded)
             right = "<absent>" if diff.absent == "replayed" else _short(diff.replayed)
-            table.add_row(diff.path, left, right)
+            table.add_row(Text(diff.path), Text(left), Text(right))
         if divergence.diffs:
             parts.append(table)
     return Group(*parts)
@@ -254,10 +257,14 @@ class ReplayScreen(WorkbenchScreen):
             self.timeline.move_to(divergence.recorded_seq)
 
     def worker_failed(self, worker: Any) -> None:
-        if worker.group == "verify":
-            self.query_one("#replay-verify", Static).update(
-                Text("verify replay failed", style="red")
-            )
+        if worker.group != "verify":
+            return
+        if isinstance(worker.error, NotAvailable):  # a notice about the run, not a verdict
+            shown = Text.assemble(("verify replay does not apply: ", "bold"), str(worker.error))
+            shown.stylize("yellow")
+        else:
+            shown = Text("verify replay failed", style="red")
+        self.query_one("#replay-verify", Static).update(shown)
 
     def palette_commands(self) -> Iterator[PaletteCommand]:
         yield ("Play / pause", "Play the events with the recorded pacing", self.action_play)

@@ -213,10 +213,10 @@ class RunScreen(WorkbenchScreen):
             else:
                 root.add_leaf(start.label, data=start)
         if outline.turns > TURNS_PER_GROUP:
-            for group in turn_groups(outline.turns):
+            for group in turn_groups(outline.first_turn, outline.last_turn):
                 root.add(group.label, data=group, allow_expand=True)
         else:
-            self._add_turns(root, 1, outline.turns)
+            self._add_turns(root, outline.first_turn, outline.last_turn)
         end = end_node(outline.end, outline.row.status)  # type: ignore[arg-type]
         root.add_leaf(end.label, data=end)
         root.expand()
@@ -447,7 +447,7 @@ class RunScreen(WorkbenchScreen):
         if node.kind == "tool" and node.events and self.outline is not None:
             # A tool's result is part of the next turn's history: mock it by forking there.
             call_id = getattr(node.events[0], "call_id", None)
-            if node.turn < self.outline.turns:
+            if node.turn < self.outline.last_turn:
                 self.workbench.open_fork(self.run_id, node.turn + 1, mock_call=call_id)
                 return
         self.workbench.open_fork(self.run_id, node.turn)

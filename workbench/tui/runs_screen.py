@@ -224,7 +224,7 @@ class RunsScreen(WorkbenchScreen):
             shown += f" containing '{self.search_text}'"
         if self.marked:
             shown += f" · marked {', '.join(short_id(r) for r in self.marked)}"
-        self.query_one("#runs-count", Static).update(shown)
+        self.query_one("#runs-count", Static).update(Text(shown))
 
     def on_runs_screen_ingested(self, message: Ingested) -> None:
         self.ingests += 1
@@ -268,7 +268,7 @@ class RunsScreen(WorkbenchScreen):
             self.search_text = ""
             self._apply(run_ids=None)
         else:
-            self.query_one("#runs-count", Static).update(f"searching for '{text}'…")
+            self.query_one("#runs-count", Static).update(Text(f"searching for '{text}'…"))
             self._search(text)
         self.runs_list.focus()
 
