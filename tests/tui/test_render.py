@@ -97,3 +97,13 @@ def test_a_divergence_outside_a_turn_says_so_instead_of_none() -> None:
     outcome = ReplayOutcome("r" * 32, "diverged", 8, 9, 2, 0.1, divergence)
     shown = text(render_outcome(outcome))
     assert "outside a turn" in shown and "None" not in shown
+
+
+def test_the_kind_filter_and_column_name_the_kinds_runs_kind_takes() -> None:
+    from traces.origins import RUN_KINDS, kind_label
+    from workbench.cli.read_cmds import run_kind
+    from workbench.tui.backend import KIND_FILTERS
+
+    assert {o for origins in KIND_FILTERS.values() for o in origins} == set(RUN_KINDS)
+    assert all(run_kind(k) == k for k in KIND_FILTERS if k in RUN_KINDS)
+    assert all(run_kind(kind_label(origin)) == origin for origin in RUN_KINDS)
