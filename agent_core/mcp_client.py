@@ -13,9 +13,12 @@ this module returns. Failures come out as `McpStartError` (the server never beca
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import os
 import re
+import signal
 import tempfile
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -42,6 +45,22 @@ CallErrorKind: TypeAlias = Literal["rpc_error", "timeout", "closed", "protocol"]
 CLIENT_INFO = types.Implementation(name="agent-workbench", version="0.1.0")
 MAX_TOOL_PAGES = 100  # a server whose cursor never ends must not hang the start
 STDERR_TAIL_CHARS = 400
+# How long a server has to answer initialize and the first tools/list (`--mcp-start-timeout`).
+DEFAULT_START_TIMEOUT_S = 10.0
+# Where in an unreadable line to look for the id of the request it answers.
+_ANSWER_HEAD_CHARS = 500
+_ANSWER_ID = re.compile(r'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
+
+
+class _QuietParseErrors(logging.Filter):
+    """The SDK logs a traceback for every stdout line that is not JSON-RPC; the tap records
+    each such line as a frame and `McpConnection` logs one line per server instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Failed to parse JSONRPC message")
+
+
+logging.getLogger("mcp.client.stdio").addFilter(_QuietParseErrors())
 REFRESH_TIMEOUT_S = 30.0  # a re-listing after list_changed that takes longer is given up
 HTTP_TIMEOUT_S = 30.0
 HTTP_READ_S = 300.0
@@ -129,6 +148,30 @@ def _dump(message: Any) -> dict[str, Any]:
     return dumped
 
 
+def _answer_to_unreadable(exc: Exception) -> SessionMessage | None:
+    """An error answer standing in for a line that answers a request but cannot be read (a
+    result nested too deeply for the SDK's parser, say), so the call fails at once with
+    the reason instead of waiting for its timeout."""
+    if not isinstance(exc, ValidationError) or not exc.errors():
+        return None
+    first = exc.errors()[0]
+    line = first.get("input")
+    if not isinstance(line, str | bytes):
+        return None
+    head = (line.decode("utf-8", "replace") if isinstance(line, bytes) else line)[
+        :_ANSWER_HEAD_CHARS
+    ]
+    match = _ANSWER_ID.search(head)
+    if match is None or '"method"' in head or not ('"result"' in head or '"error"' in head):
+        return None
+    request_id = json.loads(match.group(1))
+    reason = str(first.get("msg", "unreadable")).removeprefix("Invalid JSON: ")
+    error = types.ErrorData(
+        code=types.PARSE_ERROR, message=f"the server's answer could not be read: {reason}"
+    )
+    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
+
+
 def _unparsed_frame(exc: Exception) -> dict[str, Any]:
     """What a transport delivered instead of a JSON-RPC message, kept for the trace."""
     if isinstance(exc, ValidationError) and exc.errors():
@@ -161,6 +204,8 @@ class _TapReceive:
             self._on_end()
             raise
         self._observe(item)
+        if isinstance(item, Exception):
+            return _answer_to_unreadable(item) or item
         return item
 
     def __aiter__(self) -> _TapReceive:
@@ -259,6 +304,8 @@ class McpConnection:
         self._refreshed = anyio.Event()
         self.closed = False  # the transport ended (server exited or dropped us)
         self.last_bad_output: str | None = None
+        self._warned_bad_output = False
+        self.server_pid: int | None = None  # a stdio server's process (and group) id
         self.failure: str | None = None  # why the transport failed under a live session
         self._on_frame = on_frame
         self._session: ClientSession | None = None
@@ -276,6 +323,14 @@ class McpConnection:
             frame = _unparsed_frame(item)
             bad = frame.get("_unparsed", frame.get("_transport_error"))
             self.last_bad_output = str(bad)[:200]
+            if not self._warned_bad_output:
+                self._warned_bad_output = True
+                log.warning(
+                    "MCP server %r writes output that is not JSON-RPC (kept in the trace as "
+                    "mcp_message frames), first: %r",
+                    self.name,
+                    self.last_bad_output[:120],
+                )
             self._emit("recv", frame)
         else:
             frame = _dump(item.message)
@@ -309,8 +364,9 @@ class McpConnection:
     async def list_tools(self) -> list[dict[str, Any]]:
         """Fetch every page of tools/list and keep the result in `self.tools`."""
         async with self._list_lock:
-            tools: list[dict[str, Any]] = []
+            tools: dict[str, dict[str, Any]] = {}
             cursor: str | None = None
+            cursors: set[str] = set()
             for _ in range(MAX_TOOL_PAGES):
                 params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
                 try:
@@ -320,15 +376,25 @@ class McpConnection:
                 except ValidationError as exc:
                     message = f"invalid tools/list result: {_one_line(str(exc), 200)}"
                     raise McpCallError("protocol", message) from None
-                tools.extend(_dump(tool) for tool in result.tools)
+                for tool in result.tools:
+                    # A tool listed twice (a repeated page) is one tool: the first listing.
+                    tools.setdefault(tool.name, _dump(tool))
                 cursor = result.next_cursor
-                if not cursor:
+                if not cursor or cursor in cursors:
                     break
-            self.tools = tools
+                cursors.add(cursor)
+            else:
+                log.warning(
+                    "MCP server %r still had more tools after %d pages; using the first %d",
+                    self.name,
+                    MAX_TOOL_PAGES,
+                    len(tools),
+                )
+            self.tools = list(tools.values())
             self.tools_version += 1
             listed, self._tools_listed = self._tools_listed, anyio.Event()
             listed.set()
-            return tools
+            return self.tools
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], timeout_s: float
@@ -407,7 +473,7 @@ async def connect(
     config: ServerConfig,
     on_frame: FrameObserver,
     *,
-    startup_timeout_s: float = 30.0,
+    startup_timeout_s: float = DEFAULT_START_TIMEOUT_S,
     accept_elicitation: bool = False,
 ) -> AsyncIterator[McpConnection]:
     """Start or reach one server, initialize it and list its tools.
@@ -504,9 +570,20 @@ async def _open_transport(
         stack.callback(stderr.close)
         connection._stderr = stderr
         params = StdioServerParameters(
-            command=config.command, args=config.args, env=config.env or None, cwd=config.cwd
+            command=config.command,
+            args=config.args,
+            env=config.env or None,
+            cwd=config.cwd,
+            # Invalid UTF-8 on stdout becomes a line that is not JSON-RPC (recorded as a
+            # frame), not a decoding error that ends the session.
+            encoding_error_handler="replace",
         )
+        before = _children()
+        # Registered before the transport, so it runs after the SDK has stopped the server:
+        # whatever the server started in its process group goes with it.
+        stack.push_async_callback(_end_process_group, connection)
         streams = await stack.enter_async_context(stdio_client(params, errlog=stderr.file))
+        connection.server_pid = _session_leader(_children() - before)
         return streams
     # Our own client (the SDK's transport takes one for headers): its timeouts are the SDK's
     # defaults, 30 s for connecting and writing and 300 s to read, as a response stream may
@@ -550,3 +627,49 @@ def _os_reason(exc: OSError) -> str:
     if isinstance(exc, PermissionError):
         return "permission denied (is the file executable?)"
     return exc.strerror or str(exc)
+
+
+def _children() -> set[int]:
+    """This process's direct children (Linux `/proc`); empty where that is not available."""
+    found: set[int] = set()
+    with contextlib.suppress(OSError):
+        for task in os.listdir("/proc/self/task"):
+            with contextlib.suppress(OSError), open(f"/proc/self/task/{task}/children") as f:
+                found.update(int(pid) for pid in f.read().split())
+    return found
+
+
+def _session_leader(pids: set[int]) -> int | None:
+    """The stdio server among new children: the SDK starts it in a session of its own."""
+    for pid in sorted(pids):
+        with contextlib.suppress(OSError):
+            if os.getsid(pid) == pid:
+                return pid
+    return None
+
+
+async def _end_process_group(connection: McpConnection) -> None:
+    """SIGTERM, then SIGKILL, to what is left of the server's process group (a child it
+    started, such as a `sleep`, outlives the server otherwise)."""
+    group = connection.server_pid
+    if group is None:
+        return
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(group, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        with anyio.move_on_after(1.0):
+            # Polled: nothing signals when another process's group becomes empty.
+            while _group_alive(group):  # noqa: ASYNC110
+                await anyio.sleep(0.02)
+        if not _group_alive(group):
+            return
+
+
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True

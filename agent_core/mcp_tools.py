@@ -28,6 +28,7 @@ from typing import Any
 import anyio
 
 from agent_core.mcp_client import (
+    DEFAULT_START_TIMEOUT_S,
     FrameDirection,
     FrameObserver,
     HttpServer,
@@ -361,7 +362,7 @@ async def open_mcp_toolsets(
     recorder: Recorder,
     *,
     tool_timeout_s: float = 30.0,
-    startup_timeout_s: float = 30.0,
+    startup_timeout_s: float = DEFAULT_START_TIMEOUT_S,
     servers: Collection[str] | None = None,
     accept_elicitation: bool = False,
 ) -> AsyncIterator[list[McpToolset]]:

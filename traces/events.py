@@ -77,10 +77,10 @@ class EventBase(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     run_id: str
-    seq: int = Field(ge=0, description="0-based, gapless per run")
+    seq: int = Field(ge=0, lt=2**63, description="0-based, gapless per run")
     ts: datetime = Field(description="UTC, microsecond precision")
     turn: int | None = Field(
-        default=None, ge=1, description="1-based turn number; null outside a turn"
+        default=None, ge=1, lt=2**31, description="1-based turn number; null outside a turn"
     )
 
     @field_serializer("ts")

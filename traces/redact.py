@@ -6,10 +6,14 @@ redactor, so two redacted lines can still be compared.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+# Every placeholder starts with this (`[REDACTED:api_key]`, `[REDACTED:pattern-1]`, …).
+REDACTION_MARK = "[REDACTED:"
+SECRET_PLACEHOLDER = "[REDACTED:api_key]"
 _AUTH_KEYS = frozenset({"authorization", "proxy-authorization", "api_key", "api-key", "x-api-key"})
 # Bearer tokens and common key shapes, wherever they appear inside text.
 _BEARER = re.compile(r"(?i)\bBearer\s+[A-Za-z0-9._~+/=-]{8,}")
@@ -25,6 +29,10 @@ class Redactor:
         for secret in secrets:
             self.add_secret(secret)
 
+    @property
+    def secrets(self) -> list[str]:
+        return list(self._secrets)
+
     def add_secret(self, secret: str | None) -> None:
         if secret and len(secret) >= 4 and secret not in self._secrets:
             self._secrets.append(secret)
@@ -33,7 +41,7 @@ class Redactor:
     def text(self, value: str) -> str:
         for secret in self._secrets:
             if secret in value:
-                value = value.replace(secret, "[REDACTED:api_key]")
+                value = value.replace(secret, SECRET_PLACEHOLDER)
         value = _BEARER.sub("Bearer [REDACTED:authorization]", value)
         for number, pattern in enumerate(self._patterns, start=1):
             value = pattern.sub(f"[REDACTED:pattern-{number}]", value)
@@ -71,8 +79,119 @@ class Redactor:
                 if isinstance(key, str) and key.lower() in _AUTH_KEYS and isinstance(item, str):
                     out[key] = "[REDACTED:authorization]"
                 else:
-                    out[key] = self.value(item)
+                    # A secret can be a key too (tool arguments keyed by token, say).
+                    out[self.text(key) if isinstance(key, str) else key] = self.value(item)
             return out
         if isinstance(value, list):
             return [self.value(item) for item in value]
         return value
+
+
+T = TypeVar("T")
+
+# Where a streamed chunk carries text: (choice, "content" | "reasoning_content") or
+# (choice, "arguments", tool call index).
+Channel = tuple[Any, ...]
+
+
+def _text_pieces(data: dict[str, Any]) -> list[tuple[Channel, dict[str, Any], str]]:
+    """The text fragments of one raw chunk: (channel, the dict holding it, its key)."""
+    pieces: list[tuple[Channel, dict[str, Any], str]] = []
+    choices = data.get("choices")
+    for position, choice in enumerate(choices if isinstance(choices, list) else []):
+        delta = choice.get("delta") if isinstance(choice, dict) else None
+        if not isinstance(delta, dict):
+            continue
+        number = choice.get("index", position)
+        for key in ("content", "reasoning_content"):
+            if isinstance(delta.get(key), str):
+                pieces.append(((number, key), delta, key))
+        calls = delta.get("tool_calls")
+        for order, call in enumerate(calls if isinstance(calls, list) else []):
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict) and isinstance(function.get("arguments"), str):
+                channel = (number, "arguments", call.get("index", order))
+                pieces.append((channel, function, "arguments"))
+    return pieces
+
+
+class ChunkStream(Generic[T]):
+    """Redaction of a streamed answer as a whole: a secret the model sends back split over
+    several chunks is redacted in the chunks as in the assembled text, so the concatenated
+    deltas read `[REDACTED:api_key]` exactly where the assembled message does (and a replay
+    assembles the placeholder, never the key).
+
+    `push` takes each chunk (any item, with its raw data) and returns the chunks that can be
+    written now, each with its data, redacted where a secret spans chunks. A chunk whose text
+    ends with the start of a secret is held until the next one shows whether the secret
+    follows. The placeholder goes into the chunk where the secret starts and the rest of the
+    secret is cut from the chunks after it. `flush` returns what is held (at the end of the
+    stream, or before any other event)."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._secrets = redactor.secrets
+        self._held: list[tuple[T, dict[str, Any]]] = []
+        self._tails: dict[Channel, str] = {}
+
+    def push(self, item: T, data: dict[str, Any]) -> list[tuple[T, dict[str, Any]]]:
+        if not self._secrets:
+            return [(item, data)]
+        self._held.append((item, data))
+        for channel, holder, key in _text_pieces(data):
+            self._tails[channel] = self._tails.get(channel, "") + holder[key]
+        if any(self._ends_with_secret_start(text) for text in self._tails.values()):
+            return []
+        return self.flush()
+
+    def flush(self) -> list[tuple[T, dict[str, Any]]]:
+        held, self._held, self._tails = self._held, [], {}
+        if not held:
+            return []
+        copies = [(item, copy.deepcopy(data)) for item, data in held]
+        by_channel: dict[Channel, list[tuple[dict[str, Any], str]]] = {}
+        for _, data in copies:
+            for channel, holder, key in _text_pieces(data):
+                by_channel.setdefault(channel, []).append((holder, key))
+        changed = False
+        for parts in by_channel.values():
+            changed = self._redact_parts(parts) or changed
+        return copies if changed else held
+
+    def _ends_with_secret_start(self, text: str) -> bool:
+        for secret in self._secrets:
+            for size in range(min(len(secret) - 1, len(text)), 0, -1):
+                if text.endswith(secret[:size]):
+                    return True
+        return False
+
+    def _redact_parts(self, parts: list[tuple[dict[str, Any], str]]) -> bool:
+        texts = [holder[key] for holder, key in parts]
+        joined = "".join(texts)
+        spans = self._spans(joined)
+        if not spans:
+            return False
+        start = 0
+        for (holder, key), text in zip(parts, texts, strict=True):
+            end = start + len(text)
+            out = []
+            for position in range(start, end):
+                span = next((s for s in spans if s[0] <= position < s[1]), None)
+                if span is None:
+                    out.append(joined[position])
+                elif position == span[0]:
+                    out.append(SECRET_PLACEHOLDER)
+            holder[key] = "".join(out)
+            start = end
+        return True
+
+    def _spans(self, text: str) -> list[tuple[int, int]]:
+        """Where the secrets are, as `Redactor.text` finds them (each secret in turn, left
+        to right), without overlaps."""
+        spans: list[tuple[int, int]] = []
+        for secret in self._secrets:
+            at = text.find(secret)
+            while at >= 0:
+                if not any(at < end and start < at + len(secret) for start, end in spans):
+                    spans.append((at, at + len(secret)))
+                at = text.find(secret, at + len(secret))
+        return sorted(spans)

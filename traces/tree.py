@@ -109,8 +109,10 @@ class TurnNode:
         if response is None:
             return []
         started = {call.call_id for call in self.tool_calls}
-        asked = response.message.get("tool_calls") or ()
-        return [c for c in asked if isinstance(c, dict) and c.get("id") not in started]
+        asked = response.message.get("tool_calls")
+        if not isinstance(asked, list):  # any JSON is a valid message; only a list has calls
+            return []
+        return [c for c in asked if isinstance(c, dict) and str(c.get("id")) not in started]
 
     @property
     def requests(self) -> list[ModelRequest]:

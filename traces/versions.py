@@ -24,7 +24,8 @@ SCHEMA_VERSIONS: dict[int, str] = {
 class NewerSchemaError(ValueError):
     """The trace was written with a schema version this workbench does not know yet."""
 
-    def __init__(self, path: Path | str, version: int) -> None:
+    def __init__(self, path: Path | str, version: int, line: int | None = None) -> None:
+        self.line = line  # of the run_start that declares it, when known
         self.reason = (
             f"schema_version {version} is newer than this workbench supports "
             f"({SCHEMA_VERSION}); upgrade agent-workbench to read it"

@@ -8,6 +8,9 @@ lines take a faster road to the same bytes, without that round trip through Pyth
 pydantic's own serializer writes the event's JSON text straight from the model (in Rust;
 `ts` through `ts_text`, which formats each second once), and the text is used as is when it
 has nothing to redact and json.dumps would write the same.
+Model chunks first go through `ChunkStream`, so a secret the model streams back split over
+several chunks is redacted in them as in the assembled message; a chunk whose text ends
+with the start of a secret is written once the next one shows whether the secret follows.
 """
 
 from __future__ import annotations
@@ -23,8 +26,8 @@ from typing import Any, Protocol
 
 from pydantic import TypeAdapter
 
-from traces.events import Event, ModelRequest
-from traces.redact import Redactor
+from traces.events import Event, ModelChunk, ModelRequest
+from traces.redact import ChunkStream, Redactor
 
 # pydantic writes floats under 1e-4 as `0.00001` or `1e-7` where json.dumps writes `1e-05`
 # and `1e-07`; every other JSON value comes out of the two byte for byte.
@@ -54,10 +57,24 @@ class JsonlWriter:
         # The last request's messages and tools, with their line texts.
         self._messages = _JoinedItems()
         self._tools = _JoinedItems()
+        self._stream: ChunkStream[ModelChunk] = ChunkStream(self._redactor)
 
     def write(self, event: Event) -> None:
         if self._file is None:
             raise ValueError(f"trace {self.path} is closed")
+        if type(event) is ModelChunk:
+            # Chunks go through the stream's redaction, which may hold one back a moment.
+            self._write_chunks(self._stream.push(event, event.data))
+            return
+        self._write_chunks(self._stream.flush())
+        self._write(event)
+
+    def _write_chunks(self, chunks: list[tuple[ModelChunk, dict[str, Any]]]) -> None:
+        for chunk, data in chunks:
+            self._write(chunk if data is chunk.data else chunk.model_copy(update={"data": data}))
+
+    def _write(self, event: Event) -> None:
+        assert self._file is not None
         if type(event) is ModelRequest:
             parts = self._request_line(event)
             written = os.writev(self._file.fileno(), parts)
@@ -110,6 +127,7 @@ class JsonlWriter:
 
     def close(self) -> None:
         if self._file is not None:
+            self._write_chunks(self._stream.flush())
             self._file.close()
             self._file = None
         self._messages, self._tools = _JoinedItems(), _JoinedItems()

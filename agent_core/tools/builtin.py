@@ -6,17 +6,21 @@ not to, and what it fails on, because that text is all the model knows about it.
 
 from __future__ import annotations
 
-import re
+import os
+import stat
 from collections.abc import Collection
 from pathlib import Path
 
+import regex
 from pydantic import BaseModel, Field
 
 from agent_core.tools.calculator import evaluate, format_number
 from agent_core.tools.paths import Root
-from agent_core.tools.registry import ToolFailure, ToolRegistry
+from agent_core.tools.registry import ToolFailure, ToolRegistry, check_cancelled
 
 MAX_READ_BYTES = 1_000_000
+# The longest one regular expression may work on one line before search_files gives up.
+REGEX_LINE_TIMEOUT_S = 1.0
 MAX_LIST_ENTRIES = 500
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv"})
 
@@ -67,7 +71,13 @@ def builtin_tools(root: Path) -> ToolRegistry:
             raise ToolFailure(f"no file {args.path!r}; use list_dir to see what exists")
         if path.is_dir():
             raise ToolFailure(f"{args.path!r} is a folder; use list_dir for folders")
-        data = path.read_bytes()[:MAX_READ_BYTES]
+        try:
+            data = read_head(path)
+        except NotARegularFile:
+            raise ToolFailure(
+                f"{args.path!r} is not a regular file (a device, pipe or socket); only text "
+                "files can be read"
+            ) from None
         if b"\0" in data[:8192]:
             raise ToolFailure(f"{args.path!r} is a binary file; only text files can be read")
         lines = data.decode("utf-8", errors="replace").splitlines()
@@ -124,24 +134,35 @@ def builtin_tools(root: Path) -> ToolRegistry:
         if not base.is_dir():
             raise ToolFailure(f"{args.path!r} is not a folder")
         try:
-            pattern = re.compile(args.query if args.regex else re.escape(args.query), re.I)
-        except re.error as exc:
+            pattern = regex.compile(args.query if args.regex else regex.escape(args.query), regex.I)
+        except regex.error as exc:
             raise ToolFailure(f"invalid regular expression: {exc}") from None
         hits: list[str] = []
         for file in _walk(base):
+            check_cancelled()
             if not file.match(args.glob):
                 continue
             real = file.resolve()
             if not real.is_relative_to(confined.path):
                 continue  # a symlink out of the root: never read it
             try:
-                data = real.read_bytes()[:MAX_READ_BYTES]
-            except OSError:
+                data = read_head(real)
+            except (OSError, NotARegularFile):
                 continue
             if b"\0" in data[:8192]:
                 continue
             for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
-                if pattern.search(line):
+                check_cancelled()
+                try:
+                    # Bounded: a pattern that backtracks catastrophically would otherwise
+                    # hold a thread (and the process) long after the tool timed out.
+                    found = pattern.search(line, timeout=REGEX_LINE_TIMEOUT_S, concurrent=True)
+                except TimeoutError:
+                    raise ToolFailure(
+                        f"the regular expression takes too long on "
+                        f"{confined.relative(file)}:{number} (nested repetition?); simplify it"
+                    ) from None
+                if found:
                     hits.append(f"{confined.relative(file)}:{number}: {line.strip()[:200]}")
                     if len(hits) >= args.max_results:
                         return "\n".join(hits) + "\n[more matches not shown; narrow the query]"
@@ -162,6 +183,25 @@ def builtin_tools(root: Path) -> ToolRegistry:
         return format_number(evaluate(args.expression))
 
     return tools
+
+
+class NotARegularFile(Exception):
+    pass
+
+
+def read_head(path: Path, limit: int = MAX_READ_BYTES) -> bytes:
+    """At most `limit` bytes from the start of a regular file. A FIFO, device or socket is
+    refused before anything is read from it (a FIFO would block, a device never end); the
+    file is opened non-blocking and checked on the open descriptor, so it cannot be swapped
+    for one between the check and the read."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotARegularFile(str(path))
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(limit)
+    finally:
+        os.close(fd)
 
 
 BUILTIN_NAMES = ("read_file", "list_dir", "search_files", "calculator")

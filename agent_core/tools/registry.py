@@ -15,13 +15,17 @@ the two can never disagree. A `ToolRegistry` is a `Toolset`:
 
 Handlers may be sync (run in a worker thread so a slow one can time out) or async. A
 handler signals a failure the model should read by raising `ToolFailure`; any other
-exception becomes a one-line error result too, never a stack trace.
+exception becomes a one-line error result too, never a stack trace. A sync handler that
+works in a loop calls `check_cancelled()` in it, so it stops once its call has timed out.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import inspect
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +39,56 @@ Handler = Callable[[Any], Any] | Callable[[Any], Awaitable[Any]]
 
 class ToolFailure(Exception):
     """Raised by a handler for a failure the model can act on; the message is the result."""
+
+
+class ToolCancelled(Exception):
+    """Raised in a sync handler's thread by `check_cancelled` once its call timed out."""
+
+
+_CANCELLED: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar(
+    "tool_cancelled", default=None
+)
+
+
+def check_cancelled() -> None:
+    """Stop a sync handler whose call was given up on (its timeout passed)."""
+    cancelled = _CANCELLED.get()
+    if cancelled is not None and cancelled.is_set():
+        raise ToolCancelled
+
+
+async def run_in_thread(handler: Callable[[Any], Any], args: Any, name: str) -> Any:
+    """`handler(args)` in a daemon thread of its own. When the caller stops waiting (the
+    tool's timeout), the handler is told through `check_cancelled`, and a thread stuck in a
+    call that never checks does not keep the process alive at exit (a pool thread of
+    `asyncio.to_thread` would: the loop waits for its executor when it closes)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    cancelled = threading.Event()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    def work() -> None:
+        _CANCELLED.set(cancelled)
+        value, error = None, None
+        try:
+            value = handler(args)
+        except BaseException as exc:  # handed to the awaiting coroutine
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody is waiting
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=work, name=f"tool-{name}", daemon=True).start()
+    try:
+        return await future
+    finally:
+        cancelled.set()
 
 
 @dataclass(frozen=True)
@@ -155,8 +209,7 @@ class ToolRegistry:
             if inspect.iscoroutinefunction(tool.handler):
                 value = await tool.handler(args)
             else:
-                # A thread, so the loop's timeout can stop waiting for a slow sync handler.
-                value = await asyncio.to_thread(tool.handler, args)
+                value = await run_in_thread(tool.handler, args, name)
         except ToolFailure as exc:
             return ToolResult(False, f"Error: {one_line(str(exc))}", "tool_failure")
         except Exception as exc:

@@ -4,7 +4,9 @@ write exactly the bytes of the plain definition of a trace line:
     json.dumps(redactor.value(event.model_dump(mode="json")), ensure_ascii=False,
                separators=(",", ":"))
 
-checked on a real long run and on many generated events full of things to redact.
+checked on a real long run and on many generated events full of things to redact. Chunks
+are redacted as a stream first (`traces.redact.ChunkStream`): a secret split over several
+chunks is redacted across them.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from traces.events import (
     Totals,
     ts_text,
 )
-from traces.redact import Redactor
+from traces.redact import ChunkStream, Redactor
 from traces.writer import JsonlWriter, MemorySink
 
 SECRET = "sk-test-0123456789abcdef"
@@ -48,6 +50,33 @@ SECRET = "sk-test-0123456789abcdef"
 def reference_line(redactor: Redactor, event: EventBase) -> str:
     record = redactor.value(event.model_dump(mode="json"))
     return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+
+
+class ReferenceLines:
+    """The reference lines of a run, event by event: each chunk with its data as the
+    stream's redaction leaves it (a secret split over chunks is redacted across them)."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self.redactor = redactor
+        self.stream: ChunkStream[EventBase] = ChunkStream(redactor)
+        self.lines: list[str] = []
+
+    def add(self, event: EventBase) -> None:
+        if isinstance(event, ModelChunk):
+            self._chunks(self.stream.push(event, event.data))
+            return
+        self._chunks(self.stream.flush())
+        self.lines.append(reference_line(self.redactor, event))
+
+    def done(self) -> list[str]:
+        self._chunks(self.stream.flush())
+        return self.lines
+
+    def _chunks(self, chunks: list[tuple[EventBase, dict[str, Any]]]) -> None:
+        for chunk, data in chunks:
+            self.lines.append(
+                reference_line(self.redactor, chunk.model_copy(update={"data": data}))
+            )
 
 
 def written_lines(path: Path) -> list[str]:
@@ -83,7 +112,10 @@ def test_a_long_real_run_is_written_exactly_as_the_reference(tmp_path: Path) -> 
     lines = written_lines(writer.path)
     assert yielded == memory.events
     assert len(lines) == len(memory.events) > 8 * turns
-    assert lines == [reference_line(redactor, event) for event in memory.events]
+    reference = ReferenceLines(redactor)
+    for event in memory.events:
+        reference.add(event)
+    assert lines == reference.done()
     assert SECRET not in "".join(lines) and "abcdefghijklmnop" not in "".join(lines)
     # The in-memory requests are what validation would have built from the same fields.
     requests = [e for e in memory.events if isinstance(e, ModelRequest)]
@@ -320,14 +352,14 @@ def test_generated_events_are_written_exactly_as_the_reference(tmp_path: Path) -
             rng = random.Random(f"{name}-{seed}")
             redactor = make()
             writer = JsonlWriter(tmp_path, f"{name}-{seed}".replace(" ", "-"), redactor)
-            expected = []
+            reference = ReferenceLines(redactor)
             for event in random_events(rng, 120):
                 seen.add(type(event))
                 writer.write(event)  # type: ignore[arg-type]
                 # Taken now: a request's messages may be edited in place after it is written.
-                expected.append(reference_line(redactor, event))
+                reference.add(event)
             writer.close()
-            assert written_lines(writer.path) == expected, (name, seed)
+            assert written_lines(writer.path) == reference.done(), (name, seed)
     assert seen == set(EVENT_TYPES)  # every event type, the newest ones included
 
 

@@ -8,6 +8,7 @@ from traces.store.store import (
     StoreCorruptError,
     StoreError,
     StoreLockedError,
+    StoreReadOnlyError,
     TraceStore,
     UnknownRunError,
 )
@@ -20,6 +21,7 @@ __all__ = [
     "StoreCorruptError",
     "StoreError",
     "StoreLockedError",
+    "StoreReadOnlyError",
     "TraceStore",
     "UnknownRunError",
 ]

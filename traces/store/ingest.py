@@ -18,19 +18,24 @@ on the batch. A cut-off last line is not consumed: it is read once the writer co
 
 from __future__ import annotations
 
-import json
+import contextlib
+import io
 import os
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import duckdb
+from pydantic import ValidationError
 
+from traces.reader import check_lines, validate_line
 from traces.store import ingest_sql as sql
 from traces.store.progress import Progress, Watch
 from traces.store.scan import IngestReport, Work
 from traces.store.sql import NEXT_BATCH
-from traces.versions import SCHEMA_VERSION, NewerSchemaError, declared_version, migrate
+from traces.versions import SCHEMA_VERSION, NewerSchemaError
 
 # Bulk files are checked for repeated seqs with a bitmap of this many seqs per file (see
 # BULK_FILE_STATS); 4096 bits is 512 bytes a file.
@@ -43,11 +48,37 @@ def _files(count: int, noun: str = "file") -> str:
 
 def _ends_with_newline(path: str, size: int) -> bool:
     # os.pread on a bare descriptor: with 100,000 new files, a file object each costs seconds.
-    fd = os.open(path, os.O_RDONLY)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False  # the careful path reports it
     try:
         return os.pread(fd, 1, size - 1) == b"\n"
+    except OSError:
+        return False
     finally:
         os.close(fd)
+
+
+def _reads_cleanly(path: str, size: int) -> bool:
+    """Whether every line of a whole new file is one the reader accepts as it stands (no
+    blank line, no byte order mark, a valid event), so it can take the bulk path; any
+    doubt sends it to the careful path, which finds and reports each bad line."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(size)
+    except OSError:
+        return False  # the careful path reports it
+    if not data.endswith(b"\n"):
+        return False
+    for line in data.split(b"\n")[:-1]:
+        if not line.strip() or line.startswith((b"\xef\xbb\xbf", b"\x1e")):
+            return False
+        try:
+            validate_line(line)
+        except ValidationError:
+            return False
+    return True
 
 
 def ingest_work(
@@ -76,10 +107,14 @@ def ingest_work(
             watch.step(f"writing the store ({_files(len(work))})", 0.05)
             cur.execute("COMMIT")
     except BaseException:
-        cur.execute("ROLLBACK")
+        # A failed COMMIT (a full disk) may already have ended the transaction; the error
+        # that matters is the first one.
+        with contextlib.suppress(duckdb.Error):
+            cur.execute("ROLLBACK")
         raise
     finally:
-        cur.execute("RESET SESSION preserve_insertion_order")
+        with contextlib.suppress(duckdb.Error):
+            cur.execute("RESET SESSION preserve_insertion_order")
     runs_after = cur.execute("SELECT count(*) FROM runs").fetchone()
     events_after = cur.execute("SELECT count(*) FROM events").fetchone()
     report.files = sum(1 for item in work if item.size)
@@ -149,8 +184,15 @@ def _read_in_bulk(
 ) -> list[Work]:
     """Whole new files straight through DuckDB's reader; returns those to re-read carefully
     and adds the run of each file kept to `file_runs`."""
-    cur.execute(sql.INSERT_BULK, {"files": [item.path for item in items], "batch": batch})
-    rows = cur.execute(sql.BULK_FILE_STATS, {"batch": batch, "bits": _SEQ_BITS}).fetchall()
+    # The reader's own check of each file runs beside DuckDB's insert (which lets go of the
+    # GIL), so checking every line costs little time on top of the insert itself.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        doubtful = pool.submit(
+            lambda: {item.path for item in items if not _reads_cleanly(item.path, item.size)}
+        )
+        cur.execute(sql.INSERT_BULK, {"files": [item.path for item in items], "batch": batch})
+        rows = cur.execute(sql.BULK_FILE_STATS, {"batch": batch, "bits": _SEQ_BITS}).fetchall()
+        refused_by_reader = doubtful.result()
     stats = {row[0]: row[1:] for row in rows}
     # Files with lines past the seq bitmap get all their seqs counted exactly instead.
     long = [path for path, row in stats.items() if row[4]]
@@ -162,7 +204,12 @@ def _read_in_bulk(
     again: list[Work] = []
     for item in items:
         count, nbytes, clean, seqs, beyond, run_id = stats.get(item.path, (0, 0, False, 0, 0, None))
-        if clean and seqs + beyond == count and nbytes == item.size:
+        if (
+            clean
+            and seqs + beyond == count
+            and nbytes == item.size
+            and (item.path not in refused_by_reader)
+        ):
             item.bytes_done, item.lines_done = item.size, count
             file_runs.append((item.path, run_id, run_id, run_id, None, None))
         else:
@@ -180,12 +227,22 @@ def _read_carefully(
     scratch: Path,
     report: IngestReport,
 ) -> None:
+    """The new whole lines of each file, checked line by line in Python with the reader's
+    own `check_lines` and copied (BOM dropped, invalid UTF-8 replaced, older schema versions
+    migrated) to a scratch file that DuckDB reads with exact line numbers. The reader's
+    verdict is the one that counts: DuckDB's checks only add reasons, so the store admits
+    exactly the lines the reader can read back."""
     files: list[str] = []
     mapping: list[dict[str, Any]] = []
+    verdicts: list[_Verdicts] = []
     for number, item in enumerate(items):
-        with open(item.path, "rb") as handle:
-            handle.seek(item.bytes_done)
-            data = handle.read(item.size - item.bytes_done)
+        try:
+            with open(item.path, "rb") as handle:
+                handle.seek(item.bytes_done)
+                data = handle.read(item.size - item.bytes_done)
+        except OSError as exc:
+            report.problems.append(f"{item.path}: cannot read ({exc.strerror or exc}); skipped")
+            continue
         whole = data[: data.rfind(b"\n") + 1]
         if len(whole) < len(data):
             line = item.lines_done + whole.count(b"\n") + 1
@@ -195,42 +252,77 @@ def _read_carefully(
             )
         if not whole:
             continue
-        whole = _migrated(whole)
+        checked = _check_whole_lines(item, whole, report)
+        if checked is None:
+            continue
         copy = scratch / f"{number}.jsonl"
-        copy.write_bytes(whole)
+        copy.write_text("\n".join(checked.texts) + "\n", encoding="utf-8")
         files.append(str(copy))
         mapping.append({"read_path": str(copy), "path": item.path, "line_base": item.lines_done})
-        item.bytes_done += len(data[: data.rfind(b"\n") + 1])
-        item.lines_done += whole.count(b"\n")
+        verdicts.append(checked)
+        item.bytes_done += len(whole)
+        item.lines_done += len(checked.texts)
     if files:
         cur.execute(sql.INSERT_LINES, {"files": files, "map": mapping, "batch": batch})
+        _apply_verdicts(cur, batch, verdicts)
 
 
-def _migrated(whole: bytes) -> bytes:
-    """Lines of an older schema version, brought up to the current one (else unchanged).
+@dataclass
+class _Verdicts:
+    """What the reader made of a file's new lines: each line's stored text (blank for a
+    blank line), and the line numbers it refused, with why."""
 
-    As in the reader, each line is of the version its run's `run_start` declared
-    (`traces.versions.declared_version`).
-    """
-    if b'"run_start"' not in whole:  # no line here declares a version
-        return whole
-    out: list[bytes] = []
-    version, older = SCHEMA_VERSION, False
-    for line in whole.splitlines():
-        try:
-            record = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            record = None
-        if not isinstance(record, dict):
-            out.append(line)
+    path: str
+    line_base: int
+    texts: list[str]
+    refused: dict[int, str]
+
+
+def _check_whole_lines(item: Work, whole: bytes, report: IngestReport) -> _Verdicts | None:
+    texts = [""] * whole.count(b"\n")
+    refused: dict[int, str] = {}
+    try:
+        for line in check_lines(io.BytesIO(whole), item.lines_done + 1):
+            texts[line.number - item.lines_done - 1] = line.text
+            if line.problem is not None:
+                refused[line.number] = line.problem
+    except NewerSchemaError as exc:
+        item.refused = f"{exc.line}: {exc.reason}"
+        report.problems.append(f"{item.path}:{item.refused}")
+        return None
+    return _Verdicts(item.path, item.lines_done, texts, refused)
+
+
+def _apply_verdicts(cur: duckdb.DuckDBPyConnection, batch: int, verdicts: list[_Verdicts]) -> None:
+    """Lines the reader refused are refused in the store too; lines only DuckDB refused (a
+    time it parses differently) are admitted with the values the reader read."""
+    refused = [
+        {"path": v.path, "line_no": line_no, "problem": problem}
+        for v in verdicts
+        for line_no, problem in v.refused.items()
+    ]
+    if refused:
+        cur.execute(sql.REFUSE_LINES, {"batch": batch, "lines": refused})
+    by_path = {v.path: v for v in verdicts}
+    admitted: list[dict[str, Any]] = []
+    for path, line_no in cur.execute(sql.BATCH_REFUSED_LINES, {"batch": batch}).fetchall():
+        verdict = by_path.get(path)
+        if verdict is None or line_no in verdict.refused:
             continue
-        declared = declared_version(record)
-        version = version if declared is None else declared
-        if version < SCHEMA_VERSION:
-            older = True
-            line = json.dumps(migrate(record, version), ensure_ascii=False).encode()
-        out.append(line)
-    return b"\n".join(out) + b"\n" if older else whole
+        event = validate_line(verdict.texts[line_no - verdict.line_base - 1])
+        admitted.append(
+            {
+                "path": path,
+                "line_no": line_no,
+                "run_id": event.run_id,
+                "seq": event.seq,
+                "type": event.type,
+                "turn": event.turn,
+                "ts": event.ts,
+            }
+        )
+    if admitted:
+        cur.execute(sql.ADMIT_LINES, {"batch": batch, "lines": admitted})
 
 
 def _check_files(

@@ -80,7 +80,7 @@ PROBLEM_EXPR = f"""CASE
     WHEN f.type NOT IN ({_TYPES_LIST}) THEN 'unknown event type ''' || f.type || ''''
     WHEN f.run_id IS NULL THEN 'missing field ''run_id'''
     WHEN f.seq IS NULL THEN 'missing field ''seq'''
-    WHEN seq IS NULL THEN 'seq must be a non-negative integer'
+    WHEN seq IS NULL OR seq < 0 THEN 'seq must be a non-negative integer below 2^63'
     WHEN f.ts IS NULL THEN 'missing field ''ts'''
     WHEN ts IS NULL THEN 'ts is not an ISO 8601 time'
     WHEN f.turn IS NOT NULL AND coalesce(turn, 0) < 1
@@ -93,7 +93,7 @@ END"""
 _ROW = f"""f.run_id, seq, f.type, turn, ts, raw, path, nbytes, line_no, $batch,
     coalesce({PROBLEM_EXPR}, RECHECK)
 FROM (
-    SELECT *, try_cast(f.seq AS UBIGINT) AS seq, try_cast(f.ts AS TIMESTAMPTZ) AS ts,
+    SELECT *, try_cast(f.seq AS BIGINT) AS seq, try_cast(f.ts AS TIMESTAMPTZ) AS ts,
         try_cast(f.turn AS INTEGER) AS turn
     FROM ("""
 
@@ -139,6 +139,27 @@ INSERT INTO event_rows SELECT {_ROW.replace("RECHECK", "NULL")}
 
 # --- checks on one batch, after its lines are in `event_rows` -------------------------------
 
+# The reader's verdicts on carefully read lines (see `ingest._apply_verdicts`): the lines it
+# refused, with its reason (the same words `workbench replay` uses), and the lines only
+# DuckDB refused, admitted with the values the reader read.
+REFUSE_LINES = """
+UPDATE event_rows AS e SET problem = r.problem
+FROM (SELECT unnest($lines::STRUCT(path VARCHAR, line_no BIGINT, problem VARCHAR)[],
+                    recursive := true)) r
+WHERE e.batch = $batch AND e.source_path = r.path AND e.line_no = r.line_no
+"""
+BATCH_REFUSED_LINES = """
+SELECT source_path, line_no FROM event_rows
+WHERE batch = $batch AND line_no IS NOT NULL AND problem IS NOT NULL AND event IS NOT NULL
+"""
+ADMIT_LINES = """
+UPDATE event_rows AS e
+SET problem = NULL, run_id = a.run_id, seq = a.seq, type = a.type, turn = a.turn, ts = a.ts
+FROM (SELECT unnest($lines::STRUCT(path VARCHAR, line_no BIGINT, run_id VARCHAR, seq BIGINT,
+                    type VARCHAR, turn INTEGER, ts TIMESTAMPTZ)[], recursive := true)) a
+WHERE e.batch = $batch AND e.source_path = a.path AND e.line_no = a.line_no
+"""
+
 # Per bulk-read file: whether all of it went in cleanly, and the run it holds. Anything
 # else (a refused line; a blank line, which the reader skips, so the rows do not account
 # for every byte; lines of several runs; a repeated seq; another schema version, flagged at
@@ -149,7 +170,8 @@ INSERT INTO event_rows SELECT {_ROW.replace("RECHECK", "NULL")}
 BULK_FILE_STATS = """
 SELECT source_path, count(*) AS rows, sum(line_bytes) + count(*) AS nbytes,
     count(problem) = 0 AND min(run_id) = max(run_id) AS clean,
-    coalesce(bit_count(bitstring_agg(seq, 0, $bits - 1) FILTER (WHERE seq < $bits)), 0)
+    coalesce(bit_count(bitstring_agg(seq, 0, $bits - 1)
+        FILTER (WHERE seq BETWEEN 0 AND $bits - 1)), 0)
         AS seqs,
     count(*) FILTER (WHERE seq >= $bits) AS beyond,
     min(run_id) AS run_id

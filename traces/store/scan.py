@@ -16,6 +16,7 @@ imported only when something is new). Two looks:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -61,25 +62,41 @@ class Work:
     refused: str | None = None
 
 
-def _walk(folder: str, found: dict[str, int]) -> None:
+def _walk(
+    folder: str, found: dict[str, int], seen: set[tuple[int, int]], problems: list[str]
+) -> None:
     # os.scandir rather than Path.rglob/resolve: with thousands of traces this scan runs on
-    # every command, and it must stay a few milliseconds.
-    with os.scandir(folder) as entries:
-        for entry in sorted(entries, key=lambda e: e.name):
+    # every command, and it must stay a few milliseconds. `seen` holds the folders already
+    # walked, so a symlink loop is walked once; an unreadable entry is one problem line.
+    try:
+        status = os.stat(folder)
+        if (status.st_dev, status.st_ino) in seen:
+            return
+        seen.add((status.st_dev, status.st_ino))
+        with os.scandir(folder) as scan:
+            entries = sorted(scan, key=lambda e: e.name)
+    except OSError as exc:
+        problems.append(f"{folder}: cannot read this folder ({exc.strerror or exc}); skipped")
+        return
+    for entry in entries:
+        try:
             if entry.is_dir():
-                _walk(entry.path, found)
+                _walk(entry.path, found, seen, problems)
             elif entry.name.endswith(".jsonl") and entry.is_file():
                 found[entry.path] = entry.stat().st_size
+        except OSError as exc:
+            problems.append(f"{entry.path}: cannot read ({exc.strerror or exc}); skipped")
 
 
 def find_traces(paths: Iterable[Path | str], problems: list[str]) -> dict[str, int]:
     """The `.jsonl` files named, or found under the folders named, with their sizes."""
     found: dict[str, int] = {}
+    seen: set[tuple[int, int]] = set()
     for raw in paths:
         path = os.path.realpath(Path(raw).expanduser())
         if os.path.isdir(path):
             before = len(found)
-            _walk(path, found)
+            _walk(path, found, seen, problems)
             if len(found) == before:
                 problems.append(f"{raw}: no .jsonl traces in this folder")
         elif os.path.isfile(path):
@@ -113,16 +130,34 @@ def pending(
     return _changed(find_traces(paths, report.problems), _known_files(cur), report)
 
 
-def _names(folder: str, found: list[str], folders: dict[str, int]) -> None:
+def _names(
+    folder: str,
+    found: list[str],
+    folders: dict[str, int],
+    seen: set[tuple[int, int]],
+    problems: list[str],
+) -> None:
     # Names only, no stat of the files: `is_dir` comes from the directory entry itself. Each
-    # folder's modification time is taken before it is listed.
-    folders[folder] = os.stat(folder).st_mtime_ns
-    with os.scandir(folder) as entries:
-        for entry in entries:
-            if entry.name.endswith(".jsonl"):
-                found.append(entry.path)  # `pending_in_folder` skips what is not a file
-            elif entry.is_dir():
-                _names(entry.path, found, folders)
+    # folder's modification time is taken before it is listed. A folder met again through
+    # a symlink loop is listed once; one that cannot be read is one problem line.
+    try:
+        status = os.stat(folder)
+        if (status.st_dev, status.st_ino) in seen:
+            return
+        seen.add((status.st_dev, status.st_ino))
+        folders[folder] = status.st_mtime_ns
+        with os.scandir(folder) as scan:
+            entries = list(scan)
+    except OSError as exc:
+        problems.append(f"{folder}: cannot read this folder ({exc.strerror or exc}); skipped")
+        return
+    for entry in entries:
+        if entry.name.endswith(".jsonl"):
+            found.append(entry.path)  # `pending_in_folder` skips what is not a file
+        else:
+            with contextlib.suppress(OSError):
+                if entry.is_dir():
+                    _names(entry.path, found, folders, seen, problems)
 
 
 def _unchanged(listing: str | None) -> bool:
@@ -153,8 +188,8 @@ def pending_in_folder(
     if not _unchanged(listing):
         names: list[str] = []
         folders: dict[str, int] = {}
-        _names(root, names, folders)
-        if max(folders.values()) < time.time_ns() - SETTLED_NS:
+        _names(root, names, folders, set(), report.problems)
+        if folders and max(folders.values()) < time.time_ns() - SETTLED_NS:
             settled = json.dumps(folders)
         # The names go to DuckDB as one text, split there: a list of 100,000 strings costs
         # far more to pass, and 100,000 known paths far more to fetch. Paths hold no NUL.

@@ -10,7 +10,7 @@ import zlib
 from traces.versions import SCHEMA_VERSION
 
 # Bump when the tables below change shape; an older store file is rebuilt from its traces.
-STORE_VERSION = 4
+STORE_VERSION = 5
 # Rows are read back with the current event models, so a store is rebuilt when either the
 # tables or the trace schema it was filled under differ from this workbench's.
 STORE_META = {"store_version": str(STORE_VERSION), "schema_version": str(SCHEMA_VERSION)}
@@ -198,7 +198,7 @@ RUNS_BY_PREFIX = """
 SELECT run_id FROM runs WHERE starts_with(run_id, $prefix) ORDER BY run_id LIMIT 6
 """
 EVENTS = """
-SELECT event FROM events
+SELECT event, seq FROM events
 WHERE run_id = $run_id AND ($types IS NULL OR list_contains($types, type))
   AND ($turn IS NULL OR turn = $turn)
 ORDER BY seq LIMIT $limit OFFSET $offset

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -40,6 +41,10 @@ class StoreLockedError(StoreError):
 
 class StoreCorruptError(StoreError):
     pass
+
+
+class StoreReadOnlyError(StoreError):
+    """The store cannot be opened for writing: its folder or file is read-only."""
 
 
 class QueryError(StoreError):
@@ -83,9 +88,19 @@ class RunRow:
         return out
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+# DuckDB's words when another process holds the file ("Could not set lock on file …:
+# Conflicting lock is held in …"); a bare "lock" would also match a corrupt "block".
+_LOCKED = re.compile(r"\b(could not set lock|conflicting lock)\b", re.IGNORECASE)
+
+
 def _open_error(path: Path, exc: Exception) -> StoreError:
-    message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    if "lock" in message.lower():
+    message = _first_line(exc)
+    if _LOCKED.search(message):
         return StoreLockedError(
             f"{path} is in use by another workbench process; close it and try again"
         )
@@ -93,6 +108,16 @@ def _open_error(path: Path, exc: Exception) -> StoreError:
         f"{path} is not a readable workbench database ({message}); move it aside and run "
         "`workbench ingest` again to rebuild it from the traces"
     )
+
+
+def _check_writable(path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreReadOnlyError(f"cannot create {path.parent} ({exc.strerror or exc})") from None
+    # DuckDB writes the file and a write-ahead log beside it.
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise StoreReadOnlyError(f"{path} cannot be written (a read-only disk or folder)")
 
 
 # How long commands wait for another workbench process (an open TUI) to let go of the file.
@@ -122,8 +147,8 @@ class TraceStore:
         path = Path(db_path)
         if read_only and not path.exists():
             raise StoreError(f"{path} does not exist yet; run `workbench ingest` first")
-        if not read_only:
-            path.parent.mkdir(parents=True, exist_ok=True)
+        if not read_only and str(path) != ":memory:":
+            _check_writable(path)
         deadline = time.monotonic() + wait_s
         pause = 0.02
         while True:
@@ -198,7 +223,7 @@ class TraceStore:
         """Read what is new in the files named or found under the folders named, looking
         at every file's size (`scan.pending`); `progress` hears how far a long one is."""
         report = IngestReport()
-        with self._cursor() as cur:
+        with self._writing(), self._cursor() as cur:
             return self._ingest(cur, pending(cur, paths, report), report, progress)
 
     def ingest_home(self, home: Path, progress: Progress | None = None) -> IngestReport:
@@ -208,13 +233,27 @@ class TraceStore:
         report = IngestReport()
         if not folder.is_dir():
             return report
-        with self._cursor() as cur:
+        with self._writing(), self._cursor() as cur:
             work, listing = pending_in_folder(cur, folder, report)
             self._ingest(cur, work, report, progress)
             if listing is not None:  # every file listed is in the store now
                 key = f"listing:{os.path.realpath(folder)}"
                 cur.execute(sql.LISTING_SET, {"key": key, "value": listing})
             return report
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Ingest's writes; a failure to write is one line, not DuckDB's exception."""
+        try:
+            yield
+        except (duckdb.Error, OSError) as exc:
+            # A full disk or a file size limit shows up as an IO error, or as a failed
+            # COMMIT when the write-ahead log cannot grow.
+            raise StoreError(
+                f"could not write {self.path} ({_first_line(exc)}); nothing new was "
+                "ingested: if the disk is full or a file size limit applies, make room and "
+                "try again"
+            ) from None
 
     def _ingest(
         self,
@@ -329,11 +368,25 @@ class TraceStore:
             "types": list(types) if types is not None else None,
             "turn": turn,
         }
-        from traces.events import EVENT_ADAPTER
+        from pydantic import ValidationError
+
+        from traces.reader import describe_validation_error, validate_line
 
         with self._cursor() as cur:
             rows = cur.execute(sql.EVENTS, params).fetchall()
-        return [EVENT_ADAPTER.validate_json(row[0]) for row in rows]
+        events: list[Event] = []
+        for text, seq in rows:
+            try:
+                events.append(validate_line(text))
+            except ValidationError as exc:
+                # Ingest admits only lines the reader accepts; a store written by an older
+                # workbench may still hold one it does not.
+                raise StoreError(
+                    f"event seq {seq} of run {run_id} in {self.path} does not read back "
+                    f"({describe_validation_error(exc)}); move the store aside and run "
+                    "`workbench ingest` again to rebuild it from the traces"
+                ) from None
+        return events
 
     def count_events(self, run_id: str) -> int:
         with self._cursor() as cur:
@@ -416,7 +469,3 @@ class TraceStore:
 
 def _quoted(text: str) -> str:
     return text.replace("'", "''")
-
-
-def _first_line(exc: Exception) -> str:
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__

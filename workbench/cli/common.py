@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from enum import IntEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from traces.home import RedactionConfigError, home_dir, home_redactor
+from traces.home import RedactionConfigError, home_dir, home_redactor, traces_dir
 from traces.redact import Redactor
 from workbench.engine.run_service import SetupError as SetupError
 from workbench.engine.run_service import text_or_file as text_or_file
@@ -80,6 +81,25 @@ def resolve_home(args: argparse.Namespace) -> Path:
     return home_dir(getattr(args, "home", None))
 
 
+def writable_home(home: Path) -> Path:
+    """The home, with its traces folder created; a home that cannot be written is one line
+    (a read-only disk, a parent that is a file, no permission), not an `OSError`."""
+    folder = traces_dir(home)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(
+            f"cannot create {folder} ({exc.strerror or exc}); choose a writable folder with "
+            "--home or $WORKBENCH_HOME"
+        ) from None
+    if not os.access(folder, os.W_OK):
+        raise CliError(
+            f"{folder} is not writable (a read-only disk or folder); choose a writable "
+            "folder with --home or $WORKBENCH_HOME"
+        )
+    return home
+
+
 def redactor_for(home: Path, secrets: Sequence[str | None] | None = None) -> Redactor:
     """The home's redaction (configured patterns) plus the secrets this command uses."""
     try:
@@ -110,3 +130,13 @@ def priced(prices: Prices, model: str, input_tokens: int, output_tokens: int) ->
 
 def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, default=str, ensure_ascii=False) + "\n")
+
+
+def add_mcp_start_timeout(parser: argparse._ActionsContainer) -> None:
+    parser.add_argument(
+        "--mcp-start-timeout",
+        type=positive_float,
+        default=10.0,
+        metavar="SECONDS",
+        help="how long each MCP server has to start and list its tools (default 10)",
+    )

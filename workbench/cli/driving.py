@@ -17,7 +17,12 @@ from agent_core.tools.loader import ToolLoadError, load_toolset
 from traces.writer import JsonlWriter
 from workbench.cli.common import CliError, ExitCode, SetupError
 from workbench.cli.run_printer import RunPrinter
-from workbench.engine.run_service import AttachTools, drive, offer_tools
+from workbench.engine.run_service import (
+    DEFAULT_MCP_START_TIMEOUT_S,
+    AttachTools,
+    drive,
+    offer_tools,
+)
 
 
 def local_toolsets(
@@ -63,11 +68,14 @@ def run_agent(
     *,
     mcp_config: Path | None = None,
     attach: AttachTools = offer_tools,
+    mcp_start_timeout_s: float = DEFAULT_MCP_START_TIMEOUT_S,
 ) -> RunResult:
     """Run to the end, printing as it goes. A setup failure before the run started leaves
     no half trace behind; Ctrl-C cancels cleanly and the trace ends with `cancelled`."""
     try:
-        result = asyncio.run(_interruptible(agent, printer, mcp_config, attach))
+        result = asyncio.run(
+            _interruptible(agent, printer, mcp_config, attach, mcp_start_timeout_s)
+        )
     except asyncio.CancelledError:  # Ctrl-C before the run itself had started
         _drop_unstarted(agent, writer)
         raise CliError("cancelled before the run started", ExitCode.CANCELLED) from None
@@ -87,7 +95,11 @@ def _drop_unstarted(agent: Agent, writer: JsonlWriter) -> None:
 
 
 async def _interruptible(
-    agent: Agent, printer: RunPrinter | None, mcp_config: Path | None, attach: AttachTools
+    agent: Agent,
+    printer: RunPrinter | None,
+    mcp_config: Path | None,
+    attach: AttachTools,
+    mcp_start_timeout_s: float,
 ) -> RunResult | None:
     """`drive`, with Ctrl-C cancelling the run (which then records `cancelled`)."""
     loop = asyncio.get_running_loop()
@@ -97,7 +109,13 @@ async def _interruptible(
             loop.add_signal_handler(signal.SIGINT, task.cancel)
     try:
         on_item = printer.item if printer is not None else None
-        return await drive(agent, on_item, mcp_config=mcp_config, attach=attach)
+        return await drive(
+            agent,
+            on_item,
+            mcp_config=mcp_config,
+            attach=attach,
+            mcp_start_timeout_s=mcp_start_timeout_s,
+        )
     except asyncio.CancelledError:
         if agent.result is None:
             raise

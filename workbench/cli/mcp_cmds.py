@@ -25,6 +25,7 @@ from workbench.cli.common import (
     CliError,
     ExitCode,
     add_home,
+    add_mcp_start_timeout,
     positive_float,
     print_json,
     redactor_for,
@@ -90,6 +91,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timeout", type=positive_float, default=30.0, help="seconds per tool call"
     )
+    add_mcp_start_timeout(parser)
     parser.add_argument("--json", action="store_true", help="print the outcome as JSON")
     add_home(parser)
 
@@ -152,7 +154,11 @@ def _traced(args: argparse.Namespace, task: str, servers: list[str] | None, body
 
     async def session() -> None:
         async with open_mcp_toolsets(
-            path, recorder, tool_timeout_s=args.timeout, servers=servers
+            path,
+            recorder,
+            tool_timeout_s=args.timeout,
+            startup_timeout_s=args.mcp_start_timeout,
+            servers=servers,
         ) as toolsets:
             tally.status = "completed"
             await body(toolsets, recorder, tally)

@@ -15,6 +15,7 @@ import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from traces.home import db_path
@@ -101,17 +102,22 @@ def _report_problems(report: IngestReport) -> None:
 
 
 @contextmanager
-def _store(args: argparse.Namespace, paths: list[str] | None = None) -> Iterator[TraceStore]:
-    """The home's store, with new traces (and `paths`) ingested; errors become one line."""
-    from traces.store import AmbiguousRunError, StoreError, TraceStore, UnknownRunError
+def _store(
+    args: argparse.Namespace, paths: list[str] | None = None, must_write: bool = False
+) -> Iterator[TraceStore]:
+    """The home's store, with new traces (and `paths`) ingested; errors become one line.
+    On a read-only home the store is read as it is, with a note, unless `must_write`."""
+    from traces.store import AmbiguousRunError, IngestReport, StoreError, UnknownRunError
 
     home = resolve_home(args)
     progress = StderrProgress()  # shown only when ingest takes over a second
     try:
-        with TraceStore.for_home(home) as store:
+        with _open_home_store(home, must_write) as store:
+            report = IngestReport()
             try:
-                report = store.ingest_home(home, progress)
-                if paths:
+                if not store.read_only:
+                    report = store.ingest_home(home, progress)
+                if paths and not store.read_only:
                     extra = store.ingest(paths, progress)
                     report.problems += extra.problems
                     report.files += extra.files
@@ -128,8 +134,27 @@ def _store(args: argparse.Namespace, paths: list[str] | None = None) -> Iterator
         raise CliError(str(exc.args[0])) from None
 
 
+def _open_home_store(home: Path, must_write: bool) -> TraceStore:
+    from traces.store import StoreError, StoreReadOnlyError, TraceStore
+
+    try:
+        return TraceStore.for_home(home)
+    except StoreReadOnlyError as exc:
+        if must_write:
+            raise
+        try:
+            store = TraceStore.for_home(home, read_only=True)
+        except StoreError:
+            raise StoreError(f"{exc}, and there is no store to read yet") from None
+        print(
+            f"workbench: note: {exc}; showing the store as it is, without ingesting new traces",
+            file=sys.stderr,
+        )
+        return store
+
+
 def cmd_ingest(args: argparse.Namespace) -> int:
-    with _store(args, args.paths) as store:
+    with _store(args, args.paths, must_write=True) as store:
         report: IngestReport = args.ingest_report
         total = store.count_runs()
     if args.json:
@@ -238,6 +263,11 @@ def _tool_json(call: ToolCallNode) -> dict[str, Any]:
     }
 
 
+def _tool_name(schema: dict[str, Any]) -> Any:
+    function = schema.get("function", schema)
+    return function.get("name") if isinstance(function, dict) else None
+
+
 def _turn_json(turn: TurnNode) -> dict[str, Any]:
     request = turn.request
     response = turn.response
@@ -249,7 +279,7 @@ def _turn_json(turn: TurnNode) -> dict[str, Any]:
         else {
             "messages": len(request.messages),
             "last_message": request.messages[-1] if request.messages else None,
-            "tools": [t.get("function", t).get("name") for t in request.tools],
+            "tools": [_tool_name(t) for t in request.tools],
             "params": request.params,
             "estimated_tokens": request.estimated_tokens,
         },

@@ -15,12 +15,14 @@ from workbench.cli.common import (
     CliError,
     ExitCode,
     add_home,
+    add_mcp_start_timeout,
     load_prices,
     priced,
     print_json,
     redactor_for,
     resolve_home,
     text_or_file,
+    writable_home,
 )
 from workbench.cli.model_flags import (
     add_builtin_flags,
@@ -79,6 +81,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "offered as SERVER__NAME"
         ),
     )
+    add_mcp_start_timeout(tools)
     add_builtin_flags(tools)
     tools.add_argument("--system", metavar="TEXT|@FILE", help="system prompt")
     tools.add_argument(
@@ -141,7 +144,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             flag="--tool-choice",
         )
     model = build_model(args, limits)
-    prices = load_prices(resolve_home(args))
+    home = writable_home(resolve_home(args))
+    prices = load_prices(home)
     config = AgentConfig(
         task=args.task,
         system_prompt=system_prompt,
@@ -152,12 +156,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         tool_descriptions=overrides,
         meta={"root": str(args.root.resolve())},  # what the built-in tools could read
     )
-    home = resolve_home(args)
     redactor = redactor_for(home, [model_settings(args).api_key, *secrets])
     writer = JsonlWriter(traces_dir(home), config.run_id, redactor)
     agent = Agent(model, toolsets, config, sinks=[writer])
     printer = RunPrinter(sys.stderr if args.json else sys.stdout)
-    result = run_agent(agent, printer, writer, mcp_config=args.mcp_config)
+    result = run_agent(
+        agent,
+        printer,
+        writer,
+        mcp_config=args.mcp_config,
+        mcp_start_timeout_s=args.mcp_start_timeout,
+    )
     printer.summary(result, str(writer.path), _cost(prices, model.name, result))
     if args.json:
         print_json(result_json(result, writer.path))
@@ -201,7 +210,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from workbench.cli.driving import run_agent
     from workbench.cli.run_printer import RunPrinter
 
-    home = resolve_home(args)
+    home = writable_home(resolve_home(args))
     prices = load_prices(home)
     project = write_project(home / "demo-project")
     # Forks of the demo's runs answer from this script: offline, like the demo itself.

@@ -13,9 +13,11 @@ from workbench.engine.cost import Prices
 from workbench.engine.timeline import Timeline
 
 
-def clip(text: str | None, width: int = 300) -> str:
-    if text is None:
+def clip(value: Any, width: int = 300) -> str:
+    if value is None:
         return ""
+    # Message content is usually text, but a trace may hold any JSON there (content parts).
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     text = text.replace("\n", "\\n")
     return text if len(text) <= width else text[: width - 1] + "…"
 
@@ -110,7 +112,8 @@ def _turn_lines(chain: RunChain, turn: TurnNode) -> list[str]:
         if tool.mcp:
             lines.append(f"    {counted(len(tool.mcp), 'MCP frame')}")
     for asked in turn.calls_not_run:
-        function = asked.get("function") or {}
+        function = asked.get("function")
+        function = function if isinstance(function, dict) else {}
         arguments = function.get("arguments")
         shown = arguments if isinstance(arguments, str) else json.dumps(arguments)
         lines.append(

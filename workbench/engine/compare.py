@@ -10,11 +10,13 @@ that an assistant tool-call message without text may say so with a null, absent 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from agent_core.messages import same_meaning
-from traces.events import EventBase
+from traces.events import EventBase, ModelRequest, ModelResponse
+from traces.redact import REDACTION_MARK
 
 # Event fields that legitimately differ between a recording and its replay. `seq` is left
 # out because events are compared by position once transport-only events are set aside.
@@ -65,9 +67,41 @@ def comparable(event: EventBase) -> dict[str, Any]:
     return data
 
 
-def diff_events(recorded: EventBase, replayed: EventBase) -> list[FieldDiff]:
-    """Every field that differs, in document order; empty when the events match."""
+def holds_redactions(events: Iterable[EventBase]) -> bool:
+    """Whether a redaction placeholder stands for a secret in what the model was sent or
+    what it answered: the token estimates of those texts were made on the secret."""
+    for event in events:
+        if isinstance(event, ModelRequest):
+            text = json.dumps(event.messages)
+        elif isinstance(event, ModelResponse):
+            text = json.dumps(event.message)
+        else:
+            continue
+        if REDACTION_MARK in text:
+            return True
+    return False
+
+
+# Token estimates a recording made on text a placeholder now stands for.
+_ESTIMATES = ("estimated_tokens",)
+_ESTIMATED_TOTALS = ("input_tokens", "output_tokens", "total_tokens")
+
+
+def diff_events(
+    recorded: EventBase, replayed: EventBase, *, redacted: bool = False
+) -> list[FieldDiff]:
+    """Every field that differs, in document order; empty when the events match.
+
+    With `redacted` (see `holds_redactions`), token estimates are left out: the recording
+    estimated the secret, the replay can only estimate its placeholder."""
     left, right = comparable(recorded), comparable(replayed)
+    if redacted:
+        for side in (left, right):
+            for key in _ESTIMATES:
+                side.pop(key, None)
+            if isinstance(side.get("totals"), dict):
+                for key in _ESTIMATED_TOTALS:
+                    side["totals"].pop(key, None)
     if isinstance(left.get("meta"), dict) and isinstance(right.get("meta"), dict):
         # run_start.meta: the loop adds bookkeeping keys an older recording may not have.
         right["meta"] = {k: v for k, v in right["meta"].items() if k in left["meta"]}

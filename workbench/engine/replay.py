@@ -22,7 +22,7 @@ from typing import Any, Literal
 from agent_core.agent import Agent, AgentConfig, TextDelta
 from traces.events import Error, Event, EventBase, ModelRequest, RunEnd
 from traces.writer import Sink
-from workbench.engine.compare import FieldDiff, diff_events, is_transport_only
+from workbench.engine.compare import FieldDiff, diff_events, holds_redactions, is_transport_only
 from workbench.engine.recording_io import Recording, config_from_run_start
 from workbench.engine.replay_model import ReplayModel, ReplayToolset
 
@@ -146,6 +146,7 @@ async def replay_stream(
     check_replayable(recording)
     started = time.perf_counter()
     recorded = [e for e in recording.events if not is_transport_only(e)]
+    redacted = holds_redactions(recorded)
     model = ReplayModel(recording)
     toolset = ReplayToolset(recording, model)
     agent = Agent(model, [toolset], replay_config(recording), sinks=sinks)
@@ -169,7 +170,7 @@ async def replay_stream(
                     note = f"the recording stops {recording.stop_point}; replayed up to there"
                 break
             expected = recorded[position]
-            divergence = _compare(expected, item, model)
+            divergence = _compare(expected, item, model, redacted)
             if divergence is not None:
                 stop = _stopped_by_clock(expected)
                 if stop is not None:
@@ -224,7 +225,9 @@ async def replay_run(
     raise AssertionError("replay_stream always ends with an outcome")
 
 
-def _compare(expected: Event, actual: Event, model: ReplayModel) -> Divergence | None:
+def _compare(
+    expected: Event, actual: Event, model: ReplayModel, redacted: bool
+) -> Divergence | None:
     if expected.type != actual.type:
         return Divergence(
             turn=expected.turn,
@@ -235,7 +238,7 @@ def _compare(expected: Event, actual: Event, model: ReplayModel) -> Divergence |
             recorded=expected,
             replayed=actual,
         )
-    diffs = diff_events(expected, actual)
+    diffs = diff_events(expected, actual, redacted=redacted)
     if not diffs:
         return None
     return Divergence(

@@ -31,6 +31,9 @@ NO_MODEL_HINT = (
     "use a scripted model"
 )
 
+# How long each MCP server has to start and list its tools (`--mcp-start-timeout`).
+DEFAULT_MCP_START_TIMEOUT_S = 10.0
+
 
 class SetupError(Exception):
     """A run cannot be set up (no model, a bad script, an unreadable file): one line."""
@@ -136,18 +139,22 @@ async def drive(
     *,
     mcp_config: Path | None = None,
     attach: AttachTools = offer_tools,
+    mcp_start_timeout_s: float = DEFAULT_MCP_START_TIMEOUT_S,
 ) -> RunResult | None:
     """Run `agent` to its end, handing every streamed item to `on_item`; the MCP servers of
-    `mcp_config` are up for the run. The model is closed afterwards. Returns the result
-    (None only if the run never got to start); a server that will not start is a
-    `SetupError`."""
+    `mcp_config` are up for the run (each given `mcp_start_timeout_s` to start). The model
+    is closed afterwards. Returns the result (None only if the run never got to start); a
+    server that will not start is a `SetupError`."""
     try:
         async with AsyncExitStack() as stack:
             if mcp_config is not None:
                 from agent_core.mcp_tools import open_mcp_toolsets
 
                 opening = open_mcp_toolsets(
-                    mcp_config, agent.recorder, tool_timeout_s=agent.config.limits.tool_timeout_s
+                    mcp_config,
+                    agent.recorder,
+                    tool_timeout_s=agent.config.limits.tool_timeout_s,
+                    startup_timeout_s=mcp_start_timeout_s,
                 )
                 try:
                     attach(agent, list(await stack.enter_async_context(opening)))
