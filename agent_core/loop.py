@@ -47,6 +47,7 @@ from agent_core.model.base import (
     ChatModel,
     Completed,
     ModelCall,
+    ModelCallStopped,
     ModelError,
     ModelHook,
     ModelStream,
@@ -363,6 +364,8 @@ class LoopRun:
             outcome.end = self._timeout(layer, "model call")
         except ModelTimeout as exc:
             outcome.end = End("timeout", f"the model call timed out: {_line(exc)}", "model")
+        except ModelCallStopped as exc:
+            outcome.end = End("error", _line(exc, ERROR_TEXT_CHARS + 200))
         except ModelError as exc:
             # The server's own words name the cause, often late in a long validation error.
             detail = _line(exc, ERROR_TEXT_CHARS + 200)

@@ -17,9 +17,10 @@ from typing import get_args
 import pytest
 
 from traces.events import EVENT_TYPES, RUN_STATUSES, Limits, RunOrigin
+from traces.origins import RUN_KINDS
 from traces.store.ingest_sql import ENVELOPE, REQUIRED
 from workbench.cli.model_flags import LIMIT_DEFAULTS
-from workbench.cli.read_cmds import RUN_KINDS, STATUS_CHOICES
+from workbench.cli.read_cmds import STATUS_CHOICES
 
 # Runs `workbench ARGS...`, then prints which of the named packages it imported.
 _PROBE = """

@@ -131,6 +131,14 @@ class ModelTimeout(ModelError):
         super().__init__("timeout", message)
 
 
+class ModelCallStopped(ModelError):
+    """A model hook's decision not to call the model at all (a fork with no recorded result
+    to go on); the run ends with `message` as its reason, not as a failed model call."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(kind, message)
+
+
 @runtime_checkable
 class ChatModel(Protocol):
     """Anything that answers chat-completion calls: real endpoint, scripted, replayed."""

@@ -72,7 +72,10 @@ async def test_a_fork_answers_recorded_calls_and_stops_at_a_call_only_the_client
     assert "must not read this" not in json.dumps(fork)
     end = fork[-1]
     assert end["status"] == "error"
-    assert 'fork stopped at read_file({"path": "README.md"})' in end["reason"]
+    assert end["reason"].startswith('fork stopped at read_file({"path": "README.md"})')
+    assert "the recording has no result" in end["reason"] and "--mock" not in end["reason"]
+    assert "mock the call's result (call id f2) or fork at another turn" in end["reason"]
+    assert "--mock CALL_ID=TEXT" in capsys.readouterr().err  # the CLI names its flag
 
 
 async def test_a_regression_case_from_a_captured_run(tmp_path: Path) -> None:

@@ -92,7 +92,8 @@ async def test_new_side_effect_calls_are_refused_and_repeats_reuse_the_recording
     ends = [e async for e in agent.run_stream() if isinstance(e, ToolEnd)]
     reused, refused = ends
     assert reused.ok and reused.replayed and reused.result.startswith("saved note")
-    assert not refused.ok and refused.error == REFUSED and "--allow-side-effects" in refused.result
+    assert not refused.ok and refused.error == REFUSED
+    assert refused.result.endswith("unless side effects are allowed")  # no CLI flag: TUI too
     assert notes.read_text() == "first\n"  # nothing ran
 
     allowed = plan_fork(read_recording_file(path), ForkRequest(turn=1, allow_side_effects=True))

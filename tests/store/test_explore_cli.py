@@ -196,3 +196,12 @@ def test_runs_filter_by_kind(home: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert sum("  fork  " in line for line in out) == 1
     assert main(["--home", str(home), "runs", "--kind", "mcp_session"]) == 0
     assert "no runs" in capsys.readouterr().out
+    # The labels the lists show name the same kinds.
+    assert main(["--home", str(home), "runs", "--kind", "run", "--failed", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == failed
+    assert main(["--home", str(home), "runs", "--kind", "mcp"]) == 0
+    assert "no runs" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as usage:
+        main(["--home", str(home), "runs", "--kind", "samples"])
+    assert usage.value.code == 2
+    assert "unknown kind 'samples'; one of agent, fork" in capsys.readouterr().err

@@ -6,7 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from textual.widgets import Static, TextArea
+from textual.widgets import Select, Static, TextArea
 
 from tests.tui.conftest import ERROR, MAX_TURNS, plain, settle
 from workbench.engine.model_server import ModelServer, ScriptResponder
@@ -149,7 +149,9 @@ async def test_fork_a_turn_with_a_mocked_result_and_compare(home: Path) -> None:
             fork = app.screen
             assert isinstance(fork, ForkScreen)
             assert fork.turn == 2 and fork.mock_call == "call_e1"
-            fork.query_one("#fork-mock", TextArea).text = "20"
+            mock = fork.query_one("#fork-mock", TextArea)
+            await settle(pilot, lambda: app.focused is mock)  # the box the user came to edit
+            mock.text = "20"
             await pilot.press("ctrl+r")
             await settle(pilot, lambda: isinstance(app.screen, ChainCompareScreen))
             compare = app.screen
@@ -207,3 +209,21 @@ async def test_other_commands_can_use_the_store_while_the_app_is_open(home: Path
         assert len(json.loads(listing.stdout)) == 8
         await pilot.press("f")  # and the app opens it again on the next call
         await settle(pilot, lambda: _runs(app).total == 7)
+
+
+async def test_the_fork_dialog_opens_on_what_to_change(home: Path) -> None:
+    app = WorkbenchApp(home)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, lambda: _runs(app).total == 8)
+        app.open_fork(ERROR, 1)
+        await settle(
+            pilot, lambda: isinstance(app.screen, ForkScreen) and app.screen.context is not None
+        )
+        fork = app.screen
+        assert isinstance(fork, ForkScreen)
+        assert app.focused is fork.query_one("#fork-edit", Select)
+        await pilot.press("enter", "down", "enter")  # open the choices, take the system prompt
+        area = fork.query_one("#fork-text", TextArea)
+        await settle(pilot, lambda: area.display)
+        await pilot.press("tab")
+        assert app.focused is area

@@ -259,9 +259,9 @@ async def test_runs_list_kinds_sorting_and_new_runs_arriving(home: Path) -> None
 
         await pilot.press("f")  # the samples would flood "failed only"…
         await settle(pilot, lambda: _runs(app).total == 10)
-        runs.query_one("#filter-kind", Select).value = "runs and forks"  # …not any more
+        runs.query_one("#filter-kind", Select).value = "agent and fork"  # …not any more
         await settle(pilot, lambda: _runs(app).total == 7)
-        runs.query_one("#filter-kind", Select).value = "regression samples"
+        runs.query_one("#filter-kind", Select).value = "regression_sample"
         await settle(pilot, lambda: _runs(app).total == 3)
         runs.query_one("#filter-kind", Select).clear()
         await pilot.press("f")

@@ -7,6 +7,7 @@ from rich.console import Console
 from tests.tui.conftest import ERROR, GOLDEN
 from traces.reader import read_trace
 from traces.schema_diff import diff_tool_schemas
+from workbench.engine.chain_compare import TextChange
 from workbench.tui.chain_view import find_node, turn_children
 from workbench.tui.render import event_is_failure, event_line, render_event
 from workbench.tui.schema_view import SchemaPair, render_schema_diff
@@ -97,3 +98,32 @@ def test_a_divergence_outside_a_turn_says_so_instead_of_none() -> None:
     outcome = ReplayOutcome("r" * 32, "diverged", 8, 9, 2, 0.1, divergence)
     shown = text(render_outcome(outcome))
     assert "outside a turn" in shown and "None" not in shown
+
+
+def test_the_kind_filter_and_column_name_the_kinds_runs_kind_takes() -> None:
+    from traces.origins import RUN_KINDS, kind_label
+    from workbench.cli.read_cmds import run_kind
+    from workbench.tui.backend import KIND_FILTERS
+
+    assert {o for origins in KIND_FILTERS.values() for o in origins} == set(RUN_KINDS)
+    assert all(run_kind(k) == k for k in KIND_FILTERS if k in RUN_KINDS)
+    assert all(run_kind(kind_label(origin)) == origin for origin in RUN_KINDS)
+
+
+def test_what_differs_keeps_every_line_of_a_long_text_under_its_first() -> None:
+    from workbench.engine.chain_compare import compare_runs, word_diff
+    from workbench.engine.recording_io import read_recording_file
+    from workbench.tui.diff_screens import render_comparison
+
+    run = read_recording_file(GOLDEN / f"{ERROR}.jsonl")
+    comparison = compare_runs(run, run)
+    a, b = "first line\nsecond line\nthird", "first line\nsecond line, changed\nthird"
+    comparison.changes = {1: [TextChange("answer", a, b, word_diff(a, b))]}
+    lines = text(render_comparison(comparison)).splitlines()
+    start = lines.index(next(line for line in lines if line.strip().startswith("A ")))
+    column = lines[start].index("first line")
+    assert column > 4
+    for line in lines[start + 1 : start + 3]:  # A's second and third lines
+        assert line[:column].strip() == "" and line[column:].startswith(("second", "third"))
+    b_line = next(line for line in lines if line.strip().startswith("B "))
+    assert b_line.index("first line") == column

@@ -307,6 +307,11 @@ def _cmd_fork(args: argparse.Namespace) -> int:
     totals = result.totals
     cost = priced(prices, model.name, totals.input_tokens, totals.output_tokens)
     printer.summary(result, str(writer.path), cost)
+    toolset = fork_toolset(agent)
+    if toolset.stopped is not None:
+        sys.stderr.write("  --mock CALL_ID=TEXT mocks a call's result\n")
+    if toolset.refused:
+        sys.stderr.write(f"  --allow-side-effects lets {', '.join(toolset.refused)} run\n")
     return STATUS_EXIT[result.status]
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from traces.home import db_path
+from traces.origins import RUN_KINDS, kind_from_name, kind_label
 from workbench.cli.common import (
     CliError,
     add_home,
@@ -61,12 +62,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     runs.add_argument(
         "--kind",
         action="append",
-        choices=RUN_KINDS,
+        type=run_kind,
         metavar="KIND",
         help=(
             "only runs of this kind (repeatable): agent (workbench run), fork, "
             "regression_sample (workbench test), mcp_session (workbench mcp), captured "
-            "(the proxy), imported (OpenTelemetry)"
+            "(the proxy), imported (OpenTelemetry); the labels the lists show (run, "
+            "sample, mcp) name the same kinds"
         ),
     )
     runs.add_argument("--limit", type=positive_int, default=50, help="at most N runs (default 50)")
@@ -175,17 +177,14 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     return 1 if report.problems and not report.files else 0
 
 
-# `run_start.origin` values (`traces.events.RunOrigin`, kept here so that building the parser
-# loads no models; a test holds them equal), and how the runs list labels them.
-RUN_KINDS: tuple[str, ...] = (
-    "agent",
-    "fork",
-    "regression_sample",
-    "mcp_session",
-    "captured",
-    "imported",
-)
-KIND_LABELS = {"regression_sample": "sample", "mcp_session": "mcp"}
+def run_kind(name: str) -> str:
+    """`--kind`'s value as an origin: the origin itself, or the label the runs lists show."""
+    origin = kind_from_name(name)
+    if origin is None:
+        raise argparse.ArgumentTypeError(
+            f"unknown kind {name!r}; one of {', '.join(RUN_KINDS)} (or run, sample, mcp)"
+        )
+    return origin
 
 
 def _when(row_value: Any) -> str:
@@ -240,7 +239,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         tools = f"{row.tool_calls}" + (f"/{row.tool_errors}!" if row.tool_errors else "")
         task = (row.task or "").replace("\n", " ")
         cost = f"  {prices.format(costs.get(row.run_id)) or '-':>9}" if prices else ""
-        kind = KIND_LABELS.get(row.origin, row.origin)
+        kind = kind_label(row.origin)
         print(
             f"{row.run_id[:12]:<12}  {row.status:<20}  {kind:<8}  {row.turns:>5}  {tools:>7}  "
             f"{row.total_tokens:>7}{cost}  {_when(row.started_at):<19}  {task[:60]}"

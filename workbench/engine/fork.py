@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_core.agent import Agent, AgentConfig, Hooks
-from agent_core.model.base import ChatModel, ModelCall, ModelError, StreamItem
+from agent_core.model.base import ChatModel, ModelCall, ModelCallStopped, StreamItem
 from agent_core.tools.base import CallKey, ToolResult, Toolset, ToolSpec, call_key
 from traces.events import Edit, RunStart
 from traces.writer import Sink
@@ -204,6 +204,7 @@ class ForkToolset:
             or run_start.tool_sources.get(spec.name) == "client"
         }
         self.stopped: str | None = None  # why the fork cannot go on, once it cannot
+        self.refused: list[str] = []  # tools not run because they may change things
         self._recorded: dict[CallKey, ToolResult] = {}
         for _, start, end in plan.parent.tool_calls():
             if end is None or start.arguments is None:
@@ -251,16 +252,17 @@ class ForkToolset:
             shown = json.dumps(arguments, ensure_ascii=False)
             self.stopped = (
                 f"fork stopped at {name}({shown}): the recorded client ran this tool, and "
-                "the recording has no result for these arguments (mock a recorded call with "
-                "--mock CALL_ID=TEXT, or fork at another turn)"
+                "the recording has no result for these arguments; mock the call's result "
+                f"(call id {call_id}) or fork at another turn"
             )
             return ToolResult(ok=False, text=self.stopped, error=NOT_RECORDED)
         if not self._read_only.get(name, False) and not self._allow:
+            self.refused.append(name)
             return ToolResult(
                 ok=False,
                 text=(
                     f"refused: {name} may change things and the parent run never made this "
-                    "call, so the fork does not run it (allow it with --allow-side-effects)"
+                    "call, so the fork does not run it unless side effects are allowed"
                 ),
                 error=REFUSED,
             )
@@ -291,7 +293,7 @@ def fork_agent(
     ) -> AsyncIterator[StreamItem]:
         # The model has read the tool's refusal; asking it again would only guess.
         if toolset.stopped is not None:
-            raise ModelError(NOT_RECORDED, toolset.stopped)
+            raise ModelCallStopped(NOT_RECORDED, toolset.stopped)
         async for item in inner(call):
             yield item
 

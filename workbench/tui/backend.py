@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from agent_core.agent import RunResult, TextDelta
 from traces.events import Event, RunEnd
 from traces.home import traces_dir
+from traces.origins import RUN_KINDS
 from traces.schema_diff import diff_tool_schemas
 from traces.store import IngestReport, RunRow, TraceStore
 from workbench.engine import fork as fork_engine
@@ -46,15 +47,11 @@ class NotAvailable(Exception):
     """Something the user must set up first (a model endpoint, say); shown as a warning."""
 
 
-# The kind filter's choices: run_start.origin values, and the usual pair together.
+# The kind filter's choices: each run_start.origin value, and the usual pair together.
+AGENT_AND_FORK = "agent and fork"
 KIND_FILTERS: dict[str, tuple[str, ...]] = {
-    "runs and forks": ("agent", "fork"),
-    "agent runs": ("agent",),
-    "forks": ("fork",),
-    "regression samples": ("regression_sample",),
-    "mcp sessions": ("mcp_session",),
-    "captured": ("captured",),
-    "imported": ("imported",),
+    AGENT_AND_FORK: ("agent", "fork"),
+    **{origin: (origin,) for origin in RUN_KINDS},
 }
 
 

@@ -138,17 +138,22 @@ def render_comparison(comparison: Any) -> RenderableType:
     for turn, changes in comparison.changes.items():
         for change in changes:
             parts.append(Text(f"\nturn {turn} · {change.what}", style="bold yellow"))
-            parts.append(_side("A", change.a, "cyan"))
-            parts.append(_side("B", change.b, "magenta"))
-            if change.a is not None and change.b is not None:
-                parts.append(Text.assemble(("  diff ", "bold dim"), word_diff_text(change.spans)))
+            parts.append(_sides(change))
     return Group(*parts)
 
 
-def _side(label: str, text: str | None, style: str) -> Text:
-    if text is None:
-        return Text.assemble((f"  {label}    ", f"bold {style}"), ("(absent)", "dim"))
-    return Text.assemble((f"  {label}    ", f"bold {style}"), text)
+def _sides(change: Any) -> Table:
+    """A, B and their word diff, each label in its own column so every line of a
+    multi-line text starts under the text's first line, not under the label."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for label, text, style in (("A", change.a, "cyan"), ("B", change.b, "magenta")):
+        shown = Text("(absent)", style="dim") if text is None else Text(text)
+        grid.add_row(Text(f"  {label}   ", style=f"bold {style}"), shown)
+    if change.a is not None and change.b is not None:
+        grid.add_row(Text("  diff", style="bold dim"), word_diff_text(change.spans))
+    return grid
 
 
 class PairScreen(WorkbenchScreen):

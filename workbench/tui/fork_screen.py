@@ -211,6 +211,9 @@ class ForkScreen(WorkbenchScreen):
         self.query_one("#fork-mock", TextArea).display = False
         # The App keeps this very draft: every change is remembered as it is typed.
         self.draft = self.workbench.fork_drafts.setdefault(self.run_id, self.draft)
+        # What to change is the first choice (the mocked result's box, once it shows, when
+        # the dialog was opened to mock a call), not the scrolling form around it.
+        self.query_one("#fork-edit", Select).focus()
         self._load_context(self.turn)
 
     @on(Input.Changed, "#fork-base-url, #fork-model, #fork-api-key, #fork-script")
@@ -314,6 +317,8 @@ class ForkScreen(WorkbenchScreen):
             return
         area.text = self.draft.mocks.get(call.call_id, call.result)
         self._call_id = call.call_id
+        if call.call_id == self.mock_call:
+            area.focus()
 
     @on(TextArea.Changed, "#fork-mock")
     def _mock_typed(self) -> None:

@@ -32,6 +32,7 @@ from traces.events import (
     ToolsChanged,
     ToolStart,
 )
+from traces.origins import kind_label
 
 # Readable on dark and light themes: hue carries the meaning, bold marks the failures.
 STATUS_STYLES: dict[str, str] = {
@@ -120,16 +121,6 @@ def one_line(text: str | None, limit: int = 80) -> str:
 
 
 # ---------------------------------------------------------------- runs list rows
-
-# Where a run came from (run_start.origin), as the runs list's kind column names it.
-KIND_LABELS: dict[str, str] = {
-    "agent": "run",
-    "fork": "fork",
-    "regression_sample": "sample",
-    "mcp_session": "mcp",
-    "captured": "captured",
-    "imported": "imported",
-}
 
 
 @dataclass(frozen=True)
@@ -231,7 +222,7 @@ def run_row_line(row: Any, width: int, *, marked: bool = False) -> Text:
         "": Text("◆ " if marked else "  ", style="bold magenta"),
         "started (UTC)": Text(fmt_time(row.started_at), style="dim"),
         "run": Text(short_id(row.run_id), style="bold"),
-        "kind": Text(KIND_LABELS.get(origin, origin), style="dim" if origin == "agent" else "cyan"),
+        "kind": Text(kind_label(origin), style="dim" if origin == "agent" else "cyan"),
         "task": Text(one_line(row.task, 200)),
         "model": Text(row.model or ""),
         "status": status_badge(row.status),

@@ -22,8 +22,9 @@ from textual.message import Message
 from textual.widgets import Checkbox, Footer, Header, Input, Select, Static
 
 from traces.events import RUN_STATUSES
+from traces.origins import kind_label
 from traces.store import IngestReport
-from workbench.tui.backend import KIND_FILTERS, RunFilter
+from workbench.tui.backend import AGENT_AND_FORK, KIND_FILTERS, RunFilter
 from workbench.tui.paged_list import PagedList
 from workbench.tui.render import (
     RUN_COLUMNS,
@@ -37,7 +38,7 @@ from workbench.tui.screens import PaletteCommand, WorkbenchScreen
 
 INGEST_DELAY_S = 0.5
 # The newest failed run (`e`) is one the user ran, not a regression sample or MCP session.
-FAILED_RUN_KIND = "runs and forks"
+FAILED_RUN_KIND = AGENT_AND_FORK
 
 
 class RunsHeader(Static):
@@ -128,7 +129,8 @@ class RunsScreen(WorkbenchScreen):
         with Horizontal(id="run-choices"):
             options = [(status, status) for status in RUN_STATUSES]
             yield Select(options, prompt="any status", id="filter-status")
-            yield Select([(k, k) for k in KIND_FILTERS], prompt="any kind", id="filter-kind")
+            kinds = [(_kind_prompt(k), k) for k in KIND_FILTERS]
+            yield Select(kinds, prompt="any kind", id="filter-kind")
             yield Checkbox("failed only (f)", id="filter-failed")
             yield Static("loading…", id="runs-count")
         yield RunsHeader(id="runs-header")
@@ -431,3 +433,9 @@ class RunsScreen(WorkbenchScreen):
 
 def _column_title(sort: str) -> str:
     return next((c.title for c in RUN_COLUMNS if c.sort == sort), sort)
+
+
+def _kind_prompt(kind: str) -> str:
+    """A kind filter's choice: the origin, and the label the kind column shows for it."""
+    label = kind_label(kind)
+    return kind if label == kind else f"{kind} ({label})"
