@@ -84,7 +84,8 @@ def test_fork_screen(snap_compare, home: Path) -> None:
     async def run_before(pilot) -> None:
         await _runs_loaded(pilot)
         pilot.app.open_fork(ERROR, 2, mock_call="call_e1")
-        await settle(pilot, lambda: pilot.app.screen.context is not None)
+        # Opened to mock a call, the dialog focuses the mocked result's box once it shows.
+        await settle(pilot, lambda: getattr(pilot.app.focused, "id", None) == "fork-mock")
 
     assert snap_compare(_app(home), terminal_size=SIZE, run_before=run_before)
 
