@@ -144,18 +144,18 @@ class ChunkStream(Generic[T]):
         return self.flush()
 
     def flush(self) -> list[tuple[T, dict[str, Any]]]:
-        held, self._held, self._tails = self._held, [], {}
-        if not held:
-            return []
+        held, self._held, tails, self._tails = self._held, [], self._tails, {}
+        # The tails are each channel's text over the held chunks, joined.
+        if not held or not any(self._spans(text) for text in tails.values()):
+            return held  # nothing to redact: the chunks go out as they are, uncopied
         copies = [(item, copy.deepcopy(data)) for item, data in held]
         by_channel: dict[Channel, list[tuple[dict[str, Any], str]]] = {}
         for _, data in copies:
             for channel, holder, key in _text_pieces(data):
                 by_channel.setdefault(channel, []).append((holder, key))
-        changed = False
         for parts in by_channel.values():
-            changed = self._redact_parts(parts) or changed
-        return copies if changed else held
+            self._redact_parts(parts)
+        return copies
 
     def _ends_with_secret_start(self, text: str) -> bool:
         for secret in self._secrets:
