@@ -136,8 +136,11 @@ class ChunkStream(Generic[T]):
     def push(self, item: T, data: dict[str, Any]) -> list[tuple[T, dict[str, Any]]]:
         if not self._secrets:
             return [(item, data)]
+        pieces = _text_pieces(data)
+        if not self._held and not any(self._may_hold(holder[key]) for _, holder, key in pieces):
+            return [(item, data)]  # what holding and flushing it at once would return
         self._held.append((item, data))
-        for channel, holder, key in _text_pieces(data):
+        for channel, holder, key in pieces:
             self._tails[channel] = self._tails.get(channel, "") + holder[key]
         if any(self._ends_with_secret_start(text) for text in self._tails.values()):
             return []
@@ -157,11 +160,20 @@ class ChunkStream(Generic[T]):
             self._redact_parts(parts)
         return copies
 
+    def _may_hold(self, text: str) -> bool:
+        """Whether a chunk's text holds a secret or ends with the start of one."""
+        return any(secret in text for secret in self._secrets) or self._ends_with_secret_start(text)
+
     def _ends_with_secret_start(self, text: str) -> bool:
         for secret in self._secrets:
-            for size in range(min(len(secret) - 1, len(text)), 0, -1):
-                if text.endswith(secret[:size]):
+            # A start of the secret at the end of `text` begins with the secret's first
+            # character within its last len(secret) - 1 characters.
+            window = text[1 - len(secret) :]
+            at = window.find(secret[0])
+            while at >= 0:
+                if secret.startswith(window[at:]):
                     return True
+                at = window.find(secret[0], at + 1)
         return False
 
     def _redact_parts(self, parts: list[tuple[dict[str, Any], str]]) -> bool:
