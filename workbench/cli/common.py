@@ -106,6 +106,21 @@ class CliError(Exception):
         self.exit_code = exit_code
 
 
+def add_server_flags(parser: argparse.ArgumentParser) -> None:
+    """--host, --port and --max-request-mb: the same for every server the workbench runs."""
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--port", type=port_number, default=0, help="port (default 0: pick a free one)"
+    )
+    parser.add_argument(
+        "--max-request-mb",
+        type=positive_int,
+        default=32,
+        metavar="MB",
+        help="refuse larger request bodies with HTTP 413 (default 32)",
+    )
+
+
 def add_home(parser: argparse.ArgumentParser) -> None:
     """Accept --home after the subcommand too (it is also a global option)."""
     parser.add_argument(

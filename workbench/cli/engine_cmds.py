@@ -15,10 +15,9 @@ from typing import TYPE_CHECKING, Any
 from workbench.cli.common import (
     CliError,
     add_home,
+    add_server_flags,
     load_prices,
-    port_number,
     positive_float,
-    positive_int,
     priced,
     print_json,
     resolve_home,
@@ -431,17 +430,7 @@ def _register_serve(subparsers: Any) -> None:
         help="meaning (default): tool-call arguments compared as JSON, fields sent with their "
         "default value equal to absent; exact: every field as recorded",
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument(
-        "--port", type=port_number, default=0, help="port (default 0: pick a free one)"
-    )
-    parser.add_argument(
-        "--max-request-mb",
-        type=positive_int,
-        default=32,
-        metavar="MB",
-        help="refuse larger request bodies with HTTP 413 (default 32)",
-    )
+    add_server_flags(parser)
     add_home(parser)
     parser.set_defaults(func=_cmd_serve)
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from workbench.cli.common import CliError, add_home, port_number, positive_int, resolve_home
+from workbench.cli.common import CliError, add_home, add_server_flags, resolve_home
 
 
 def register(subparsers: Any) -> None:
@@ -29,17 +29,7 @@ def register(subparsers: Any) -> None:
         metavar="URL",
         help="the real endpoint, e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1",
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    parser.add_argument(
-        "--port", type=port_number, default=0, help="port (default 0: pick a free one)"
-    )
-    parser.add_argument(
-        "--max-request-mb",
-        type=positive_int,
-        default=32,
-        metavar="MB",
-        help="refuse larger request bodies with HTTP 413 (default 32)",
-    )
+    add_server_flags(parser)
     add_home(parser)
     parser.set_defaults(func=_cmd_proxy)
 

@@ -18,7 +18,7 @@ import signal
 import socket
 import threading
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Self
 
 from aiohttp import web
 
@@ -186,6 +186,40 @@ class HttpServer:
         finally:
             self.closing.set()  # releases replies that wait for the server to stop
             await runner.cleanup()
+
+
+class HttpService:
+    """What every workbench server (`ModelServer`, `RecordingProxy`) does with its
+    `HttpServer`: start it in a thread or serve in this one, close it, and be a context
+    manager. A subclass sets `self._http` in its `__init__`."""
+
+    _http: HttpServer
+
+    @property
+    def port(self) -> int:
+        return self._http.port
+
+    @property
+    def base_url(self) -> str:
+        return self._http.base_url
+
+    def start(self) -> Self:
+        """Serve in a background thread; returns once requests are accepted."""
+        self._http.start()
+        return self
+
+    def serve_forever(self, on_ready: Callable[[], None] | None = None) -> None:
+        """Serve in the calling thread until Ctrl-C (KeyboardInterrupt) — for the CLI."""
+        self._http.serve_forever(on_ready)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _bind(host: str, port: int) -> socket.socket:

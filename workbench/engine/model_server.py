@@ -41,6 +41,7 @@ from agent_core.model.script import (
 from workbench.engine.http_server import (
     DEFAULT_MAX_REQUEST_BYTES,
     HttpServer,
+    HttpService,
     RequestProblem,
     error_response,
     read_json_object,
@@ -94,7 +95,7 @@ def _sse_bytes(chunk: dict[str, Any] | str, data_prefix: str) -> bytes:
     return f"{data_prefix}{json.dumps(chunk, ensure_ascii=False)}\n\n".encode()
 
 
-class ModelServer:
+class ModelServer(HttpService):
     """An OpenAI-compatible server in a background thread; use as a context manager."""
 
     def __init__(
@@ -118,35 +119,10 @@ class ModelServer:
         self._http = HttpServer(self._app, host=host, port=port)
 
     @property
-    def port(self) -> int:
-        return self._http.port
-
-    @property
-    def base_url(self) -> str:
-        return self._http.base_url
-
-    @property
     def bodies(self) -> list[Any]:
         """The chat-completion request bodies received, in order."""
         with self._lock:
             return [r.body for r in self.requests if r.path.split("?")[0] in CHAT_PATHS]
-
-    def start(self) -> ModelServer:
-        self._http.start()
-        return self
-
-    def serve_forever(self, on_ready: Callable[[], None] | None = None) -> None:
-        """Serve in the calling thread until Ctrl-C (KeyboardInterrupt) — for the CLI."""
-        self._http.serve_forever(on_ready)
-
-    def close(self) -> None:
-        self._http.close()
-
-    def __enter__(self) -> ModelServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     async def _app(self) -> web.Application:
         app = web.Application(client_max_size=self.max_request_bytes)

@@ -28,6 +28,7 @@ from workbench.engine.capture import RUN_HEADER, CaptureBook, Exchange
 from workbench.engine.http_server import (
     DEFAULT_MAX_REQUEST_BYTES,
     HttpServer,
+    HttpService,
     RequestProblem,
     error_response,
     parse_json_object,
@@ -62,7 +63,7 @@ class ProxyError(Exception):
     """The proxy cannot start; one line saying why."""
 
 
-class RecordingProxy:
+class RecordingProxy(HttpService):
     """The proxy on a socket bound now; `start()` in a thread or `serve_forever()`."""
 
     def __init__(
@@ -84,26 +85,6 @@ class RecordingProxy:
             self._http = HttpServer(self._app, host=host, port=port, cancel_on_disconnect=True)
         except OSError as exc:
             raise ProxyError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-
-    @property
-    def base_url(self) -> str:
-        return self._http.base_url
-
-    def start(self) -> RecordingProxy:
-        self._http.start()
-        return self
-
-    def serve_forever(self, on_ready: Callable[[], None] | None = None) -> None:
-        self._http.serve_forever(on_ready)
-
-    def close(self) -> None:
-        self._http.close()
-
-    def __enter__(self) -> RecordingProxy:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     async def _app(self) -> web.Application:
         app = web.Application(client_max_size=self.max_request_bytes)

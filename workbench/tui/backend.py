@@ -368,7 +368,7 @@ class Backend:
             user=users[-1] if users and isinstance(users[-1], str) else None,
             tools=tools,
             calls=calls,
-            fork_script=_offline_fork_script(recording.run_start.meta),
+            fork_script=fork_engine.offline_fork_script(recording.run_start),
         )
 
     def run_fork(
@@ -392,8 +392,7 @@ class Backend:
             model = run_service.build_model(endpoint, plan.parent.run_start.limits)
             # New read-only calls in the fork run live on the parent's tool folder, as
             # recorded (else the current folder, as `workbench fork` does by default).
-            recorded_root = Path(str(plan.parent.run_start.meta.get("root") or "."))
-            root = recorded_root if recorded_root.is_dir() else Path(".")
+            root = fork_engine.recorded_root(plan.parent.run_start) or Path(".")
             fork = run_service.prepare_fork(
                 plan,
                 model,
@@ -465,14 +464,6 @@ class ForkContext:
     tools: dict[str, str]
     calls: list[RecordedCall]
     fork_script: Path | None = None  # a model script the run ships for its forks (the demo)
-
-
-def _offline_fork_script(meta: dict[str, Any]) -> Path | None:
-    """The model script a recorded run names for its forks (`workbench demo` writes one so
-    forks of its runs complete offline), when it is still there."""
-    named = meta.get("fork_script")
-    path = Path(str(named)) if named else None
-    return path if path is not None and path.is_file() else None
 
 
 # The model a fork talks to: the engine's model settings, under the TUI's name for them.
