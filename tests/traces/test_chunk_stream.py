@@ -1,0 +1,47 @@
+"""The stream-wide redaction of model chunks, over any way of splitting a text: the chunks
+come out in order, their deltas read as the redacted whole text, and the caller's chunk
+data is never changed (a chunk with nothing to redact comes out as the very same data)."""
+
+from __future__ import annotations
+
+import copy
+from itertools import pairwise
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from traces.redact import ChunkStream, Redactor
+
+SECRET = "sk-abc-sk"  # starts again inside itself, so partial matches overlap
+
+
+def chunk(text: str) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": {"content": text}}]}
+
+
+# Texts near the secret: its pieces, its characters and a little else.
+pieces = st.lists(st.sampled_from([SECRET, "sk", "sk-", "-a", "abc", "s", "k", "-", "x y"]))
+
+
+@given(pieces, st.lists(st.integers(min_value=0, max_value=40)))
+def test_chunks_read_as_the_redacted_text_whatever_the_split(
+    parts: list[str], cuts: list[int]
+) -> None:
+    text = "".join(parts)
+    bounds = sorted({0, len(text), *(cut for cut in cuts if cut < len(text))})
+    texts = [text[start:end] for start, end in pairwise(bounds)]
+    redactor = Redactor([SECRET])
+    stream: ChunkStream[int] = ChunkStream(redactor)
+    datas = [chunk(piece) for piece in texts]
+    originals = copy.deepcopy(datas)
+    out: list[tuple[int, dict[str, Any]]] = []
+    for number, data in enumerate(datas):
+        out += stream.push(number, data)
+    out += stream.flush()
+    assert [number for number, _ in out] == list(range(len(texts)))
+    written = "".join(data["choices"][0]["delta"]["content"] for _, data in out)
+    assert written == redactor.text(text)
+    assert datas == originals
+    if SECRET not in text:  # nothing to redact: no copies
+        assert all(data is datas[number] for number, data in out)
