@@ -185,7 +185,8 @@ class RecordingProxy:
         except asyncio.CancelledError:
             # The client hung up (its run stays incomplete), or the proxy is stopping (its
             # runs end as cancelled when the book closes).
-            seen.cut = "stopped" if self._http.stopping else "hung_up"
+            if not seen.whole_answer:
+                seen.cut = "stopped" if self._http.stopping else "hung_up"
             raise
         finally:
             seen.ended = seen.ended or time.monotonic()
@@ -210,9 +211,12 @@ class RecordingProxy:
             async for piece in upstream.content.iter_any():
                 await answer.write(piece)
                 seen.pieces.append((time.monotonic(), piece))
+            # The whole answer is written: a client that hangs up now had all of it.
+            seen.whole_answer = True
             await answer.write_eof()
         except ConnectionError:
-            seen.cut = "hung_up"  # the client went away mid-answer
+            if not seen.whole_answer:
+                seen.cut = "hung_up"  # the client went away mid-answer
         except aiohttp.ClientError as exc:
             # The upstream broke off: the client sees the same cut.
             seen.problem = f"the upstream stream broke off: {exc}"
@@ -235,6 +239,7 @@ class _Seen:
     ended: float = 0.0
     problem: str | None = None  # the upstream could not be reached or broke off
     cut: Literal["hung_up", "stopped"] | None = None
+    whole_answer: bool = False  # every piece of the stream reached the client
     went_up: asyncio.Event = field(default_factory=asyncio.Event)  # the request was sent
     over: asyncio.Event = field(default_factory=asyncio.Event)  # the handler is done
     exchange: Exchange | None = None
