@@ -506,7 +506,7 @@ async def test_regression_results_show_rates_and_the_description_diff(home: Path
         cases = screen.query_one("#suite-cases", DataTable)
         await settle(pilot, lambda: cases.row_count == 2)
         row = cases.get_row_at(1)  # cases sort by id: lists, reads
-        assert row[0] == "reads" and row[1] == "25%" and row[2] == "100%"
+        assert str(row[0]) == "reads" and row[1] == "25%" and row[2] == "100%"
         assert str(row[3]) == "regressed"
         await pilot.press("tab", "down")  # the regressed case
         body = screen.query_one("#case-body", Static)

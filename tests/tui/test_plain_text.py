@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 from pathlib import Path
 
-from textual.widgets import Static
+from textual.widgets import Select, Static
 
 from tests.tui.conftest import plain, settle
 from workbench.tui import WorkbenchApp
 from workbench.tui.app import error_line
+from workbench.tui.fork_screen import ForkScreen
 from workbench.tui.paged_list import PagedList
 
 SIZE = (160, 45)
@@ -41,3 +44,36 @@ async def test_an_error_cut_inside_a_bracket_is_a_notification(home: Path) -> No
         await settle(pilot, lambda: shown in [n.message for n in app._notifications])
         await pilot.pause()  # the toast paints
         assert app.is_running
+
+
+def _run_reading(tmp_path: Path, content: str) -> Path:
+    """A home with one run that read a file holding `content`, then answered."""
+    from workbench.cli import main
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "a.txt").write_text(content)
+    home = tmp_path / "home"
+    call = {"id": "call_a", "name": "read_file", "arguments": {"path": "a.txt"}}
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"tool_calls": [call]}, {"content": "read it"}]))
+    run = ["run", "Read a.txt", "--script", str(script), "--root", str(project)]
+    assert main([*run, "--home", str(home)]) == 0
+    return home
+
+
+async def test_a_tool_result_with_a_closing_tag_shows_in_the_fork_dialog(tmp_path: Path) -> None:
+    home = await asyncio.to_thread(_run_reading, tmp_path, "[/INST] the end\n")
+    app = WorkbenchApp(home)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, lambda: _runs(app).total == 1 and _runs(app).row(0) is not None)
+        run_id = _runs(app).row(0).run_id  # type: ignore[union-attr]
+        app.open_fork(run_id, 2)
+        await settle(
+            pilot, lambda: isinstance(app.screen, ForkScreen) and app.screen.context is not None
+        )
+        calls = app.screen.query_one("#fork-call", Select)
+        calls.focus()
+        await pilot.press("enter")  # the choices show the call's result
+        await pilot.pause()
+        assert app.is_running and calls.expanded

@@ -45,12 +45,13 @@ class ForkDraft:
         return not self.edits and not self.mocks
 
 
-def edit_options(context: ForkContext) -> list[tuple[str, str]]:
+def edit_options(context: ForkContext) -> list[tuple[Text, str]]:
+    # Text, not str: a Select reads a string prompt as markup, and tool names are the run's.
     options = [("system prompt", "system")]
     if context.user is not None:
         options.append(("last user message", "user"))
     options += [(f"tool description: {name}", f"tool:{name}") for name in context.tools]
-    return options
+    return [(Text(prompt), key) for prompt, key in options]
 
 
 def recorded_text(context: ForkContext, key: str) -> str:
@@ -62,10 +63,12 @@ def recorded_text(context: ForkContext, key: str) -> str:
     return context.tools.get(key.removeprefix("tool:"), "")
 
 
-def call_options(context: ForkContext) -> list[tuple[str, str]]:
+def call_options(context: ForkContext) -> list[tuple[Text, str]]:
     return [
         (
-            f"turn {c.turn} · {c.name}({one_line(c.arguments, 30)}) → {one_line(c.result, 30)}",
+            Text(
+                f"turn {c.turn} · {c.name}({one_line(c.arguments, 30)}) → {one_line(c.result, 30)}"
+            ),
             c.call_id,
         )
         for c in context.calls

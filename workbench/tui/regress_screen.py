@@ -129,12 +129,14 @@ class RegressScreen(WorkbenchScreen):
         table.clear()
         for suite_run in message.runs:
             run = suite_run.run
+            # Text, not str: a DataTable reads a string cell as markup, and these are the
+            # suite's own names.
             table.add_row(
-                str(run["suite"]),
+                Text(str(run["suite"])),
                 str(run["started"]),
-                str(run.get("model") or ""),
+                Text(str(run.get("model") or "")),
                 f"{run['passed_cases']}/{run['cases']}",
-                str(run.get("baseline") or "—"),
+                Text(str(run.get("baseline") or "—")),
                 key=suite_run.suite_run_id,
             )
         if not message.runs:
@@ -156,7 +158,7 @@ class RegressScreen(WorkbenchScreen):
         cases.clear()
         for case in found.cases:
             cases.add_row(
-                str(case["case_id"]),
+                Text(str(case["case_id"])),
                 _rate(case.get("pass_rate")),
                 _rate(case.get("baseline_rate")),
                 case_status(case),
