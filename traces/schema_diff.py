@@ -76,15 +76,21 @@ def _by_name(tools: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def word_diff(before: str, after: str) -> list[tuple[SpanOp, str]]:
-    """Spans of `after` against `before`, split on whitespace (kept in the spans)."""
+def word_diff(before: str, after: str, *, ignore_spacing: bool = False) -> list[tuple[SpanOp, str]]:
+    """Spans of `after` against `before`, split on whitespace (kept in the spans). With
+    `ignore_spacing`, words are compared without the whitespace after them, so a changed
+    line break alone is no difference (equal spans then show `after`'s spacing)."""
     a = re.findall(r"\S+\s*", before)
     b = re.findall(r"\S+\s*", after)
+    if ignore_spacing:
+        keys_a, keys_b = [word.rstrip() for word in a], [word.rstrip() for word in b]
+    else:
+        keys_a, keys_b = a, b
     spans: list[tuple[SpanOp, str]] = []
-    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    matcher = difflib.SequenceMatcher(a=keys_a, b=keys_b, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
-            spans.append(("equal", "".join(a[i1:i2])))
+            spans.append(("equal", "".join(b[j1:j2])))
             continue
         if i2 > i1:
             spans.append(("delete", "".join(a[i1:i2])))

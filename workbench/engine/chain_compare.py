@@ -13,14 +13,13 @@ differ, and, when one run is a fork of the other, the edits the fork made.
 
 from __future__ import annotations
 
-import difflib
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
 from traces.events import Edit
 from traces.schema_diff import SpanOp
+from traces.schema_diff import word_diff as schema_word_diff
 from workbench.engine.diff import ChainDiff, ChainRow, ChainTurn, diff_chains, render_chain
 from workbench.engine.recording_io import Recording
 
@@ -96,23 +95,9 @@ def _arguments_text(arguments: Any) -> str:
 
 
 def word_diff(before: str, after: str) -> list[tuple[SpanOp, str]]:
-    """Spans of `after` against `before`, word by word: words are compared without the
-    whitespace after them, so a changed line break alone is no difference."""
-    a = re.findall(r"\S+\s*", before)
-    b = re.findall(r"\S+\s*", after)
-    matcher = difflib.SequenceMatcher(
-        a=[word.rstrip() for word in a], b=[word.rstrip() for word in b], autojunk=False
-    )
-    spans: list[tuple[SpanOp, str]] = []
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            spans.append(("equal", "".join(b[j1:j2])))
-            continue
-        if i2 > i1:
-            spans.append(("delete", "".join(a[i1:i2])))
-        if j2 > j1:
-            spans.append(("insert", "".join(b[j1:j2])))
-    return spans
+    """Spans of `after` against `before`, word by word; a changed line break alone is no
+    difference between two runs' texts."""
+    return schema_word_diff(before, after, ignore_spacing=True)
 
 
 def _change(what: str, a: str | None, b: str | None) -> TextChange | None:
