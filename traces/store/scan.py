@@ -62,23 +62,33 @@ class Work:
     refused: str | None = None
 
 
+def _list_folder(
+    folder: str, seen: set[tuple[int, int]], problems: list[str]
+) -> tuple[os.stat_result, list[os.DirEntry[str]]] | None:
+    """A folder's status (taken before it is listed) and entries; None for a folder already
+    in `seen` (a symlink loop is walked once) or one that cannot be read (one problem line)."""
+    try:
+        status = os.stat(folder)
+        if (status.st_dev, status.st_ino) in seen:
+            return None
+        seen.add((status.st_dev, status.st_ino))
+        with os.scandir(folder) as scan:
+            return status, list(scan)
+    except OSError as exc:
+        problems.append(f"{folder}: cannot read this folder ({exc.strerror or exc}); skipped")
+        return None
+
+
 def _walk(
     folder: str, found: dict[str, int], seen: set[tuple[int, int]], problems: list[str]
 ) -> None:
     # os.scandir rather than Path.rglob/resolve: with thousands of traces this scan runs on
-    # every command, and it must stay a few milliseconds. `seen` holds the folders already
-    # walked, so a symlink loop is walked once; an unreadable entry is one problem line.
-    try:
-        status = os.stat(folder)
-        if (status.st_dev, status.st_ino) in seen:
-            return
-        seen.add((status.st_dev, status.st_ino))
-        with os.scandir(folder) as scan:
-            entries = sorted(scan, key=lambda e: e.name)
-    except OSError as exc:
-        problems.append(f"{folder}: cannot read this folder ({exc.strerror or exc}); skipped")
+    # every command, and it must stay a few milliseconds. An unreadable entry is one
+    # problem line.
+    listed = _list_folder(folder, seen, problems)
+    if listed is None:
         return
-    for entry in entries:
+    for entry in sorted(listed[1], key=lambda e: e.name):
         try:
             if entry.is_dir():
                 _walk(entry.path, found, seen, problems)
@@ -138,19 +148,12 @@ def _names(
     problems: list[str],
 ) -> None:
     # Names only, no stat of the files: `is_dir` comes from the directory entry itself. Each
-    # folder's modification time is taken before it is listed. A folder met again through
-    # a symlink loop is listed once; one that cannot be read is one problem line.
-    try:
-        status = os.stat(folder)
-        if (status.st_dev, status.st_ino) in seen:
-            return
-        seen.add((status.st_dev, status.st_ino))
-        folders[folder] = status.st_mtime_ns
-        with os.scandir(folder) as scan:
-            entries = list(scan)
-    except OSError as exc:
-        problems.append(f"{folder}: cannot read this folder ({exc.strerror or exc}); skipped")
+    # folder's modification time is taken before it is listed.
+    listed = _list_folder(folder, seen, problems)
+    if listed is None:
         return
+    status, entries = listed
+    folders[folder] = status.st_mtime_ns
     for entry in entries:
         if entry.name.endswith(".jsonl"):
             found.append(entry.path)  # `pending_in_folder` skips what is not a file
