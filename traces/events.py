@@ -16,7 +16,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, TypeAlias, TypeGuard, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_serializer, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, TypeAdapter, field_validator
 
 from traces.versions import SCHEMA_VERSION as SCHEMA_VERSION  # re-exported: part of the
 from traces.versions import SCHEMA_VERSIONS as SCHEMA_VERSIONS  # contract's public names
@@ -78,7 +78,10 @@ class EventBase(BaseModel):
 
     run_id: str
     seq: int = Field(ge=0, lt=2**63, description="0-based, gapless per run")
-    ts: datetime = Field(description="UTC, microsecond precision")
+    # Written by `ts_text` itself (no method in between: it runs for every event).
+    ts: Annotated[datetime, PlainSerializer(ts_text, return_type=str)] = Field(
+        description="UTC, microsecond precision"
+    )
     turn: int | None = Field(
         default=None, ge=1, lt=2**31, description="1-based turn number; null outside a turn"
     )
@@ -88,10 +91,6 @@ class EventBase(BaseModel):
     def _ts_utc(cls, ts: datetime) -> datetime:
         # Traces write UTC; a time written without an offset is read as UTC too.
         return ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
-
-    @field_serializer("ts")
-    def _ts_iso(self, ts: datetime) -> str:
-        return ts_text(ts)
 
 
 class Limits(BaseModel):
