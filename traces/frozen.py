@@ -119,8 +119,9 @@ class FrozenList(list[Any]):
 
 
 def freeze(value: Any) -> Any:
-    """`value` with every dict and list in it made read-only (a frozen value is returned
-    as it is); other values, strings and numbers, are immutable already or left alone."""
+    """`value` with every dict and list in it made read-only, and tuples and sets of them
+    (a frozen value is returned as it is). Strings and numbers are immutable already;
+    anything else a JSON value does not hold is left as it is."""
     kind = type(value)
     if kind is FrozenDict or kind is FrozenList:
         return value
@@ -128,6 +129,10 @@ def freeze(value: Any) -> Any:
         return FrozenDict({key: freeze(item) for key, item in value.items()})
     if isinstance(value, list):
         return FrozenList([freeze(item) for item in value])
+    if isinstance(value, tuple):
+        return tuple(freeze(item) for item in value)
+    if isinstance(value, set):
+        return frozenset(freeze(item) for item in value)
     return value
 
 
