@@ -61,7 +61,7 @@ class FrozenDict(dict[str, Any]):
         return dict(self)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
-        return thaw(self)
+        return {key: thaw(item) for key, item in self.items()}
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (dict, (thaw(self),))
@@ -112,7 +112,7 @@ class FrozenList(list[Any]):
         return list(self)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
-        return thaw(self)
+        return [thaw(item) for item in self]
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (list, (thaw(self),))
@@ -148,4 +148,6 @@ def thaw(value: Any) -> Any:
         return {key: thaw(item) for key, item in value.items()}
     if isinstance(value, list):
         return [thaw(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(thaw(item) for item in value)
     return value

@@ -63,8 +63,7 @@ class JsonlWriter:
         file = self._file
         if file is None:
             raise ValueError(f"trace {self.path} is closed")
-        kind = type(event)
-        if kind is ModelRequest:
+        if type(event) is ModelRequest:
             if self._stream.holding:
                 self._write_chunks(self._stream.flush())
             self._put_parts(self._request_parts(event))
@@ -72,7 +71,7 @@ class JsonlWriter:
         # `_line`, inlined: this runs for every chunk of every answer.
         line = event.__pydantic_serializer__.to_json(event)
         text = line.decode()
-        if kind is ModelChunk:
+        if type(event) is ModelChunk:
             # Chunks go through the stream's redaction, which may hold one back a moment;
             # most show by their text alone that it would pass them straight on.
             if not self._stream.passes(text):

@@ -97,3 +97,4 @@ def test_frozen_values_are_made_only_by_freeze() -> None:
     inside = freeze(({"a": 1}, {frozenset({"b"})}))
     assert inside == ({"a": 1}, {frozenset({"b"})}) and frozen(inside[0])
     assert type(inside[1]) is frozenset
+    assert type(thaw(inside)[0]) is dict
