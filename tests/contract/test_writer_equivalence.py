@@ -195,7 +195,10 @@ def random_message(rng: random.Random) -> dict[str, Any]:
             {
                 "id": f"call_{rng.randint(0, 99)}",
                 "type": "function",
-                "function": {"name": "calculator", "arguments": json.dumps(random_value(rng), default=repr)},
+                "function": {
+                    "name": "calculator",
+                    "arguments": json.dumps(random_value(rng), default=repr),
+                },
             }
         ]
     if rng.random() < 0.2:
