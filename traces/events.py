@@ -57,7 +57,8 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-# The last whole second `ts_text` wrote in UTC, and its text: events come many a second.
+# The last whole second `ts_text` wrote in UTC, and its text up to the microseconds: events
+# come many a second.
 _last_second: tuple[tuple[int, ...], str] = ((), "")
 
 
@@ -66,11 +67,12 @@ def ts_text(ts: datetime) -> str:
     global _last_second
     if ts.tzinfo is not UTC:
         return ts.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-    second = (ts.year, ts.month, ts.day, ts.hour, ts.minute, ts.second)
+    second = (ts.hour, ts.minute, ts.second, ts.day, ts.month, ts.year)
     last = _last_second  # one read and one write of the pair: safe across threads
     if last[0] != second:
-        last = _last_second = (second, ts.isoformat(timespec="seconds")[:-6])
-    return f"{last[1]}.{ts.microsecond:06d}Z"
+        last = _last_second = (second, ts.isoformat(timespec="seconds")[:-6] + ".")
+    # Six digits without a format spec to parse: this runs for every event written.
+    return last[1] + str(ts.microsecond + 1_000_000)[1:] + "Z"
 
 
 class EventBase(BaseModel):
