@@ -79,7 +79,6 @@ from traces.events import (
     ToolsChanged,
     Totals,
 )
-from traces.frozen import freeze
 
 
 @dataclass(frozen=True)
@@ -197,11 +196,11 @@ class LoopRun:
             self._end_with(End("error", str(exc)))
             return
         if config.initial_messages is not None:
-            self.messages = [freeze(sendable(message)) for message in config.initial_messages]
+            self.messages = [sendable(message) for message in config.initial_messages]
         else:
             if config.system_prompt:
-                self.messages.append(freeze(system_message(config.system_prompt)))
-            self.messages.append(freeze(user_message(config.task)))
+                self.messages.append(system_message(config.system_prompt))
+            self.messages.append(user_message(config.task))
         offer = toolbox.offer(self._query(), self.limits.max_tools, _named_tool(config.params))
         self._record_start(offer)
         for item in self.recorder.drain():
@@ -235,7 +234,7 @@ class LoopRun:
             if self.end is not None or answer.completed is None:
                 break
             response = answer.completed.response
-            self.messages.append(freeze(response.to_message()))
+            self.messages.append(response.to_message())
             if response.content:
                 self.last_text = response.content
             calls = [
@@ -315,7 +314,7 @@ class LoopRun:
                     rounds_dropped=trim.rounds_dropped,
                     summary=trim.summary,
                 )
-                self.messages = [freeze(message) for message in trim.messages]
+                self.messages = trim.messages
                 estimate = trim.tokens_after
         if self.spent_tokens + estimate > self.limits.token_budget:
             return self._over_budget(self.spent_tokens + estimate, before_request=True)
@@ -445,7 +444,7 @@ class LoopRun:
         record_end(self.recorder, call, result, duration)
         self.tool_calls += 1
         self.tool_errors += 0 if result.ok else 1
-        self.messages.append(freeze(tool_message(call.call_id, result.text)))
+        self.messages.append(tool_message(call.call_id, result.text))
         results.append(result)
         if done is None:
             return self._timeout("run", f"tool {call.name}")

@@ -26,7 +26,6 @@ from typing import Any, Protocol
 import pydantic_core
 
 from traces.events import Event, EventBase, ModelChunk, ModelRequest
-from traces.frozen import frozen, thaw
 from traces.redact import ChunkStream, Redactor
 
 # A request's messages and tools are left out of pydantic's text and spliced back in from
@@ -143,10 +142,7 @@ class JsonlWriter:
         ]
 
     def _item_json(self, item: dict[str, Any]) -> bytes:
-        # pydantic takes a dict or list subclass (a frozen message) the slow way, checking
-        # what it is at every level: a plain copy is quicker to make and to encode.
-        plain = thaw(item) if frozen(item) else item
-        return self._json(to_json(plain), lambda: pydantic_core.to_jsonable_python(plain))
+        return self._json(to_json(item), lambda: pydantic_core.to_jsonable_python(item))
 
     def sync(self) -> None:
         if self._file is not None:
@@ -163,14 +159,11 @@ class JsonlWriter:
 class _JoinedItems:
     """A list's items (a request's messages, say) as their comma-joined line texts, kept
     from one request to the next. The leading items that are the very dicts of the last
-    list, and not edited in place since, keep their text; the rest get a new one, appended
-    to the joined bytes. A frozen item (`traces.frozen`: the agent loop's history) cannot
-    be edited; any other is compared with a copy taken when its text was made."""
+    list, still equal to copies taken then (so not edited in place), keep their text; the
+    rest get a new one, appended to the joined bytes."""
 
     def __init__(self) -> None:
         self._items: list[dict[str, Any]] = []
-        # Each item's copy, or the item itself when frozen: comparing a frozen item with
-        # itself costs one pointer comparison, and never reads the item.
         self._snapshots: list[Any] = []
         self._ends: list[int] = []  # where each item's text ends in `_joined`
         self._joined = bytearray()
@@ -202,15 +195,18 @@ class _JoinedItems:
 
 
 def _snapshot(value: Any) -> Any:
-    """A copy deep enough to notice a message edited in place (strings are shared); a
-    frozen value as it is."""
-    if frozen(value):
-        return value
+    """A copy deep enough to notice a message edited in place (strings are shared)."""
     if isinstance(value, dict):
-        return {key: _snapshot(item) for key, item in value.items()}
+        return {
+            key: _snapshot(item) if isinstance(item, _CONTAINERS) else item
+            for key, item in value.items()
+        }
     if isinstance(value, list):
-        return [_snapshot(item) for item in value]
+        return [_snapshot(item) if isinstance(item, _CONTAINERS) else item for item in value]
     return value
+
+
+_CONTAINERS = (dict, list)
 
 
 class MemorySink:

@@ -26,7 +26,6 @@ from agent_core.tools.base import (
 )
 from agent_core.tools.selection import select_tools
 from traces.events import ToolEnd, ToolStart
-from traces.frozen import freeze
 from traces.recorder import Recorder
 
 REASONING_ARG = "reasoning"
@@ -119,7 +118,7 @@ class ToolBox:
         names.update(spec.name for spec in forced)
         chosen = [spec for spec in self.specs if spec.name in names]
         dropped = [name for name in self._entries if name not in names]
-        return Offer(self, chosen, [freeze(self.schema(spec)) for spec in chosen], dropped)
+        return Offer(self, chosen, [self.schema(spec) for spec in chosen], dropped)
 
     def schema(self, spec: ToolSpec) -> dict[str, Any]:
         """The spec in OpenAI format, with the optional reasoning argument when offered."""

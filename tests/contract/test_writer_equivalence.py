@@ -42,7 +42,6 @@ from traces.events import (
     Totals,
     ts_text,
 )
-from traces.frozen import freeze, frozen, thaw
 from traces.redact import ChunkStream, Redactor
 from traces.writer import JsonlWriter, MemorySink
 
@@ -208,9 +207,8 @@ def random_message(rng: random.Random) -> dict[str, Any]:
 
 def random_events(rng: random.Random, count: int) -> list[EventBase]:
     """A run's worth of events; requests grow a shared history the way the loop does:
-    appended messages (the same dicts again, frozen as the loop keeps them or editable),
-    now and then a trim, a message edited in place (or replaced by an edited copy when
-    frozen), or a message replaced by an equal one with its keys in another order."""
+    appended messages (the same dicts again), now and then a trim, a message edited in
+    place, or a message replaced by an equal one with its keys in another order."""
     start = datetime(2026, 3, 1, tzinfo=UTC)
     history: list[dict[str, Any]] = [{"role": "system", "content": rng.choice(TRICKY)}]
     tools: list[dict[str, Any]] = [{"type": "function", "function": {"name": "t", "x": 1}}]
@@ -226,24 +224,17 @@ def random_events(rng: random.Random, count: int) -> list[EventBase]:
             base["ts"] = base["ts"].astimezone(timezone(timedelta(hours=5, minutes=30)))
         kind = rng.random()
         if kind < 0.45:
-            # As the agent loop keeps them (frozen) or as other callers may (editable).
-            history.extend(
-                freeze(message) if rng.random() < 0.5 else message
-                for message in (random_message(rng) for _ in range(rng.randint(0, 3)))
-            )
+            history.extend(random_message(rng) for _ in range(rng.randint(0, 3)))
             change = rng.random()
-            victim = rng.randrange(len(history))
             if change < 0.08 and len(history) > 3:
                 history = history[:1] + history[len(history) // 2 :]
             elif change < 0.16:
-                edited = history[victim] if not frozen(history[victim]) else thaw(history[victim])
-                edited["content"] = random_value(rng)
-                history[victim] = freeze(edited) if frozen(history[victim]) else edited
+                rng.choice(history)["content"] = random_value(rng)
             elif change < 0.22:
-                reordered = dict(reversed(list(history[victim].items())))
-                history[victim] = freeze(reordered) if frozen(history[victim]) else reordered
-            elif change < 0.28 and not frozen(history[victim]):
-                message = history[victim]
+                victim = rng.randrange(len(history))
+                history[victim] = dict(reversed(list(history[victim].items())))
+            elif change < 0.28:
+                message = rng.choice(history)
                 message.setdefault("tool_calls", []).append({"id": "edited", "args": SECRET})
             elif change < 0.34:
                 tools[0]["function"]["x"] = random_value(rng)
