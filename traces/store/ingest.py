@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import duckdb
 from pydantic import ValidationError
 
 from traces.reader import check_lines, validate_line
 from traces.store import ingest_sql as sql
+from traces.store.db import duckdb
 from traces.store.progress import Progress, Watch
 from traces.store.scan import IngestReport, Work
 from traces.store.sql import NEXT_BATCH

@@ -25,8 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import duckdb
-
+from traces.store.db import duckdb
 from traces.store.sql import KNOWN_FILES, LISTING_GET, NEW_FILES, OPEN_FILES
 
 # A folder's modification time is trusted only once it is this old: a file created within
