@@ -24,6 +24,7 @@ _JSON_VERBATIM = re.compile(r"[\x20\x21\x23-\x5b\x5d-\x7e]+")
 class Redactor:
     def __init__(self, secrets: Iterable[str] = (), patterns: Iterable[str] = ()) -> None:
         self._secrets: list[str] = []
+        self.generation = 0  # how many secrets were added: streams relearn them when it moves
         self._verbatim = True
         self._patterns = [re.compile(p) for p in patterns]
         for secret in secrets:
@@ -37,6 +38,7 @@ class Redactor:
         if secret and len(secret) >= 4 and secret not in self._secrets:
             self._secrets.append(secret)
             self._verbatim = self._verbatim and bool(_JSON_VERBATIM.fullmatch(secret))
+            self.generation += 1
 
     @property
     def verbatim(self) -> bool:
@@ -148,10 +150,16 @@ class ChunkStream(Generic[T]):
     stream, or before any other event)."""
 
     def __init__(self, redactor: Redactor) -> None:
-        self._secrets = redactor.secrets
+        self._redactor = redactor
         self._held: list[tuple[T, dict[str, Any]]] = []
         self._tails: dict[Channel, str] = {}
-        self._quick = _quick_look(self._secrets) if redactor.verbatim else None
+        self._learn()
+
+    def _learn(self) -> None:
+        """Take the redactor's secrets as they are now (a key may be added mid-run)."""
+        self._generation = self._redactor.generation
+        self._secrets = self._redactor.secrets
+        self._quick = _quick_look(self._secrets) if self._redactor.verbatim else None
 
     @property
     def holding(self) -> bool:
@@ -161,11 +169,15 @@ class ChunkStream(Generic[T]):
         """Whether a chunk whose JSON text is `text` would go straight through `push`, as
         its text alone shows: nothing is held, and no string in it holds a secret or ends
         with the start of one. False when in doubt (then `push` decides)."""
+        if self._generation != self._redactor.generation:
+            self._learn()
         if not self._secrets:
             return True
         return not self._held and self._quick is not None and self._quick.search(text) is None
 
     def push(self, item: T, data: dict[str, Any]) -> list[tuple[T, dict[str, Any]]]:
+        if self._generation != self._redactor.generation:
+            self._learn()
         if not self._secrets:
             return [(item, data)]
         pieces = _text_pieces(data)

@@ -76,3 +76,17 @@ def test_a_chunk_whose_text_shows_no_secret_goes_through_as_push_would_pass_it(
             stream.push(number, data)
     if SECRET[0] not in text:
         assert passed == len(bounds) - 1  # nothing near a secret: every chunk goes through
+
+
+def test_a_secret_added_mid_stream_is_redacted_across_chunks_from_then_on() -> None:
+    redactor = Redactor(["sk-first-key"])
+    stream: ChunkStream[int] = ChunkStream(redactor)
+    assert stream.push(0, chunk("no key yet, sk-new")) == [(0, chunk("no key yet, sk-new"))]
+    redactor.add_secret("sk-newer-key")  # a client switched keys mid-run, say
+    split = [chunk("the key is sk-ne"), chunk("wer-key, done")]
+    line = pydantic_core.to_json(split[0]).decode()
+    assert not stream.passes(line)
+    out = stream.push(1, split[0]) + stream.push(2, split[1]) + stream.flush()
+    text = "".join(data["choices"][0]["delta"]["content"] for _, data in out)
+    assert [number for number, _ in out] == [1, 2]
+    assert text == "the key is [REDACTED:api_key], done"
