@@ -1,14 +1,12 @@
-"""Reading and checking trace lines without the event models.
+"""Reading and checking trace lines, without the event models.
 
-The store's ingest checks every new line exactly as the reader reads it, so that it admits
-only what reads back; picking up a new run should not cost loading pydantic and building the
-event models for that. So the line-by-line reading (`check_lines`: whole lines, numbers,
-BOMs, invalid UTF-8, schema versions and migrations) lives here, taking the validation as a
-parameter, and `check_line` validates one line against the models' own validation schema,
-kept as data in `line_schema.json` (derived by `traces.line_schema`; a test holds it to the
-models) and loaded into a `pydantic_core.SchemaValidator` on first use. It reaches the same
-verdict, with the same `ValidationError`, as `traces.reader.validate_line`, which builds
-the events; `traces.reader` builds on this module.
+`check_lines` reads a trace's lines (whole lines, numbers, BOMs, invalid UTF-8, schema
+versions and migrations) and hands each to a validation: the reader's `validate_line`, which
+builds the events with pydantic, or `check_line` here, which reaches the same verdict with the
+same `ValidationError` from the models' validation schema kept as data (`line_schema.json`,
+derived by `traces.line_schema`, held to the models by a test) in a bare
+`pydantic_core.SchemaValidator`. The store's ingest uses `check_line`: it admits exactly the
+lines the reader reads back, and picking up a new run loads neither pydantic nor the models.
 """
 
 from __future__ import annotations

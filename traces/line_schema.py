@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pydantic import TypeAdapter
 from pydantic_core import to_jsonable_python
 
 from traces.events import EVENT_ADAPTER
@@ -35,9 +36,10 @@ _FUNCTION_SCHEMAS = frozenset(
 _DROPPED = frozenset({"serialization", "metadata"})
 
 
-def derive() -> dict[str, Any]:
-    """The validation schema of one trace line, as JSON-ready data."""
-    schema: dict[str, Any] = _plain(EVENT_ADAPTER.core_schema, "")
+def derive(adapter: TypeAdapter[Any] = EVENT_ADAPTER) -> dict[str, Any]:
+    """The validation schema of one trace line (of `adapter`'s type), as JSON-ready data;
+    raises `ValueError` naming what cannot be kept as data."""
+    schema: dict[str, Any] = _plain(adapter.core_schema, "")
     return schema
 
 
