@@ -12,7 +12,10 @@ models stay the definition; the file is a copy of their validation schema kept a
   is replaced by the schema it wraps; any other Python validator cannot be kept as data,
   so deriving refuses it.
 
-After changing the models, regenerate the file (a test fails until then):
+The file names the `pydantic_core` version it was derived under; under any other (another
+pydantic, which may derive another schema from the same models) the check uses the models
+themselves: correct, but the pick-up loads them again. After changing the models or
+upgrading pydantic, regenerate the file (a test fails until then):
 
     .venv/bin/python -m traces.line_schema
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pydantic_core
 from pydantic import TypeAdapter
 from pydantic_core import to_jsonable_python
 
@@ -44,8 +48,10 @@ def derive(adapter: TypeAdapter[Any] = EVENT_ADAPTER) -> dict[str, Any]:
 
 
 def render() -> str:
-    """The text of `line_schema.json` for the current models."""
-    return json.dumps(derive(), indent=1) + "\n"
+    """The text of `line_schema.json` for the current models: their schema, and the
+    version of `pydantic_core` it was derived under."""
+    stored = {"pydantic_core": pydantic_core.__version__, "schema": derive()}
+    return json.dumps(stored, indent=1) + "\n"
 
 
 def _plain(node: Any, where: str) -> Any:
