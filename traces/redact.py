@@ -38,6 +38,13 @@ class Redactor:
             self._secrets.append(secret)
             self._verbatim = self._verbatim and bool(_JSON_VERBATIM.fullmatch(secret))
 
+    @property
+    def verbatim(self) -> bool:
+        """Whether every secret is made of characters JSON writes unchanged and there are no
+        custom patterns: then a JSON text shows by itself whether it holds anything to
+        redact (`json_clean`)."""
+        return self._verbatim and not self._patterns
+
     def text(self, value: str) -> str:
         for secret in self._secrets:
             if secret in value:
@@ -47,27 +54,27 @@ class Redactor:
             value = pattern.sub(f"[REDACTED:pattern-{number}]", value)
         return value
 
-    def json_text(self, text: str) -> str | None:
-        """`text`, a serialized JSON value, unchanged when redacting its values would change
-        nothing; None when it may hold something to redact and the caller must walk the
-        values (`value`). The check reads the text alone: secrets, auth key names and
-        "bearer" are made of characters JSON writes verbatim, so a value holding one shows
-        it in the text. Custom patterns could match text an escape hides, so any pattern
-        means None. Redacting in the text itself is not attempted: next to an escape
-        (`\\n`), inside a number or a key it would differ from redacting the values."""
+    def json_clean(self, text: str) -> bool:
+        """Whether `text`, a serialized JSON value, holds nothing to redact: redacting its
+        values would change nothing. False when it may, and the caller must walk the values
+        (`value`). The check reads the text alone: secrets, auth key names and "bearer" are
+        made of characters JSON writes verbatim, so a value holding one shows it in the
+        text. Custom patterns could match text an escape hides, so any pattern means False.
+        Redacting in the text itself is not attempted: next to an escape (`\\n`), inside a
+        number or a key it would differ from redacting the values."""
         if self._patterns or not self._verbatim:
-            return None
+            return False
         lowered = text.lower()
         # "authorization" and "api-key" are inside every other name in _AUTH_KEYS, so these
         # scans are enough to know whether an auth-named key may be present.
         if "authorization" in lowered or "bearer" in lowered:
-            return None
-        if "api" in lowered and ("api_key" in lowered or "api-key" in lowered):
-            return None
-        for secret in self._secrets:
+            return False
+        if "api_key" in lowered or "api-key" in lowered:
+            return False
+        for secret in self._secrets:  # noqa: SIM110 (a generator costs more, on every event)
             if secret in text:
-                return None
-        return text
+                return False
+        return True
 
     def value(self, value: Any) -> Any:
         """Redact every string inside a JSON-like value (dicts, lists, scalars)."""
@@ -92,6 +99,18 @@ T = TypeVar("T")
 # Where a streamed chunk carries text: (choice, "content" | "reasoning_content") or
 # (choice, "arguments", tool call index).
 Channel = tuple[Any, ...]
+
+
+def _quick_look(secrets: list[str]) -> re.Pattern[str]:
+    """What, in a chunk's JSON text, may show a secret or the start of one at the end of a
+    text: a secret itself, or a start of one closing a string (a string value is closed by
+    `"` then `,`, `}` or `]`; a key by `":`). With secrets made of characters JSON writes
+    verbatim, a text that holds one, or ends with the start of one, shows it this way; other
+    strings may match too, which only sends the chunk the slow way."""
+    whole = "|".join(re.escape(secret) for secret in secrets)
+    starts = {secret[:size] for secret in secrets for size in range(1, len(secret))}
+    ends = "|".join(re.escape(start) for start in sorted(starts, key=len, reverse=True))
+    return re.compile(whole + (f'|(?:{ends})"[,}}\\]]' if ends else ""))
 
 
 def _text_pieces(data: dict[str, Any]) -> list[tuple[Channel, dict[str, Any], str]]:
@@ -132,6 +151,19 @@ class ChunkStream(Generic[T]):
         self._secrets = redactor.secrets
         self._held: list[tuple[T, dict[str, Any]]] = []
         self._tails: dict[Channel, str] = {}
+        self._quick = _quick_look(self._secrets) if redactor.verbatim else None
+
+    @property
+    def holding(self) -> bool:
+        return bool(self._held)
+
+    def passes(self, text: str) -> bool:
+        """Whether a chunk whose JSON text is `text` would go straight through `push`, as
+        its text alone shows: nothing is held, and no string in it holds a secret or ends
+        with the start of one. False when in doubt (then `push` decides)."""
+        if not self._secrets:
+            return True
+        return not self._held and self._quick is not None and self._quick.search(text) is None
 
     def push(self, item: T, data: dict[str, Any]) -> list[tuple[T, dict[str, Any]]]:
         if not self._secrets:
