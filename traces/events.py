@@ -4,7 +4,8 @@ Writer and reader share these models. `Event` is the discriminated union on `typ
 `EVENT_ADAPTER` validates one decoded JSON line into the right model.
 
 Schema versions (bump `traces.versions.SCHEMA_VERSION` on any change of an event's shape,
-add a migration there, and add golden traces under tests/fixtures/traces/vN/):
+add a migration there, add golden traces under tests/fixtures/traces/vN/, and regenerate the
+store's copy of the validation schema with `python -m traces.line_schema`):
     1 — first release.
     2 — where a run came from (`run_start.origin`, `client`), tools left out or renamed
         (`run_start.tools_dropped`, `renamed_tools`, `tool_start.source_name`), tool calls
