@@ -10,6 +10,8 @@ import zlib
 from traces.versions import SCHEMA_VERSION
 
 # Bump when the tables below change shape; an older store file is rebuilt from its traces.
+# A table added needs no bump: it is created in an older store when that opens (the schema
+# text differs, see `SCHEMA_TEXT`), and DROP_ALL drops it for the next rebuild.
 STORE_VERSION = 5
 # Rows are read back with the current event models, so a store is rebuilt when either the
 # tables or the trace schema it was filled under differ from this workbench's.
@@ -111,6 +113,10 @@ FROM (
         generate_subscripts(json_extract(event, '$.tools[*]'), 1) AS pos
     FROM events WHERE type = 'run_start'
 );
+-- The names (relative to the folder, NUL between) of a listing of a traces folder, all of
+-- them files the store knows (`scan.pending_in_folder`). Apart from store_meta, which is
+-- written far more often: a checkpoint copies a changed table whole.
+CREATE TABLE IF NOT EXISTS listings (folder VARCHAR PRIMARY KEY, names VARCHAR);
 INSERT OR IGNORE INTO store_meta VALUES
     ('store_version', '{STORE_VERSION}'), ('schema_version', '{SCHEMA_VERSION}');
 """
@@ -122,7 +128,7 @@ SCHEMA_TEXT_SET = "INSERT OR REPLACE INTO store_meta VALUES ('schema_text', $tex
 DROP_ALL = """
 DROP VIEW IF EXISTS tool_schemas; DROP VIEW IF EXISTS tool_calls; DROP VIEW IF EXISTS model_calls;
 DROP VIEW IF EXISTS events; DROP TABLE IF EXISTS runs; DROP TABLE IF EXISTS event_rows;
-DROP TABLE IF EXISTS trace_files;
+DROP TABLE IF EXISTS trace_files; DROP TABLE IF EXISTS listings;
 DROP TABLE IF EXISTS store_meta;
 """
 
@@ -134,6 +140,8 @@ KNOWN_FILES = "SELECT path, run_id, bytes_done, lines_done, size_seen, refused F
 # not refused, and not read to their end or their run not ended (or no run at all).
 LISTING_GET = "SELECT value FROM store_meta WHERE key = $key"
 LISTING_SET = "INSERT OR REPLACE INTO store_meta VALUES ($key, $value)"
+NAMES_GET = "SELECT names FROM listings WHERE folder = $folder"
+NAMES_SET = "INSERT OR REPLACE INTO listings VALUES ($folder, $names)"
 NEW_FILES = """
 SELECT name FROM (SELECT unnest(string_split($names, chr(0))) AS name)
 ANTI JOIN trace_files ON path = name

@@ -236,9 +236,7 @@ class TraceStore:
         with self._writing(), self._cursor() as cur:
             work, listing = pending_in_folder(cur, folder, report)
             self._ingest(cur, work, report, progress)
-            if listing is not None:  # every file listed is in the store now
-                key = f"listing:{os.path.realpath(folder)}"
-                cur.execute(sql.LISTING_SET, {"key": key, "value": listing})
+            listing.record(cur)  # every file listed is in the store now
             return report
 
     @contextmanager
