@@ -113,6 +113,21 @@ def test_new_subfolders_at_any_depth_are_found(tmp_path: Path) -> None:
         assert store.run("run-deep").source_path == str(folder / "one" / "two" / "run-deep.jsonl")
 
 
+def test_a_listing_that_missed_a_folder_is_not_trusted_next_time(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    folder = traces_dir(home)
+    write_run(folder, "run-a")
+    knot = folder / "knot"
+    knot.symlink_to(knot)  # cannot be looked into, even by root
+    past = time.time_ns() - 60 * 10**9
+    os.utime(folder, ns=(past, past))  # settled: changed a minute ago
+    with TraceStore.for_home(home) as store:
+        for _ in range(2):  # listed again, and said again, every time
+            [problem] = store.ingest_home(home).problems
+            assert problem.startswith(f"{knot}: cannot read (") and problem.endswith("; skipped")
+        assert store.count_runs() == 1
+
+
 def test_a_store_from_before_the_names_were_kept_reads_only_what_is_new(home: Path) -> None:
     folder = traces_dir(home)
     with TraceStore.for_home(home) as store:

@@ -178,7 +178,16 @@ def _names(
     for name in names:
         if name.endswith(".jsonl"):
             found.append(prefix + name)  # `pending_in_folder` skips what is not a file
-        elif os.path.isdir(path := os.path.join(folder, name)):
+            continue
+        path = os.path.join(folder, name)
+        try:
+            is_folder = stat.S_ISDIR(os.stat(path).st_mode)
+        except FileNotFoundError:
+            continue  # gone since, or a link to nothing
+        except OSError as exc:  # as `_walk` says it
+            problems.append(f"{path}: cannot read ({exc.strerror or exc}); skipped")
+            continue
+        if is_folder:
             _names(path, f"{prefix}{name}{os.sep}", found, folders, seen, problems)
 
 
@@ -205,8 +214,10 @@ class Listing:
     """What a quick look keeps for the next one, recorded once its work is in the store."""
 
     root: str
-    folders: str | None = None  # the folders' modification times, when all are settled
-    names: str | None = None  # the names that are files, when they differ enough (below)
+    # Both only from a listing of every folder: the folders' modification times when all
+    # are settled, and the names that are files when they differ enough (below).
+    folders: str | None = None
+    names: str | None = None
 
     def record(self, cur: duckdb.DuckDBPyConnection) -> None:
         if self.folders is not None:
@@ -234,10 +245,13 @@ def pending_in_folder(
     kept: set[str] = set()
     others: list[str] = []  # names not kept from an earlier listing
     new: list[str] = []  # paths of those the store does not know
+    complete = True  # every folder listed
     if listed:
         folders: dict[str, int] = {}
+        problems_before = len(report.problems)
         _names(root, "", names, folders, set(), report.problems)
-        if folders and max(folders.values()) < time.time_ns() - SETTLED_NS:
+        complete = len(report.problems) == problems_before
+        if complete and folders and max(folders.values()) < time.time_ns() - SETTLED_NS:
             listing.folders = json.dumps(folders)
         # Every name kept from an earlier listing is a file the store knows (one that was
         # not a file is left out), so only the other names are looked up in the store: a
@@ -260,7 +274,7 @@ def pending_in_folder(
             continue  # gone since the listing: nothing to read
         if stat.S_ISREG(status.st_mode):
             files[path] = status.st_size
-    if listed:
+    if listed and complete:
         not_files = {path[len(prefix) :] for path in new if path not in files}
         added = len(others) - len(not_files)
         removed = len(kept) - (len(names) - len(others))
