@@ -57,7 +57,7 @@ from agent_core.model.base import (
 )
 from agent_core.model.recording import RecordingModel
 from agent_core.run_types import RunHost, RunResult
-from agent_core.tokens import estimate_message, estimate_prompt, estimate_tools
+from agent_core.tokens import estimate_message, estimate_prompt, estimate_tools, reported_or
 from agent_core.tools.base import CallKey, ToolResult, call_key, tool_versions
 from agent_core.tools.runner import (
     Offer,
@@ -470,11 +470,11 @@ class LoopRun:
         self.model_calls += 1
         usage = completed.response.usage or {}
         answer = estimate_message(completed.response.to_message())
-        prompt = _int(usage.get("prompt_tokens"), estimate)
-        output = _int(usage.get("completion_tokens"), answer)
+        prompt = reported_or(usage.get("prompt_tokens"), estimate)
+        output = reported_or(usage.get("completion_tokens"), answer)
         self.input_tokens += prompt
         self.output_tokens += output
-        self.spent_tokens += _int(usage.get("total_tokens"), prompt + output)
+        self.spent_tokens += reported_or(usage.get("total_tokens"), prompt + output)
 
     def _over_budget(self, tokens: int, before_request: bool = False) -> End:
         when = "the next request would bring the run to" if before_request else "the run used"
@@ -573,10 +573,6 @@ def _named_tool(params: dict[str, Any]) -> str | None:
     function = choice.get("function") if isinstance(choice, dict) else None
     name = function.get("name") if isinstance(function, dict) else None
     return name if isinstance(name, str) else None
-
-
-def _int(value: Any, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
 def _line(exc: BaseException, limit: int = 300) -> str:

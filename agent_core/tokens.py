@@ -64,6 +64,12 @@ def estimate_prompt(messages: Iterable[dict[str, Any]], tools: Iterable[dict[str
     return estimate_messages(messages) + estimate_tools(tools)
 
 
+def reported_or(count: Any, estimate: int) -> int:
+    """A token count from a provider's `usage` when it is one (an int, not a bool), else
+    our estimate."""
+    return count if isinstance(count, int) and not isinstance(count, bool) else estimate
+
+
 def _as_text(content: Any) -> str:
     if content is None or isinstance(content, str):
         return content or ""

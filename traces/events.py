@@ -4,7 +4,8 @@ Writer and reader share these models. `Event` is the discriminated union on `typ
 `EVENT_ADAPTER` validates one decoded JSON line into the right model.
 
 Schema versions (bump `traces.versions.SCHEMA_VERSION` on any change of an event's shape,
-add a migration there, and add golden traces under tests/fixtures/traces/vN/):
+add a migration there, add golden traces under tests/fixtures/traces/vN/, and regenerate the
+store's copy of the validation schema with `python -m traces.line_schema`):
     1 — first release.
     2 — where a run came from (`run_start.origin`, `client`), tools left out or renamed
         (`run_start.tools_dropped`, `renamed_tools`, `tool_start.source_name`), tool calls
@@ -16,7 +17,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, TypeAlias, TypeGuard, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_serializer, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, TypeAdapter, field_validator
 
 from traces.versions import SCHEMA_VERSION as SCHEMA_VERSION  # re-exported: part of the
 from traces.versions import SCHEMA_VERSIONS as SCHEMA_VERSIONS  # contract's public names
@@ -57,7 +58,8 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-# The last whole second `ts_text` wrote in UTC, and its text: events come many a second.
+# The last whole second `ts_text` wrote in UTC, and its text up to the microseconds: events
+# come many a second.
 _last_second: tuple[tuple[int, ...], str] = ((), "")
 
 
@@ -66,11 +68,12 @@ def ts_text(ts: datetime) -> str:
     global _last_second
     if ts.tzinfo is not UTC:
         return ts.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-    second = (ts.year, ts.month, ts.day, ts.hour, ts.minute, ts.second)
+    second = (ts.hour, ts.minute, ts.second, ts.day, ts.month, ts.year)
     last = _last_second  # one read and one write of the pair: safe across threads
     if last[0] != second:
-        last = _last_second = (second, ts.isoformat(timespec="seconds")[:-6])
-    return f"{last[1]}.{ts.microsecond:06d}Z"
+        last = _last_second = (second, ts.isoformat(timespec="seconds")[:-6] + ".")
+    # Six digits without a format spec to parse: this runs for every event written.
+    return last[1] + str(ts.microsecond + 1_000_000)[1:] + "Z"
 
 
 class EventBase(BaseModel):
@@ -78,7 +81,10 @@ class EventBase(BaseModel):
 
     run_id: str
     seq: int = Field(ge=0, lt=2**63, description="0-based, gapless per run")
-    ts: datetime = Field(description="UTC, microsecond precision")
+    # Written by `ts_text` itself (no method in between: it runs for every event).
+    ts: Annotated[datetime, PlainSerializer(ts_text, return_type=str)] = Field(
+        description="UTC, microsecond precision"
+    )
     turn: int | None = Field(
         default=None, ge=1, lt=2**31, description="1-based turn number; null outside a turn"
     )
@@ -88,10 +94,6 @@ class EventBase(BaseModel):
     def _ts_utc(cls, ts: datetime) -> datetime:
         # Traces write UTC; a time written without an offset is read as UTC too.
         return ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
-
-    @field_serializer("ts")
-    def _ts_iso(self, ts: datetime) -> str:
-        return ts_text(ts)
 
 
 class Limits(BaseModel):

@@ -24,6 +24,7 @@ _JSON_VERBATIM = re.compile(r"[\x20\x21\x23-\x5b\x5d-\x7e]+")
 class Redactor:
     def __init__(self, secrets: Iterable[str] = (), patterns: Iterable[str] = ()) -> None:
         self._secrets: list[str] = []
+        self.generation = 0  # how many secrets were added: streams relearn them when it moves
         self._verbatim = True
         self._patterns = [re.compile(p) for p in patterns]
         for secret in secrets:
@@ -37,6 +38,14 @@ class Redactor:
         if secret and len(secret) >= 4 and secret not in self._secrets:
             self._secrets.append(secret)
             self._verbatim = self._verbatim and bool(_JSON_VERBATIM.fullmatch(secret))
+            self.generation += 1
+
+    @property
+    def verbatim(self) -> bool:
+        """Whether every secret is made of characters JSON writes unchanged and there are no
+        custom patterns: then a JSON text shows by itself whether it holds anything to
+        redact (`json_clean`)."""
+        return self._verbatim and not self._patterns
 
     def text(self, value: str) -> str:
         for secret in self._secrets:
@@ -47,27 +56,27 @@ class Redactor:
             value = pattern.sub(f"[REDACTED:pattern-{number}]", value)
         return value
 
-    def json_text(self, text: str) -> str | None:
-        """`text`, a serialized JSON value, unchanged when redacting its values would change
-        nothing; None when it may hold something to redact and the caller must walk the
-        values (`value`). The check reads the text alone: secrets, auth key names and
-        "bearer" are made of characters JSON writes verbatim, so a value holding one shows
-        it in the text. Custom patterns could match text an escape hides, so any pattern
-        means None. Redacting in the text itself is not attempted: next to an escape
-        (`\\n`), inside a number or a key it would differ from redacting the values."""
+    def json_clean(self, text: str) -> bool:
+        """Whether `text`, a serialized JSON value, holds nothing to redact: redacting its
+        values would change nothing. False when it may, and the caller must walk the values
+        (`value`). The check reads the text alone: secrets, auth key names and "bearer" are
+        made of characters JSON writes verbatim, so a value holding one shows it in the
+        text. Custom patterns could match text an escape hides, so any pattern means False.
+        Redacting in the text itself is not attempted: next to an escape (`\\n`), inside a
+        number or a key it would differ from redacting the values."""
         if self._patterns or not self._verbatim:
-            return None
+            return False
         lowered = text.lower()
         # "authorization" and "api-key" are inside every other name in _AUTH_KEYS, so these
         # scans are enough to know whether an auth-named key may be present.
         if "authorization" in lowered or "bearer" in lowered:
-            return None
-        if "api" in lowered and ("api_key" in lowered or "api-key" in lowered):
-            return None
-        for secret in self._secrets:
+            return False
+        if "api_key" in lowered or "api-key" in lowered:
+            return False
+        for secret in self._secrets:  # noqa: SIM110 (a generator costs more, on every event)
             if secret in text:
-                return None
-        return text
+                return False
+        return True
 
     def value(self, value: Any) -> Any:
         """Redact every string inside a JSON-like value (dicts, lists, scalars)."""
@@ -92,6 +101,18 @@ T = TypeVar("T")
 # Where a streamed chunk carries text: (choice, "content" | "reasoning_content") or
 # (choice, "arguments", tool call index).
 Channel = tuple[Any, ...]
+
+
+def _quick_look(secrets: list[str]) -> re.Pattern[str]:
+    """What, in a chunk's JSON text, may show a secret or the start of one at the end of a
+    text: a secret itself, or a start of one closing a string (a string value is closed by
+    `"` then `,`, `}` or `]`; a key by `":`). With secrets made of characters JSON writes
+    verbatim, a text that holds one, or ends with the start of one, shows it this way; other
+    strings may match too, which only sends the chunk the slow way."""
+    whole = "|".join(re.escape(secret) for secret in secrets)
+    starts = {secret[:size] for secret in secrets for size in range(1, len(secret))}
+    ends = "|".join(re.escape(start) for start in sorted(starts, key=len, reverse=True))
+    return re.compile(whole + (f'|(?:{ends})"[,}}\\]]' if ends else ""))
 
 
 def _text_pieces(data: dict[str, Any]) -> list[tuple[Channel, dict[str, Any], str]]:
@@ -129,11 +150,34 @@ class ChunkStream(Generic[T]):
     stream, or before any other event)."""
 
     def __init__(self, redactor: Redactor) -> None:
-        self._secrets = redactor.secrets
+        self._redactor = redactor
         self._held: list[tuple[T, dict[str, Any]]] = []
         self._tails: dict[Channel, str] = {}
+        self._learn()
+
+    def _learn(self) -> None:
+        """Take the redactor's secrets as they are now (a key may be added mid-run)."""
+        self._generation = self._redactor.generation
+        self._secrets = self._redactor.secrets
+        self._quick = _quick_look(self._secrets) if self._redactor.verbatim else None
+
+    @property
+    def holding(self) -> bool:
+        return bool(self._held)
+
+    def passes(self, text: str) -> bool:
+        """Whether a chunk whose JSON text is `text` would go straight through `push`, as
+        its text alone shows: nothing is held, and no string in it holds a secret or ends
+        with the start of one. False when in doubt (then `push` decides)."""
+        if self._generation != self._redactor.generation:
+            self._learn()
+        if not self._secrets:
+            return True
+        return not self._held and self._quick is not None and self._quick.search(text) is None
 
     def push(self, item: T, data: dict[str, Any]) -> list[tuple[T, dict[str, Any]]]:
+        if self._generation != self._redactor.generation:
+            self._learn()
         if not self._secrets:
             return [(item, data)]
         pieces = _text_pieces(data)

@@ -2,41 +2,40 @@
 
 A killed run leaves a file that is readable up to its last whole line.
 
-Each line is, byte for byte, `json.dumps(redactor.value(event.model_dump(mode="json")),
-ensure_ascii=False, separators=(",", ":"))`: the pydantic models define the contract. Most
-lines take a faster road to the same bytes, without that round trip through Python values:
-pydantic's own serializer writes the event's JSON text straight from the model (in Rust;
-`ts` through `ts_text`, which formats each second once), and the text is used as is when it
-has nothing to redact and json.dumps would write the same.
+Each line is, byte for byte, pydantic's JSON of the event's redacted JSON values,
+`to_json(redactor.value(event.model_dump(mode="json")))`, and a newline: the
+pydantic models define the contract. Most lines take a faster road to the same bytes: the
+event's JSON text written by pydantic's serializer straight from the model (in Rust; `ts`
+through `ts_text`, which formats each second once), used as is when a scan of the text
+shows nothing to redact (`Redactor.json_clean`).
 Model chunks first go through `ChunkStream`, so a secret the model streams back split over
 several chunks is redacted in them as in the assembled message; a chunk whose text ends
 with the start of a secret is written once the next one shows whether the secret follows.
+A chunk goes straight through when its JSON text shows neither (`ChunkStream.passes`).
 """
 
 from __future__ import annotations
 
-import json
 import operator
 import os
-import re
 from collections.abc import Callable
 from io import FileIO
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import TypeAdapter
+import pydantic_core
 
-from traces.events import Event, ModelChunk, ModelRequest
+from traces.events import Event, EventBase, ModelChunk, ModelRequest
 from traces.redact import ChunkStream, Redactor
 
-# pydantic writes floats under 1e-4 as `0.00001` or `1e-7` where json.dumps writes `1e-05`
-# and `1e-07`; every other JSON value comes out of the two byte for byte.
-_SMALL_EXPONENT = re.compile(r"\de-")
-_ITEM = TypeAdapter(dict[str, Any])
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 # A request's messages and tools are left out of pydantic's text and spliced back in from
 # texts kept from request to request (a set: pydantic takes it faster than a frozenset).
 _HISTORY = {"messages", "tools"}
+
+
+def to_json(value: Any) -> bytes:
+    """A JSON value's text as the event models write theirs (NaN and infinities as null)."""
+    return pydantic_core.to_json(value, inf_nan_mode="null")
 
 
 class Sink(Protocol):
@@ -60,66 +59,90 @@ class JsonlWriter:
         self._stream: ChunkStream[ModelChunk] = ChunkStream(self._redactor)
 
     def write(self, event: Event) -> None:
-        if self._file is None:
+        file = self._file
+        if file is None:
             raise ValueError(f"trace {self.path} is closed")
-        if type(event) is ModelChunk:
-            # Chunks go through the stream's redaction, which may hold one back a moment.
-            self._write_chunks(self._stream.push(event, event.data))
+        if type(event) is ModelRequest:
+            if self._stream.holding:
+                self._write_chunks(self._stream.flush())
+            self._put_parts(self._request_parts(event))
             return
-        self._write_chunks(self._stream.flush())
-        self._write(event)
+        # `_line`, inlined: this runs for every chunk of every answer.
+        line = event.__pydantic_serializer__.to_json(event)
+        text = line.decode()
+        if type(event) is ModelChunk:
+            # Chunks go through the stream's redaction, which may hold one back a moment;
+            # most show by their text alone that it would pass them straight on.
+            if not self._stream.passes(text):
+                ready = self._stream.push(event, event.data)
+                if ready != [(event, event.data)]:  # held, or after others, or redacted
+                    self._write_chunks(ready)
+                    return
+        elif self._stream.holding:
+            self._write_chunks(self._stream.flush())
+        if not self._redactor.json_clean(text):
+            line = to_json(self._redactor.value(event.model_dump(mode="json")))
+        data = line + b"\n"
+        written = file.write(data) or 0
+        if written < len(data):
+            self._put(data[written:])
 
     def _write_chunks(self, chunks: list[tuple[ModelChunk, dict[str, Any]]]) -> None:
         for chunk, data in chunks:
-            self._write(chunk if data is chunk.data else chunk.model_copy(update={"data": data}))
+            self._put(
+                self._line(chunk if data is chunk.data else chunk.model_copy(update={"data": data}))
+            )
 
-    def _write(self, event: Event) -> None:
+    def _line(self, event: EventBase) -> bytes:
+        text = event.__pydantic_serializer__.to_json(event)
+        return self._json(text, lambda: event.model_dump(mode="json")) + b"\n"
+
+    def _json(self, text: bytes, values: Callable[[], Any]) -> bytes:
+        """One value's JSON text: pydantic's `text` when nothing in it needs redacting; else
+        its JSON `values`, redacted, written by pydantic."""
+        if self._redactor.json_clean(text.decode()):
+            return text
+        return to_json(self._redactor.value(values()))
+
+    def _put(self, data: bytes) -> None:
         assert self._file is not None
-        if type(event) is ModelRequest:
-            parts = self._request_line(event)
-            written = os.writev(self._file.fileno(), parts)
-            data = b"".join(parts) if written < sum(map(len, parts)) else b""
-        else:  # `_json`, inlined: this runs for every chunk of every answer
-            text = event.__pydantic_serializer__.to_json(event).decode()
-            if self._redactor.json_text(text) is None or _small_float(text):
-                text = _ENCODE(self._redactor.value(event.model_dump(mode="json")))
-            data = (text + "\n").encode()
-            written = self._file.write(data) or 0
+        written = self._file.write(data) or 0
         while written < len(data):  # a regular file takes it all at once, short of a full disk
             written += self._file.write(data[written:]) or 0
 
-    def _json(self, text: str, python: Callable[[], Any]) -> str:
-        """One value's line text: pydantic's `text` when nothing in it needs redacting and
-        json.dumps would write the same; else its redacted JSON values through json.dumps."""
-        if self._redactor.json_text(text) is not None and not _small_float(text):
-            return text
-        return _ENCODE(self._redactor.value(python()))
+    def _put_parts(self, parts: list[bytes | bytearray]) -> None:
+        assert self._file is not None
+        written = os.writev(self._file.fileno(), parts)
+        if written < sum(map(len, parts)):
+            self._put(b"".join(parts)[written:])
 
-    def _request_line(self, event: ModelRequest) -> list[bytes | bytearray]:
+    def _request_parts(self, event: ModelRequest) -> list[bytes | bytearray]:
         """Every request carries the whole history (and the same tool schemas), so a long
         run would serialize them over and over. Instead each message and tool is serialized
         and redacted once, and their joined texts are written between the pieces of the rest
         of the event's line (newline included), with one `writev`: the history is neither
         copied nor encoded again."""
-        text = event.__pydantic_serializer__.to_json(event, exclude=_HISTORY).decode()
+        text = event.__pydantic_serializer__.to_json(event, exclude=_HISTORY)
         line = self._json(text, lambda: event.model_dump(mode="json", exclude=_HISTORY))
         # Both are written right after `attempt`, before `params`. The first `,"params":` is
         # the key itself: only the run id and ts strings (where quotes are escaped) and
         # numbers, booleans and null come before it.
-        cut = line.index(',"params":')
+        cut = line.index(b',"params":')
         messages = self._messages.joined(event.messages, self._item_json)
         tools = self._tools.joined(event.tools, self._item_json)
         return [
-            f'{line[:cut]},"messages":['.encode(),
+            line[:cut],
+            b',"messages":[',
             messages,
             b'],"tools":[',
             tools,
-            f"]{line[cut:]}\n".encode(),
+            b"]",
+            line[cut:],
+            b"\n",
         ]
 
-    def _item_json(self, item: dict[str, Any]) -> str:
-        text = _ITEM.dump_json(item).decode()
-        return self._json(text, lambda: _ITEM.dump_python(item, mode="json"))
+    def _item_json(self, item: dict[str, Any]) -> bytes:
+        return self._json(to_json(item), lambda: pydantic_core.to_jsonable_python(item))
 
     def sync(self) -> None:
         if self._file is not None:
@@ -131,10 +154,6 @@ class JsonlWriter:
             self._file.close()
             self._file = None
         self._messages, self._tools = _JoinedItems(), _JoinedItems()
-
-
-def _small_float(text: str) -> bool:
-    return "0.0000" in text or ("e-" in text and _SMALL_EXPONENT.search(text) is not None)
 
 
 class _JoinedItems:
@@ -149,16 +168,22 @@ class _JoinedItems:
         self._ends: list[int] = []  # where each item's text ends in `_joined`
         self._joined = bytearray()
 
-    def joined(self, items: list[dict[str, Any]], to_text: Callable[[Any], str]) -> bytearray:
+    def joined(self, items: list[dict[str, Any]], to_text: Callable[[Any], bytes]) -> bytearray:
         """The joined texts; valid until the next call."""
-        same = list(map(operator.is_, items, self._items))  # both scans run in C
-        keep = same.index(False) if False in same else len(same)
-        if self._snapshots[:keep] != items[:keep]:
+        keep = len(self._items)
+        # The same dicts as last time (scans in C; the common case: nothing else to find)...
+        if keep > len(items) or not all(map(operator.is_, items, self._items)):
+            same = list(map(operator.is_, items, self._items))
+            keep = same.index(False) if False in same else len(same)
+        # ...and not edited in place since.
+        kept = self._snapshots if keep == len(self._snapshots) else self._snapshots[:keep]
+        if kept != items[:keep]:
             keep = next(i for i in range(keep) if self._snapshots[i] != items[i])
         fresh = items[keep:]
-        texts = [to_text(item).encode() for item in fresh]  # may raise: before any change
+        texts = [to_text(item) for item in fresh]  # may raise: before any change
         self._items = list(items)
-        self._snapshots = self._snapshots[:keep] + [_snapshot(item) for item in fresh]
+        del self._snapshots[keep:]
+        self._snapshots += map(_snapshot, fresh)
         del self._ends[keep:]
         del self._joined[self._ends[-1] if self._ends else 0 :]
         for text in texts:
@@ -172,10 +197,16 @@ class _JoinedItems:
 def _snapshot(value: Any) -> Any:
     """A copy deep enough to notice a message edited in place (strings are shared)."""
     if isinstance(value, dict):
-        return {key: _snapshot(item) for key, item in value.items()}
+        return {
+            key: _snapshot(item) if isinstance(item, _CONTAINERS) else item
+            for key, item in value.items()
+        }
     if isinstance(value, list):
-        return [_snapshot(item) for item in value]
+        return [_snapshot(item) if isinstance(item, _CONTAINERS) else item for item in value]
     return value
+
+
+_CONTAINERS = (dict, list)
 
 
 class MemorySink:

@@ -1,8 +1,7 @@
 """The JSONL writer's fast roads (pydantic's own text, message texts reused across requests)
 write exactly the bytes of the plain definition of a trace line:
 
-    json.dumps(redactor.value(event.model_dump(mode="json")), ensure_ascii=False,
-               separators=(",", ":"))
+    pydantic_core.to_json(redactor.value(event.model_dump(mode="json")), inf_nan_mode="null")
 
 checked on a real long run and on many generated events full of things to redact. Chunks
 are redacted as a stream first (`traces.redact.ChunkStream`): a secret split over several
@@ -17,6 +16,8 @@ import random
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
+
+import pydantic_core
 
 from agent_core.agent import Agent, AgentConfig
 from agent_core.model.scripted import ScriptedModel
@@ -49,7 +50,7 @@ SECRET = "sk-test-0123456789abcdef"
 
 def reference_line(redactor: Redactor, event: EventBase) -> str:
     record = redactor.value(event.model_dump(mode="json"))
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    return pydantic_core.to_json(record, inf_nan_mode="null").decode()
 
 
 class ReferenceLines:
@@ -193,7 +194,10 @@ def random_message(rng: random.Random) -> dict[str, Any]:
             {
                 "id": f"call_{rng.randint(0, 99)}",
                 "type": "function",
-                "function": {"name": "calculator", "arguments": json.dumps(random_value(rng))},
+                "function": {
+                    "name": "calculator",
+                    "arguments": json.dumps(random_value(rng), default=repr),
+                },
             }
         ]
     if rng.random() < 0.2:

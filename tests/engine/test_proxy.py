@@ -356,3 +356,34 @@ def test_a_client_that_echoes_the_answer_with_fields_of_its_own_continues_its_ru
     events = read_run(home)
     assert [e["turn"] for e in events if e["type"] == "model_request"] == [1, 2]
     assert events[-1]["status"] == "completed"
+
+
+def test_a_captured_run_counts_tokens_as_the_agent_loop_does(tmp_path: Path) -> None:
+    """The provider's usage where an answer carries it, else the estimates of the prompt
+    (the request's `estimated_tokens`) and of the answer."""
+    home = tmp_path / "home"
+    answers = iter(
+        [
+            text_chunks("No usage here."),
+            text_chunks("Counted.", usage={"prompt_tokens": 70, "completion_tokens": 2}),
+        ]
+    )
+    with (
+        ModelServer(lambda body: Reply(chunks=next(answers))) as upstream,
+        RecordingProxy(upstream.base_url, home) as proxy,
+    ):
+        client = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+        for text in ("Say something.", "Say something else."):
+            client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": text}], stream=True
+            )
+    estimated, counted = runs(home)
+    request = next(e for e in estimated if e["type"] == "model_request")
+    totals = estimated[-1]["totals"]
+    assert request["estimated_tokens"] > 0
+    assert totals["input_tokens"] == request["estimated_tokens"]
+    assert totals["output_tokens"] > 0
+    assert totals["total_tokens"] == totals["input_tokens"] + totals["output_tokens"]
+    assert counted[-1]["totals"]["input_tokens"] == 70
+    assert counted[-1]["totals"]["output_tokens"] == 2
+    assert counted[-1]["totals"]["total_tokens"] == 72

@@ -231,7 +231,9 @@ async def test_total_deadline_bounds_retries() -> None:
         items, exc = await run(server, retry=policy)
         elapsed = time.monotonic() - started
     assert isinstance(exc, ModelError) and exc.status_code == 503
-    assert elapsed < 1.5
+    # Without the deadline the retries would go on for 50 s; the bound leaves room for a
+    # machine busy with other work.
+    assert elapsed < 5.0
     assert 2 <= len(starts(items)) < 1000
     assert failures(items)[-1].will_retry is False
 

@@ -6,7 +6,9 @@ deep nesting, wrong types, unknown fields and statuses, repeated, missing and hu
 non-string run ids, …) and checks the promise of the store against the reader on the same
 files: ingest never raises, keeps every event the reader reads (none lost), admits nothing
 else, and everything admitted reads back; `runs`, `show` and `sql` answer without a
-traceback. The reader is the reference: a line is valid when `traces.reader` accepts it.
+traceback. The reader is the reference: a line is valid when `traces.reader` accepts it;
+ingest's own check of each line (`traces.line_check`, without the event models) gives every
+damaged line the reader's verdict and error.
 
 `WORKBENCH_FUZZ_EXAMPLES` sets the number of cases per property (default 150 and 50,
 a few hundred in all, well under a minute, the same cases on every run); the long mode,
@@ -32,6 +34,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support.line_checks import assert_same_verdicts
 from traces.events import Event
 from traces.reader import NewerSchemaError, read_trace
 from traces.store import TraceStore
@@ -439,3 +442,12 @@ def test_read_commands_answer_without_a_traceback(
             "--home", str(home), "sql", "SELECT run_id, count(*) AS n FROM events GROUP BY 1"
         )
         assert code == 0 and "Traceback" not in err, err
+
+
+@FUZZ
+@given(data=st.data())
+def test_the_light_line_check_reads_every_line_as_the_models_do(
+    seeds: list[tuple[str, Lines]], data: st.DataObject
+) -> None:
+    for trace in data.draw(damaged_traces(seeds)):
+        assert_same_verdicts(trace.data)

@@ -8,6 +8,7 @@ import copy
 from itertools import pairwise
 from typing import Any
 
+import pydantic_core
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -45,3 +46,47 @@ def test_chunks_read_as_the_redacted_text_whatever_the_split(
     assert datas == originals
     if SECRET not in text:  # nothing to redact: no copies
         assert all(data is datas[number] for number, data in out)
+
+
+def tool_chunk(text: str) -> dict[str, Any]:
+    call = {"index": 0, "function": {"arguments": text}}
+    return {"choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": "stop"}]}
+
+
+@given(pieces, st.lists(st.integers(min_value=0, max_value=40)), st.booleans())
+def test_a_chunk_whose_text_shows_no_secret_goes_through_as_push_would_pass_it(
+    parts: list[str], cuts: list[int], calls: bool
+) -> None:
+    """The writer's shortcut: when `passes` says a chunk's JSON text shows neither a secret
+    nor the start of one at the end of a string, `push` would have handed back that very
+    chunk at once, holding nothing."""
+    text = "".join(parts)
+    bounds = sorted({0, len(text), *(cut for cut in cuts if cut < len(text))})
+    redactor = Redactor([SECRET])
+    stream: ChunkStream[int] = ChunkStream(redactor)
+    passed = 0
+    for number, (start, end) in enumerate(pairwise(bounds)):
+        data = (tool_chunk if calls else chunk)(text[start:end])
+        line = pydantic_core.to_json({"run_id": "r", "seq": number, "data": data}).decode()
+        if stream.passes(line):
+            passed += 1
+            assert stream.push(number, data) == [(number, data)]
+            assert not stream.holding
+        else:
+            stream.push(number, data)
+    if SECRET[0] not in text:
+        assert passed == len(bounds) - 1  # nothing near a secret: every chunk goes through
+
+
+def test_a_secret_added_mid_stream_is_redacted_across_chunks_from_then_on() -> None:
+    redactor = Redactor(["sk-first-key"])
+    stream: ChunkStream[int] = ChunkStream(redactor)
+    assert stream.push(0, chunk("no key yet, sk-new")) == [(0, chunk("no key yet, sk-new"))]
+    redactor.add_secret("sk-newer-key")  # a client switched keys mid-run, say
+    split = [chunk("the key is sk-ne"), chunk("wer-key, done")]
+    line = pydantic_core.to_json(split[0]).decode()
+    assert not stream.passes(line)
+    out = stream.push(1, split[0]) + stream.push(2, split[1]) + stream.flush()
+    text = "".join(data["choices"][0]["delta"]["content"] for _, data in out)
+    assert [number for number, _ in out] == [1, 2]
+    assert text == "the key is [REDACTED:api_key], done"

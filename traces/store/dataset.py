@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
+from traces.store.db import duckdb
 
 TABLES = ("runs", "events")
 

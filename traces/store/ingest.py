@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import duckdb
-from pydantic import ValidationError
+from pydantic_core import ValidationError
 
-from traces.reader import check_lines, validate_line
+from traces.line_check import check_line, check_lines
 from traces.store import ingest_sql as sql
+from traces.store.db import duckdb
 from traces.store.progress import Progress, Watch
 from traces.store.scan import IngestReport, Work
 from traces.store.sql import NEXT_BATCH
@@ -75,7 +75,7 @@ def _reads_cleanly(path: str, size: int) -> bool:
         if not line.strip() or line.startswith((b"\xef\xbb\xbf", b"\x1e")):
             return False
         try:
-            validate_line(line)
+            check_line(line)
         except ValidationError:
             return False
     return True
@@ -317,7 +317,7 @@ def _check_whole_lines(item: Work, whole: bytes, report: IngestReport) -> _Verdi
     texts = [""] * whole.count(b"\n")
     refused: dict[int, str] = {}
     try:
-        for line in check_lines(io.BytesIO(whole), item.lines_done + 1):
+        for line in check_lines(io.BytesIO(whole), check_line, item.lines_done + 1):
             texts[line.number - item.lines_done - 1] = line.text
             if line.problem is not None:
                 refused[line.number] = line.problem
@@ -344,6 +344,8 @@ def _apply_verdicts(cur: duckdb.DuckDBPyConnection, batch: int, verdicts: list[_
         verdict = by_path.get(path)
         if verdict is None or line_no in verdict.refused:
             continue
+        from traces.reader import validate_line  # rare: only here are events built
+
         event = validate_line(verdict.texts[line_no - verdict.line_base - 1])
         admitted.append(
             {

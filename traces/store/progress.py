@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-import duckdb
+from traces.store.db import duckdb
 
 # (what is being done, fraction of the whole ingest done, 0 to 1)
 Progress = Callable[[str, float], None]

@@ -12,8 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
+from traces.store.db import duckdb
 from traces.store.store import TraceStore
 
 SCHEMA = """

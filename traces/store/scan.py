@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-import duckdb
-
+from traces.store.db import duckdb
 from traces.store.sql import (
     KNOWN_FILES,
     LISTING_GET,

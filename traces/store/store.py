@@ -19,11 +19,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-import duckdb
-
 from traces.home import ambiguous_run, db_path, traces_dir
 from traces.store import dataset, sql
 from traces.store.dataset import DatasetExport
+from traces.store.db import duckdb
 from traces.store.progress import Progress
 from traces.store.scan import IngestReport, Work, pending, pending_in_folder
 

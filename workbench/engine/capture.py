@@ -35,7 +35,7 @@ from typing import Any, Literal, cast
 
 from agent_core.agent import new_run_id
 from agent_core.model.assembler import MalformedChunk, StreamAssembler, chunk_from_completion
-from agent_core.tokens import estimate_prompt
+from agent_core.tokens import estimate_message, estimate_prompt, reported_or
 from traces.events import (
     Error,
     ModelChunk,
@@ -94,10 +94,11 @@ class CapturedRun:
 class Exchange:
     """One request and its answer through the proxy, recorded into its run as it goes."""
 
-    def __init__(self, book: CaptureBook, run: CapturedRun, sent: float) -> None:
+    def __init__(self, book: CaptureBook, run: CapturedRun, sent: float, estimated: int) -> None:
         self.book = book
         self.run = run
         self.sent = sent  # `time.monotonic()` when the request went upstream
+        self.estimated = estimated  # our estimate of the request's prompt tokens
         self.assembler = StreamAssembler()
         self.ttft_ms: float | None = None
         self.chunks = 0
@@ -180,14 +181,14 @@ class Exchange:
             )
             self.closed = True
             run.add("model_calls", 1)
+            # As the agent loop counts: the provider's usage where the answer carries it,
+            # else our estimates of the prompt and of the answer.
             usage = response.usage or {}
-            for key, name in (
-                ("input_tokens", "prompt_tokens"),
-                ("output_tokens", "completion_tokens"),
-                ("total_tokens", "total_tokens"),
-            ):
-                value = usage.get(name)
-                run.add(key, value if isinstance(value, int) else 0)
+            prompt = reported_or(usage.get("prompt_tokens"), self.estimated)
+            output = reported_or(usage.get("completion_tokens"), estimate_message(message))
+            run.add("input_tokens", prompt)
+            run.add("output_tokens", output)
+            run.add("total_tokens", reported_or(usage.get("total_tokens"), prompt + output))
             run.conversation = [*run.last_request, _message_digest(message)]
             run.answered_at = ended
             run.pending_calls = list(message.get("tool_calls") or [])
@@ -287,7 +288,7 @@ class CaptureBook:
                 estimated_tokens=estimated,
             )
             self.runs.move_to_end(run.run_id)
-            return Exchange(self, run, sent)
+            return Exchange(self, run, sent, estimated)
         return None
 
     def _continued(

@@ -1,0 +1,208 @@
+"""Reading and checking trace lines, without the event models.
+
+`check_lines` reads a trace's lines (whole lines, numbers, BOMs, invalid UTF-8, schema
+versions and migrations) and hands each to a validation: the reader's `validate_line`, which
+builds the events with pydantic, or `check_line` here, which reaches the same verdict with the
+same `ValidationError` from the models' validation schema kept as data (`line_schema.json`,
+derived by `traces.line_schema`, held to the models by a test) in a bare
+`pydantic_core.SchemaValidator`. The store's ingest uses `check_line`: it admits exactly the
+lines the reader reads back, and picking up a new run loads neither pydantic nor the models.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from functools import cache, partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import pydantic_core
+from pydantic_core import SchemaValidator, ValidationError
+
+from traces.versions import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    NewerSchemaError,
+    check_version,
+    declared_version,
+    migrate,
+)
+
+if TYPE_CHECKING:
+    import jsonlines
+
+SCHEMA_FILE = Path(__file__).with_name("line_schema.json")
+
+T = TypeVar("T")
+
+
+@cache
+def _schema() -> tuple[Callable[[str | bytes], object], frozenset[str]]:
+    """The line validation, and the event types (the union's tags)."""
+    stored = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    schema = stored["schema"]
+    tags = frozenset(schema["choices"])
+    if stored["pydantic_core"] != pydantic_core.__version__:
+        # Derived under another pydantic: only the models themselves surely read lines as
+        # the reader does here (slower to load; the schema file wants regenerating).
+        from traces.events import EVENT_ADAPTER
+
+        return partial(EVENT_ADAPTER.validate_json, strict=True), tags
+    _stand_in_classes(schema)
+    return partial(SchemaValidator(schema).validate_json, strict=True), tags
+
+
+def _stand_in_classes(node: Any) -> None:
+    # The check builds no events, but a model schema needs a class to build: a plain one
+    # of the model's name, which is also what its errors name.
+    if isinstance(node, dict):
+        if node.get("type") == "model":
+            node["cls"] = type(node["cls"], (), {})
+        for value in node.values():
+            _stand_in_classes(value)
+    elif isinstance(node, list):
+        for value in node:
+            _stand_in_classes(value)
+
+
+def check_line(text: str | bytes) -> object:
+    """Check one line as `traces.reader.validate_line` reads it (strictly), without the
+    event models; raises the same `ValidationError`. What it returns is no event: use it
+    only for the verdict."""
+    validate, _ = _schema()
+    return validate(text)
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """The first error pydantic found, as a short phrase (`missing field 'task'`)."""
+    # Without urls: making them imports pydantic.
+    first = exc.errors(include_url=False, include_input=False)[0]
+    loc = first.get("loc", ())
+    if loc and loc[0] in _schema()[1]:  # the union's tag leads every field's location
+        loc = loc[1:]
+    where = ".".join(str(part) for part in loc)
+    if first["type"] == "missing":
+        return f"missing field '{where}'"
+    if first["type"] == "union_tag_invalid":
+        tag = (first.get("ctx") or {}).get("tag")
+        return f"unknown event type '{tag}'"
+    if first["type"] == "union_tag_not_found":
+        return "missing field 'type'"
+    if first["type"] == "extra_forbidden":
+        return f"unknown field '{where}'"
+    if first["type"] == "json_invalid":
+        return f"not valid JSON ({str(first['msg']).removeprefix('Invalid JSON: ')})"
+    return f"{where}: {first['msg']}" if where else str(first["msg"])
+
+
+def loads(text: str | bytes) -> Any:
+    """The JSON decoder for trace lines: a line nested too deeply for Python is a bad line
+    like any other (a `ValueError`), not a `RecursionError`."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+@dataclass
+class Line(Generic[T]):
+    """One whole line of a trace and what the reader made of it."""
+
+    number: int
+    text: str  # as stored: without a leading BOM, migrated to the current schema
+    event: T | None = None  # what the validation returned, for a valid line
+    problem: str | None = None
+    schema_version: int = SCHEMA_VERSION  # the version it was written in
+
+
+class _Lines:
+    """Whole lines of a trace for `jsonlines`, numbered; stops before a cut-off last line."""
+
+    def __init__(self, raw_lines: Iterable[bytes], first_number: int) -> None:
+        self._raw = iter(raw_lines)
+        self.number = first_number - 1
+        self.current = b""
+
+    def __iter__(self) -> Iterator[bytes]:
+        for raw in self._raw:
+            if not raw.endswith(b"\n"):
+                return  # the writer appends whole lines: it stopped mid-line
+            self.number += 1
+            self.current = raw
+            yield raw
+
+
+def _invalid_line_reason(exc: jsonlines.InvalidLineError) -> str:
+    cause = exc.__cause__
+    if isinstance(cause, UnicodeDecodeError):
+        return "not valid UTF-8"
+    if isinstance(cause, ValueError):
+        detail = str(cause)
+        return "not valid JSON" + (" (nested too deeply)" if "nested too deeply" in detail else "")
+    return "not a JSON object"
+
+
+def _dumps(record: dict[str, Any]) -> str:
+    text = json.dumps(record, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from a `\ud800` escape: keep it escaped
+        text = json.dumps(record)
+    return text
+
+
+def _stored_text(raw: bytes) -> str:
+    text = raw.decode("utf-8", "replace").rstrip("\r\n")
+    return text[1:] if text.startswith(_SKIPPED_FIRST_CHARS) else text
+
+
+# What `jsonlines` drops from the start of a line: a UTF-8 byte order mark, and the record
+# separator of RFC 7464 JSON text sequences.
+_SKIPPED_FIRST_CHARS = ("\ufeff", "\x1e")
+
+
+def check_lines(
+    raw_lines: Iterable[bytes],
+    validate: Callable[[str], T],
+    first_number: int = 1,
+    version: int = SCHEMA_VERSION,
+) -> Iterator[Line[T]]:
+    """Each whole, non-blank line of `raw_lines` (bytes ending in a newline), decoded,
+    migrated and given to `validate` (`check_line`, or the reader's `validate_line`);
+    stops before a cut-off last line. `version` is the schema version of the lines when
+    the run_start is not among them (a grown file). Raises `NewerSchemaError` (without a
+    path: the caller names the file) at a run_start of a newer schema."""
+    import jsonlines  # only here: the store's bulk path reads no line this way
+
+    lines = _Lines(raw_lines, first_number)
+    with jsonlines.Reader(lines, loads=loads) as reader:
+        while True:
+            try:
+                record = reader.read(type=dict, skip_empty=True)
+            except EOFError:
+                return
+            except jsonlines.InvalidLineError as exc:
+                text = _stored_text(lines.current)
+                yield Line(lines.number, text, problem=_invalid_line_reason(exc))
+                continue
+            text = _stored_text(lines.current)
+            declared = declared_version(record)
+            if declared is not None:
+                if declared < SCHEMA_VERSION and declared not in MIGRATIONS:
+                    problem = f"schema_version {declared} is not a version of this format"
+                    yield Line(lines.number, text, problem=problem)
+                    continue
+                try:
+                    version = check_version("", declared)
+                except NewerSchemaError as exc:
+                    exc.line = lines.number
+                    raise
+            if version < SCHEMA_VERSION:
+                text = _dumps(migrate(record, version))
+            try:
+                yield Line(lines.number, text, event=validate(text), schema_version=version)
+            except ValidationError as exc:
+                problem = describe_validation_error(exc)
+                yield Line(lines.number, text, problem=problem, schema_version=version)
