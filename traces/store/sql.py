@@ -254,9 +254,12 @@ LIMIT $limit
 """
 
 # Input and output tokens of each run, from its run_end totals (the runs table keeps only
-# the sum), for pricing a listing.
+# the sum), for pricing a listing. The rows are picked first and only their event text is
+# read: filtering `events` read the text of every run_end (20 ms with 100,000 runs).
 RUN_TOKENS = """
 SELECT run_id, (event->'totals'->>'input_tokens')::BIGINT,
     (event->'totals'->>'output_tokens')::BIGINT
-FROM events WHERE type = 'run_end' AND list_contains($run_ids, run_id)
+FROM event_rows WHERE rowid IN (
+    SELECT rowid FROM event_rows
+    WHERE type = 'run_end' AND problem IS NULL AND list_contains($run_ids, run_id))
 """
