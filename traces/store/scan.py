@@ -10,8 +10,9 @@ imported only when something is new). Two looks:
   in the folder against those of the last listing (all of which the store knows), and the
   sizes of only the new files and of those whose run has not ended. A run that ended is
   not written to again, so with 100,000 runs the look still takes a few stats, not
-  100,000. And when no folder under the traces has changed since a look whose files are
-  all in the store (their modification times say so), the names are not even listed.
+  100,000. And when no folder under the traces has changed since a look that listed them
+  all and whose files are all in the store (their modification times say so), the names
+  are not even listed.
 """
 
 from __future__ import annotations
