@@ -1,8 +1,8 @@
 """What the quick look (`TraceStore.ingest_home`) makes of a traces folder that changes
 between looks: files added, removed and put back, renamed, empty, names that are not files
-yet, new subfolders, a store kept from before the look kept names; and the same under
-random sequences of such changes (Hypothesis): every run is read once, from the first file
-seen holding it, and each problem is reported once."""
+yet, new subfolders, a name that cannot be looked at, a store from before the names were
+kept; and the same under random sequences of such changes (Hypothesis): every run is read
+once, from the first file seen holding it, and each problem is reported once."""
 
 from __future__ import annotations
 
@@ -113,7 +113,7 @@ def test_new_subfolders_at_any_depth_are_found(tmp_path: Path) -> None:
         assert store.run("run-deep").source_path == str(folder / "one" / "two" / "run-deep.jsonl")
 
 
-def test_a_listing_that_missed_a_folder_is_not_trusted_next_time(tmp_path: Path) -> None:
+def test_a_listing_that_could_not_look_at_a_name_is_not_trusted_next_time(tmp_path: Path) -> None:
     home = tmp_path / "home"
     folder = traces_dir(home)
     write_run(folder, "run-a")
