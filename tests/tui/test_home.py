@@ -240,3 +240,10 @@ async def test_a_run_ingested_from_elsewhere_verifies_on_a_read_only_home(
             await settle(pilot, lambda: "re-running" not in plain(verdict))
             assert f"verify replay: {expected.status}" in plain(verdict)
             assert not app._notifications
+
+
+def test_a_damaged_store_is_one_line_before_the_terminal_is_taken(wb_home: Path) -> None:
+    (wb_home / "workbench.duckdb").write_bytes(b"not a database" * 1000)
+    proc = workbench("--home", str(wb_home), cwd=wb_home.parent)
+    assert proc.returncode == 2
+    assert "not a readable workbench database" in one_line(proc)

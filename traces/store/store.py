@@ -186,10 +186,9 @@ class TraceStore:
         try:
             return cls.for_home(home)
         except StoreReadOnlyError as exc:
-            try:
-                store = cls.for_home(home, read_only=True)
-            except StoreError:
+            if not db_path(home).is_file():
                 raise StoreError(f"{exc}, and there is no store to read yet") from None
+            store = cls.for_home(home, read_only=True)
             store.read_only_reason = str(exc)
             return store
 
