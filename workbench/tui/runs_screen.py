@@ -146,7 +146,6 @@ class RunsScreen(WorkbenchScreen):
 
     def on_mount(self) -> None:
         self.runs_list.focus()
-        self.query_one("#read-only-notice", Static).display = False
         # Show what the store already has at once; new traces are picked up once the first
         # rows are on screen (ingest competes with rendering for the interpreter).
         self._ingest_pending = self.workbench.ingest_on_start
