@@ -80,27 +80,27 @@ def test_a_home_under_a_file_is_one_line(tmp_path: Path) -> None:
     assert "no workbench home at" in one_line(proc)
 
 
-def test_the_default_home_is_made_on_first_use(tmp_path: Path) -> None:
-    """A first `workbench` in a folder makes ./.workbench, as `workbench run` would, and
-    opens on it; q quits. The app runs in a pseudo-terminal, as in a user's shell."""
+def in_terminal(*args: str, cwd: Path, until: bytes) -> bytes:
+    """Run `workbench ARGS` in a pseudo-terminal, as in a user's shell, until its screen
+    shows `until`; then press q. What it drew; the exit code must be 0."""
     import pty
     import select
 
     primary, secondary = pty.openpty()
     proc = subprocess.Popen(
-        [sys.executable, "-c", CLI],
-        cwd=tmp_path,
+        [sys.executable, "-c", CLI, *args],
+        cwd=cwd,
         stdin=secondary,
         stdout=secondary,
         stderr=secondary,
-        env=os.environ | {"TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"},
+        env=os.environ | {"TERM": "xterm-256color", "COLUMNS": "160", "LINES": "40"},
     )
     os.close(secondary)
     seen = b""
     try:
-        while b"0 runs" not in seen:  # the runs screen has counted the new store
+        while until not in seen:
             ready, _, _ = select.select([primary], [], [], 60)
-            assert ready, f"the TUI did not open: {seen[-500:]!r}"
+            assert ready, f"the TUI did not show {until!r}: {seen[-500:]!r}"
             seen += os.read(primary, 65536)
         os.write(primary, b"q")
         while proc.poll() is None:  # read what it draws as it closes, else it may block
@@ -118,8 +118,19 @@ def test_the_default_home_is_made_on_first_use(tmp_path: Path) -> None:
             proc.wait()
         os.close(primary)
     assert b"Traceback" not in seen
+    return seen
+
+
+def test_the_default_home_is_made_on_first_use(tmp_path: Path) -> None:
+    """A first `workbench` in a folder makes ./.workbench, as `workbench run` would, and
+    opens on it (the runs screen has counted the new store)."""
+    in_terminal(cwd=tmp_path, until=b"0 runs")
     assert (tmp_path / ".workbench" / "traces").is_dir()
     assert (tmp_path / ".workbench" / "workbench.duckdb").is_file()
+
+
+def test_a_read_only_home_opens_in_a_terminal(read_only_home: Path, tmp_path: Path) -> None:
+    in_terminal("--home", str(read_only_home), cwd=tmp_path, until=b"read-only home")
 
 
 def test_a_default_home_that_cannot_be_made_is_one_line(tmp_path: Path) -> None:
