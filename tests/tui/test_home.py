@@ -173,7 +173,7 @@ async def test_a_read_only_home_is_browsed_and_what_writes_is_refused(
 
         await pilot.press("g")  # reload: the fifth trace cannot be stored
         await settle(pilot, lambda: bool(_said(app)))
-        assert _said(app)[-1].startswith("Cannot pick up new traces: the home is read-only")
+        assert _said(app)[-1].startswith("cannot pick up new traces: the home is read-only")
         assert _runs(app).total == 4
 
         app.open_run(COMPLETED)

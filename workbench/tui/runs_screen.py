@@ -25,7 +25,7 @@ from textual.widgets import Checkbox, Footer, Header, Input, Select, Static
 from traces.events import RUN_STATUSES
 from traces.origins import kind_label
 from traces.store import IngestReport
-from workbench.tui.backend import AGENT_AND_FORK, KIND_FILTERS, RunFilter
+from workbench.tui.backend import AGENT_AND_FORK, KIND_FILTERS, NotAvailable, RunFilter
 from workbench.tui.paged_list import PagedList
 from workbench.tui.render import (
     RUN_COLUMNS,
@@ -345,11 +345,10 @@ class RunsScreen(WorkbenchScreen):
         box.value = not box.value
 
     def action_reload(self) -> None:
-        if self.backend.read_only is not None:
-            self.notify(
-                f"Cannot pick up new traces: the home is read-only ({self.backend.read_only}).",
-                severity="warning",
-            )
+        try:
+            self.backend.check_writable("pick up new traces")
+        except NotAvailable as exc:
+            self.workbench.report_error(exc)
             return
         self._ingest()
 
