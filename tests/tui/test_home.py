@@ -175,6 +175,9 @@ async def test_a_read_only_home_is_browsed_and_what_writes_is_refused(
         await settle(pilot, lambda: bool(_said(app)))
         assert _said(app)[-1].startswith("cannot pick up new traces: the home is read-only")
         assert _runs(app).total == 4
+        await pilot.press("ctrl+f", *"Tokyo", "enter")  # contents search reads the store
+        await settle(pilot, lambda: _runs(app).total == 1 and _runs(app).row(0) is not None)
+        assert getattr(_runs(app).row(0), "run_id", None) == COMPLETED
 
         app.open_run(COMPLETED)
         await settle(
