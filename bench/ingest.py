@@ -8,9 +8,12 @@ minute), reads them all once so both sides start from a warm page cache, then pr
 
 (a) the store rebuilt from the traces (`ingest_home` of a home whose store is gone), in
     events/s, with its progress on stderr as a command shows it;
-(b) DuckDB's raw `read_ndjson_objects` of the same files into a plain table, same process;
+(b) DuckDB's raw `read_ndjson_objects` of the same files into a plain table;
 (c) the ratio a/b, by wall clock and by CPU time (steadier on a shared machine) — target
-    >= 0.5; (d) peak memory of this process — target < 1.5 GB;
+    >= 0.5;
+(d) peak memory of the rebuild — target < 1.5 GB — and of the reference: each side runs in
+    a process of its own (imports done before its clock starts), so that each peak is its
+    own and not the other's high-water mark;
 (e) a new 200-event run seen by `workbench runs --json`, whole process, on the full home,
     next to the same command on an empty home, in interleaved rounds (a new run each
     round): medians of wall and CPU time — target < 0.3 s above the empty home.
@@ -131,6 +134,42 @@ def peak_rss_mb() -> float:
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
 
+def measure(side: str, folder: Path, target: Path) -> None:
+    """One side of (a)/(b), in this process (`--measure`): prints its figures as JSON."""
+    import duckdb  # the reference is DuckDB itself
+
+    if side == "raw":
+        files = sorted(str(p) for p in folder.glob("*.jsonl"))
+        raw_db = duckdb.connect(str(target))
+        started, cpu = time.perf_counter(), time.process_time()
+        raw_db.execute("CREATE TABLE raw AS SELECT * FROM read_ndjson_objects(?)", [files])
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+        count = (raw_db.execute("SELECT count(*) FROM raw").fetchone() or (0,))[0]
+        raw_db.close()
+        figures = {"count": count, "runs": len(files), "problems": []}
+    else:
+        import traces.store.ingest  # noqa: F401  loaded before the clock, like duckdb above
+        from traces.store import TraceStore
+        from workbench.cli.progress import StderrProgress
+
+        progress = StderrProgress()
+        started, cpu = time.perf_counter(), time.process_time()
+        with TraceStore.for_home(target) as store:
+            report = store.ingest_home(target, progress)
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+        progress.close()
+        figures = {"count": report.new_events, "runs": report.new_runs}
+        figures["problems"] = report.problems[:3]
+    print(json.dumps(figures | {"seconds": seconds, "cpu": cpu, "peak_mb": peak_rss_mb()}))
+
+
+def measured(side: str, folder: Path, target: Path) -> dict:
+    """`measure` in a process of its own."""
+    argv = [sys.executable, __file__, "--measure", side, str(folder), str(target)]
+    done = subprocess.run(argv, stdout=subprocess.PIPE, text=True, check=True)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
 def whole_process(argv: list[str], home: Path) -> tuple[float, float]:
     """Wall and CPU seconds (all threads) of one `workbench` command."""
     env = dict(os.environ, WORKBENCH_HOME=str(home))
@@ -151,12 +190,14 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=5, help="pick-up rounds (default 5)")
     parser.add_argument("--data", type=Path, default=ROOT / "bench" / ".data")
+    parser.add_argument("--measure", nargs=3, help=argparse.SUPPRESS)  # one side, see measure
     args = parser.parse_args()
-
-    import duckdb  # the benchmark compares against DuckDB itself
+    if args.measure:
+        side, folder_arg, target = args.measure
+        measure(side, Path(folder_arg), Path(target))
+        return 0
 
     from traces.store import TraceStore
-    from workbench.cli.progress import StderrProgress
 
     workbench = str(Path(sys.executable).parent / "workbench")
     folder = args.data / f"e{args.events}-r{args.runs}"
@@ -164,27 +205,15 @@ def main() -> int:
     generate(folder, args.events, args.runs)
     picked = folder / "pickup"  # new runs of (e), inside the home's traces: removed after
     shutil.rmtree(picked, ignore_errors=True)
-    files = sorted(str(p) for p in folder.glob("*.jsonl"))
-    megabytes = sum(len(Path(f).read_bytes()) for f in files) / 1e6  # warms the cache
+    files = sorted(folder.glob("*.jsonl"))
+    megabytes = sum(len(f.read_bytes()) for f in files) / 1e6  # warms the cache
 
     with tempfile.TemporaryDirectory(prefix="workbench-bench-") as scratch:
-        raw_db = duckdb.connect(str(Path(scratch) / "raw.duckdb"))
-        started, cpu = time.perf_counter(), time.process_time()
-        raw_db.execute("CREATE TABLE raw AS SELECT * FROM read_ndjson_objects(?)", [files])
-        raw_s, raw_cpu = time.perf_counter() - started, time.process_time() - cpu
-        raw_rows = (raw_db.execute("SELECT count(*) FROM raw").fetchone() or (0,))[0]
-        raw_db.close()
-
+        raw = measured("raw", folder, Path(scratch) / "raw.duckdb")
         home = Path(scratch) / "home"
         home.mkdir()
         (home / "traces").symlink_to(folder.resolve(), target_is_directory=True)
-        progress = StderrProgress()
-        started, cpu = time.perf_counter(), time.process_time()
-        with TraceStore.for_home(home) as store:
-            report = store.ingest_home(home, progress)
-        ingest_s, ingest_cpu = time.perf_counter() - started, time.process_time() - cpu
-        progress.close()
-        peak = peak_rss_mb()
+        rebuild = measured("rebuild", folder, home)
 
         empty = Path(scratch) / "empty"
         (empty / "traces").mkdir(parents=True)
@@ -201,38 +230,41 @@ def main() -> int:
                 pickup.append(whole_process(command, home))
                 reference.append(whole_process(command, empty))
             with TraceStore.for_home(home) as store:
-                picked_up = store.count_runs() - report.new_runs
+                picked_up = store.count_runs() - rebuild["runs"]
         finally:
             shutil.rmtree(picked, ignore_errors=True)
 
-    ingest_rate = report.new_events / ingest_s
-    raw_rate = raw_rows / raw_s
+    ingest_rate = rebuild["count"] / rebuild["seconds"]
+    raw_rate = raw["count"] / raw["seconds"]
     print(f"traces: {len(files):,} files, {megabytes:,.0f} MB")
     print(
-        f"(a) store rebuilt from them: {report.new_events:>9,} events in {ingest_s:6.2f} s "
-        f"= {ingest_rate:>9,.0f} events/s ({report.new_runs:,} runs)"
+        f"(a) store rebuilt from them: {rebuild['count']:>9,} events in "
+        f"{rebuild['seconds']:6.2f} s = {ingest_rate:>9,.0f} events/s ({rebuild['runs']:,} runs)"
     )
     print(
-        f"(b) duckdb read_ndjson_objects: {raw_rows:>6,} rows   in {raw_s:6.2f} s "
+        f"(b) duckdb read_ndjson_objects: {raw['count']:>6,} rows   in {raw['seconds']:6.2f} s "
         f"= {raw_rate:>9,.0f} rows/s"
     )
     print(
         f"(c) ratio a/b: {ingest_rate / raw_rate:.2f} by wall clock, "
-        f"{raw_cpu / ingest_cpu:.2f} by CPU time (workbench {ingest_cpu:.1f} s, "
-        f"raw {raw_cpu:.1f} s)   (target >= 0.5)"
+        f"{raw['cpu'] / rebuild['cpu']:.2f} by CPU time (workbench {rebuild['cpu']:.1f} s, "
+        f"raw {raw['cpu']:.1f} s)   (target >= 0.5)"
     )
-    print(f"(d) peak RSS: {peak:,.0f} MB   (target < 1500 MB)")
+    print(
+        f"(d) peak RSS of the rebuild: {rebuild['peak_mb']:,.0f} MB   (target < 1500 MB); "
+        f"of the reference: {raw['peak_mb']:,.0f} MB"
+    )
     wall, cpu_s = (statistics.median(m) for m in zip(*pickup, strict=True))
     empty_wall, empty_cpu = (statistics.median(m) for m in zip(*reference, strict=True))
     print(
-        f"(e) a new 200-event run seen by `runs --json` in the {report.new_events:,}-event "
+        f"(e) a new 200-event run seen by `runs --json` in the {rebuild['count']:,}-event "
         f"store ({picked_up} of {args.rounds} picked up), median of {args.rounds}:\n"
         f"    {wall:.3f} s wall, {cpu_s:.3f} s CPU; empty home {empty_wall:.3f} s wall, "
         f"{empty_cpu:.3f} s CPU: {wall - empty_wall:+.3f} s wall, {cpu_s - empty_cpu:+.3f} s CPU "
         f"above it   (target < 0.3 s above)"
     )
-    if report.problems:
-        print(f"problems: {report.problems[:3]}")
+    if rebuild["problems"]:
+        print(f"problems: {rebuild['problems']}")
     return 0
 
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.support.read_only import read_only
 
 GOLDEN_V1 = Path(__file__).parent / "fixtures" / "traces" / "v1"
 
@@ -22,6 +26,22 @@ def wb_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (home / "traces").mkdir(parents=True)
     monkeypatch.setenv("WORKBENCH_HOME", str(home))
     return home
+
+
+@pytest.fixture
+def read_only_home(wb_home: Path, golden_dir: Path) -> Iterator[Path]:
+    """A home of four golden runs in its store and a fifth trace not ingested yet, seen
+    through a path nothing can write (`tests.support.read_only`)."""
+    from traces.store import TraceStore
+
+    traces = sorted(golden_dir.glob("*.jsonl"))
+    for path in traces[:4]:
+        shutil.copy(path, wb_home / "traces" / path.name)
+    with TraceStore.for_home(wb_home) as store:
+        store.ingest_home(wb_home)
+    shutil.copy(traces[4], wb_home / "traces" / traces[4].name)
+    with read_only(wb_home) as home:
+        yield home
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,6 @@ import resource
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -189,41 +188,6 @@ def test_a_file_size_limit_during_ingest_is_one_line(wb_home: Path, golden_dir: 
     assert "Traceback" not in proc.stderr
     errors = [line for line in proc.stderr.splitlines() if "cut off" not in line]
     assert len(errors) == 1 and "could not write" in errors[0], proc.stderr
-
-
-@pytest.fixture
-def read_only_home(wb_home: Path, golden_dir: Path) -> Iterator[Path]:
-    """A home with a store and one trace not ingested yet, then made read-only: by a
-    read-only bind mount when running as root (permissions do not stop root), else by
-    taking away write permission."""
-    for path in sorted(golden_dir.glob("*.jsonl"))[:4]:
-        shutil.copy(path, wb_home / "traces" / path.name)
-    with TraceStore.for_home(wb_home) as store:
-        store.ingest_home(wb_home)
-    late = sorted(golden_dir.glob("*.jsonl"))[4]
-    shutil.copy(late, wb_home / "traces" / late.name)
-    if os.geteuid() != 0:
-        for folder in (wb_home / "traces", wb_home):
-            folder.chmod(0o555)
-        (wb_home / "workbench.duckdb").chmod(0o444)
-        yield wb_home
-        for folder in (wb_home, wb_home / "traces"):
-            folder.chmod(0o755)
-        return
-    mounted = wb_home.parent / "read-only-home"
-    mounted.mkdir()
-    bind = subprocess.run(["mount", "--bind", str(wb_home), str(mounted)], capture_output=True)
-    if bind.returncode != 0:
-        pytest.skip("running as root without permission to mount a read-only home")
-    try:
-        remount = subprocess.run(
-            ["mount", "-o", "remount,bind,ro", str(mounted)], capture_output=True
-        )
-        if remount.returncode != 0:
-            pytest.skip("running as root without permission to remount a home read-only")
-        yield mounted
-    finally:
-        subprocess.run(["umount", str(mounted)], check=True)
 
 
 def test_read_commands_still_read_a_read_only_home(

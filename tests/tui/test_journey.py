@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
+import pytest
 from textual.widgets import Input, Select, Static, TextArea
 
+from tests.support.read_only import read_only
 from tests.tui.conftest import COMPLETED, ERROR, GOLDEN, MAX_TURNS, plain, settle
 from workbench.engine.model_server import ModelServer, ScriptResponder
 from workbench.tui import Endpoint, WorkbenchApp
@@ -488,34 +491,43 @@ def store_suite_results(home: Path) -> None:
         )
 
 
-async def test_regression_results_show_rates_and_the_description_diff(home: Path) -> None:
+@pytest.mark.parametrize("seen", ["writable", "read-only"])
+async def test_regression_results_show_rates_and_the_description_diff(
+    home: Path, seen: str
+) -> None:
+    """The same results from a home that cannot be written (`tests.support.read_only`)."""
     from textual.widgets import DataTable
 
+    from traces.store import TraceStore
     from workbench.tui.regress_screen import RegressScreen
 
     store_suite_results(home)
-    app = WorkbenchApp(home)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, lambda: _runs(app).total == 8)
-        await pilot.press("R")
-        await settle(pilot, lambda: isinstance(app.screen, RegressScreen) and app.screen.runs)
-        screen = app.screen
-        assert isinstance(screen, RegressScreen)
-        runs = screen.query_one("#suite-runs", DataTable)
-        assert runs.row_count == 2 and str(runs.get_row_at(0)[3]) == "1/2"
-        cases = screen.query_one("#suite-cases", DataTable)
-        await settle(pilot, lambda: cases.row_count == 2)
-        row = cases.get_row_at(1)  # cases sort by id: lists, reads
-        assert str(row[0]) == "reads" and row[1] == "25%" and row[2] == "100%"
-        assert str(row[3]) == "regressed"
-        await pilot.press("tab", "down")  # the regressed case
-        body = screen.query_one("#case-body", Static)
-        await settle(pilot, lambda: "tool changes" in plain(body))
-        shown = plain(body)
-        assert "reads" in shown and "regressed" in shown and "baseline 100%" in shown
-        assert "read_file" in shown and "this case's tool" in shown
-        assert "Fetch any document" in shown and "Read a text file" in shown
-        assert "list_dir" not in shown.split("tool changes")[1]  # unchanged tools stay out
+    if seen == "read-only":  # the runs are in its store before it becomes read-only
+        with TraceStore.for_home(home) as store:
+            store.ingest_home(home)
+    with read_only(home) if seen == "read-only" else nullcontext(home) as folder:
+        app = WorkbenchApp(folder)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, lambda: _runs(app).total == 8)
+            await pilot.press("R")
+            await settle(pilot, lambda: isinstance(app.screen, RegressScreen) and app.screen.runs)
+            screen = app.screen
+            assert isinstance(screen, RegressScreen)
+            runs = screen.query_one("#suite-runs", DataTable)
+            assert runs.row_count == 2 and str(runs.get_row_at(0)[3]) == "1/2"
+            cases = screen.query_one("#suite-cases", DataTable)
+            await settle(pilot, lambda: cases.row_count == 2)
+            row = cases.get_row_at(1)  # cases sort by id: lists, reads
+            assert str(row[0]) == "reads" and row[1] == "25%" and row[2] == "100%"
+            assert str(row[3]) == "regressed"
+            await pilot.press("tab", "down")  # the regressed case
+            body = screen.query_one("#case-body", Static)
+            await settle(pilot, lambda: "tool changes" in plain(body))
+            shown = plain(body)
+            assert "reads" in shown and "regressed" in shown and "baseline 100%" in shown
+            assert "read_file" in shown and "this case's tool" in shown
+            assert "Fetch any document" in shown and "Read a text file" in shown
+            assert "list_dir" not in shown.split("tool changes")[1]  # unchanged tools stay out
 
 
 # ---------------------------------------------------------------- long text

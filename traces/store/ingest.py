@@ -96,6 +96,7 @@ def ingest_work(
     # Rows may land in any order (keeping it costs a third of a bulk insert): a bulk row's
     # position is never read, and the careful path numbers its lines itself.
     cur.execute("SET SESSION preserve_insertion_order = false")
+    memory_limit = _lower_memory_limit(cur)
     cur.execute("BEGIN TRANSACTION")
     try:
         with (
@@ -115,12 +116,46 @@ def ingest_work(
     finally:
         with contextlib.suppress(duckdb.Error):
             cur.execute("RESET SESSION preserve_insertion_order")
+        with contextlib.suppress(duckdb.Error):
+            _restore_memory_limit(cur, memory_limit)
     runs_after = cur.execute("SELECT count(*) FROM runs").fetchone()
     events_after = cur.execute("SELECT count(*) FROM events").fetchone()
     report.files = sum(1 for item in work if item.size)
     report.new_runs = (runs_after or (0,))[0] - (runs_before or (0,))[0]
     report.new_events = (events_after or (0,))[0] - (events_before or (0,))[0]
     return report
+
+
+# DuckDB's memory while ingesting, at most: a rebuild of 100,000 runs peaks at 1.2 GB of
+# RSS under it instead of 1.7 GB under DuckDB's default (80% of RAM), in the same time;
+# a bigger one spills to DuckDB's temp directory, next to the store.
+INGEST_MEMORY_LIMIT = 1 << 30
+# How DuckDB shows a size (`current_setting('memory_limit')`), e.g. "18.8 GiB".
+_SIZE_UNITS = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+
+
+def _lower_memory_limit(cur: duckdb.DuckDBPyConnection) -> str | None:
+    """Lower DuckDB's memory limit (the database's, not the cursor's) to
+    INGEST_MEMORY_LIMIT, never raise it; returns the limit it had, when lowered."""
+    row = cur.execute("SELECT current_setting('memory_limit')").fetchone()
+    before = str(row[0]) if row else ""
+    number, _, unit = before.partition(" ")
+    try:
+        if float(number) * _SIZE_UNITS[unit] <= INGEST_MEMORY_LIMIT:
+            return None
+    except (ValueError, KeyError):
+        return None  # a limit shown in a way this does not know: left as it is
+    cur.execute(f"SET memory_limit = '{INGEST_MEMORY_LIMIT} bytes'")
+    return before
+
+
+def _restore_memory_limit(cur: duckdb.DuckDBPyConnection, before: str | None) -> None:
+    if before is None:
+        return
+    # RESET gives DuckDB's default exactly; a limit set otherwise is set back as shown.
+    cur.execute("RESET memory_limit")
+    if cur.execute("SELECT current_setting('memory_limit')").fetchone() != (before,):
+        cur.execute(f"SET memory_limit = '{before}'")
 
 
 def _ingest_batch(

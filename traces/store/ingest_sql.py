@@ -109,8 +109,7 @@ INSERT_BULK = f"""
 INSERT INTO event_rows SELECT {_ROW.replace("RECHECK", _OTHER_VERSION)}
         SELECT filename AS path, NULL::BIGINT AS line_no, json AS raw,
             strlen(json::VARCHAR) AS nbytes, from_json(json, {_FIELDS_STRUCT}) AS f
-        FROM read_ndjson_objects($files, filename = true, ignore_errors = true,
-                                 maximum_object_size = 268435456)
+        FROM read_ndjson_objects($files, filename = true, ignore_errors = true)
     )
 )
 """

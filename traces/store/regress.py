@@ -166,11 +166,28 @@ class RegressTables:
     """Regression tables on a store connection; each call uses its own cursor."""
 
     def __init__(
-        self, connection: duckdb.DuckDBPyConnection, store: TraceStore | None = None
+        self,
+        connection: duckdb.DuckDBPyConnection,
+        store: TraceStore | None = None,
+        create: bool = True,
     ) -> None:
         self._connection = connection
         self._store = store
-        self._connection.cursor().execute(SCHEMA)
+        if create:
+            self._connection.cursor().execute(SCHEMA)
+
+    @classmethod
+    def on_store(cls, store: TraceStore) -> RegressTables | None:
+        """The tables on a store already open (closing them leaves it open). A read-only
+        store is read as it is: None when no suite run was ever stored in it."""
+        if not store.read_only:
+            return cls(store._conn)
+        found = (
+            store._conn.cursor()
+            .execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'regress_runs'")
+            .fetchone()
+        )
+        return cls(store._conn, create=False) if found and found[0] else None
 
     @classmethod
     def for_home(cls, home: Path) -> RegressTables:

@@ -7,26 +7,37 @@ imported only when something is new). Two looks:
 - `pending`, the exact one (`workbench ingest PATH`): every file's size against what was
   read of it;
 - `pending_in_folder`, the quick one every command takes of the home's traces: the names
-  in the folder against the files the store knows, and the sizes of only the new files and
-  of those whose run has not ended. A run that ended is not written to again, so with
-  100,000 runs the look still takes a few stats, not 100,000. And when no folder under the
-  traces has changed since a look whose files are all in the store (their modification
-  times say so), the names are not even listed.
+  in the folder against those of the last listing (all of which the store knows), and the
+  sizes of only the new files and of those whose run has not ended. A run that ended is
+  not written to again, so with 100,000 runs the look still takes a few stats, not
+  100,000. And when no folder under the traces has changed since a look that listed them
+  all and whose files are all in the store (their modification times say so), the names
+  are not even listed.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import stat
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from traces.store.db import duckdb
-from traces.store.sql import KNOWN_FILES, LISTING_GET, NEW_FILES, OPEN_FILES
+from traces.store.sql import (
+    KNOWN_FILES,
+    LISTING_GET,
+    LISTING_SET,
+    NAMES_GET,
+    NAMES_SET,
+    NEW_FILES,
+    OPEN_FILES,
+)
+
+T = TypeVar("T")
 
 # A folder's modification time is trusted only once it is this old: a file created within
 # the same clock tick as an earlier change, after the listing, would not move it.
@@ -62,20 +73,28 @@ class Work:
 
 
 def _list_folder(
-    folder: str, seen: set[tuple[int, int]], problems: list[str]
-) -> tuple[os.stat_result, list[os.DirEntry[str]]] | None:
-    """A folder's status (taken before it is listed) and entries; None for a folder already
-    in `seen` (a symlink loop is walked once) or one that cannot be read (one problem line)."""
+    folder: str,
+    seen: set[tuple[int, int]],
+    problems: list[str],
+    entries: Callable[[str], list[T]],
+) -> tuple[os.stat_result, list[T]] | None:
+    """A folder's status (taken before it is listed) and `entries`; None for a folder
+    already in `seen` (a symlink loop is walked once) or one that cannot be read (one
+    problem line)."""
     try:
         status = os.stat(folder)
         if (status.st_dev, status.st_ino) in seen:
             return None
         seen.add((status.st_dev, status.st_ino))
-        with os.scandir(folder) as scan:
-            return status, list(scan)
+        return status, entries(folder)
     except OSError as exc:
         problems.append(f"{folder}: cannot read this folder ({exc.strerror or exc}); skipped")
         return None
+
+
+def _scandir(folder: str) -> list[os.DirEntry[str]]:
+    with os.scandir(folder) as scan:
+        return list(scan)
 
 
 def _walk(
@@ -84,7 +103,7 @@ def _walk(
     # os.scandir rather than Path.rglob/resolve: with thousands of traces this scan runs on
     # every command, and it must stay a few milliseconds. An unreadable entry is one
     # problem line.
-    listed = _list_folder(folder, seen, problems)
+    listed = _list_folder(folder, seen, problems, _scandir)
     if listed is None:
         return
     for entry in sorted(listed[1], key=lambda e: e.name):
@@ -141,25 +160,35 @@ def pending(
 
 def _names(
     folder: str,
+    prefix: str,
     found: list[str],
     folders: dict[str, int],
     seen: set[tuple[int, int]],
     problems: list[str],
 ) -> None:
-    # Names only, no stat of the files: `is_dir` comes from the directory entry itself. Each
-    # folder's modification time is taken before it is listed.
-    listed = _list_folder(folder, seen, problems)
+    # Names only, relative to the traces folder (`prefix` is this folder's), and no stat of
+    # the files: os.listdir makes no object per entry (a fifth cheaper than os.scandir with
+    # 100,000 runs), so only the few names that are not traces are looked at, to find the
+    # subfolders. Each folder's modification time is taken before it is listed.
+    listed = _list_folder(folder, seen, problems, os.listdir)
     if listed is None:
         return
-    status, entries = listed
+    status, names = listed
     folders[folder] = status.st_mtime_ns
-    for entry in entries:
-        if entry.name.endswith(".jsonl"):
-            found.append(entry.path)  # `pending_in_folder` skips what is not a file
-        else:
-            with contextlib.suppress(OSError):
-                if entry.is_dir():
-                    _names(entry.path, found, folders, seen, problems)
+    for name in names:
+        if name.endswith(".jsonl"):
+            found.append(prefix + name)  # `pending_in_folder` skips what is not a file
+            continue
+        path = os.path.join(folder, name)
+        try:
+            is_folder = stat.S_ISDIR(os.stat(path).st_mode)
+        except FileNotFoundError:
+            continue  # gone since, or a link to nothing
+        except OSError as exc:  # as `_walk` says it
+            problems.append(f"{path}: cannot read ({exc.strerror or exc}); skipped")
+            continue
+        if is_folder:
+            _names(path, f"{prefix}{name}{os.sep}", found, folders, seen, problems)
 
 
 def _unchanged(listing: str | None) -> bool:
@@ -175,29 +204,67 @@ def _unchanged(listing: str | None) -> bool:
     return True
 
 
+def _one(cur: duckdb.DuckDBPyConnection, statement: str, params: dict[str, str]) -> str | None:
+    row = cur.execute(statement, params).fetchone()
+    return row[0] if row else None
+
+
+@dataclass
+class Listing:
+    """What a quick look keeps for the next one, recorded once its work is in the store."""
+
+    root: str
+    # Both only from a listing of every folder: the folders' modification times when all
+    # are settled, and the names that are files when they differ enough (below).
+    folders: str | None = None
+    names: str | None = None
+
+    def record(self, cur: duckdb.DuckDBPyConnection) -> None:
+        if self.folders is not None:
+            cur.execute(LISTING_SET, {"key": f"listing:{self.root}", "value": self.folders})
+        if self.names is not None:
+            cur.execute(NAMES_SET, {"folder": self.root, "names": self.names})
+
+
+# The names kept are rewritten once this share of them changed (files added or removed
+# since): writing 100,000 names costs 10 ms, looking up a few hundred new ones a few.
+_NAMES_DRIFT = 1 / 64
+
+
 def pending_in_folder(
     cur: duckdb.DuckDBPyConnection, folder: Path, report: IngestReport
-) -> tuple[list[Work], str | None]:
+) -> tuple[list[Work], Listing]:
     """The files under `folder` with something new, by the quick look (module docstring):
-    new files, and the files of runs that have not ended (or not been read to their end).
-
-    Also returns what to record once that work is in the store (`LISTING_SET`): the
-    folders' modification times, when all are settled; else None."""
+    new files, and the files of runs that have not ended (or not been read to their end);
+    and what to keep of the listing for the next look (`Listing.record`)."""
     root = os.path.realpath(folder)
-    listing = (cur.execute(LISTING_GET, {"key": f"listing:{root}"}).fetchone() or (None,))[0]
-    new: list[str] = []
-    settled: str | None = None
-    if not _unchanged(listing):
-        names: list[str] = []
+    prefix = os.path.join(root, "")
+    listing = Listing(root)
+    listed = not _unchanged(_one(cur, LISTING_GET, {"key": f"listing:{root}"}))
+    names: list[str] = []
+    kept: set[str] = set()
+    others: list[str] = []  # names not kept from an earlier listing
+    new: list[str] = []  # paths of those the store does not know
+    complete = True  # every folder listed
+    if listed:
         folders: dict[str, int] = {}
-        _names(root, names, folders, set(), report.problems)
-        if folders and max(folders.values()) < time.time_ns() - SETTLED_NS:
-            settled = json.dumps(folders)
-        # The names go to DuckDB as one text, split there: a list of 100,000 strings costs
-        # far more to pass, and 100,000 known paths far more to fetch. Paths hold no NUL.
-        found = cur.execute(NEW_FILES, {"names": "\0".join(names)}).fetchall()
-        new = [row[0] for row in found]
-    rows = cur.execute(OPEN_FILES, {"folder": root + os.sep}).fetchall()
+        problems_before = len(report.problems)
+        _names(root, "", names, folders, set(), report.problems)
+        complete = len(report.problems) == problems_before
+        if complete and folders and max(folders.values()) < time.time_ns() - SETTLED_NS:
+            listing.folders = json.dumps(folders)
+        # Every name kept from an earlier listing is a file the store knows (one that was
+        # not a file is left out), so only the other names are looked up in the store: a
+        # few, where looking up all 100,000 costs 60-100 ms and comparing them with the
+        # names kept 20 ms. The names go to DuckDB as one text, split there: a list of
+        # strings costs far more to pass. Paths hold no NUL.
+        kept_text = _one(cur, NAMES_GET, {"folder": root})
+        kept = set(kept_text.split("\0")) if kept_text else set()
+        others = [name for name in names if name not in kept]
+        if others:
+            paths = "\0".join(prefix + name for name in others)
+            new = [row[0] for row in cur.execute(NEW_FILES, {"names": paths}).fetchall()]
+    rows = cur.execute(OPEN_FILES, {"folder": prefix}).fetchall()
     known = {row[0]: Known(*row[1:]) for row in rows}
     files: dict[str, int] = {}
     for path in sorted([*new, *known]):
@@ -207,4 +274,10 @@ def pending_in_folder(
             continue  # gone since the listing: nothing to read
         if stat.S_ISREG(status.st_mode):
             files[path] = status.st_size
-    return _changed(files, known, report), settled
+    if listed and complete:
+        not_files = {path[len(prefix) :] for path in new if path not in files}
+        added = len(others) - len(not_files)
+        removed = len(kept) - (len(names) - len(others))
+        if added + removed > len(kept) * _NAMES_DRIFT:
+            listing.names = "\0".join(n for n in names if n not in not_files)
+    return _changed(files, known, report), listing

@@ -134,6 +134,8 @@ class TraceStore:
         self._conn = conn
         self.path = path
         self.read_only = read_only
+        # Why a store opened by `for_reading` is read-only (a read-only disk or folder).
+        self.read_only_reason: str | None = None
         self._catalog = catalog  # the store's database, when attached under this name
 
     @classmethod
@@ -175,6 +177,20 @@ class TraceStore:
         cls, home: Path, read_only: bool = False, wait_s: float = LOCK_WAIT_S
     ) -> TraceStore:
         return cls.open(db_path(home), read_only=read_only, wait_s=wait_s)
+
+    @classmethod
+    def for_reading(cls, home: Path) -> TraceStore:
+        """The home's store for a reader: read-write when it can be (new traces can then be
+        ingested), else read-only as it is, with `read_only_reason` saying why. A
+        `StoreError` when it cannot be written and there is no store to read either."""
+        try:
+            return cls.for_home(home)
+        except StoreReadOnlyError as exc:
+            if not db_path(home).is_file():
+                raise StoreError(f"{exc}, and there is no store to read yet") from None
+            store = cls.for_home(home, read_only=True)
+            store.read_only_reason = str(exc)
+            return store
 
     def _ensure_schema(self) -> None:
         with self._cursor() as cur:
@@ -235,9 +251,7 @@ class TraceStore:
         with self._writing(), self._cursor() as cur:
             work, listing = pending_in_folder(cur, folder, report)
             self._ingest(cur, work, report, progress)
-            if listing is not None:  # every file listed is in the store now
-                key = f"listing:{os.path.realpath(folder)}"
-                cur.execute(sql.LISTING_SET, {"key": key, "value": listing})
+            listing.record(cur)  # every file listed is in the store now
             return report
 
     @contextmanager

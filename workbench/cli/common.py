@@ -134,11 +134,16 @@ def resolve_home(args: argparse.Namespace) -> Path:
     return home_dir(getattr(args, "home", None))
 
 
-def read_home(args: argparse.Namespace) -> Path:
+def read_home(args: argparse.Namespace, make_default: bool = False) -> Path:
     """The home of a command that only reads it: one line, not a new empty store, when its
-    folder does not exist (a mistyped --home)."""
+    folder does not exist (a mistyped --home). With `make_default`, the default home (no
+    --home, no $WORKBENCH_HOME) is made on first use instead, as `workbench run` makes it."""
+    home = resolve_home(args)
+    named = getattr(args, "home", None) or os.environ.get("WORKBENCH_HOME")
+    if make_default and not named and not home.is_dir():
+        return writable_home(home)
     try:
-        return existing_home(resolve_home(args))
+        return existing_home(home)
     except NoHomeError as exc:
         raise CliError(str(exc)) from None
 

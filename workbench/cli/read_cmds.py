@@ -142,22 +142,18 @@ def _store(
 
 
 def _open_home_store(home: Path, must_write: bool) -> TraceStore:
-    from traces.store import StoreError, StoreReadOnlyError, TraceStore
+    from traces.store import TraceStore
 
-    try:
+    if must_write:
         return TraceStore.for_home(home)
-    except StoreReadOnlyError as exc:
-        if must_write:
-            raise
-        try:
-            store = TraceStore.for_home(home, read_only=True)
-        except StoreError:
-            raise StoreError(f"{exc}, and there is no store to read yet") from None
+    store = TraceStore.for_reading(home)
+    if store.read_only_reason:
         print(
-            f"workbench: note: {exc}; showing the store as it is, without ingesting new traces",
+            f"workbench: note: {store.read_only_reason}; showing the store as it is, without "
+            "ingesting new traces",
             file=sys.stderr,
         )
-        return store
+    return store
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from workbench.cli.common import add_home, resolve_home
+from workbench.cli.common import CliError, add_home, read_home
 from workbench.cli.model_flags import add_model_flags, model_settings
 
 
@@ -23,6 +23,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run_tui(args: argparse.Namespace) -> int:
+    """A home named by --home or $WORKBENCH_HOME must exist (a typo is one line, not a new
+    empty store there); the default ./.workbench is made on first use. A home that cannot
+    be written opens read-only."""
+    from traces.store import StoreError
     from workbench.tui import run_app
 
-    return run_app(resolve_home(args), model_settings(args))
+    home = read_home(args, make_default=True)
+    try:
+        return run_app(home, model_settings(args))
+    except StoreError as exc:  # before the terminal is taken: nothing to show at all
+        raise CliError(str(exc)) from None

@@ -5,15 +5,22 @@
 
 from __future__ import annotations
 
+from contextlib import suppress
 from pathlib import Path
 
+from traces.store import StoreLockedError
 from workbench.tui.app import WorkbenchApp
-from workbench.tui.backend import Endpoint
+from workbench.tui.backend import Backend, Endpoint
 
 __all__ = ["Endpoint", "WorkbenchApp", "run_app"]
 
 
 def run_app(home: Path, endpoint: Endpoint | None = None) -> int:
-    home.mkdir(parents=True, exist_ok=True)
-    WorkbenchApp(home, endpoint=endpoint).run()
+    """Open the app on an existing home. The store is opened first, so a store that cannot
+    be read at all (damaged; read-only with none yet) is a `StoreError` before the terminal
+    is taken over; one another process holds for now is tried again by each call."""
+    backend = Backend(home)
+    with suppress(StoreLockedError):
+        backend.open()
+    WorkbenchApp(home, backend=backend, endpoint=endpoint).run()
     return 0

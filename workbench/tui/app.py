@@ -155,6 +155,11 @@ class WorkbenchApp(App[None]):
     def open_fork(self, run_id: str, turn: int, *, mock_call: str | None = None) -> None:
         from workbench.tui.fork_screen import ForkScreen
 
+        try:
+            self.backend.check_writable("fork")  # the fork's trace goes into the home
+        except NotAvailable as exc:
+            self.report_error(exc)
+            return
         self.push_screen(ForkScreen(run_id, turn, mock_call=mock_call))
 
     # ------------------------------------------------------------------ palette

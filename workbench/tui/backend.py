@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +34,7 @@ from workbench.tui.render import event_is_failure
 from workbench.tui.schema_view import SchemaPair
 
 if TYPE_CHECKING:  # the screens' own view types; those modules load with their screens
+    from traces.store.regress import RegressTables
     from workbench.engine.chain_compare import Comparison
     from workbench.engine.search import SearchHit
     from workbench.tui.regress_screen import SuiteRun
@@ -99,6 +100,9 @@ class Backend:
         self._release: threading.Timer | None = None
         self.released = threading.Event()  # set while the database is not held
         self.released.set()
+        # Why the home cannot be written, once its store was found read-only: it is then
+        # browsed as it is, and what would write there is refused (`check_writable`).
+        self.read_only: str | None = None
 
     @contextmanager
     def _session(self) -> Iterator[TraceStore]:
@@ -108,7 +112,7 @@ class Backend:
                 self._release.cancel()
                 self._release = None
             if self._store is None:
-                self._store = TraceStore.for_home(self.home)
+                self._store = self._open()
                 self.released.clear()
             try:
                 yield self._store
@@ -116,6 +120,24 @@ class Backend:
                 self._release = threading.Timer(self.idle_release_s, self.release)
                 self._release.daemon = True
                 self._release.start()
+
+    def _open(self) -> TraceStore:
+        if self.read_only is not None:  # found read-only once: no write attempt each time
+            return TraceStore.for_home(self.home, read_only=True)
+        store = TraceStore.for_reading(self.home)
+        self.read_only = store.read_only_reason
+        return store
+
+    def open(self) -> None:
+        """Open the store now (it is let go after a moment, as after any call); a store
+        that cannot be opened at all raises `StoreError`."""
+        with self._session():
+            pass
+
+    def check_writable(self, what: str) -> None:
+        """Refuse `what` in one line when the home is read-only."""
+        if self.read_only is not None:
+            raise NotAvailable(f"cannot {what}: the home is read-only ({self.read_only})")
 
     def release(self) -> None:
         """Close the database now (it reopens on the next call)."""
@@ -132,6 +154,8 @@ class Backend:
         """Load new traces from the home folder (every read starts with this); `progress`
         hears how far a long load is (`traces.store.progress`)."""
         with self._session() as store:
+            if store.read_only:
+                return IngestReport()  # new traces cannot be stored: browse what is there
             return store.ingest_home(self.home, progress)
 
     # ------------------------------------------------------------------ runs
@@ -263,11 +287,11 @@ class Backend:
 
     def regressions(self, limit: int = 50) -> list[SuiteRun]:
         """Stored suite runs, newest first, each with its cases (`traces.store.regress`)."""
-        from traces.store.regress import RegressTables
         from workbench.tui.regress_screen import SuiteRun
 
-        # In one process DuckDB shares the open file, so this is the store the backend holds.
-        with self._session(), closing(RegressTables.for_home(self.home)) as tables:
+        with self._regress_tables() as tables:
+            if tables is None:
+                return []
             return [
                 SuiteRun(run, tables.cases(run["suite_run_id"])) for run in tables.runs(limit=limit)
             ]
@@ -276,11 +300,9 @@ class Backend:
         self, suite: str, baseline: str | None, suite_run_id: str
     ) -> SchemaPair:
         """The baseline's tool schemas against the suite run's."""
-        from traces.store.regress import RegressTables
-
-        with self._session(), closing(RegressTables.for_home(self.home)) as tables:
-            base = tables.load_baseline(suite, baseline)
-            if base is None:
+        with self._regress_tables() as tables:
+            base = tables.load_baseline(suite, baseline) if tables is not None else None
+            if tables is None or base is None:
                 raise NotAvailable(
                     f"suite {suite} has no baseline to compare with; save one with "
                     "`workbench test --save-baseline`"
@@ -291,6 +313,14 @@ class Backend:
         diff = diff_tool_schemas(before, after)
         return SchemaPair(label, f"suite run {suite_run_id[:8]}", before, after, diff)
 
+    @contextmanager
+    def _regress_tables(self) -> Iterator[RegressTables | None]:
+        """The regression tables on the backend's store (None: a read-only store has none)."""
+        from traces.store.regress import RegressTables
+
+        with self._session() as store:
+            yield RegressTables.on_store(store)
+
     def tool_schemas(self, run_id: str) -> list[dict[str, Any]]:
         with self._session() as store:
             return store.tool_schemas(run_id)
@@ -299,6 +329,10 @@ class Backend:
 
     def recording(self, run_id: str) -> Recording:
         # The engine opens the store itself; in one process DuckDB shares the open file.
+        if self.read_only is not None:  # it would open it to write: give it the trace file
+            row = self.run(run_id)
+            if row is not None and row.source_path and Path(row.source_path).is_file():
+                return load_recording(Path(row.source_path), self.home)
         return load_recording(run_id, self.home)
 
     def schema_diff(self, run_a: str, run_b: str) -> SchemaPair:
@@ -310,6 +344,7 @@ class Backend:
         """Write the run as one document (`workbench.engine.export`) to <home>/exports/."""
         from workbench.engine.export import export_run
 
+        self.check_writable("export the run")
         text = export_run(self.events(run_id, 0, None), "md" if fmt == "md" else "json")
         folder = self.home / "exports"
         folder.mkdir(parents=True, exist_ok=True)
@@ -387,6 +422,7 @@ class Backend:
         """
         from agent_core.tools.builtin import builtin_tools
 
+        self.check_writable("run a fork")
         plan = fork_engine.plan_fork(self.recording(run_id), request)
         try:
             model = run_service.build_model(endpoint, plan.parent.run_start.limits)

@@ -1,7 +1,8 @@
 """Runs screen: every recorded run, newest first, filtered in DuckDB and paged on scroll.
 
 The list follows the traces folder: a new or growing trace file wakes a watcher thread,
-which asks for an ingest, and the list recounts.
+which asks for an ingest, and the list recounts. On a home that cannot be written the store
+is shown as it is, with a line saying so, and nothing is followed.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from textual.widgets import Checkbox, Footer, Header, Input, Select, Static
 from traces.events import RUN_STATUSES
 from traces.origins import kind_label
 from traces.store import IngestReport
-from workbench.tui.backend import AGENT_AND_FORK, KIND_FILTERS, RunFilter
+from workbench.tui.backend import AGENT_AND_FORK, KIND_FILTERS, NotAvailable, RunFilter
 from workbench.tui.paged_list import PagedList
 from workbench.tui.render import (
     RUN_COLUMNS,
@@ -120,6 +121,7 @@ class RunsScreen(WorkbenchScreen):
         self.ingests = 0  # ingests finished: what tests wait on
         self._stop_watching = threading.Event()
         self._keep_position = False  # the next recount keeps the cursor (new runs arrived)
+        self._following = False  # the traces folder is watched (once the store is open)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -133,6 +135,7 @@ class RunsScreen(WorkbenchScreen):
             yield Select(kinds, prompt="any kind", id="filter-kind")
             yield Checkbox("failed only (f)", id="filter-failed")
             yield Static("loading…", id="runs-count")
+        yield Static(id="read-only-notice")
         yield RunsHeader(id="runs-header")
         yield PagedList(self._fetch, self._render_row, id="runs-list")
         yield Footer()
@@ -147,8 +150,6 @@ class RunsScreen(WorkbenchScreen):
         # rows are on screen (ingest competes with rendering for the interpreter).
         self._ingest_pending = self.workbench.ingest_on_start
         self._count()
-        if self.workbench.watch_traces:
-            self._watch()
 
     def on_unmount(self) -> None:
         self._stop_watching.set()
@@ -199,7 +200,29 @@ class RunsScreen(WorkbenchScreen):
     def on_runs_screen_traces_changed(self) -> None:
         self._ingest()
 
+    def _follow(self) -> None:
+        """Once the store is open: watch the traces folder, or, when the home cannot be
+        written, say in one line that new traces are not picked up."""
+        if self._following:
+            return
+        self._following = True
+        reason = self.backend.read_only
+        if reason is not None:
+            self._ingest_pending = False
+            notice = self.query_one("#read-only-notice", Static)
+            notice.update(
+                Text(
+                    f"read-only home: new traces are not picked up, fork and export are off "
+                    f"({reason})",
+                    style="bold yellow",
+                )
+            )
+            notice.display = True
+        elif self.workbench.watch_traces:
+            self._watch()
+
     def on_runs_screen_counted(self, message: Counted) -> None:
+        self._follow()
         runs, keep = self.runs_list, self._keep_position
         runs.reset(message.total, cursor=runs.cursor if keep else 0, keep_scroll=keep)
         self._keep_position = False
@@ -245,6 +268,8 @@ class RunsScreen(WorkbenchScreen):
 
     def worker_failed(self, worker: Any) -> None:
         self.query_one("#runs-count", Static).update("could not load runs")
+        if worker.group == "count" and self.backend.read_only is None:
+            self._follow()  # a store busy for now: new traces still show once it is free
 
     def _apply(self, **changes: Any) -> None:
         self.where = RunFilter(**{**self.where.__dict__, **changes})
@@ -320,6 +345,11 @@ class RunsScreen(WorkbenchScreen):
         box.value = not box.value
 
     def action_reload(self) -> None:
+        try:
+            self.backend.check_writable("pick up new traces")
+        except NotAvailable as exc:
+            self.workbench.report_error(exc)
+            return
         self._ingest()
 
     # ------------------------------------------------------------------ sorting

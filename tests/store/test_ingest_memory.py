@@ -1,0 +1,70 @@
+"""What ingest asks of memory: DuckDB's memory limit is lowered while ingesting and set back
+after, and a line longer than DuckDB's reader takes by default (16 MiB) is still read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.store.test_ingest import write_run
+from traces.events import RunEnd, RunStart, ToolEnd, ToolStart
+from traces.home import traces_dir
+from traces.recorder import Recorder
+from traces.store import TraceStore
+from traces.store.ingest import INGEST_MEMORY_LIMIT
+from traces.writer import JsonlWriter
+
+MIB = 1 << 20
+UNITS = {"bytes": 1, "KiB": 1 << 10, "MiB": MIB, "GiB": 1 << 30, "TiB": 1 << 40}
+
+
+def memory_limit(store: TraceStore) -> str:
+    _, rows = store.query("SELECT current_setting('memory_limit')")
+    return str(rows[0][0])
+
+
+def in_bytes(shown: str) -> float:
+    number, unit = shown.split(" ")
+    return float(number) * UNITS[unit]
+
+
+def test_the_memory_limit_is_lowered_while_ingesting_then_set_back(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    write_run(traces_dir(home), "run-a")
+    with TraceStore.for_home(home) as store:
+        before = memory_limit(store)
+        during: list[str] = []
+        report = store.ingest_home(home, lambda what, done: during.append(memory_limit(store)))
+        assert report.new_runs == 1 and during
+        # Never raised: the limit is DuckDB's own default when that is lower.
+        expected = min(in_bytes(before), INGEST_MEMORY_LIMIT)
+        assert {in_bytes(shown) for shown in during} == {expected}
+        assert memory_limit(store) == before
+
+        # A limit set lower than the ingest's is left as it is, and so is one set higher.
+        for limit in ("200.0 MiB", "3.0 GiB"):
+            store.query(f"SET memory_limit = '{limit}'")
+            during.clear()
+            write_run(traces_dir(home), f"run-{limit[0]}")
+            store.ingest_home(home, lambda what, done: during.append(memory_limit(store)))
+            assert in_bytes(during[0]) == min(in_bytes(limit), INGEST_MEMORY_LIMIT)
+            assert memory_limit(store) == limit
+
+
+def test_a_line_longer_than_duckdbs_default_object_size_is_read(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    writer = JsonlWriter(traces_dir(home), "run-big")
+    rec = Recorder("run-big", [writer])
+    rec.emit(RunStart, turn=None, task="read a big file", model="m")
+    rec.turn = 1
+    rec.emit(ToolStart, call_id="c1", name="read_file", arguments_raw="{}")
+    result = "0123456789abcdef" * (17 * MIB // 16)  # 17 MiB
+    rec.emit(ToolEnd, call_id="c1", name="read_file", ok=True, result=result)
+    rec.emit(RunEnd, turn=None, status="completed")
+    rec.close()
+    assert max(len(line) for line in writer.path.read_bytes().splitlines()) > 16 * MIB
+    with TraceStore.for_home(home) as store:
+        report = store.ingest_home(home)
+        assert (report.new_events, report.problems) == (4, [])
+        assert store.run("run-big").status == "completed"
+        end = store.events("run-big", types=["tool_end"])[0]
+        assert isinstance(end, ToolEnd) and end.result == result
