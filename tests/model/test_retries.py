@@ -230,7 +230,10 @@ async def test_total_deadline_bounds_retries() -> None:
         started = time.monotonic()
         items, exc = await run(server, retry=policy)
         elapsed = time.monotonic() - started
-    assert isinstance(exc, ModelError) and exc.status_code == 503
+    # The deadline ends the retries either way: the next wait would pass it (the last 503
+    # is the error) or it passes while an attempt is out (a timeout naming the deadline).
+    assert isinstance(exc, ModelError)
+    assert exc.status_code == 503 or "deadline" in str(exc), exc
     # Without the deadline the retries would go on for 50 s; the bound leaves room for a
     # machine busy with other work.
     assert elapsed < 5.0
