@@ -57,7 +57,7 @@ from agent_core.model.base import (
 )
 from agent_core.model.recording import RecordingModel
 from agent_core.run_types import RunHost, RunResult
-from agent_core.tokens import estimate_message, estimate_prompt, estimate_tools, reported_or
+from agent_core.tokens import estimate_message, estimate_prompt, estimate_tools, usage_counts
 from agent_core.tools.base import CallKey, ToolResult, call_key, tool_versions
 from agent_core.tools.runner import (
     Offer,
@@ -468,13 +468,11 @@ class LoopRun:
 
     def _count_usage(self, completed: Completed, estimate: int) -> None:
         self.model_calls += 1
-        usage = completed.response.usage or {}
         answer = estimate_message(completed.response.to_message())
-        prompt = reported_or(usage.get("prompt_tokens"), estimate)
-        output = reported_or(usage.get("completion_tokens"), answer)
+        prompt, output, total = usage_counts(completed.response.usage, estimate, answer)
         self.input_tokens += prompt
         self.output_tokens += output
-        self.spent_tokens += reported_or(usage.get("total_tokens"), prompt + output)
+        self.spent_tokens += total
 
     def _over_budget(self, tokens: int, before_request: bool = False) -> End:
         when = "the next request would bring the run to" if before_request else "the run used"

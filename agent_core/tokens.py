@@ -64,9 +64,16 @@ def estimate_prompt(messages: Iterable[dict[str, Any]], tools: Iterable[dict[str
     return estimate_messages(messages) + estimate_tools(tools)
 
 
-def reported_or(count: Any, estimate: int) -> int:
-    """A token count from a provider's `usage` when it is one (an int, not a bool), else
-    our estimate."""
+def usage_counts(usage: dict[str, Any] | None, prompt: int, answer: int) -> tuple[int, int, int]:
+    """The input, output and total tokens of one model call: the provider's `usage` where
+    it carries them, else the estimates of the prompt and of the answer (and their sum)."""
+    usage = usage or {}
+    spent_in = _reported_or(usage.get("prompt_tokens"), prompt)
+    spent_out = _reported_or(usage.get("completion_tokens"), answer)
+    return spent_in, spent_out, _reported_or(usage.get("total_tokens"), spent_in + spent_out)
+
+
+def _reported_or(count: Any, estimate: int) -> int:
     return count if isinstance(count, int) and not isinstance(count, bool) else estimate
 
 

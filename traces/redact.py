@@ -25,8 +25,11 @@ class Redactor:
     def __init__(self, secrets: Iterable[str] = (), patterns: Iterable[str] = ()) -> None:
         self._secrets: list[str] = []
         self.generation = 0  # how many secrets were added: streams relearn them when it moves
-        self._verbatim = True
         self._patterns = [re.compile(p) for p in patterns]
+        # Whether every secret is made of characters JSON writes unchanged and there are no
+        # custom patterns: then a JSON text shows by itself whether it holds anything to
+        # redact (`json_clean`).
+        self.verbatim = not self._patterns
         for secret in secrets:
             self.add_secret(secret)
 
@@ -37,15 +40,8 @@ class Redactor:
     def add_secret(self, secret: str | None) -> None:
         if secret and len(secret) >= 4 and secret not in self._secrets:
             self._secrets.append(secret)
-            self._verbatim = self._verbatim and bool(_JSON_VERBATIM.fullmatch(secret))
+            self.verbatim = self.verbatim and bool(_JSON_VERBATIM.fullmatch(secret))
             self.generation += 1
-
-    @property
-    def verbatim(self) -> bool:
-        """Whether every secret is made of characters JSON writes unchanged and there are no
-        custom patterns: then a JSON text shows by itself whether it holds anything to
-        redact (`json_clean`)."""
-        return self._verbatim and not self._patterns
 
     def text(self, value: str) -> str:
         for secret in self._secrets:
@@ -64,7 +60,7 @@ class Redactor:
         text. Custom patterns could match text an escape hides, so any pattern means False.
         Redacting in the text itself is not attempted: next to an escape (`\\n`), inside a
         number or a key it would differ from redacting the values."""
-        if self._patterns or not self._verbatim:
+        if not self.verbatim:
             return False
         lowered = text.lower()
         # "authorization" and "api-key" are inside every other name in _AUTH_KEYS, so these

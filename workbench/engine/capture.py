@@ -35,7 +35,7 @@ from typing import Any, Literal, cast
 
 from agent_core.agent import new_run_id
 from agent_core.model.assembler import MalformedChunk, StreamAssembler, chunk_from_completion
-from agent_core.tokens import estimate_message, estimate_prompt, reported_or
+from agent_core.tokens import estimate_message, estimate_prompt, usage_counts
 from traces.events import (
     Error,
     ModelChunk,
@@ -183,12 +183,11 @@ class Exchange:
             run.add("model_calls", 1)
             # As the agent loop counts: the provider's usage where the answer carries it,
             # else our estimates of the prompt and of the answer.
-            usage = response.usage or {}
-            prompt = reported_or(usage.get("prompt_tokens"), self.estimated)
-            output = reported_or(usage.get("completion_tokens"), estimate_message(message))
+            answer = estimate_message(message)
+            prompt, output, total = usage_counts(response.usage, self.estimated, answer)
             run.add("input_tokens", prompt)
             run.add("output_tokens", output)
-            run.add("total_tokens", reported_or(usage.get("total_tokens"), prompt + output))
+            run.add("total_tokens", total)
             run.conversation = [*run.last_request, _message_digest(message)]
             run.answered_at = ended
             run.pending_calls = list(message.get("tool_calls") or [])
