@@ -125,15 +125,27 @@ INSERT INTO event_rows SELECT {_ROW.replace("RECHECK", "NULL")}
             from_json(CASE WHEN json_valid(line) THEN line END, {_FIELDS_STRUCT}) AS f
         FROM (
             SELECT m.path, m.line_base + t.n AS line_no, t.line
-            FROM read_text($files) r
+            FROM (
+                -- Unnested in the select list, not laterally: a lateral unnest would carry
+                -- the whole file's text along with every one of its lines.
+                SELECT filename, unnest(lines) AS line, generate_subscripts(lines, 1) AS n
+                FROM (SELECT filename, string_split(content, chr(10)) AS lines
+                      FROM read_text($files))
+            ) t
             JOIN (SELECT unnest($map::STRUCT(read_path VARCHAR, path VARCHAR,
                                              line_base BIGINT)[], recursive := true)) m
-                ON m.read_path = r.filename,
-            unnest(string_split(r.content, chr(10))) WITH ORDINALITY AS t(line, n)
+                ON m.read_path = t.filename
         )
         WHERE trim(line) <> ''
     )
 )
+"""
+
+# A long line, one at a time (`ingest_batch._insert_long_lines`), with the values the reader
+# read, or NULLs and the reader's reason when it refused it.
+INSERT_LONG_LINE = """
+INSERT INTO event_rows VALUES ($run_id, $seq, $type, $turn, $ts, try_cast($event AS JSON),
+    $path, $nbytes, $line_no, $batch, $problem)
 """
 
 # --- checks on one batch, after its lines are in `event_rows` -------------------------------

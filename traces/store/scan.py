@@ -70,6 +70,11 @@ class Work:
     lines_done: int = 0
     run_id: str | None = None
     refused: str | None = None
+    # How ingest reads it (`traces.store.ingest`): whole through DuckDB's reader, or line by
+    # line; whether its old rows go first (the file was replaced); its schema version.
+    bulk: bool = False
+    restart: bool = False
+    version: int | None = None
 
 
 def _list_folder(

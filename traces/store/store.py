@@ -259,14 +259,17 @@ class TraceStore:
         """Ingest's writes; a failure to write is one line, not DuckDB's exception."""
         try:
             yield
-        except (duckdb.Error, OSError) as exc:
+        except OSError as exc:
             # A full disk or a file size limit shows up as an IO error, or as a failed
-            # COMMIT when the write-ahead log cannot grow.
+            # COMMIT when the write-ahead log cannot grow; ingest keeps the batches
+            # committed before it (`traces.store.ingest`).
             raise StoreError(
-                f"could not write {self.path} ({_first_line(exc)}); nothing new was "
-                "ingested: if the disk is full or a file size limit applies, make room and "
+                f"could not write {self.path} ({_first_line(exc)}); the traces read before "
+                "are kept: if the disk is full or a file size limit applies, make room and "
                 "try again"
             ) from None
+        except duckdb.Error as exc:
+            raise StoreError(f"could not ingest into {self.path} ({_first_line(exc)})") from None
 
     def _ingest(
         self,

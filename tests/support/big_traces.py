@@ -1,0 +1,80 @@
+"""Traces of the sizes users reach, generated in the test (never committed): a long run of
+the workbench's own agent on a model script, runs with multi-MB lines, and homes of many
+small runs."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from pathlib import Path
+
+from agent_core.agent import Agent, AgentConfig
+from agent_core.model.scripted import ScriptedModel
+from agent_core.tools.builtin import builtin_tools
+from traces.events import Limits, RunEnd, RunStart, ToolEnd, ToolStart
+from traces.recorder import Recorder
+from traces.versions import SCHEMA_VERSION
+from traces.writer import JsonlWriter
+
+_WORDS = "trace replay fork turn model tool answer history budget stream chunk call".split()
+MIB = 1 << 20
+
+
+def words(count: int, seed: int) -> str:
+    pick = random.Random(seed).choice
+    return " ".join(pick(_WORDS) for _ in range(count))
+
+
+def long_agent_run(folder: Path, run_id: str, turns: int = 90, words_per_turn: int = 480) -> Path:
+    """A run of the real loop on a model script: `turns` turns, each answering about
+    `words_per_turn` words and calling the calculator, streamed in chunks, so the trace
+    grows as a real long run's does (every request resends the history)."""
+    steps: list[dict[str, object]] = [
+        {
+            "content": words(words_per_turn, turn),
+            "tool_calls": [{"name": "calculator", "arguments": {"expression": f"{turn} * 3"}}],
+        }
+        for turn in range(1, turns)
+    ]
+    steps.append({"content": "All steps done."})
+    config = AgentConfig(
+        task="Work through every step.",
+        run_id=run_id,
+        limits=Limits(max_turns=turns + 1, token_budget=10**9, context_window=10**8),
+    )
+    agent = Agent(
+        ScriptedModel(steps), [builtin_tools(folder)], config, sinks=[JsonlWriter(folder, run_id)]
+    )
+
+    async def drive() -> None:
+        async for _ in agent.run_stream():
+            pass
+
+    asyncio.run(drive())
+    assert agent.result is not None and agent.result.status == "completed", agent.result
+    return folder / f"{run_id}.jsonl"
+
+
+def run_with_big_result(folder: Path, run_id: str, size: int) -> Path:
+    """A completed four-event run whose tool result is `size` bytes: one line that long."""
+    writer = JsonlWriter(folder, run_id)
+    rec = Recorder(run_id, [writer])
+    rec.emit(RunStart, turn=None, task="read a big file", model="m")
+    rec.turn = 1
+    rec.emit(ToolStart, call_id="c1", name="read_file", arguments_raw="{}")
+    rec.emit(
+        ToolEnd, call_id="c1", name="read_file", ok=True, result="0123456789abcdef" * (size // 16)
+    )
+    rec.emit(RunEnd, turn=None, status="completed")
+    rec.close()
+    return writer.path
+
+
+def small_run_lines(run_id: str) -> bytes:
+    """The lines of a small completed run, as the writer writes them."""
+    return (
+        f'{{"run_id":"{run_id}","seq":0,"ts":"2026-01-01T00:00:00.000000Z","type":"run_start",'
+        f'"turn":null,"schema_version":{SCHEMA_VERSION},"task":"t","model":"m"}}\n'
+        f'{{"run_id":"{run_id}","seq":1,"ts":"2026-01-01T00:00:01.000000Z","type":"run_end",'
+        f'"turn":null,"status":"completed"}}\n'
+    ).encode()
