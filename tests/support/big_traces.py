@@ -16,7 +16,20 @@ from traces.recorder import Recorder
 from traces.versions import SCHEMA_VERSION
 from traces.writer import JsonlWriter
 
-_WORDS = "trace replay fork turn model tool answer history budget stream chunk call".split()
+_WORDS = [
+    "trace",
+    "replay",
+    "fork",
+    "turn",
+    "model",
+    "tool",
+    "answer",
+    "history",
+    "budget",
+    "stream",
+    "chunk",
+    "call",
+]
 MIB = 1 << 20
 
 

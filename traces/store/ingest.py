@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from traces.store.db import duckdb
-from traces.store.ingest_batch import read_batch, record_files
+from traces.store.ingest_batch import LongLineError, read_batch, record_files
 from traces.store.progress import Progress, Watch
 from traces.store.scan import IngestReport, Work
 
@@ -41,6 +41,9 @@ BATCH_FILES = 20_000
 # Whole new files up to this size go through DuckDB's reader as they are (its longest
 # object is 16 MiB); bigger ones are read in pieces.
 BULK_FILE_MAX = 8 << 20
+# A batch that fails is halved down to one file and this many bytes (lines longer than
+# `ingest_batch.LONG_LINE` are read one at a time anyway) before its file is reported.
+_SMALLEST_BATCH = 4 << 20
 
 
 @dataclass(frozen=True)
@@ -181,8 +184,8 @@ class _Batches:
             self._read(batch, count)
 
     def _read(self, batch: list[Work], count: int) -> None:
-        """One batch in its own transaction; a batch DuckDB cannot take is halved, and a
-        file that fails alone is reported and left where it was."""
+        """One batch in its own transaction. After a batch DuckDB cannot take, batches are
+        halved; a file that fails alone is reported and left where it was."""
         before = [replace(item) for item in batch]
         problems: list[str] = []
         more: list[Work] = []
@@ -202,28 +205,42 @@ class _Batches:
 
         try:
             self._commit(body)
+        except LongLineError as exc:
+            for item, state in zip(batch, before, strict=True):
+                item.__dict__.update(state.__dict__)
+            failed = [item for item in batch if item.path == exc.path]
+            self._failed(failed, f"{exc.path}:{exc.line_no}", exc.cause)
+            self._queue.extendleft(reversed([item for item in batch if item.path != exc.path]))
+            return
         except duckdb.Error as exc:
             for item, state in zip(batch, before, strict=True):
                 item.__dict__.update(state.__dict__)
-            if len(batch) > 1:
-                half = len(batch) // 2
+            cost = sum(self._cost(item) for item in batch)
+            if len(batch) > 1 or cost > _SMALLEST_BATCH:
+                # Smaller batches from here on: DuckDB has less memory than they assumed.
+                self._limits = replace(
+                    self._limits,
+                    batch_files=max(1, len(batch) // 2),
+                    batch_bytes=max(_SMALLEST_BATCH, cost // 2),
+                )
                 self._queue.extendleft(reversed(batch))
-                self._read(list(self._take(half)), count)
                 return
-            item = batch[0]
-            self._report.problems.append(
-                f"{item.path}: cannot be ingested ({_first_line(exc)}); the rest of the home "
-                "was ingested, and this file is tried again once it changes"
-            )
-            with contextlib.suppress(duckdb.Error):
-                self._commit(lambda: record_files(self._cur, batch))
+            where = f"{batch[0].path}:{batch[0].lines_done + 1}"
+            self._failed(batch, where, exc)
             return
         self._report.problems.extend(problems)
         self._done += sum(state.size - state.bytes_done for state in before)
         self._queue.extendleft(reversed(more))
 
-    def _take(self, count: int) -> list[Work]:
-        return [self._queue.popleft() for _ in range(count)]
+    def _failed(self, items: list[Work], where: str, exc: duckdb.Error) -> None:
+        """A file DuckDB could not take from line `where` on: one problem line; what was
+        read of it before stays, and it is tried again once it changes."""
+        self._report.problems.append(
+            f"{where}: cannot be ingested from this line on ({_first_line(exc)}); the rest "
+            "of the home was ingested, and this file is tried again once it changes"
+        )
+        with contextlib.suppress(duckdb.Error):
+            self._commit(lambda: record_files(self._cur, items))
 
     def _commit(self, body: Callable[[], None]) -> None:
         cur = self._cur
@@ -236,8 +253,9 @@ class _Batches:
             # error that matters is the first one.
             with contextlib.suppress(duckdb.Error):
                 cur.execute("ROLLBACK")
-            if isinstance(exc, duckdb.Error) and _fatal(exc):
-                raise StoreWriteError(exc) from None
+            cause = exc.cause if isinstance(exc, LongLineError) else exc
+            if isinstance(cause, duckdb.Error) and _fatal(cause):
+                raise StoreWriteError(cause) from None
             raise
 
 

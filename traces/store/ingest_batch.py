@@ -244,6 +244,9 @@ def _next_piece(item: Work, piece_bytes: int, problems: list[str]) -> _Piece:
         cut = data.rfind(b"\n") + 1
         at_end = item.bytes_done + len(data) >= end
         if cut:
+            long = _long_line_cut(data, cut)
+            if long < cut:
+                return _Piece(data[:long], more=True)
             if at_end and cut < len(data):
                 _cut_off(item, item.lines_done + data.count(b"\n", 0, cut) + 1, problems)
             return _Piece(data[:cut], more=not at_end)
@@ -274,6 +277,20 @@ def _next_piece(item: Work, piece_bytes: int, problems: list[str]) -> _Piece:
                 parts = []  # over the limit: only its end is looked for now
     _cut_off(item, item.lines_done + 1, problems)
     return _Piece(b"", more=False)
+
+
+def _long_line_cut(data: bytes, cut: int) -> int:
+    """Where a piece of whole lines `data[:cut]` ends so that a long line is a piece of its
+    own: then DuckDB failing on it (`LongLineError`) names it and loses no other line."""
+    if cut <= LONG_LINE:
+        return cut
+    start = 0
+    while start < cut:
+        end = data.index(b"\n", start) + 1
+        if end - start - 1 > LONG_LINE:
+            return start if start else end
+        start = end
+    return cut
 
 
 def _cut_off(item: Work, line: int, problems: list[str]) -> None:
@@ -318,12 +335,23 @@ def _insert_long_lines(
                 event = validate_line(text)
                 row = {"run_id": event.run_id, "seq": event.seq, "type": event.type}
                 row |= {"turn": event.turn, "ts": event.ts}
-            cur.execute(
-                sql.INSERT_LONG_LINE,
-                row
-                | {"event": text, "path": verdict.path, "nbytes": len(text.encode())}
-                | {"line_no": line_no, "batch": batch, "problem": problem},
-            )
+            try:
+                cur.execute(
+                    sql.INSERT_LONG_LINE,
+                    row
+                    | {"event": text, "path": verdict.path, "nbytes": len(text.encode())}
+                    | {"line_no": line_no, "batch": batch, "problem": problem},
+                )
+            except duckdb.Error as exc:
+                raise LongLineError(verdict.path, line_no, exc) from None
+
+
+class LongLineError(Exception):
+    """DuckDB could not take one long line; it is a piece of its own (`_long_line_cut`)."""
+
+    def __init__(self, path: str, line_no: int, cause: duckdb.Error) -> None:
+        super().__init__(f"{path}:{line_no}: {cause}")
+        self.path, self.line_no, self.cause = path, line_no, cause
 
 
 @dataclass
