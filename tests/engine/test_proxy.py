@@ -16,8 +16,8 @@ import pytest
 from tests.engine.capture_support import API_KEY, STEPS, TASK, read_run, run_agent, runs
 from tests.engine.test_serve_model import serve
 from tests.support.servers import Sequence, text_chunks
-from workbench.engine.model_server import ModelServer, Reply, ScriptResponder
-from workbench.engine.proxy import RecordingProxy
+from workbench.engine.http.model_server import ModelServer, Reply, ScriptResponder
+from workbench.engine.http.proxy import RecordingProxy
 
 WORKBENCH = str(Path(sys.executable).with_name("workbench"))
 

@@ -29,8 +29,8 @@ from workbench.cli import main
 
 pytest.importorskip("opentelemetry.sdk", reason="needs the otel extra")
 
-from workbench.engine.otel_collect import CollectorThread
-from workbench.engine.otel_export import SPAN_EVENT_TYPES
+from workbench.engine.otel.collect import CollectorThread
+from workbench.engine.otel.export import SPAN_EVENT_TYPES
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -288,7 +288,7 @@ def _mutations(document: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_odd_attribute_values_import_or_fail_in_one_line(wb_home: Path) -> None:
-    from workbench.engine.otel_import import OtlpError, group_traces, parse_json, write_run
+    from workbench.engine.otel.ingest import OtlpError, group_traces, parse_json, write_run
 
     document = json.loads((FIXTURES / "genai-agent.json").read_text(encoding="utf-8"))
     outcomes = {"imported": 0, "refused": 0}
@@ -353,9 +353,9 @@ def test_collect_on_a_taken_port_is_one_line(
 
 
 def test_spans_waiting_for_their_root_survive_a_killed_collector(wb_home: Path) -> None:
-    from workbench.engine.otel_collect import OtlpReceiver
-    from workbench.engine.otel_import import parse_json
-    from workbench.engine.otel_runs import SpanEventRecord
+    from workbench.engine.otel.collect import OtlpReceiver
+    from workbench.engine.otel.ingest import parse_json
+    from workbench.engine.otel.runs import SpanEventRecord
 
     spans = parse_json(json.loads((FIXTURES / "genai-agent.json").read_text(encoding="utf-8")))
     children = [span for span in spans if span.parent_id is not None]

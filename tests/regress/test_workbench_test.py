@@ -9,7 +9,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from workbench.engine.model_server import ModelServer
+from workbench.engine.http.model_server import ModelServer
 
 CLI = "import sys; from workbench.cli import main; sys.exit(main())"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from textual.widgets import Select, Static, TextArea
 
 from tests.tui.conftest import ERROR, MAX_TURNS, plain, settle
-from workbench.engine.model_server import ModelServer, ScriptResponder
+from workbench.engine.http.model_server import ModelServer, ScriptResponder
 from workbench.tui import Endpoint, WorkbenchApp
 from workbench.tui.backend import Backend
 from workbench.tui.diff_screens import ChainCompareScreen, SchemaDiffScreen
@@ -72,8 +72,8 @@ async def test_open_the_failed_run_and_jump_to_its_first_error(home: Path) -> No
 
 
 async def test_step_through_the_replay_and_verify(home: Path) -> None:
-    from workbench.engine.recording_io import load_recording
-    from workbench.engine.replay import replay_run
+    from workbench.engine.recording.load import load_recording
+    from workbench.engine.recording.replay import replay_run
 
     app = WorkbenchApp(home)
     async with app.run_test(size=SIZE) as pilot:

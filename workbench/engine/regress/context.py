@@ -15,8 +15,8 @@ from typing import Any
 
 from agent_core.tools.base import CallKey, ToolResult, call_key
 from traces.home import ambiguous_run
-from workbench.engine.fork import ForkError, ForkPlan, ForkRequest, plan_fork
-from workbench.engine.recording_io import Recording, RecordingError, read_recording_file
+from workbench.engine.recording.fork import ForkError, ForkPlan, ForkRequest, plan_fork
+from workbench.engine.recording.load import Recording, RecordingError, read_recording_file
 
 __all__ = ["RecordingError"]
 

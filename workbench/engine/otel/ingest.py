@@ -27,7 +27,7 @@ from traces.events import RunEnd
 from traces.home import traces_dir
 from traces.reader import describe_validation_error
 from traces.writer import JsonlWriter
-from workbench.engine.otel_runs import SpanEventRecord, SpanRecord, run_events
+from workbench.engine.otel.runs import SpanEventRecord, SpanRecord, run_events
 
 _STATUS_ERROR = 2  # opentelemetry.proto.trace.v1.Status.STATUS_CODE_ERROR
 

@@ -25,14 +25,14 @@ from pathlib import Path
 from aiohttp import web
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from workbench.engine.otel_import import (
+from workbench.engine.otel.ingest import (
     ImportedRun,
     OtlpError,
     parse_json,
     parse_protobuf,
     write_run,
 )
-from workbench.engine.otel_runs import SpanEventRecord, SpanRecord
+from workbench.engine.otel.runs import SpanEventRecord, SpanRecord
 
 TRACES_PATH = "/v1/traces"
 # OTLP names the first; some clients send the second.

@@ -32,7 +32,7 @@ from traces.events import (
     Totals,
     is_run_status,
 )
-from workbench.engine import otel_attrs as a
+from workbench.engine.otel import attrs as a
 
 _EVENT_TYPES: dict[str, Any] = {
     "model_request": ModelRequest,

@@ -33,7 +33,7 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode,
 
 from traces.events import Event
 from traces.tree import ModelCallNode, RunChain, ToolCallNode, build_chain
-from workbench.engine import otel_attrs as a
+from workbench.engine.otel import attrs as a
 
 
 def _version() -> str:

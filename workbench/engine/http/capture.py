@@ -53,7 +53,7 @@ from traces.home import home_redactor, traces_dir
 from traces.recorder import Recorder
 from traces.redact import Redactor
 from traces.writer import JsonlWriter
-from workbench.engine.matching import body_parts, message_meaning
+from workbench.engine.http.matching import body_parts, message_meaning
 
 RUN_HEADER = "x-workbench-run"
 # A stream's chunks are most of what the proxy records; their fields are built here from

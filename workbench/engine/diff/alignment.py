@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from traces.tree import TurnNode, build_chain
-from workbench.engine.recording_io import Recording
+from workbench.engine.recording.load import Recording
 
 TurnOutcome = Literal["tools", "answer", "model_error", "incomplete"]
 
