@@ -8,7 +8,7 @@ Two vocabularies are written side by side, so any viewer finds what it reads:
 `workbench.*` attributes keep what neither says (turn, attempt, the run's exact status), so
 an export read back by `workbench collect` gives the same decision chain.
 
-No OpenTelemetry package is imported here; `otel_export` and `otel_import` do that.
+No OpenTelemetry package is imported here; `export` and `ingest` do that.
 """
 
 from __future__ import annotations

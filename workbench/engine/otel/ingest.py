@@ -1,7 +1,7 @@
 """OpenTelemetry spans from other agents as runs: OTLP in, trace files out.
 
 An OTLP export request (protobuf, or OTLP JSON) is read into plain `SpanRecord`s; the spans
-of one trace become one run (`otel_runs` says how), written as
+of one trace become one run (`runs` says how), written as
 `<home>/traces/<trace id>.jsonl`. Importing the same trace again writes nothing.
 
 Needs the `otel` extra (`opentelemetry-proto`); imported only by the commands that use it.

@@ -8,7 +8,7 @@ model asked for it in one answer and its result came back in a later request; su
 is `observed`. Events take the spans' times; `run_start.origin` is "imported" and `client`
 the instrumentation library (the scope of the model-call spans).
 
-Plain Python on `SpanRecord`s; `otel_import` reads OTLP into them.
+Plain Python on `SpanRecord`s; `ingest` reads OTLP into them.
 """
 
 from __future__ import annotations
