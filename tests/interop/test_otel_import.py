@@ -183,6 +183,33 @@ def test_ingest_otel_reads_genai_spans_with_observed_tool_calls(
     assert "already imported" in capsys.readouterr().out
 
 
+def test_ingest_otel_repairs_arguments_as_the_agent_loop_does(
+    wb_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An exporter that kept the model's argument string with its trailing comma: the
+    imported call has the arguments the loop would have run, not a parse error."""
+    document = json.loads((FIXTURES / "genai-agent.json").read_text(encoding="utf-8"))
+    raw = '{"path": "notes.txt",}'
+    for resource in document["resourceSpans"]:
+        for scope in resource["scopeSpans"]:
+            for span in scope["spans"]:
+                for attribute in span["attributes"]:
+                    if attribute["key"] != "gen_ai.output.messages":
+                        continue
+                    messages = json.loads(attribute["value"]["stringValue"])
+                    for part in messages[0]["parts"]:
+                        if part["type"] == "tool_call":
+                            part["arguments"] = raw
+                    attribute["value"]["stringValue"] = json.dumps(messages)
+    path = tmp_path / "trailing-comma.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    assert main(["ingest-otel", str(path), "--json"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)
+    (call,) = build_chain(read_trace(run["path"]).events).turns[0].tool_calls
+    assert call.start.arguments_raw == raw
+    assert (call.arguments, call.start.parse_error) == ({"path": "notes.txt"}, None)
+
+
 def test_ingest_otel_bad_files_are_one_line(
     wb_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -19,8 +19,9 @@ from agent_core.model.base import (
     ModelTimeout,
     StreamItem,
 )
-from agent_core.model.openai_client import OpenAIChatModel, public_url
+from agent_core.model.openai_client import OpenAIChatModel
 from agent_core.model.retry import RetryPolicy, parse_retry_after
+from agent_core.wire.urls import public_url
 from tests.support.servers import Sequence, text_chunks
 from workbench.engine.http.model_server import ModelServer, Reply
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from agent_core.wire.arguments import parse_arguments
 from traces.events import (
     Error,
     Event,
@@ -202,13 +203,8 @@ def _usage(span: SpanRecord) -> dict[str, int] | None:
 
 
 def _tool_call(raw: str) -> dict[str, Any]:
-    arguments = _json_value(raw)
-    parsed = isinstance(arguments, dict)
-    return {
-        "arguments_raw": raw,
-        "arguments": arguments if parsed else None,
-        "parse_error": None if parsed else "not a JSON object",
-    }
+    parsed = parse_arguments(raw)
+    return {"arguments_raw": raw, "arguments": parsed.value, "parse_error": parsed.error}
 
 
 # --- the run --------------------------------------------------------------------------
