@@ -30,7 +30,6 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from agent_core.history import needs_trim, trim_history
 from agent_core.messages import (
@@ -68,6 +67,7 @@ from agent_core.tools.runner import (
     record_end,
     record_start,
 )
+from agent_core.wire.urls import public_base_url
 from traces.events import (
     Error,
     Event,
@@ -123,16 +123,6 @@ class HookedModel:
 
 def _bind(hook: ModelHook, inner: ModelStream) -> ModelStream:
     return lambda call: hook(call, inner)
-
-
-def public_base_url(url: str | None) -> str | None:
-    """The base URL without user:password or query secrets."""
-    if not url:
-        return url
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 class LoopRun:

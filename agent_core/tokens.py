@@ -12,6 +12,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from agent_core.wire.chat import content_text
+
 LATIN_CHARS_PER_TOKEN = 4.0
 CJK_CHARS_PER_TOKEN = 1.5
 # Role markers and separators the chat format adds around each message.
@@ -41,7 +43,7 @@ def estimate_text(text: str | None) -> int:
 
 
 def estimate_message(message: dict[str, Any]) -> int:
-    tokens = MESSAGE_OVERHEAD_TOKENS + estimate_text(_as_text(message.get("content")))
+    tokens = MESSAGE_OVERHEAD_TOKENS + estimate_text(content_text(message.get("content")))
     for call in message.get("tool_calls") or ():
         function = call.get("function") or {}
         tokens += estimate_text(function.get("name")) + estimate_text(function.get("arguments"))
@@ -75,11 +77,3 @@ def usage_counts(usage: dict[str, Any] | None, prompt: int, answer: int) -> tupl
 
 def _reported_or(count: Any, estimate: int) -> int:
     return count if isinstance(count, int) and not isinstance(count, bool) else estimate
-
-
-def _as_text(content: Any) -> str:
-    if content is None or isinstance(content, str):
-        return content or ""
-    if isinstance(content, list):  # content parts: count the text ones
-        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return str(content)

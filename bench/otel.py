@@ -63,7 +63,7 @@ def store_of(folder: Path, scratch: Path, name: str):  # type: ignore[no-untyped
 
 
 def bench_otel(data: Path, runs: int, events: int, scratch: Path) -> None:
-    from workbench.engine import otel_export
+    from workbench.engine.otel import export as otel_export
 
     folder = data / f"e{events}-r{runs}"
     print(f"generating {events:,} events over {runs:,} runs in {folder} …")

@@ -25,13 +25,13 @@ sys.path.insert(0, str(ROOT))
 
 from agent_core.model.openai_client import OpenAIChatModel  # noqa: E402
 from agent_core.model.script import ScriptStep, step_chunks  # noqa: E402
-from workbench.engine.model_server import ModelServer, Reply  # noqa: E402
-from workbench.engine.regress_session import (  # noqa: E402
+from workbench.engine.http.model_server import ModelServer, Reply  # noqa: E402
+from workbench.engine.regress.session import (  # noqa: E402
     SuiteRequest,
     open_results_store,
     run_suite_request,
 )
-from workbench.engine.regress_suite import load_suite  # noqa: E402
+from workbench.engine.regress.suite import load_suite  # noqa: E402
 
 TOOLS = ("read_file", "list_dir", "search_files", "calculator")
 

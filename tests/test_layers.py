@@ -49,9 +49,12 @@ def test_import_linter_contracts_hold() -> None:
         cwd=ROOT,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
-    assert "Contracts: 6 kept, 0 broken" in result.stdout
+    assert "Contracts: 8 kept, 0 broken" in result.stdout
     assert "TUI and pytest plugin do not import the CLI KEPT" in result.stdout
     assert "No import cycles in traces and agent_core KEPT" in result.stdout
+    assert "Engine wings stand on recording KEPT" in result.stdout
+    assert "Engine wings are independent of each other KEPT" in result.stdout
+    assert "OpenTelemetry only in workbench.engine.otel KEPT" in result.stdout
 
 
 def test_single_module_imports_the_openai_and_mcp_sdks() -> None:

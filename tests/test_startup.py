@@ -42,8 +42,15 @@ sys.stderr.write("LOADED " + json.dumps(loaded) + "\\n")
 
 NEVER = ["textual", "openai", "mcp", "aiohttp"]
 # Building the parser needs neither the store, the event models, the agent nor asyncio
-# (`workbench.engine.run_service`, shared by the front ends, keeps its imports light too).
-NOT_FOR_HELP = [*NEVER, "duckdb", "pydantic", "agent_core", "asyncio", "workbench.engine.fork"]
+# (`workbench.engine.recording.run_service`, shared by the front ends, keeps its imports light too).
+NOT_FOR_HELP = [
+    *NEVER,
+    "duckdb",
+    "pydantic",
+    "agent_core",
+    "asyncio",
+    "workbench.engine.recording.fork",
+]
 
 
 def _imported(argv: list[str], watched: list[str], home: Path | None = None) -> list[str]:

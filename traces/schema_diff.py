@@ -1,8 +1,12 @@
 """A pure diff of two lists of tool schemas (OpenAI function format, or bare functions).
 
 Says which tools were added or removed and, per tool present in both, the description as a
-word diff and each parameter's changes (added, removed, type, enum, required, description).
-The engine, the TUI and the regression suites render it; `render_text` is the plain form.
+word diff and every change in its parameters' JSON Schema, however deep: a parameter added
+or removed, a keyword's value (`type`, `enum`, `default`, `format`, a description …), a
+property of a nested object added, removed or made (not) required, the schema of `items`,
+of `anyOf` branches or of `$defs`. Each change names its path, e.g.
+`filters.properties.limit.type: 'integer' -> 'string'`. The engine, the TUI and the
+regression suites render it; `render_text` is the plain form.
 """
 
 from __future__ import annotations
@@ -14,15 +18,29 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, TypeAlias
 
 SpanOp: TypeAlias = Literal["equal", "insert", "delete"]
-ParamChangeKind: TypeAlias = Literal["added", "removed", "type", "enum", "required", "description"]
+# "added" or "removed" (a parameter), "required" (a property's), else the keyword whose
+# value changed ("type", "default", "properties" for a nested property added or removed …):
+# JSON Schema's keywords are an open set.
+ParamChangeKind: TypeAlias = str
+
+# Keywords whose value is a map of schemas, a list of schemas, or one schema: the diff goes
+# into them. Any other keyword's value (`enum`, `default`, `const` …) is compared whole.
+_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions"})
+_SCHEMA_MAPS |= {"dependentSchemas"}
+_SCHEMA_LISTS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems", "items"})
+_SCHEMAS = frozenset(
+    {"items", "additionalProperties", "additionalItems", "contains", "not", "if", "then"}
+    | {"else", "propertyNames", "unevaluatedItems", "unevaluatedProperties"}
+)
 
 
 @dataclass(frozen=True)
 class ParamChange:
-    name: str
+    name: str  # the parameter the change is in (or a top-level keyword such as `$defs`)
     kind: ParamChangeKind
-    before: Any = None
-    after: Any = None
+    before: Any = None  # None: absent in A
+    after: Any = None  # None: absent in B
+    path: str = ""  # where, keyword last: `filters.properties.limit.type`
 
 
 @dataclass
@@ -100,25 +118,91 @@ def word_diff(before: str, after: str, *, ignore_spacing: bool = False) -> list[
 
 
 def _param_changes(before: dict[str, Any], after: dict[str, Any]) -> list[ParamChange]:
-    props_a = before.get("properties") or {}
-    props_b = after.get("properties") or {}
-    required_a = set(before.get("required") or [])
-    required_b = set(after.get("required") or [])
-    changes: list[ParamChange] = []
-    for name in sorted(set(props_a) | set(props_b)):
-        if name not in props_a:
-            changes.append(ParamChange(name, "added", None, props_b[name]))
-            continue
-        if name not in props_b:
-            changes.append(ParamChange(name, "removed", props_a[name], None))
-            continue
-        old, new = props_a[name] or {}, props_b[name] or {}
-        for key, kind in (("type", "type"), ("enum", "enum"), ("description", "description")):
-            if old.get(key) != new.get(key):
-                changes.append(ParamChange(name, kind, old.get(key), new.get(key)))  # type: ignore[arg-type]
-        if (name in required_a) != (name in required_b):
-            changes.append(ParamChange(name, "required", name in required_a, name in required_b))
-    return changes
+    """Every difference between two parameter schemas, parameters by name, paths from them."""
+    walk = _SchemaWalk()
+    walk.schema(None, "", before, after)
+    return walk.changes
+
+
+class _SchemaWalk:
+    """Walks two JSON Schemas side by side and collects where they differ."""
+
+    def __init__(self) -> None:
+        self.changes: list[ParamChange] = []
+
+    def schema(self, name: str | None, path: str, a: dict[str, Any], b: dict[str, Any]) -> None:
+        for key in sorted(set(a) | set(b)):
+            old, new = a.get(key), b.get(key)
+            if old == new:
+                continue
+            where = f"{path}.{key}" if path else key
+            owner = name if name is not None else key
+            if key == "properties" and isinstance(old or {}, dict) and isinstance(new or {}, dict):
+                self.properties(name, path, old or {}, new or {})
+            elif key == "required" and self.required(name, path, a, b):
+                continue
+            elif key in _SCHEMA_MAPS and isinstance(old, dict) and isinstance(new, dict):
+                for entry in sorted(set(old) | set(new)):
+                    self.entry(owner, key, f"{where}.{entry}", old.get(entry), new.get(entry))
+            elif (
+                key in _SCHEMA_LISTS
+                and isinstance(old, list)
+                and isinstance(new, list)
+                and len(old) == len(new)
+            ):
+                for i, (x, y) in enumerate(zip(old, new, strict=True)):
+                    self.entry(owner, key, f"{where}.{i}", x, y)
+            elif key in _SCHEMAS and isinstance(old, dict) and isinstance(new, dict):
+                self.schema(owner, where, old, new)
+            else:
+                self.changes.append(ParamChange(owner, key, old, new, where))
+
+    def entry(self, name: str, key: str, path: str, old: Any, new: Any) -> None:
+        """One schema of a map or list under `key`: added, removed, or walked into."""
+        if old == new:
+            return
+        if isinstance(old, dict) and isinstance(new, dict):
+            self.schema(name, path, old, new)
+        else:
+            self.changes.append(ParamChange(name, key, old, new, path))
+
+    def properties(
+        self, name: str | None, path: str, old: dict[str, Any], new: dict[str, Any]
+    ) -> None:
+        for prop in sorted(set(old) | set(new)):
+            where = _property_path(path, prop)
+            if name is None and prop not in old:
+                self.changes.append(ParamChange(prop, "added", None, new[prop], where))
+            elif name is None and prop not in new:
+                self.changes.append(ParamChange(prop, "removed", old[prop], None, where))
+            else:
+                owner = name if name is not None else prop
+                self.entry(owner, "properties", where, old.get(prop), new.get(prop))
+
+    def required(self, name: str | None, path: str, a: dict[str, Any], b: dict[str, Any]) -> bool:
+        """Each property whose required-ness changed, said on the property; False when the
+        `required` lists differ in a way that is not that (then they are compared whole)."""
+        old, new = a.get("required") or [], b.get("required") or []
+        props_a, props_b = a.get("properties") or {}, b.get("properties") or {}
+        lists = isinstance(old, list) and isinstance(new, list)
+        if not lists or not all(isinstance(prop, str) for prop in [*old, *new]):
+            return False
+        if not (isinstance(props_a, dict) and isinstance(props_b, dict)):
+            return False
+        flipped = sorted(set(old) ^ set(new), key=str)
+        if any(prop not in props_a and prop not in props_b for prop in flipped):
+            return False
+        for prop in flipped:
+            if prop in props_a and prop in props_b:  # an added or removed one says so itself
+                where = f"{_property_path(path, prop)}.required"
+                owner = name if name is not None else prop
+                self.changes.append(ParamChange(owner, "required", prop in old, prop in new, where))
+        return True
+
+
+def _property_path(path: str, prop: str) -> str:
+    """A parameter is named by itself; a nested object's property under `properties`."""
+    return f"{path}.properties.{prop}" if path else prop
 
 
 def diff_tool_schemas(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> ToolSchemaDiff:
@@ -146,6 +230,16 @@ def _short(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
 
 
+def _param_line(param: ParamChange) -> str:
+    path = param.path or param.name
+    whole = param.kind in ("added", "removed") or param.kind in _SCHEMA_MAPS
+    if whole and param.before is None:
+        return f"+ param {path}: {_short(param.after)}"
+    if whole and param.after is None:
+        return f"- param {path}"
+    return f"~ param {path}: {_short(param.before)} -> {_short(param.after)}"
+
+
 def render_text(diff: ToolSchemaDiff) -> str:
     """Plain text: `[-removed-]` and `{+inserted+}` mark description edits."""
     if diff.is_empty:
@@ -165,13 +259,5 @@ def render_text(diff: ToolSchemaDiff) -> str:
             )
             lines.append(f"    description: {marked.strip()}")
         for param in change.params:
-            if param.kind == "added":
-                lines.append(f"    + param {param.name}: {_short(param.after)}")
-            elif param.kind == "removed":
-                lines.append(f"    - param {param.name}")
-            else:
-                lines.append(
-                    f"    ~ param {param.name} {param.kind}: "
-                    f"{_short(param.before)} -> {_short(param.after)}"
-                )
+            lines.append("    " + _param_line(param))
     return "\n".join(lines)

@@ -56,7 +56,7 @@ def workbench_replay(pytestconfig: pytest.Config) -> Iterator[Callable[..., str]
     returns its base URL (ending in /v1). The home folder defaults to `--wb-home`, else
     $WORKBENCH_HOME, else ./.workbench."""
     from traces.home import home_dir
-    from workbench.engine.serve import ServeError, replay_server
+    from workbench.engine.http.serve import ServeError, replay_server
 
     servers: list[Any] = []
 
@@ -102,7 +102,7 @@ class SuiteFile(pytest.File):
     _problem: BaseException | None = None
 
     def collect(self) -> Any:
-        from workbench.engine.regress_suite import SuiteError, load_suite
+        from workbench.engine.regress.suite import SuiteError, load_suite
 
         try:
             self.suite = load_suite(self.path)
@@ -124,18 +124,18 @@ class SuiteFile(pytest.File):
 
     async def _run(self) -> Any:
         from traces.home import home_dir
-        from workbench.engine.regress_session import (
-            SuiteRequest,
-            open_results_store,
-            run_suite_request,
-        )
-        from workbench.engine.regress_suite import SuiteError
-        from workbench.engine.run_service import (
+        from workbench.engine.recording.run_service import (
             ModelSettings,
             SetupError,
             build_model,
             parse_tool_descriptions,
         )
+        from workbench.engine.regress.session import (
+            SuiteRequest,
+            open_results_store,
+            run_suite_request,
+        )
+        from workbench.engine.regress.suite import SuiteError
 
         option = self.config.getoption
         settings = ModelSettings.from_env(

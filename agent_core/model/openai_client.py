@@ -26,7 +26,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import openai
 
@@ -48,23 +48,9 @@ from agent_core.model.retry import (
     retriable_status,
     status_decision,
 )
+from agent_core.wire.urls import public_url
 
-_SECRET_QUERY_WORDS = ("key", "token", "secret", "sig", "auth", "password")
 _RETRIABLE_ERROR_TYPES = frozenset({"server_error", "overloaded_error", "rate_limit_error"})
-
-
-def public_url(url: str) -> str:
-    """The URL without credentials: no user:password, no key-like query parameters."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    query = [
-        (name, value)
-        for name, value in parse_qsl(parts.query, keep_blank_values=True)
-        if not any(word in name.lower() for word in _SECRET_QUERY_WORDS)
-    ]
-    return urlunsplit((parts.scheme, host, parts.path, urlencode(query), ""))
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from agent_core.model.repair import parse_arguments
 from agent_core.tools.base import (
     ToolHook,
     ToolInvocation,
@@ -25,6 +24,7 @@ from agent_core.tools.base import (
     prefixed_name,
 )
 from agent_core.tools.selection import select_tools
+from agent_core.wire.arguments import parse_arguments
 from traces.events import ToolEnd, ToolStart
 from traces.recorder import Recorder
 

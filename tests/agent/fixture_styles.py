@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from tests.support.servers import text_chunks
-from workbench.engine.model_server import Reply
+from workbench.engine.http.model_server import Reply
 
 NOTES = "Buy oat milk.\nCall the plumber on Friday.\n"
 TODO = "Renew the passport.\n"

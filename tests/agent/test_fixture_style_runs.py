@@ -32,7 +32,7 @@ from tests.support.streams import load_stream, stream_files
 from traces.events import Event, RunEnd
 from traces.reader import read_trace
 from workbench.cli import main
-from workbench.engine.model_server import ModelServer, Reply
+from workbench.engine.http.model_server import ModelServer, Reply
 
 TASK = "What do my notes say?"
 NOTES_RESULT = "1: Buy oat milk.\n2: Call the plumber on Friday."

@@ -18,7 +18,7 @@ from tests.support.servers import Sequence
 from traces.events import Error, Event, RunEnd, RunStart
 from traces.reader import read_trace
 from workbench.cli import main
-from workbench.engine.model_server import ModelServer, Reply, ScriptResponder
+from workbench.engine.http.model_server import ModelServer, Reply, ScriptResponder
 
 SECRET = "sk-test-0123456789abcdefSECRET"
 NO_RETRY = {"x-should-retry": "false"}

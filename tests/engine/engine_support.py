@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from agent_core.agent import Agent, AgentConfig, RunResult
 from agent_core.model.base import ChatModel
 from agent_core.model.scripted import ScriptedModel
-from agent_core.tools.base import Toolset
+from agent_core.tools.base import ToolResult, Toolset, ToolSpec
 from agent_core.tools.builtin import builtin_tools
 from agent_core.tools.registry import ToolRegistry
 from traces.home import traces_dir
@@ -62,6 +62,41 @@ class Project:
         agent = Agent(chat, toolsets or self.toolsets(), run_config, sinks=[writer])
         result = await agent.run()
         return writer.path, result
+
+
+class SearchTools:
+    """One tool with a nested object parameter, its schema as given (as an MCP server's)."""
+
+    def __init__(self, parameters: dict[str, Any]) -> None:
+        self.parameters = parameters
+
+    def specs(self) -> list[ToolSpec]:
+        return [ToolSpec("search", "Search the notes.", self.parameters, read_only=True)]
+
+    async def call(self, name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
+        return ToolResult(True, "no notes match")
+
+
+def search_schema(**changes: Any) -> dict[str, Any]:
+    """The search tool's parameters: `query`, and `filters`, an object holding `limit`,
+    `kinds` and `since`. `limit__type="string"` sets the `type` keyword of `limit` (of
+    `kinds` or of `filters` itself alike)."""
+    limit: dict[str, Any] = {"type": "integer", "default": 10}
+    kinds: dict[str, Any] = {"type": "array", "items": {"type": "string"}}
+    filters: dict[str, Any] = {
+        "type": "object",
+        "properties": {"limit": limit, "kinds": kinds, "since": {"type": "string"}},
+        "required": ["limit"],
+    }
+    schemas = {"limit": limit, "kinds": kinds, "filters": filters}
+    for change, value in changes.items():
+        schema, keyword = change.split("__")
+        schemas[schema][keyword] = value
+    return {
+        "type": "object",
+        "properties": {"query": {"type": "string"}, "filters": filters},
+        "required": ["query"],
+    }
 
 
 # A three-turn run: list, then read + calculate (parallel, read-only), then answer.

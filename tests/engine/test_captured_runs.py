@@ -10,8 +10,8 @@ import pytest
 
 from tests.engine.capture_support import STEPS, TASK, run_agent, runs
 from tests.engine.engine_support import cli, read_events
-from workbench.engine.model_server import ModelServer, ScriptResponder
-from workbench.engine.proxy import RecordingProxy
+from workbench.engine.http.model_server import ModelServer, ScriptResponder
+from workbench.engine.http.proxy import RecordingProxy
 
 
 def capture(home: Path, times: int = 1) -> list[str]:

@@ -8,8 +8,8 @@ import pytest
 
 from tests.engine.engine_support import THREE_TURNS, Project, cli
 from traces.home import traces_dir
-from workbench.engine.chain_compare import compare_runs, marked, render_comparison
-from workbench.engine.recording_io import read_recording_file
+from workbench.engine.diff.text_changes import compare_runs, marked, render_comparison
+from workbench.engine.recording.load import read_recording_file
 
 MOCK = "config.toml\nnotes.md"
 FORK_ANSWERS = [
@@ -67,7 +67,7 @@ async def test_comparison_shows_texts_word_diffs_and_the_edits(project: Project)
 
 
 def test_word_diff_marks_changes_and_cuts_long_unchanged_text() -> None:
-    from workbench.engine.chain_compare import word_diff
+    from workbench.engine.diff.text_changes import word_diff
 
     assert word_diff("same words\n", "same  words") == [("equal", "same  words")]
     before = "The port is 8080 " + "and the rest stays the same " * 10 + "until the end."
@@ -104,7 +104,7 @@ async def test_diff_chain_prints_the_content_and_the_edit(project: Project, caps
     ],
 )
 def test_word_diff_spans_rebuild_both_texts(before: str, after: str) -> None:
-    from workbench.engine.chain_compare import word_diff
+    from workbench.engine.diff.text_changes import word_diff
 
     spans = word_diff(before, after)
     assert "".join(t for op, t in spans if op != "delete") == after.lstrip()
@@ -113,7 +113,7 @@ def test_word_diff_spans_rebuild_both_texts(before: str, after: str) -> None:
 
 
 def test_markdown_fences_outlast_backticks_in_the_text() -> None:
-    from workbench.engine.export import fenced
+    from workbench.engine.views.export import fenced
 
     for text in ("plain", "a ``` fence", "````four````", "`"):
         fence, body, close = fenced(text)

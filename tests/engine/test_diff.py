@@ -6,9 +6,9 @@ import json
 import shutil
 from typing import Any
 
-from tests.engine.engine_support import THREE_TURNS, Project, cli
-from workbench.engine.diff import diff_chains
-from workbench.engine.recording_io import read_recording_file
+from tests.engine.engine_support import THREE_TURNS, Project, SearchTools, cli, search_schema
+from workbench.engine.diff.alignment import diff_chains
+from workbench.engine.recording.load import read_recording_file
 
 NEW_DESCRIPTION = "Read one text file and return its numbered lines. Never use it for folders."
 
@@ -86,7 +86,7 @@ async def test_fork_against_its_parent_inherits_the_turns_before_the_fork(
     from agent_core.model.scripted import ScriptedModel
     from traces.home import traces_dir
     from traces.writer import JsonlWriter
-    from workbench.engine.fork import ForkRequest, fork_agent, plan_fork
+    from workbench.engine.recording.fork import ForkRequest, fork_agent, plan_fork
 
     path, _ = await project.record(THREE_TURNS)
     parent = read_recording_file(path)
@@ -104,3 +104,42 @@ async def test_fork_against_its_parent_inherits_the_turns_before_the_fork(
     chain = diff_chains(parent, read_recording_file(writer.path))
     assert [row.same for row in chain.rows] == [True, False, False]
     assert chain.first_divergence == 2
+
+
+async def test_tool_diff_names_each_nested_change_by_its_path(project: Project, capsys) -> None:
+    answer = [{"content": "Nothing to search."}]
+    _, a = await project.record(answer, toolsets=[SearchTools(search_schema())])
+    changed = search_schema(
+        limit__type="string",
+        limit__default=None,
+        kinds__items={"type": "string", "enum": ["todo", "done"]},
+        filters__required=[],
+    )
+    _, b = await project.record(answer, toolsets=[SearchTools(changed)])
+
+    code = await cli("--home", str(project.home), "diff", a.run_id, b.run_id, "--tools")
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert "identical" not in out and "the same" not in out
+    assert "~ tool search" in out
+    assert "filters.properties.limit.type: 'integer' -> 'string'" in out
+    assert "filters.properties.limit.default: 10 -> null" in out
+    assert "filters.properties.kinds.items.enum" in out
+    assert "filters.properties.limit.required: true -> false" in out
+    assert "query" not in out  # an unchanged parameter says nothing
+
+    code = await cli("--home", str(project.home), "diff", a.run_id, b.run_id, "--tools", "--json")
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1 and report["equal"] is False
+    [change] = report["tools"]["changed"]
+    paths = {
+        (p["path"], p["kind"], json.dumps(p["before"]), json.dumps(p["after"]))
+        for p in change["params"]
+    }
+    assert paths == {
+        ("filters.properties.limit.type", "type", '"integer"', '"string"'),
+        ("filters.properties.limit.default", "default", "10", "null"),
+        ("filters.properties.kinds.items.enum", "enum", "null", '["todo", "done"]'),
+        ("filters.properties.limit.required", "required", "true", "false"),
+    }
+    assert {p["name"] for p in change["params"]} == {"filters"}

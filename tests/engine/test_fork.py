@@ -13,10 +13,10 @@ from agent_core.model.scripted import ScriptedModel
 from tests.engine.engine_support import THREE_TURNS, Project, cli, note_tools, read_events
 from traces.events import ModelRequest, RunStart, ToolEnd
 from traces.home import traces_dir
-from workbench.engine.fork import REFUSED, ForkError, ForkRequest, fork_agent, plan_fork
-from workbench.engine.model_server import ModelServer, ScriptResponder
-from workbench.engine.recording_io import read_recording_file
-from workbench.engine.replay import replay_run
+from workbench.engine.http.model_server import ModelServer, ScriptResponder
+from workbench.engine.recording.fork import REFUSED, ForkError, ForkRequest, fork_agent, plan_fork
+from workbench.engine.recording.load import read_recording_file
+from workbench.engine.recording.replay import replay_run
 
 MOCK = "config.toml\nsecrets.env"
 EMPTY_SCHEMA = {"type": "object", "properties": {}}

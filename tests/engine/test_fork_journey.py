@@ -11,8 +11,8 @@ import pytest
 from tests.engine.engine_support import Project, cli, read_events
 from traces.events import RunEnd, ToolEnd
 from traces.home import traces_dir
-from workbench.engine.fork import offline_fork_script, recorded_root
-from workbench.engine.recording_io import Recording, read_recording_file
+from workbench.engine.recording.fork import offline_fork_script, recorded_root
+from workbench.engine.recording.load import Recording, read_recording_file
 
 # Written like docs/script-format.md's example: no ids, so the script numbers them itself.
 READ_THEN_ANSWER: list[dict[str, object]] = [
@@ -177,7 +177,7 @@ async def test_the_demo_forks_offline_with_its_own_script(
 
 
 def test_a_served_script_skips_ids_the_conversation_already_holds() -> None:
-    from workbench.engine.model_server import ScriptResponder
+    from workbench.engine.http.model_server import ScriptResponder
 
     step = {"tool_calls": [{"name": "list_dir", "arguments": {}}, {"name": "list_dir"}]}
     history = [

@@ -13,11 +13,11 @@ from typing import Any
 import openai
 import pytest
 
-from tests.engine.capture_support import API_KEY, STEPS, TASK, read_run, run_agent, runs
+from tests.engine.capture_support import API_KEY, STEPS, TASK, TOOLS, read_run, run_agent, runs
 from tests.engine.test_serve_model import serve
 from tests.support.servers import Sequence, text_chunks
-from workbench.engine.model_server import ModelServer, Reply, ScriptResponder
-from workbench.engine.proxy import RecordingProxy
+from workbench.engine.http.model_server import ModelServer, Reply, ScriptResponder
+from workbench.engine.http.proxy import RecordingProxy
 
 WORKBENCH = str(Path(sys.executable).with_name("workbench"))
 
@@ -387,3 +387,33 @@ def test_a_captured_run_counts_tokens_as_the_agent_loop_does(tmp_path: Path) -> 
     assert counted[-1]["totals"]["input_tokens"] == 70
     assert counted[-1]["totals"]["output_tokens"] == 2
     assert counted[-1]["totals"]["total_tokens"] == 72
+
+
+def test_arguments_with_a_trailing_comma_are_recorded_as_the_loop_reads_them(
+    tmp_path: Path,
+) -> None:
+    """The client ran the call (its own lenient parsing); the capture records the repaired
+    arguments as the agent loop would, not a parse error."""
+    raw = '{"path": "README.md",}'
+    steps: list[dict[str, Any]] = [
+        {"tool_calls": [{"id": "call_r", "name": "read_file", "arguments": raw}]},
+        {"content": "It says hello."},
+    ]
+    home = tmp_path / "home"
+    with (
+        ModelServer(ScriptResponder(steps)) as upstream,
+        RecordingProxy(upstream.base_url, home) as proxy,
+    ):
+        client = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+        messages: list[Any] = [{"role": "user", "content": "Read README.md."}]
+        first = client.chat.completions.create(model="m", messages=messages, tools=TOOLS)
+        asked = first.choices[0].message
+        assert asked.tool_calls and asked.tool_calls[0].function.arguments == raw  # type: ignore[union-attr]
+        messages.append(asked.model_dump(exclude_none=True))
+        messages.append({"role": "tool", "tool_call_id": "call_r", "content": "# hello"})
+        client.chat.completions.create(model="m", messages=messages, tools=TOOLS)
+        client.close()
+    [start] = [e for e in read_run(home) if e["type"] == "tool_start"]
+    assert start["arguments_raw"] == raw
+    assert start["arguments"] == {"path": "README.md"}
+    assert start["parse_error"] is None

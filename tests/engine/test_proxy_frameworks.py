@@ -18,8 +18,8 @@ import pytest
 
 from tests.engine.capture_support import API_KEY, FILES, STEPS, SYSTEM, TASK, read_run, run_tool
 from tests.engine.test_serve_model import serve
-from workbench.engine.model_server import ModelServer, ScriptResponder
-from workbench.engine.proxy import RecordingProxy
+from workbench.engine.http.model_server import ModelServer, ScriptResponder
+from workbench.engine.http.proxy import RecordingProxy
 
 pytestmark = pytest.mark.frameworks
 

@@ -16,7 +16,7 @@ import pytest
 
 from tests.engine.test_serve_model import serve
 from tests.support.servers import text_chunks
-from workbench.engine.model_server import ModelServer, Reply, ScriptResponder
+from workbench.engine.http.model_server import ModelServer, Reply, ScriptResponder
 
 
 async def exchange(base_url: str, head: str, body: bytes = b"") -> tuple[int, bytes]:

@@ -123,9 +123,9 @@ async def test_our_own_client_reruns_a_recording_against_the_replay_responder(
     project: Project,
 ) -> None:
     from agent_core.model.openai_client import OpenAIChatModel
-    from workbench.engine.model_server import ModelServer
-    from workbench.engine.recording_io import read_recording_file
-    from workbench.engine.serve import ReplayResponder
+    from workbench.engine.http.model_server import ModelServer
+    from workbench.engine.http.serve import ReplayResponder
+    from workbench.engine.recording.load import read_recording_file
 
     path, first = await project.record(THREE_TURNS)
     with ModelServer(ReplayResponder(read_recording_file(path))) as server:
@@ -138,9 +138,9 @@ async def test_our_own_client_reruns_a_recording_against_the_replay_responder(
 
 
 async def test_a_non_streamed_recording_serves_streamed_requests_too(project: Project) -> None:
-    from workbench.engine.model_server import ModelServer
-    from workbench.engine.recording_io import read_recording_file
-    from workbench.engine.serve import ReplayResponder
+    from workbench.engine.http.model_server import ModelServer
+    from workbench.engine.http.serve import ReplayResponder
+    from workbench.engine.recording.load import read_recording_file
 
     path, _ = await project.record(THREE_TURNS, stream=False)
     first = recorded_requests(path)[1]

@@ -36,7 +36,7 @@ class RecordingReceiver:
     requests: list[Received] = field(default_factory=list)
 
     def spans(self) -> list[Any]:
-        from workbench.engine.otel_import import parse_protobuf
+        from workbench.engine.otel.ingest import parse_protobuf
 
         return [span for r in self.requests for span in parse_protobuf(r.body)]
 

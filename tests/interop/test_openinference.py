@@ -31,8 +31,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from tests.support.servers import Sequence
-from workbench.engine.model_server import ModelServer, Reply
-from workbench.engine.otel_collect import CollectorThread
+from workbench.engine.http.model_server import ModelServer, Reply
+from workbench.engine.otel.collect import CollectorThread
 
 TASK = "How many lines does notes.txt have?"
 TOOLS: list[Any] = [
@@ -180,7 +180,7 @@ def test_an_openinference_instrumented_agent_becomes_a_run(
     assert "tool count_lines [ok" in shown and "end: completed" in shown
 
     # Its messages are complete, so it feeds a regression case (`from_run`, turn 1).
-    from workbench.engine.regress_context import ToolCall, load_context
+    from workbench.engine.regress.context import ToolCall, load_context
 
     context = load_context(run.path, 1)
     assert context.chosen == [ToolCall("count_lines", {"path": "notes.txt"})]

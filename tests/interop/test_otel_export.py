@@ -193,7 +193,7 @@ def test_startup_does_not_load_opentelemetry() -> None:
 def test_progress_is_told_after_each_run(
     golden_dir: Path, otlp_receiver: RecordingReceiver
 ) -> None:
-    from workbench.engine import otel_export
+    from workbench.engine.otel import export as otel_export
 
     runs = [read_trace(path).events for path in sorted(golden_dir.glob("*.jsonl"))]
     seen: list[tuple[int, int, int]] = []
@@ -226,7 +226,7 @@ def test_a_bad_redaction_pattern_is_one_line(
 
 
 def test_provider_is_named_only_for_known_hosts() -> None:
-    from workbench.engine.otel_attrs import provider_of
+    from workbench.engine.otel.attrs import provider_of
 
     assert provider_of("https://api.openai.com/v1") == ("openai", "openai")
     assert provider_of("https://myorg.openai.azure.com/openai") == ("azure.ai.openai", "azure")

@@ -29,8 +29,8 @@ from workbench.cli import main
 
 pytest.importorskip("opentelemetry.sdk", reason="needs the otel extra")
 
-from workbench.engine.otel_collect import CollectorThread
-from workbench.engine.otel_export import SPAN_EVENT_TYPES
+from workbench.engine.otel.collect import CollectorThread
+from workbench.engine.otel.export import SPAN_EVENT_TYPES
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -183,6 +183,33 @@ def test_ingest_otel_reads_genai_spans_with_observed_tool_calls(
     assert "already imported" in capsys.readouterr().out
 
 
+def test_ingest_otel_repairs_arguments_as_the_agent_loop_does(
+    wb_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An exporter that kept the model's argument string with its trailing comma: the
+    imported call has the arguments the loop would have run, not a parse error."""
+    document = json.loads((FIXTURES / "genai-agent.json").read_text(encoding="utf-8"))
+    raw = '{"path": "notes.txt",}'
+    for resource in document["resourceSpans"]:
+        for scope in resource["scopeSpans"]:
+            for span in scope["spans"]:
+                for attribute in span["attributes"]:
+                    if attribute["key"] != "gen_ai.output.messages":
+                        continue
+                    messages = json.loads(attribute["value"]["stringValue"])
+                    for part in messages[0]["parts"]:
+                        if part["type"] == "tool_call":
+                            part["arguments"] = raw
+                    attribute["value"]["stringValue"] = json.dumps(messages)
+    path = tmp_path / "trailing-comma.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    assert main(["ingest-otel", str(path), "--json"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)
+    (call,) = build_chain(read_trace(run["path"]).events).turns[0].tool_calls
+    assert call.start.arguments_raw == raw
+    assert (call.arguments, call.start.parse_error) == ({"path": "notes.txt"}, None)
+
+
 def test_ingest_otel_bad_files_are_one_line(
     wb_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -288,7 +315,7 @@ def _mutations(document: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_odd_attribute_values_import_or_fail_in_one_line(wb_home: Path) -> None:
-    from workbench.engine.otel_import import OtlpError, group_traces, parse_json, write_run
+    from workbench.engine.otel.ingest import OtlpError, group_traces, parse_json, write_run
 
     document = json.loads((FIXTURES / "genai-agent.json").read_text(encoding="utf-8"))
     outcomes = {"imported": 0, "refused": 0}
@@ -353,9 +380,9 @@ def test_collect_on_a_taken_port_is_one_line(
 
 
 def test_spans_waiting_for_their_root_survive_a_killed_collector(wb_home: Path) -> None:
-    from workbench.engine.otel_collect import OtlpReceiver
-    from workbench.engine.otel_import import parse_json
-    from workbench.engine.otel_runs import SpanEventRecord
+    from workbench.engine.otel.collect import OtlpReceiver
+    from workbench.engine.otel.ingest import parse_json
+    from workbench.engine.otel.runs import SpanEventRecord
 
     spans = parse_json(json.loads((FIXTURES / "genai-agent.json").read_text(encoding="utf-8")))
     children = [span for span in spans if span.parent_id is not None]

@@ -20,7 +20,7 @@ from agent_core.model.base import (
 from agent_core.model.openai_client import OpenAIChatModel
 from agent_core.model.retry import RetryPolicy
 from tests.support.streams import stream_files, stream_reply
-from workbench.engine.model_server import ModelServer
+from workbench.engine.http.model_server import ModelServer
 
 
 @dataclass(frozen=True)

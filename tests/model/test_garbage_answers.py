@@ -9,7 +9,7 @@ from agent_core.agent import Agent, AgentConfig
 from agent_core.model.openai_client import OpenAIChatModel, RetryPolicy
 from traces.events import Error, RunEnd
 from traces.writer import MemorySink
-from workbench.engine.model_server import ModelServer, Reply
+from workbench.engine.http.model_server import ModelServer, Reply
 
 GARBAGE = {
     "sse data that is not JSON": (Reply(chunks=["data: <html>oops</html>", ""]), True),

@@ -17,7 +17,7 @@ from tests.support.servers import Sequence, text_chunks
 from traces.events import Error, ModelChunk, ModelRequest, ModelResponse
 from traces.recorder import Recorder
 from traces.writer import MemorySink
-from workbench.engine.model_server import ModelServer, Reply
+from workbench.engine.http.model_server import ModelServer, Reply
 
 SECRET = "sk-live-3f9a7c0d1e2b4a5968f7e6d5c4b3a291"
 CALL = ModelCall(

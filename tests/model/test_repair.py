@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_core.model.repair import parse_arguments
+from agent_core.wire.arguments import parse_arguments
 
 
 @pytest.mark.parametrize("raw", [None, "", "  "])

@@ -19,10 +19,11 @@ from agent_core.model.base import (
     ModelTimeout,
     StreamItem,
 )
-from agent_core.model.openai_client import OpenAIChatModel, public_url
+from agent_core.model.openai_client import OpenAIChatModel
 from agent_core.model.retry import RetryPolicy, parse_retry_after
+from agent_core.wire.urls import public_url
 from tests.support.servers import Sequence, text_chunks
-from workbench.engine.model_server import ModelServer, Reply
+from workbench.engine.http.model_server import ModelServer, Reply
 
 FAST = RetryPolicy(initial_backoff_s=0.001, max_backoff_s=0.01, deadline_s=10)
 OK = Reply(chunks=text_chunks("all good"))

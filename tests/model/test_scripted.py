@@ -25,7 +25,7 @@ from agent_core.model.openai_client import OpenAIChatModel
 from agent_core.model.retry import RetryPolicy
 from agent_core.model.script import ScriptError, ScriptExhaustedError
 from agent_core.model.scripted import FunctionModel, ScriptedModel
-from workbench.engine.model_server import ModelServer, ScriptResponder
+from workbench.engine.http.model_server import ModelServer, ScriptResponder
 
 STEPS: list[dict[str, Any]] = [
     {

@@ -7,7 +7,7 @@ import pytest
 from agent_core.model.base import Completed, ModelCall, RawChunk
 from agent_core.model.openai_client import OpenAIChatModel
 from agent_core.model.scripted import ScriptedModel
-from workbench.engine.model_server import ModelServer, ScriptResponder
+from workbench.engine.http.model_server import ModelServer, ScriptResponder
 
 ANSWER = {
     "content": "Reading both files.",

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from agent_core.model.script import ScriptStep, step_chunks
-from workbench.engine.model_server import ModelServer, Reply
+from workbench.engine.http.model_server import ModelServer, Reply
 
 STOP = {
     "a",

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from workbench.engine.regress import judge
-from workbench.engine.regress_context import ToolCall
-from workbench.engine.regress_suite import Case
+from workbench.engine.regress.context import ToolCall
+from workbench.engine.regress.runner import judge
+from workbench.engine.regress.suite import Case
 
 
 def calls(*names: str, **args: object) -> list[ToolCall]:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from workbench.engine.lint_tools import lint_tools
+from workbench.engine.regress.lint_tools import lint_tools
 
 FIXTURES = Path(__file__).parent / "fixtures"  # copied from the shared MCP captures
 CLI = "import sys; from workbench.cli import main; sys.exit(main())"

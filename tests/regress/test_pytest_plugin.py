@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from tests.regress.test_workbench_test import MISLEADING, SUITE
-from workbench.engine.model_server import ModelServer
+from workbench.engine.http.model_server import ModelServer
 
 
 def pytest_run(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from workbench.engine.model_server import ModelServer
-from workbench.engine.regress_suite import load_suite
+from workbench.engine.http.model_server import ModelServer
+from workbench.engine.regress.suite import load_suite
 
 CLI = "import sys; from workbench.cli import main; sys.exit(main())"
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.engine.regress_suite import (
+from workbench.engine.regress.suite import (
     Case,
     SuiteError,
     append_case,

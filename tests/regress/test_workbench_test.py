@@ -8,8 +8,9 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
-from workbench.engine.model_server import ModelServer
+from workbench.engine.http.model_server import ModelServer, ScriptResponder
 
 CLI = "import sys; from workbench.cli import main; sys.exit(main())"
 
@@ -228,3 +229,32 @@ def test_builtin_tools_from_the_suite_file_or_the_command_line(
     )
     assert result.returncode == 2
     assert "builtin_tools: no built-in tool named cat (built-ins: " in result.stderr
+
+
+def test_expect_args_judges_the_arguments_the_agent_repaired_and_ran(
+    tmp_path: Path, project: Path
+) -> None:
+    """A trailing comma is repaired by the loop, which then runs the tool; the judge reads
+    the same arguments, not "not valid JSON"."""
+    (project / "README.md").write_text("# hello\n", encoding="utf-8")
+    suite = tmp_path / "readme.wbsuite.toml"
+    suite.write_text(
+        '[suite]\nname = "readme"\nsamples = 1\ntools = "builtin"\n\n'
+        '[[case]]\nid = "read-readme"\ntask = "Read README.md."\n'
+        'expect_tool = "read_file"\nexpect_args = { path = "README.md" }\n',
+        encoding="utf-8",
+    )
+    broken = {"tool_calls": [{"name": "read_file", "arguments": '{"path": "README.md",}'}]}
+    steps: list[dict[str, Any]] = [broken, {"content": "It says hello."}]
+    with ModelServer(ScriptResponder(steps), model="chooser") as server:
+        result = workbench(
+            str(suite), "--json", server=server, home=tmp_path / "home", root=project
+        )
+    assert result.returncode == 0, result.stdout + result.stderr
+    [case] = json.loads(result.stdout)["cases"]
+    assert case["pass_rate"] == 1.0, case
+    [sample] = case["samples"]
+    trace = tmp_path / "home" / "traces" / f"{sample['run_id']}.jsonl"
+    events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
+    [start] = [e for e in events if e["type"] == "tool_start"]
+    assert start["arguments"] == {"path": "README.md"} and start["parse_error"] is None

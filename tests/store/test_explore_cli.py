@@ -11,7 +11,7 @@ import pytest
 
 from traces.home import traces_dir
 from workbench.cli import main
-from workbench.engine.recording_io import read_recording_file
+from workbench.engine.recording.load import read_recording_file
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import re
 import threading
 from typing import Any
 
-from workbench.engine.model_server import Reply
+from workbench.engine.http.model_server import Reply
 
 
 class Sequence:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from workbench.engine.model_server import Reply
+from workbench.engine.http.model_server import Reply
 
 STREAMS = Path(__file__).resolve().parents[1] / "fixtures" / "streams"
 

@@ -81,3 +81,37 @@ def test_schema_diff_finds_every_kind_of_change() -> None:
     assert "+ tool new" in text and "- tool gone" in text and "[-a-]" in text
     assert diff.to_json()["changed"][0]["name"] == "read"
     assert diff_tool_schemas(a, a).is_empty
+
+
+def test_schema_diff_goes_into_definitions_branches_and_items() -> None:
+    """pydantic puts a nested model in `$defs`; unions are `anyOf`; lists have `items`."""
+    from pydantic import BaseModel
+
+    class FiltersA(BaseModel):
+        limit: int = 10
+
+    class FiltersB(BaseModel):
+        limit: str = "10"
+
+    class SearchA(BaseModel):
+        filters: FiltersA
+        tags: list[int] | None = None
+
+    class SearchB(BaseModel):
+        filters: FiltersB
+        tags: list[str] | None = None
+
+    def tool(model: type[BaseModel]) -> dict:
+        schema = model.model_json_schema()
+        schema["$defs"] = {"Filters": next(iter(schema["$defs"].values()))}
+        schema["properties"]["filters"] = {"$ref": "#/$defs/Filters"}
+        return {"name": "search", "description": "d", "parameters": schema}
+
+    diff = diff_tool_schemas([tool(SearchA)], [tool(SearchB)])
+    [change] = diff.changed
+    lines = render_text(diff).splitlines()
+    assert "    ~ param $defs.Filters.properties.limit.type: 'integer' -> 'string'" in lines
+    assert "    ~ param $defs.Filters.properties.limit.default: 10 -> '10'" in lines
+    assert "    ~ param tags.anyOf.0.items.type: 'integer' -> 'string'" in lines
+    assert {(p.name, p.kind) for p in change.params} >= {("$defs", "type"), ("tags", "type")}
+    assert not any(p.kind in ("added", "removed") for p in change.params)

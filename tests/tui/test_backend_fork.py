@@ -14,8 +14,8 @@ from textual.widgets import Static
 from tests.tui.conftest import plain, settle
 from traces.events import ToolEnd
 from workbench.cli import main
-from workbench.engine.fork import ForkRequest
-from workbench.engine.model_server import ModelServer, ScriptResponder
+from workbench.engine.http.model_server import ModelServer, ScriptResponder
+from workbench.engine.recording.fork import ForkRequest
 from workbench.tui import WorkbenchApp
 from workbench.tui.backend import Backend, Endpoint, Outline, RunFilter
 from workbench.tui.run_screen import RunScreen

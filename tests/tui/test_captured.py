@@ -8,8 +8,8 @@ from textual.widgets import Static
 
 from tests.engine.capture_support import STEPS, run_agent
 from tests.tui.conftest import plain, settle
-from workbench.engine.model_server import ModelServer, ScriptResponder
-from workbench.engine.proxy import RecordingProxy
+from workbench.engine.http.model_server import ModelServer, ScriptResponder
+from workbench.engine.http.proxy import RecordingProxy
 from workbench.tui import WorkbenchApp
 from workbench.tui.paged_list import PagedList
 from workbench.tui.replay_screen import ReplayScreen

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from textual.widgets import Select, Static, TextArea
 
+from tests.engine.engine_support import Project, SearchTools, search_schema
 from tests.tui.conftest import ERROR, MAX_TURNS, plain, settle
-from workbench.engine.model_server import ModelServer, ScriptResponder
+from workbench.engine.http.model_server import ModelServer, ScriptResponder
 from workbench.tui import Endpoint, WorkbenchApp
 from workbench.tui.backend import Backend
 from workbench.tui.diff_screens import ChainCompareScreen, SchemaDiffScreen
@@ -72,8 +73,8 @@ async def test_open_the_failed_run_and_jump_to_its_first_error(home: Path) -> No
 
 
 async def test_step_through_the_replay_and_verify(home: Path) -> None:
-    from workbench.engine.recording_io import load_recording
-    from workbench.engine.replay import replay_run
+    from workbench.engine.recording.load import load_recording
+    from workbench.engine.recording.replay import replay_run
 
     app = WorkbenchApp(home)
     async with app.run_test(size=SIZE) as pilot:
@@ -124,6 +125,25 @@ async def test_schema_diff_of_two_marked_runs(home: Path) -> None:
         shown = plain(screen.query_one("#pair-result", Static))
         assert "could not" not in shown
         assert "read_file" in shown
+
+
+async def test_schema_diff_shows_a_change_inside_a_nested_parameter(tmp_path: Path) -> None:
+    project = Project(home=tmp_path / "nested", root=tmp_path)
+    answer = [{"content": "Nothing to search."}]
+    await project.record(answer, toolsets=[SearchTools(search_schema())])
+    await project.record(answer, toolsets=[SearchTools(search_schema(limit__type="string"))])
+    app = WorkbenchApp(project.home)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, lambda: _runs(app).total == 2 and _runs(app).row(1) is not None)
+        await pilot.press("space", "down", "space", "d")
+        await settle(pilot, lambda: isinstance(app.screen, SchemaDiffScreen))
+        screen = app.screen
+        await settle(
+            pilot, lambda: "diffing" not in plain(screen.query_one("#pair-result", Static))
+        )
+        shown = plain(screen.query_one("#pair-result", Static))
+        assert "0 added, 0 removed, 1 changed" in shown, shown
+        assert "~ search" in shown and "filters (type)" in shown
 
 
 async def test_fork_a_turn_with_a_mocked_result_and_compare(home: Path) -> None:

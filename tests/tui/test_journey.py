@@ -12,7 +12,7 @@ from textual.widgets import Input, Select, Static, TextArea
 
 from tests.support.read_only import read_only
 from tests.tui.conftest import COMPLETED, ERROR, GOLDEN, MAX_TURNS, plain, settle
-from workbench.engine.model_server import ModelServer, ScriptResponder
+from workbench.engine.http.model_server import ModelServer, ScriptResponder
 from workbench.tui import Endpoint, WorkbenchApp
 from workbench.tui.diff_screens import ChainCompareScreen
 from workbench.tui.fork_screen import ForkScreen

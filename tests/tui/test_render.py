@@ -7,7 +7,7 @@ from rich.console import Console
 from tests.tui.conftest import ERROR, GOLDEN
 from traces.reader import read_trace
 from traces.schema_diff import diff_tool_schemas
-from workbench.engine.chain_compare import TextChange
+from workbench.engine.diff.text_changes import TextChange
 from workbench.tui.chain_view import find_node, turn_children
 from workbench.tui.render import event_is_failure, event_line, render_event
 from workbench.tui.schema_view import SchemaPair, render_schema_diff
@@ -91,7 +91,7 @@ def test_a_tools_changed_event_names_what_changed_and_what_is_offered() -> None:
 
 
 def test_a_divergence_outside_a_turn_says_so_instead_of_none() -> None:
-    from workbench.engine.replay import Divergence, ReplayOutcome
+    from workbench.engine.recording.replay import Divergence, ReplayOutcome
     from workbench.tui.replay_screen import render_outcome
 
     divergence = Divergence(None, "run_end", 9, "the recording has no more events")
@@ -111,8 +111,8 @@ def test_the_kind_filter_and_column_name_the_kinds_runs_kind_takes() -> None:
 
 
 def test_what_differs_keeps_every_line_of_a_long_text_under_its_first() -> None:
-    from workbench.engine.chain_compare import compare_runs, word_diff
-    from workbench.engine.recording_io import read_recording_file
+    from workbench.engine.diff.text_changes import compare_runs, word_diff
+    from workbench.engine.recording.load import read_recording_file
     from workbench.tui.diff_screens import render_comparison
 
     run = read_recording_file(GOLDEN / f"{ERROR}.jsonl")

@@ -20,8 +20,8 @@ from traces.home import (
     traces_dir,
 )
 from traces.redact import Redactor
-from workbench.engine.run_service import SetupError as SetupError
-from workbench.engine.run_service import text_or_file as text_or_file
+from workbench.engine.recording.run_service import SetupError as SetupError
+from workbench.engine.recording.run_service import text_or_file as text_or_file
 
 # The number types every command's flags use (shared with the pytest plugin's options).
 from workbench.number_args import fraction as fraction
@@ -30,7 +30,7 @@ from workbench.number_args import positive_float as positive_float
 from workbench.number_args import positive_int as positive_int
 
 if TYPE_CHECKING:
-    from workbench.engine.cost import Prices
+    from workbench.engine.views.cost import Prices
 
 
 class ExitCode(IntEnum):
@@ -182,7 +182,7 @@ def counted(number: int, word: str, plural: str | None = None) -> str:
 
 def load_prices(home: Path) -> Prices:
     """`<home>/prices.toml` (none when absent); a bad file is one line, before any work."""
-    from workbench.engine.cost import Prices, PricesError
+    from workbench.engine.views.cost import Prices, PricesError
 
     try:
         return Prices.load(home)

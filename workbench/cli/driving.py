@@ -17,7 +17,7 @@ from agent_core.tools.loader import ToolLoadError, load_toolset
 from traces.writer import JsonlWriter
 from workbench.cli.common import CliError, ExitCode, SetupError
 from workbench.cli.run_printer import RunPrinter
-from workbench.engine.run_service import (
+from workbench.engine.recording.run_service import (
     DEFAULT_MCP_START_TIMEOUT_S,
     AttachTools,
     drive,

@@ -1,6 +1,6 @@
 """`workbench replay`, `fork`, `diff` and `serve-model`: the engine from the command line.
 
-Each handler loads runs through `workbench.engine.recording_io`, calls the engine and prints
+Each handler loads runs through `workbench.engine.recording.load`, calls the engine and prints
 what it returns; the engine itself never prints.
 """
 
@@ -25,7 +25,7 @@ from workbench.cli.common import (
 )
 
 if TYPE_CHECKING:  # the engine loads the agent and pydantic: handlers import it
-    from workbench.engine.recording_io import Recording
+    from workbench.engine.recording.load import Recording
 
 
 def register(subparsers: Any) -> None:
@@ -36,7 +36,7 @@ def register(subparsers: Any) -> None:
 
 
 def _load(ref: str, home: Path) -> Recording:
-    from workbench.engine.recording_io import RecordingError, load_recording
+    from workbench.engine.recording.load import RecordingError, load_recording
 
     try:
         return load_recording(ref, home)
@@ -80,7 +80,7 @@ def _register_replay(subparsers: Any) -> None:
 def _cmd_replay(args: argparse.Namespace) -> int:
     import asyncio
 
-    from workbench.engine.replay import (
+    from workbench.engine.recording.replay import (
         NotReplayable,
         Pace,
         ReplayStep,
@@ -237,7 +237,7 @@ def _pairs(values: list[str], flag: str, key: str, text_name: str) -> dict[str, 
 
 def _fork_request(args: argparse.Namespace) -> Any:
     from workbench.cli.model_flags import parse_tool_descriptions
-    from workbench.engine.fork import ForkRequest
+    from workbench.engine.recording.fork import ForkRequest
 
     schemas: dict[str, dict[str, Any]] = {}
     for name, text in _pairs(args.tool_schema, "--tool-schema", "NAME", "JSON").items():
@@ -269,8 +269,8 @@ def _cmd_fork(args: argparse.Namespace) -> int:
         model_settings,
     )
     from workbench.cli.run_printer import RunPrinter
-    from workbench.engine.fork import ForkError, fork_toolset, plan_fork
-    from workbench.engine.run_service import prepare_fork
+    from workbench.engine.recording.fork import ForkError, fork_toolset, plan_fork
+    from workbench.engine.recording.run_service import prepare_fork
 
     home = resolve_home(args)
     prices = load_prices(home)
@@ -316,7 +316,7 @@ def _cmd_fork(args: argparse.Namespace) -> int:
 
 def _fork_root(given: Path | None, start: Any) -> Path:
     """`--root`, else the folder the parent's tools read, else the current folder."""
-    from workbench.engine.fork import recorded_root
+    from workbench.engine.recording.fork import recorded_root
 
     if given is not None:
         return given
@@ -336,7 +336,7 @@ def _offline_model(args: argparse.Namespace, start: Any) -> None:
     """With no model configured, a run that names an offline fork script (the demo's runs
     do) is forked with it, so the demo forks with no network."""
     from workbench.cli.model_flags import model_settings
-    from workbench.engine.fork import offline_fork_script
+    from workbench.engine.recording.fork import offline_fork_script
 
     settings = model_settings(args)
     script = offline_fork_script(start)
@@ -366,8 +366,8 @@ def _register_diff(subparsers: Any) -> None:
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
-    from workbench.engine.chain_compare import compare_runs, render_comparison
-    from workbench.engine.diff import diff_tools, render_tools
+    from workbench.engine.diff.alignment import diff_tools, render_tools
+    from workbench.engine.diff.text_changes import compare_runs, render_comparison
 
     home = resolve_home(args)
     a, b = _load(args.a, home), _load(args.b, home)
@@ -436,8 +436,8 @@ def _register_serve(subparsers: Any) -> None:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from workbench.engine.recording_io import RecordingError, runs_named
-    from workbench.engine.serve import ServeError, serve_forever
+    from workbench.engine.http.serve import ServeError, serve_forever
+    from workbench.engine.recording.load import RecordingError, runs_named
 
     source: Any
     if args.script:

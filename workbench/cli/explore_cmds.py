@@ -57,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def cmd_search(args: argparse.Namespace) -> int:
     from workbench.cli.read_cmds import open_store
-    from workbench.engine.search import search
+    from workbench.engine.views.search import search
 
     with open_store(args) as store:
         run_id = store.resolve_run(args.run) if args.run else None
@@ -77,8 +77,8 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from workbench.engine.export import ExportError, export_run
-    from workbench.engine.recording_io import RecordingError, load_recording
+    from workbench.engine.recording.load import RecordingError, load_recording
+    from workbench.engine.views.export import ExportError, export_run
 
     try:
         recording = load_recording(args.run, resolve_home(args))

@@ -154,7 +154,7 @@ def _otel_module(name: str) -> Any:
     import importlib
 
     try:
-        return importlib.import_module(f"workbench.engine.{name}")
+        return importlib.import_module(f"workbench.engine.otel.{name}")
     except ImportError as exc:
         if exc.name and exc.name.split(".")[0] in ("opentelemetry", "google", "aiohttp"):
             raise CliError(f"this command needs the otel extra: {OTEL_EXTRA}") from None
@@ -172,7 +172,7 @@ def _headers(items: list[str]) -> dict[str, str]:
 
 
 def cmd_export_otel(args: argparse.Namespace) -> int:
-    otel_export = _otel_module("otel_export")
+    otel_export = _otel_module("export")
     from traces.home import redaction_patterns
     from workbench.cli.common import redactor_for
     from workbench.cli.progress import StderrProgress
@@ -234,7 +234,7 @@ def _print_run(run: Any) -> None:
 def cmd_collect(args: argparse.Namespace) -> int:
     import asyncio
 
-    otel_collect = _otel_module("otel_collect")
+    otel_collect = _otel_module("collect")
     home = resolve_home(args)
     receiver = otel_collect.OtlpReceiver(
         home,
@@ -268,7 +268,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
 def cmd_ingest_otel(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    otel_import = _otel_module("otel_import")
+    otel_import = _otel_module("ingest")
     home = resolve_home(args)
     runs = []
     problems = 0

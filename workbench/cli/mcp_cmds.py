@@ -249,7 +249,7 @@ def _print_server(server: dict[str, Any]) -> None:
 
 
 def _cmd_call(args: argparse.Namespace) -> int:
-    from agent_core.model.repair import json_problem
+    from agent_core.wire.arguments import json_problem
     from traces.events import ToolEnd, ToolStart
 
     raw = text_or_file(args.arguments)

@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workbench.cli.common import CliError, positive_float, positive_int
-from workbench.engine import run_service
-from workbench.engine.run_service import ModelSettings
-from workbench.engine.run_service import parse_tool_descriptions as parse_tool_descriptions
+from workbench.engine.recording import run_service
+from workbench.engine.recording.run_service import ModelSettings
+from workbench.engine.recording.run_service import (
+    parse_tool_descriptions as parse_tool_descriptions,
+)
 
 if TYPE_CHECKING:  # the model and limit classes load pydantic: only handlers need them
     from agent_core.model.base import ChatModel

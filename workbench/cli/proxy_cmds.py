@@ -35,7 +35,7 @@ def register(subparsers: Any) -> None:
 
 
 def _cmd_proxy(args: argparse.Namespace) -> int:
-    from workbench.engine.proxy import ProxyError, proxy_forever
+    from workbench.engine.http.proxy import ProxyError, proxy_forever
 
     home = resolve_home(args)
 

@@ -324,7 +324,7 @@ def chain_json(chain: RunChain) -> dict[str, Any]:
 
 
 def _prices(args: argparse.Namespace) -> Any:
-    from workbench.engine.cost import Prices, PricesError
+    from workbench.engine.views.cost import Prices, PricesError
 
     try:
         return Prices.load(resolve_home(args))
@@ -335,7 +335,7 @@ def _prices(args: argparse.Namespace) -> Any:
 def cmd_show(args: argparse.Namespace) -> int:
     from traces.tree import build_chain
     from workbench.cli.show_render import chain_lines, turn_figures
-    from workbench.engine.timeline import build_timeline, render_timeline
+    from workbench.engine.views.timeline import build_timeline, render_timeline
 
     prices = _prices(args)
     with _store(args) as store:

@@ -9,8 +9,8 @@ from typing import Any
 
 from traces.tree import RunChain, TurnNode
 from workbench.cli.common import counted
-from workbench.engine.cost import Prices
-from workbench.engine.timeline import Timeline
+from workbench.engine.views.cost import Prices
+from workbench.engine.views.timeline import Timeline
 
 
 def clip(value: Any, width: int = 300) -> str:

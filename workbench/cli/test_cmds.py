@@ -30,8 +30,8 @@ from workbench.cli.model_flags import (
 
 # The regression engine loads the agent, pydantic and DuckDB: handlers import it.
 if TYPE_CHECKING:
-    from workbench.engine.regress import SampleResult
-    from workbench.engine.regress_session import SuiteOutcome, SuiteRequest
+    from workbench.engine.regress.runner import SampleResult
+    from workbench.engine.regress.session import SuiteOutcome, SuiteRequest
 
 
 def register(subparsers: Any) -> None:
@@ -88,8 +88,8 @@ def run_test(args: argparse.Namespace) -> int:
     import asyncio
 
     from traces.events import Limits
-    from workbench.engine.regress_session import SuiteRequest
-    from workbench.engine.regress_suite import SuiteError, load_suite
+    from workbench.engine.regress.session import SuiteRequest
+    from workbench.engine.regress.suite import SuiteError, load_suite
 
     home = resolve_home(args)
     try:
@@ -125,7 +125,7 @@ def run_test(args: argparse.Namespace) -> int:
 
 
 async def _run(request: SuiteRequest, model: Any, home: Path, progress: _Progress) -> SuiteOutcome:
-    from workbench.engine.regress_session import open_results_store, run_suite_request
+    from workbench.engine.regress.session import open_results_store, run_suite_request
 
     store = open_results_store(home)
     try:
@@ -138,7 +138,7 @@ async def _run(request: SuiteRequest, model: Any, home: Path, progress: _Progres
 
 
 def _report(outcome: SuiteOutcome, args: argparse.Namespace) -> None:
-    from workbench.engine.regress_report import summary_line, table, to_json, to_junit
+    from workbench.engine.regress.report import summary_line, table, to_json, to_junit
 
     result = outcome.result
     if args.junit:
@@ -219,8 +219,8 @@ def _register_capture(subparsers: Any) -> None:
 def run_capture(args: argparse.Namespace) -> int:
     import shutil
 
-    from workbench.engine.regress_context import RecordingError, find_trace, load_context
-    from workbench.engine.regress_suite import Case, SuiteError, append_case
+    from workbench.engine.regress.context import RecordingError, find_trace, load_context
+    from workbench.engine.regress.suite import Case, SuiteError, append_case
 
     home = resolve_home(args)
     suite_path = Path(args.suite)
@@ -299,9 +299,9 @@ def _register_lint(subparsers: Any) -> None:
 
 
 def run_lint(args: argparse.Namespace) -> int:
-    from workbench.engine.lint_tools import lint_tools, summary
-    from workbench.engine.regress_context import RecordingError
-    from workbench.engine.regress_sources import ToolSourceError
+    from workbench.engine.regress.context import RecordingError
+    from workbench.engine.regress.lint_tools import lint_tools, summary
+    from workbench.engine.regress.sources import ToolSourceError
 
     try:
         schemas = _load(args)
@@ -328,8 +328,8 @@ def run_lint(args: argparse.Namespace) -> int:
 def _load(args: argparse.Namespace) -> list[dict[str, Any]]:
     import asyncio
 
-    from workbench.engine.regress_context import find_trace
-    from workbench.engine.regress_sources import (
+    from workbench.engine.regress.context import find_trace
+    from workbench.engine.regress.sources import (
         is_mcp_config,
         schemas_from_file,
         schemas_from_run,
@@ -349,7 +349,7 @@ def _load(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 async def _open_and_list(reference: str, root: Path) -> list[dict[str, Any]]:
-    from workbench.engine.regress_sources import open_tools, schemas_of
+    from workbench.engine.regress.sources import open_tools, schemas_of
 
     async with open_tools(reference, root=root) as toolsets:
         return schemas_of(toolsets)

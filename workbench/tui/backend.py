@@ -24,19 +24,19 @@ from traces.home import traces_dir
 from traces.origins import RUN_KINDS
 from traces.schema_diff import diff_tool_schemas
 from traces.store import IngestReport, RunRow, TraceStore
-from workbench.engine import fork as fork_engine
-from workbench.engine import run_service
-from workbench.engine.fork import ForkRequest
-from workbench.engine.recording_io import Recording, load_recording
-from workbench.engine.replay import NotReplayable, ReplayOutcome, replay_run
-from workbench.engine.run_service import ModelSettings
+from workbench.engine.recording import fork as fork_engine
+from workbench.engine.recording import run_service
+from workbench.engine.recording.fork import ForkRequest
+from workbench.engine.recording.load import Recording, load_recording
+from workbench.engine.recording.replay import NotReplayable, ReplayOutcome, replay_run
+from workbench.engine.recording.run_service import ModelSettings
 from workbench.tui.render import event_is_failure
 from workbench.tui.schema_view import SchemaPair
 
 if TYPE_CHECKING:  # the screens' own view types; those modules load with their screens
     from traces.store.regress import RegressTables
-    from workbench.engine.chain_compare import Comparison
-    from workbench.engine.search import SearchHit
+    from workbench.engine.diff.text_changes import Comparison
+    from workbench.engine.views.search import SearchHit
     from workbench.tui.regress_screen import SuiteRun
     from workbench.tui.timeline_screen import TimelineView
 
@@ -178,7 +178,7 @@ class Backend:
 
     def search(self, text: str, run_id: str | None = None, limit: int = 500) -> list[SearchHit]:
         """Where `text` occurs in runs' contents."""
-        from workbench.engine.search import search
+        from workbench.engine.views.search import search
 
         with self._session() as store:
             return search(store, text, run_id=run_id, limit=limit)
@@ -248,7 +248,7 @@ class Backend:
         return Outline(row, start, end, turns, total, cost, first_turn=first_turn)
 
     def _cost(self, model: str | None, end: RunEnd) -> str:
-        from workbench.engine.cost import Prices, PricesError
+        from workbench.engine.views.cost import Prices, PricesError
 
         try:
             prices = Prices.load(self.home)
@@ -272,8 +272,8 @@ class Backend:
 
     def timeline(self, run_id: str) -> TimelineView:
         """The engine's timeline of the run and the home's prices."""
-        from workbench.engine.cost import Prices, PricesError
-        from workbench.engine.timeline import build_timeline
+        from workbench.engine.views.cost import Prices, PricesError
+        from workbench.engine.views.timeline import build_timeline
         from workbench.tui.timeline_screen import TimelineView
 
         types = ["run_start", "model_request", "model_response", "error", "tool_start"]
@@ -341,8 +341,8 @@ class Backend:
         return SchemaPair(run_a, run_b, tools_a, tools_b, diff_tool_schemas(tools_a, tools_b))
 
     def export(self, run_id: str, fmt: str) -> Path:
-        """Write the run as one document (`workbench.engine.export`) to <home>/exports/."""
-        from workbench.engine.export import export_run
+        """Write the run as one document (`workbench.engine.views.export`) to <home>/exports/."""
+        from workbench.engine.views.export import export_run
 
         self.check_writable("export the run")
         text = export_run(self.events(run_id, 0, None), "md" if fmt == "md" else "json")
@@ -354,7 +354,7 @@ class Backend:
 
     def comparison(self, run_a: str, run_b: str) -> Comparison:
         """The two chains, the texts that differ and the fork's edits."""
-        from workbench.engine.chain_compare import compare_runs
+        from workbench.engine.diff.text_changes import compare_runs
 
         return compare_runs(self.recording(run_a), self.recording(run_b))
 

@@ -1,6 +1,7 @@
 """Diff screens: two runs' tool schemas side by side, and their decision chains by turn.
 
-Both diffs come from the engine (`workbench.engine.diff`); these screens only lay them out.
+Both diffs come from the engine (`workbench.engine.diff.alignment`); these screens only lay
+them out.
 """
 
 from __future__ import annotations
@@ -120,7 +121,7 @@ def render_chain_diff(diff: Any) -> RenderableType:
 
 
 def render_comparison(comparison: Any) -> RenderableType:
-    """A `workbench.engine.chain_compare.Comparison`: what the fork changed, the chains side
+    """A `workbench.engine.diff.text_changes.Comparison`: what the fork changed, the chains side
     by side, then every text that differs, A and B in full and their word diff."""
     parts: list[RenderableType] = []
     for fork in comparison.forks:

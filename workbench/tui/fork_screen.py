@@ -23,7 +23,7 @@ from textual.widgets import Button, Footer, Header, Input, Label, Select, Static
 
 from agent_core.agent import RunResult, TextDelta
 from traces.events import Event, ModelChunk, RunStart
-from workbench.engine.fork import ForkRequest
+from workbench.engine.recording.fork import ForkRequest
 from workbench.tui.backend import CancelFork, Endpoint, ForkContext, RecordedCall
 from workbench.tui.render import event_summary, one_line, short_id
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen

@@ -17,7 +17,7 @@ from textual.timer import Timer
 from textual.widgets import Footer, Header, Static
 
 from traces.events import Event
-from workbench.engine.replay import ReplayOutcome
+from workbench.engine.recording.replay import ReplayOutcome
 from workbench.tui.backend import NotAvailable
 from workbench.tui.paged_list import PagedList
 from workbench.tui.render import event_line, render_event, short_id

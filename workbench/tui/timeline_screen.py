@@ -1,7 +1,7 @@
 """Timeline: a run's turns as a waterfall of model calls and tool calls, with tokens per turn
 and their cost when `<home>/prices.toml` prices the model.
 
-The engine builds the timeline (`workbench.engine.timeline`); this screen only draws it, to
+The engine builds the timeline (`workbench.engine.views.timeline`); this screen only draws it, to
 the width the terminal has. Calls that ran side by side sit on their own lanes (`∥`).
 """
 
@@ -28,8 +28,8 @@ DURATION_WIDTH = 9
 
 @dataclass(frozen=True)
 class TimelineView:
-    timeline: Any  # workbench.engine.timeline.Timeline
-    prices: Any  # workbench.engine.cost.Prices
+    timeline: Any  # workbench.engine.views.timeline.Timeline
+    prices: Any  # workbench.engine.views.cost.Prices
     problem: str | None = None  # why the prices could not be read
 
 

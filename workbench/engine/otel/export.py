@@ -4,7 +4,7 @@ One trace per run: an `invoke_agent` span for the run, and under it a `chat` spa
 call (each attempt) and an `execute_tool` span per tool call, timed from the trace's own
 timestamps. Ids derive from the run id and the event's seq, so exporting a run twice sends
 the same trace and span ids and a backend that keys on them keeps one copy. The attributes
-are in `otel_attrs`. A fork's agent span links to its parent run's; history trims are events
+are in `attrs`. A fork's agent span links to its parent run's; history trims are events
 on the agent span. Streamed chunks and MCP frames are not exported.
 
 Needs the `otel` extra; imported only by the commands that use it.
@@ -33,7 +33,7 @@ from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode,
 
 from traces.events import Event
 from traces.tree import ModelCallNode, RunChain, ToolCallNode, build_chain
-from workbench.engine import otel_attrs as a
+from workbench.engine.otel import attrs as a
 
 
 def _version() -> str:

@@ -2,7 +2,7 @@
 
 `ReplayResponder` answers each chat-completion request with the recorded answer of the turn
 whose recorded request it matches, so any OpenAI client, not only ours, can be replayed in
-its own tests. Requests match by meaning (`workbench.engine.matching`: tool-call arguments as
+its own tests. Requests match by meaning (`workbench.engine.http.matching`: tool-call arguments as
 JSON values, fields sent with their default value equal to absent) or, with `exact`, field
 for field. Several runs can be served at once: each request is answered from the run whose
 turn it matches, the run's next turn first, and among runs that recorded the same request,
@@ -22,12 +22,12 @@ from typing import Any
 from agent_core.model.assembler import chunk_from_completion
 from agent_core.model.script import ScriptError
 from traces.tree import TurnNode
-from workbench.engine.compare import FieldDiff, diff_values
-from workbench.engine.http_server import DEFAULT_MAX_REQUEST_BYTES
-from workbench.engine.matching import MatchMode, body_parts, request_view
-from workbench.engine.model_server import ModelServer, Reply, Responder, ScriptResponder
-from workbench.engine.recording_io import Recording
-from workbench.engine.replay_model import is_completion
+from workbench.engine.http.matching import MatchMode, body_parts, request_view
+from workbench.engine.http.model_server import ModelServer, Reply, Responder, ScriptResponder
+from workbench.engine.http.server import DEFAULT_MAX_REQUEST_BYTES
+from workbench.engine.recording.field_diff import FieldDiff, diff_values
+from workbench.engine.recording.load import Recording
+from workbench.engine.recording.replay_model import is_completion
 
 # How many differing fields are counted when looking for the closest turn to a mismatch.
 _DIFF_LIMIT = 200
@@ -212,7 +212,7 @@ def replay_server(
 ) -> ModelServer:
     """A started server replaying `runs` (ids, prefixes or paths) and every run named `name`,
     in a background thread; `close()` stops it. Raises ServeError with one line."""
-    from workbench.engine.recording_io import RecordingError, load_recording, runs_named
+    from workbench.engine.recording.load import RecordingError, load_recording, runs_named
 
     try:
         recordings = [load_recording(ref, home) for ref in runs]

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from agent_core.tools.base import Toolset
     from traces.events import Event, Limits
     from traces.writer import JsonlWriter
-    from workbench.engine.fork import ForkPlan
+    from workbench.engine.recording.fork import ForkPlan
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 NO_MODEL_HINT = (
@@ -195,7 +195,7 @@ def prepare_fork(
     from agent_core.agent import new_run_id
     from traces.home import RedactionConfigError, home_redactor, traces_dir
     from traces.writer import JsonlWriter
-    from workbench.engine.fork import fork_agent
+    from workbench.engine.recording.fork import fork_agent
 
     try:
         redactor = home_redactor(home, secrets)

@@ -5,7 +5,7 @@ JSON (`application/json`), gzip or not, and answers as OTLP asks (an empty
 ExportTraceServiceResponse in the request's encoding; 400 for a payload that is not one,
 415 for another content type). Spans wait per trace until the trace's root span arrives
 (exporters send a span when it ends, so the root comes last), then the trace is written as
-a run by `otel_import`. Traces still waiting when the receiver stops are written as they
+a run by `ingest`. Traces still waiting when the receiver stops are written as they
 are; while they wait their spans are also on disk, for a receiver killed before then.
 `CollectorThread` runs it in the background, for tests and embedding.
 
@@ -25,14 +25,14 @@ from pathlib import Path
 from aiohttp import web
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from workbench.engine.otel_import import (
+from workbench.engine.otel.ingest import (
     ImportedRun,
     OtlpError,
     parse_json,
     parse_protobuf,
     write_run,
 )
-from workbench.engine.otel_runs import SpanEventRecord, SpanRecord
+from workbench.engine.otel.runs import SpanEventRecord, SpanRecord
 
 TRACES_PATH = "/v1/traces"
 # OTLP names the first; some clients send the second.

@@ -8,7 +8,7 @@ Two vocabularies are written side by side, so any viewer finds what it reads:
 `workbench.*` attributes keep what neither says (turn, attempt, the run's exact status), so
 an export read back by `workbench collect` gives the same decision chain.
 
-No OpenTelemetry package is imported here; `otel_export` and `otel_import` do that.
+No OpenTelemetry package is imported here; `export` and `ingest` do that.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
+from agent_core.wire.arguments import parse_arguments
+from agent_core.wire.chat import arguments_text
 from traces.events import HistoryTrimmed
 
 # GenAI semantic conventions.
@@ -162,17 +164,12 @@ def text_of(content: Any) -> str | None:
 
 
 def parsed_arguments(raw: Any) -> Any:
-    """Tool call arguments as the conventions prefer them: the JSON object, else the text."""
+    """Tool call arguments as the conventions prefer them: the object (as the agent loop
+    parses or repairs it), else the text."""
     if not isinstance(raw, str):
         return raw
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return raw
-
-
-def arguments_text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    parsed = parse_arguments(raw)
+    return parsed.value if parsed.value is not None else raw
 
 
 def to_semconv(message: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any, Literal, TypeAlias, assert_never
 
 from traces.events import SCHEMA_VERSION, Event
 from traces.tree import RunChain, ToolCallNode, TurnNode, build_chain
-from workbench.engine.timeline import Timeline, TurnTimeline, build_timeline, format_ms
+from workbench.engine.views.timeline import Timeline, TurnTimeline, build_timeline, format_ms
 
 ExportFormat: TypeAlias = Literal["json", "md"]
 EXPORT_FORMATS: tuple[ExportFormat, ...] = ("json", "md")

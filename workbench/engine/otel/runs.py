@@ -8,7 +8,7 @@ model asked for it in one answer and its result came back in a later request; su
 is `observed`. Events take the spans' times; `run_start.origin` is "imported" and `client`
 the instrumentation library (the scope of the model-call spans).
 
-Plain Python on `SpanRecord`s; `otel_import` reads OTLP into them.
+Plain Python on `SpanRecord`s; `ingest` reads OTLP into them.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from agent_core.wire.arguments import parse_arguments
 from traces.events import (
     Error,
     Event,
@@ -32,7 +33,7 @@ from traces.events import (
     Totals,
     is_run_status,
 )
-from workbench.engine import otel_attrs as a
+from workbench.engine.otel import attrs as a
 
 _EVENT_TYPES: dict[str, Any] = {
     "model_request": ModelRequest,
@@ -202,13 +203,8 @@ def _usage(span: SpanRecord) -> dict[str, int] | None:
 
 
 def _tool_call(raw: str) -> dict[str, Any]:
-    arguments = _json_value(raw)
-    parsed = isinstance(arguments, dict)
-    return {
-        "arguments_raw": raw,
-        "arguments": arguments if parsed else None,
-        "parse_error": None if parsed else "not a JSON object",
-    }
+    parsed = parse_arguments(raw)
+    return {"arguments_raw": raw, "arguments": parsed.value, "parse_error": parsed.error}
 
 
 # --- the run --------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """OpenTelemetry spans from other agents as runs: OTLP in, trace files out.
 
 An OTLP export request (protobuf, or OTLP JSON) is read into plain `SpanRecord`s; the spans
-of one trace become one run (`otel_runs` says how), written as
+of one trace become one run (`runs` says how), written as
 `<home>/traces/<trace id>.jsonl`. Importing the same trace again writes nothing.
 
 Needs the `otel` extra (`opentelemetry-proto`); imported only by the commands that use it.
@@ -27,7 +27,7 @@ from traces.events import RunEnd
 from traces.home import traces_dir
 from traces.reader import describe_validation_error
 from traces.writer import JsonlWriter
-from workbench.engine.otel_runs import SpanEventRecord, SpanRecord, run_events
+from workbench.engine.otel.runs import SpanEventRecord, SpanRecord, run_events
 
 _STATUS_ERROR = 2  # opentelemetry.proto.trace.v1.Status.STATUS_CODE_ERROR
 

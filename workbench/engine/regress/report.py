@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from traces.schema_diff import ToolSchemaDiff, diff_tool_schemas, render_text
-from workbench.engine.regress import CaseResult, SuiteResult
+from workbench.engine.regress.runner import CaseResult, SuiteResult
 
 MARKS = {"pass": "ok", "fail": "FAIL", "regressed": "REGR", "error": "ERR"}
 

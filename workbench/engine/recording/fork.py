@@ -26,8 +26,12 @@ from agent_core.model.base import ChatModel, ModelCall, ModelCallStopped, Stream
 from agent_core.tools.base import CallKey, ToolResult, Toolset, ToolSpec, call_key
 from traces.events import Edit, RunStart
 from traces.writer import Sink
-from workbench.engine.recording_io import Recording, config_from_run_start
-from workbench.engine.replay_model import recorded_read_only, recorded_specs, served_result
+from workbench.engine.recording.load import Recording, config_from_run_start
+from workbench.engine.recording.replay_model import (
+    recorded_read_only,
+    recorded_specs,
+    served_result,
+)
 
 REFUSED = "side_effects_refused"
 # A call to a tool that only the recorded client could run (a captured or imported run),

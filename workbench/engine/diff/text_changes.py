@@ -20,8 +20,14 @@ from typing import Any, assert_never
 from traces.events import Edit
 from traces.schema_diff import SpanOp
 from traces.schema_diff import word_diff as schema_word_diff
-from workbench.engine.diff import ChainDiff, ChainRow, ChainTurn, diff_chains, render_chain
-from workbench.engine.recording_io import Recording
+from workbench.engine.diff.alignment import (
+    ChainDiff,
+    ChainRow,
+    ChainTurn,
+    diff_chains,
+    render_chain,
+)
+from workbench.engine.recording.load import Recording
 
 # Unchanged stretches longer than this are cut to their ends in the rendered word diff.
 CONTEXT_CHARS = 60

@@ -30,8 +30,8 @@ from agent_core.tools.base import CallKey, ToolResult, ToolSpec, call_key
 from traces.events import ModelRequest, ToolEnd, ToolsChanged
 from traces.recorder import Recorder
 from traces.tree import TurnNode
-from workbench.engine.compare import FieldDiff, diff_values
-from workbench.engine.recording_io import Recording
+from workbench.engine.recording.field_diff import FieldDiff, diff_values
+from workbench.engine.recording.load import Recording
 
 
 def request_view(

@@ -16,17 +16,17 @@ from traces.home import RedactionConfigError, home_redactor, traces_dir
 from traces.redact import Redactor
 from traces.store import StoreError
 from traces.store.regress import RegressTables
-from workbench.engine.regress import (
+from workbench.engine.regress.context import RecordingError
+from workbench.engine.regress.report import failure_details, store_rows
+from workbench.engine.regress.runner import (
     Baseline,
     Progress,
     RegressOptions,
     SuiteResult,
     run_suite,
 )
-from workbench.engine.regress_context import RecordingError
-from workbench.engine.regress_report import failure_details, store_rows
-from workbench.engine.regress_sources import ToolSourceError, open_tools
-from workbench.engine.regress_suite import Suite, SuiteError
+from workbench.engine.regress.sources import ToolSourceError, open_tools
+from workbench.engine.regress.suite import Suite, SuiteError
 
 
 class BaselineStore(Protocol):

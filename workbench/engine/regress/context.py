@@ -8,15 +8,15 @@ case can be answered from the recording instead of re-running tools.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agent_core.tools.base import CallKey, ToolResult, call_key
+from agent_core.wire.chat import tool_calls
 from traces.home import ambiguous_run
-from workbench.engine.fork import ForkError, ForkPlan, ForkRequest, plan_fork
-from workbench.engine.recording_io import Recording, RecordingError, read_recording_file
+from workbench.engine.recording.fork import ForkError, ForkPlan, ForkRequest, plan_fork
+from workbench.engine.recording.load import Recording, RecordingError, read_recording_file
 
 __all__ = ["RecordingError"]
 
@@ -48,17 +48,8 @@ class RecordedContext:
 
 
 def parse_calls(message: dict[str, Any]) -> list[ToolCall]:
-    calls: list[ToolCall] = []
-    for call in message.get("tool_calls") or ():
-        function = call.get("function") or {}
-        raw = function.get("arguments") or ""
-        try:
-            parsed = json.loads(raw) if raw.strip() else {}
-        except json.JSONDecodeError:
-            parsed = None
-        name = str(function.get("name") or "")
-        calls.append(ToolCall(name, parsed if isinstance(parsed, dict) else None))
-    return calls
+    """What the model chose, with the arguments the loop ran the tools with."""
+    return [ToolCall(call.name, call.arguments) for call in tool_calls(message)]
 
 
 def find_trace(run_id: str, folders: list[Path]) -> Path:

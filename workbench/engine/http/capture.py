@@ -35,7 +35,10 @@ from typing import Any, Literal, cast
 
 from agent_core.agent import new_run_id
 from agent_core.model.assembler import MalformedChunk, StreamAssembler, chunk_from_completion
+from agent_core.model.retry import retriable_status
 from agent_core.tokens import estimate_message, estimate_prompt, usage_counts
+from agent_core.wire.chat import content_text, tool_call
+from agent_core.wire.urls import public_url
 from traces.events import (
     Error,
     ModelChunk,
@@ -53,7 +56,7 @@ from traces.home import home_redactor, traces_dir
 from traces.recorder import Recorder
 from traces.redact import Redactor
 from traces.writer import JsonlWriter
-from workbench.engine.matching import body_parts, message_meaning
+from workbench.engine.http.matching import body_parts, message_meaning
 
 RUN_HEADER = "x-workbench-run"
 # A stream's chunks are most of what the proxy records; their fields are built here from
@@ -206,7 +209,7 @@ class Exchange:
                 where="model",
                 kind=kind,
                 message=message,
-                retriable=status in (408, 409, 429) or status >= 500,
+                retriable=retriable_status(status),
                 attempt=self.run.attempt,
                 status_code=status if status >= 400 else None,
             )
@@ -228,8 +231,6 @@ class CaptureBook:
     def __init__(self, home: Path, upstream: str) -> None:
         self.home = home
         self.folder = traces_dir(home)
-        from agent_core.model.openai_client import public_url
-
         self.upstream = upstream
         self.upstream_public = public_url(upstream)  # what a trace may say
         # Events are stamped with when they happened, though recorded a little later.
@@ -339,32 +340,27 @@ class CaptureBook:
         }
         waited_ms = (sent - run.answered_at) * 1000.0
         at = self.utc(sent)
-        for call in run.pending_calls:
-            call_id = str(call.get("id") or "")
-            function = call.get("function") or {}
-            name = str(function.get("name") or "")
-            raw = function.get("arguments") or ""
-            arguments, parse_error = _parse_arguments(raw)
+        for call in map(tool_call, run.pending_calls):
             run.recorder.emit(
                 ToolStart,
                 turn=run.turn,
                 at=at,
-                call_id=call_id,
-                name=name,
-                arguments_raw=raw,
-                arguments=arguments,
-                parse_error=parse_error,
+                call_id=call.id,
+                name=call.name,
+                arguments_raw=call.arguments_raw,
+                arguments=call.arguments,
+                parse_error=call.parse_error,
                 source=TOOL_SOURCE,
             )
-            result = results.get(call_id)
-            text = _text(result.get("content")) if result else ""
+            result = results.get(call.id)
+            text = content_text(result.get("content")) if result else ""
             error = None if result else "the client sent no result for this call"
             run.recorder.emit(
                 ToolEnd,
                 turn=run.turn,
                 at=at,
-                call_id=call_id,
-                name=name,
+                call_id=call.id,
+                name=call.name,
                 ok=result is not None,
                 result=text,
                 error=error,
@@ -535,28 +531,8 @@ def _bearer(value: str | None) -> str | None:
     return value
 
 
-def _parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
-    if not raw.strip():
-        return {}, None
-    try:
-        value = json.loads(raw)
-    except ValueError as exc:
-        return None, f"arguments are not valid JSON: {exc}"
-    if not isinstance(value, dict):
-        return None, "arguments are not a JSON object"
-    return value, None
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return "" if content is None else json.dumps(content, ensure_ascii=False)
-
-
 def _first_text(messages: list[Any], role: str) -> str | None:
     for message in messages:
         if isinstance(message, dict) and message.get("role") == role:
-            return _text(message.get("content"))
+            return content_text(message.get("content"))
     return None

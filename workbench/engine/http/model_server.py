@@ -10,7 +10,7 @@ kept in `server.requests`; `serve-model` keeps none.
     with ModelServer(ScriptResponder(steps)) as server:
         model = OpenAIChatModel(server.base_url, "key", "scripted")
 
-Built on aiohttp (`workbench.engine.http_server`): hundreds of concurrent streams, a request
+Built on aiohttp (`workbench.engine.http.server`): hundreds of concurrent streams, a request
 size limit answered with 413, and 400 for bodies that are not a JSON object.
 """
 
@@ -38,7 +38,7 @@ from agent_core.model.script import (
     step_completion,
     used_call_ids,
 )
-from workbench.engine.http_server import (
+from workbench.engine.http.server import (
     DEFAULT_MAX_REQUEST_BYTES,
     HttpServer,
     HttpService,

@@ -22,9 +22,14 @@ from typing import Any, Literal
 from agent_core.agent import Agent, AgentConfig, TextDelta
 from traces.events import Error, Event, EventBase, ModelRequest, RunEnd
 from traces.writer import Sink
-from workbench.engine.compare import FieldDiff, diff_events, holds_redactions, is_transport_only
-from workbench.engine.recording_io import Recording, config_from_run_start
-from workbench.engine.replay_model import ReplayModel, ReplayToolset
+from workbench.engine.recording.field_diff import (
+    FieldDiff,
+    diff_events,
+    holds_redactions,
+    is_transport_only,
+)
+from workbench.engine.recording.load import Recording, config_from_run_start
+from workbench.engine.recording.replay_model import ReplayModel, ReplayToolset
 
 Pace = Literal["fast", "original"]
 ReplayStatus = Literal["identical", "diverged", "incomplete"]

@@ -26,16 +26,16 @@ from agent_core.tools.base import Toolset, ToolSpec
 from traces.events import Limits, ModelResponse, RunStart
 from traces.redact import Redactor
 from traces.writer import JsonlWriter
-from workbench.engine.fork import ForkToolset
-from workbench.engine.regress_context import (
+from workbench.engine.recording.fork import ForkToolset
+from workbench.engine.regress.context import (
     RecordedContext,
     ToolCall,
     find_trace,
     load_context,
     parse_calls,
 )
-from workbench.engine.regress_suite import Case, Suite, SuiteError
-from workbench.engine.regress_tools import GuardedToolset
+from workbench.engine.regress.guard import GuardedToolset
+from workbench.engine.regress.suite import Case, Suite, SuiteError
 
 CaseStatus = Literal["pass", "fail", "regressed", "error"]
 

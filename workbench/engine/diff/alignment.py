@@ -15,8 +15,9 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from agent_core.wire.chat import tool_call
 from traces.tree import TurnNode, build_chain
-from workbench.engine.recording_io import Recording
+from workbench.engine.recording.load import Recording
 
 TurnOutcome = Literal["tools", "answer", "model_error", "incomplete"]
 
@@ -127,15 +128,9 @@ def _calls_not_run(node: TurnNode) -> list[ChainCall]:
     """Calls the model asked for that the loop never started (a refused repeat, a limit):
     the model's decision all the same, so the turn is a tools turn, not an answer."""
     found: list[ChainCall] = []
-    for call in node.calls_not_run:
-        function = call.get("function") or {}
-        raw = function.get("arguments") or ""
-        try:
-            arguments: Any = json.loads(raw) if isinstance(raw, str) and raw else raw or {}
-        except json.JSONDecodeError:
-            arguments = raw
-        name = str(function.get("name") or "?")
-        found.append(ChainCall(name, arguments, None, "not_run", str(call.get("id") or "")))
+    for call in map(tool_call, node.calls_not_run):
+        arguments = call.arguments if call.arguments is not None else call.arguments_raw
+        found.append(ChainCall(call.name or "?", arguments, None, "not_run", call.id))
     return found
 
 

@@ -4,7 +4,7 @@ A client only changes its base URL. `POST /v1/chat/completions` (streamed or not
 upstream with the client's own headers (its credentials go upstream and nowhere else); the
 answer comes back unchanged — streams chunk by chunk as they arrive, errors with their
 status and body — and each exchange is recorded by a `CaptureBook` into runs
-(workbench.engine.capture, docs/capture.md). Every other path (`GET /v1/models`, say) is
+(workbench.engine.http.capture, docs/capture.md). Every other path (`GET /v1/models`, say) is
 passed through unrecorded. Server and upstream client are aiohttp. The request handler only
 forwards: a request is recorded once it has gone upstream, its answer (each stream piece
 kept with its arrival time) right after it ends, both in tasks of their own and in order,
@@ -24,8 +24,8 @@ from typing import Any, Literal
 import aiohttp
 from aiohttp import web
 
-from workbench.engine.capture import RUN_HEADER, CaptureBook, Exchange
-from workbench.engine.http_server import (
+from workbench.engine.http.capture import RUN_HEADER, CaptureBook, Exchange
+from workbench.engine.http.server import (
     DEFAULT_MAX_REQUEST_BYTES,
     HttpServer,
     HttpService,

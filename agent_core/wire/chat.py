@@ -1,0 +1,67 @@
+"""Chat-completions message shapes: a message's content as text, an assistant message's
+tool calls with their arguments parsed.
+
+Everything that reads chat messages (the agent loop, the capture proxy, regression
+judging, the decision-chain diff, the OpenTelemetry mapping) takes tool calls from here, so
+one argument string means the same everywhere: `{"path": "README.md",}` is the object the
+loop repairs it to and runs the tool with, in every trace and every verdict.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from agent_core.wire.arguments import parse_arguments
+
+
+@dataclass(frozen=True)
+class ChatToolCall:
+    """One entry of an assistant message's `tool_calls`, as the loop would run it."""
+
+    id: str
+    name: str
+    arguments_raw: str  # the argument string as sent
+    arguments: dict[str, Any] | None  # parsed (or repaired); None when unusable
+    parse_error: str | None  # short and model-readable, when arguments is None
+
+
+def arguments_text(value: Any) -> str:
+    """Arguments as the wire's string: a string as is, none as "", and anything else (a
+    client or an exporter that sent the object itself) as its JSON."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def tool_call(call: Any) -> ChatToolCall:
+    """A tool call as it comes in a message (`{"id", "function": {"name", "arguments"}}`)."""
+    call = call if isinstance(call, dict) else {}
+    function = call.get("function")
+    function = function if isinstance(function, dict) else {}
+    raw = arguments_text(function.get("arguments"))
+    parsed = parse_arguments(raw)
+    return ChatToolCall(
+        id=str(call.get("id") or ""),
+        name=str(function.get("name") or ""),
+        arguments_raw=raw,
+        arguments=parsed.value,
+        parse_error=parsed.error,
+    )
+
+
+def tool_calls(message: Any) -> list[ChatToolCall]:
+    """The tool calls an assistant message asks for, in order."""
+    calls = message.get("tool_calls") if isinstance(message, dict) else None
+    return [tool_call(call) for call in calls or ()]
+
+
+def content_text(content: Any) -> str:
+    """A message's content as plain text: a string as is, the text of its parts joined
+    (parts without text, such as images, say nothing), none as ""."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return "" if content is None else json.dumps(content, ensure_ascii=False)

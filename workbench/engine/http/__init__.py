@@ -1,0 +1,1 @@
+"""The HTTP servers: `serve-model` (replay or script as an endpoint) and the capture proxy."""

@@ -1,0 +1,1 @@
+"""OpenTelemetry: runs exported as spans, and spans from other agents imported as runs."""

@@ -1,0 +1,1 @@
+"""Regression suites: cases, samples, judging, baselines, reports and the tool lint."""

@@ -1,0 +1,1 @@
+"""Read-only views of runs: timeline, export, search and cost."""
