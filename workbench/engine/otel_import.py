@@ -24,9 +24,8 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from pydantic import ValidationError
 
 from traces.events import RunEnd
-from traces.home import traces_dir
+from traces.home import open_run_trace, traces_dir
 from traces.reader import describe_validation_error
-from traces.writer import JsonlWriter
 from workbench.engine.otel_runs import SpanEventRecord, SpanRecord, run_events
 
 _STATUS_ERROR = 2  # opentelemetry.proto.trace.v1.Status.STATUS_CODE_ERROR
@@ -171,8 +170,9 @@ def group_traces(spans: Iterable[SpanRecord]) -> dict[str, list[SpanRecord]]:
 
 
 def write_run(home: Path, spans: list[SpanRecord]) -> ImportedRun | None:
-    """Write one trace's spans as a run under `home`; None when they hold no model call
-    and no tool call (a trace of something else)."""
+    """Write one trace's spans as a run under `home`, with the home's redaction; None when
+    they hold no model call and no tool call (a trace of something else). Raises
+    RedactionConfigError for a configured pattern that does not compile."""
     if not any(span.kind in ("LLM", "TOOL") for span in spans):
         return None
     try:
@@ -181,14 +181,13 @@ def write_run(home: Path, spans: list[SpanRecord]) -> ImportedRun | None:
         why = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
         raise OtlpError(f"trace {spans[0].trace_id}: its spans do not make a run ({why})") from None
     run_id = events[0].run_id
-    folder = traces_dir(home)
-    path = folder / f"{run_id}.jsonl"
+    path = traces_dir(home) / f"{run_id}.jsonl"
     end = events[-1]
     status = end.status if isinstance(end, RunEnd) else "incomplete"
     turns = len({e.turn for e in events if e.turn is not None})
     if path.exists():
         return ImportedRun(run_id, status, turns, path, written=False)
-    writer = JsonlWriter(folder, run_id)
+    writer = open_run_trace(home, run_id)
     try:
         for event in events:
             writer.write(event)
