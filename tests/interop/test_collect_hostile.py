@@ -72,6 +72,10 @@ class _Lines:
         return self.lines
 
 
+def _at_least(count: int) -> Callable[[list[str]], bool]:
+    return lambda lines: len(lines) >= count
+
+
 class Collector:
     """`workbench collect` on a free loopback port, until `stop`."""
 
@@ -129,7 +133,8 @@ def _protobuf_with_trace_id(trace_id: bytes) -> bytes:
     request = ExportTraceServiceRequest()
     span = request.resource_spans.add().scope_spans.add().spans.add()
     span.trace_id, span.span_id, span.name = trace_id, b"\x01" * 8, "chat"
-    return request.SerializeToString()
+    data: bytes = request.SerializeToString()
+    return data
 
 
 def _hostile_bodies() -> list[tuple[str, bytes, str, str | None, int, str]]:
@@ -194,7 +199,7 @@ def test_hostile_bodies_get_one_clean_4xx_and_the_receiver_keeps_serving(
         assert (code, says in message) == (status, True), (what, code, message)
         assert len(message) < 200 and "\n" not in message, what
         refused += 1
-        lines = collector.err.wait_for(lambda lines, n=refused: len(lines) >= n)
+        lines = collector.err.wait_for(_at_least(refused))
         assert lines[-1] == f"workbench: refused a request: {message}", what
         # Still serving: the good request again is the same trace, already imported.
         assert collector.post(gzip.compress(good), encoding="gzip") == (200, b"{}"), what
@@ -273,8 +278,8 @@ def test_traces_whose_root_never_comes_wait_at_most_max_pending(tmp_path: Path) 
     collector = Collector(tmp_path / "home", "--max-pending", "20")
     try:
         assert collector.post(_orphans(200)) == (200, b"{}")
-        out = collector.out.wait_for(lambda lines: len(lines) >= 180)
-        err = collector.err.wait_for(lambda lines: len(lines) >= 180)
+        out = collector.out.wait_for(_at_least(180))
+        err = collector.err.wait_for(_at_least(180))
         assert len(list((tmp_path / "home" / "otel-pending").iterdir())) == 20
         assert {line[:13] + line[25:] for line in out} == {"imported run  (completed, 2 turn(s))"}
         first = "00000000" + _spans(_fixture())[0]["traceId"][8:]  # the longest-waiting
@@ -299,16 +304,16 @@ def test_a_trace_with_no_new_span_for_the_timeout_is_written(tmp_path: Path) -> 
         scope["spans"] = [span for span in scope["spans"] if not span.get("parentSpanId")]
     try:
         assert collector.post(json.dumps(document).encode()) == (200, b"{}")
-        (note,) = collector.err.wait_for(lambda lines: len(lines) >= 1)
+        (note,) = collector.err.wait_for(_at_least(1))
         assert note.endswith(
             ": 2 span(s) written as a run before its root span arrived: "
             "no new span for 0.5 s (--pending-timeout)"
         )
-        (written,) = collector.out.wait_for(lambda lines: len(lines) >= 1)
+        (written,) = collector.out.wait_for(_at_least(1))
         assert written.startswith("imported run ") and written.endswith(" (completed, 2 turn(s))")
         # The root, late: the run is written already and stays as it was.
         assert collector.post(json.dumps(root).encode()) == (200, b"{}")
-        late = collector.err.wait_for(lambda lines: len(lines) >= 2)[1]
+        late = collector.err.wait_for(_at_least(2))[1]
         trace_id = _spans(root)[0]["traceId"]
         assert late == (
             f"workbench: trace {trace_id}: 1 span(s) came after its run was written without "

@@ -1,12 +1,14 @@
 """`workbench collect`: an OTLP/HTTP trace receiver (aiohttp) that writes runs.
 
 `POST /v1/traces` takes an export request as protobuf (`application/x-protobuf`) or OTLP
-JSON (`application/json`), gzip or not, and answers as OTLP asks (an empty
+JSON (`application/json`), gzip, deflate or neither, and answers as OTLP asks (an empty
 ExportTraceServiceResponse in the request's encoding; 400 for a payload that is not one,
-415 for another content type). Spans wait per trace until the trace's root span arrives
-(exporters send a span when it ends, so the root comes last), then the trace is written as
-a run by `otel_import`. Traces still waiting when the receiver stops are written as they
-are; while they wait their spans are also on disk, for a receiver killed before then.
+415 for another content type or encoding, 413 past `MAX_BODY` as sent or inflated), with
+one line to `on_problem` and never a traceback. Spans wait per trace until the trace's
+root span arrives (exporters send a span when it ends, so the root comes last), then the
+trace is written as a run by `otel_import`. Traces still waiting when the receiver stops
+are written as they are; while they wait their spans are also on disk, for a receiver
+killed before then. How many wait, and for how long, is bounded (`OtlpReceiver`).
 `CollectorThread` runs it in the background, for tests and embedding.
 
 Needs the `otel` extra; imported only by the commands that use it.
@@ -380,11 +382,11 @@ class CollectorThread:
         """`limits`: OtlpReceiver's `max_pending_traces`, `max_pending_spans` and
         `pending_timeout_s`."""
         self._changed = threading.Condition()
+        self.problems: list[str] = []
+        self.notes: list[str] = []
         self.receiver = OtlpReceiver(
             home, on_run=self._ran, on_problem=self._problem, on_note=self._note, **limits
         )
-        self.problems: list[str] = []
-        self.notes: list[str] = []
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._error: BaseException | None = None
