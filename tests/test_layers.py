@@ -84,3 +84,16 @@ def test_duckdb_is_imported_only_in_traces_store() -> None:
         and (ROOT / "traces" / "store") not in path.parents
     ]
     assert offenders == []
+
+
+def test_runs_are_recorded_in_a_home_only_through_open_run_trace() -> None:
+    # A writer built by hand can leave out the home's redaction patterns (it once did, for
+    # imported OpenTelemetry runs); `traces.home.open_run_trace` always applies them.
+    offenders = [
+        str(path.relative_to(ROOT))
+        for package in ("traces", "agent_core", "workbench")
+        for path in (ROOT / package).rglob("*.py")
+        if "JsonlWriter(" in path.read_text(encoding="utf-8")
+        and path not in (ROOT / "traces" / "home.py", ROOT / "traces" / "writer.py")
+    ]
+    assert offenders == []

@@ -1,5 +1,6 @@
-"""Where the workbench keeps its files: `$WORKBENCH_HOME`, else `./.workbench`; and the
-redaction every trace written there gets."""
+"""Where the workbench keeps its files: `$WORKBENCH_HOME`, else `./.workbench`; the
+redaction every trace written there gets; and `open_run_trace`, the one way a run is
+recorded in a home, so no writer can leave that redaction out."""
 
 from __future__ import annotations
 
@@ -7,8 +8,12 @@ import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from traces.redact import Redactor
+
+if TYPE_CHECKING:
+    from traces.writer import JsonlWriter
 
 # User-configured secret patterns: one regular expression per line in this file of the
 # home folder ('#' starts a comment), and/or in this environment variable (one per line).
@@ -86,3 +91,12 @@ def home_redactor(home: Path, secrets: Iterable[str | None] = ()) -> Redactor:
     """What every trace written for this home is redacted with: the secrets in use (API
     keys, MCP header values) and the home's configured patterns."""
     return Redactor([s for s in secrets if s], redaction_patterns(home))
+
+
+def open_run_trace(home: Path, run_id: str, secrets: Iterable[str | None] = ()) -> JsonlWriter:
+    """The trace of run `run_id` in `home` (`<home>/traces/<run_id>.jsonl`), redacted with
+    `home_redactor(home, secrets)`; the writer's `redactor` takes secrets learnt later.
+    Raises RedactionConfigError for a configured pattern that does not compile."""
+    from traces.writer import JsonlWriter  # the event models, only for commands that write
+
+    return JsonlWriter(traces_dir(home), run_id, home_redactor(home, secrets))

@@ -45,18 +45,21 @@ class Sink(Protocol):
 
 
 class JsonlWriter:
-    """Appends events to `<folder>/<run_id>.jsonl`, redacting secrets before they hit disk."""
+    """Appends events to `<folder>/<run_id>.jsonl`, redacting secrets before they hit disk.
+
+    A run recorded in a home opens its writer with `traces.home.open_run_trace`, which
+    gives it the home's redaction."""
 
     def __init__(self, folder: Path, run_id: str, redactor: Redactor | None = None) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / f"{run_id}.jsonl"
-        self._redactor = redactor or Redactor()
+        self.redactor = redactor or Redactor()
         # Unbuffered: each event is one write call, so it is in the file once `write` returns.
         self._file: FileIO | None = FileIO(self.path, "a")
         # The last request's messages and tools, with their line texts.
         self._messages = _JoinedItems()
         self._tools = _JoinedItems()
-        self._stream: ChunkStream[ModelChunk] = ChunkStream(self._redactor)
+        self._stream: ChunkStream[ModelChunk] = ChunkStream(self.redactor)
 
     def write(self, event: Event) -> None:
         file = self._file
@@ -80,8 +83,8 @@ class JsonlWriter:
                     return
         elif self._stream.holding:
             self._write_chunks(self._stream.flush())
-        if not self._redactor.json_clean(text):
-            line = to_json(self._redactor.value(event.model_dump(mode="json")))
+        if not self.redactor.json_clean(text):
+            line = to_json(self.redactor.value(event.model_dump(mode="json")))
         data = line + b"\n"
         written = file.write(data) or 0
         if written < len(data):
@@ -100,9 +103,9 @@ class JsonlWriter:
     def _json(self, text: bytes, values: Callable[[], Any]) -> bytes:
         """One value's JSON text: pydantic's `text` when nothing in it needs redacting; else
         its JSON `values`, redacted, written by pydantic."""
-        if self._redactor.json_clean(text.decode()):
+        if self.redactor.json_clean(text.decode()):
             return text
-        return to_json(self._redactor.value(values()))
+        return to_json(self.redactor.value(values()))
 
     def _put(self, data: bytes) -> None:
         assert self._file is not None

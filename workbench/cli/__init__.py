@@ -18,6 +18,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from traces.home import RedactionConfigError
 from workbench.cli.common import EXIT_CODES, CliError, CommandParser, ExitCode, SetupError
 
 # Modules that add subcommands, in the order they appear in --help.
@@ -72,6 +73,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"workbench: {exc}", file=sys.stderr)
         return exc.exit_code
     except SetupError as exc:  # raised by the engine when a run cannot be set up
+        print(f"workbench: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    except RedactionConfigError as exc:  # a bad pattern, met where a trace is opened
         print(f"workbench: {exc}", file=sys.stderr)
         return ExitCode.USAGE
     except KeyboardInterrupt:

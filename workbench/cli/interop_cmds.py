@@ -17,6 +17,7 @@ from workbench.cli.common import (
     add_home,
     port_number,
     positive_float,
+    positive_int,
     print_json,
     resolve_home,
 )
@@ -47,8 +48,10 @@ COLLECT_HELP = """\
 Turn spans from agents instrumented with OpenTelemetry (GenAI semantic conventions or
 OpenInference) into runs: one run per trace, marked as imported, that open in the TUI and
 work with show, diff, sql and regression cases. `collect` is an OTLP/HTTP receiver
-(protobuf and JSON, on http://127.0.0.1:4318/v1/traces by default; Ctrl-C stops it);
-`ingest-otel` reads OTLP JSON files. Needs the otel extra. See docs/otel.md.
+(protobuf and JSON, gzip or not, on http://127.0.0.1:4318/v1/traces by default; Ctrl-C
+stops it); a trace is written when its root span arrives, or as it is after
+--pending-timeout without a new span. `ingest-otel` reads OTLP JSON files. Runs get the
+home's redaction patterns. Needs the otel extra. See docs/otel.md.
 """
 
 
@@ -113,6 +116,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     collect.add_argument("--port", type=port_number, default=4318, help="port (default 4318)")
     collect.add_argument(
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
+    )
+    # The defaults are otel_collect's MAX_PENDING_TRACES and PENDING_TIMEOUT_S, written out
+    # here because --help must not import aiohttp.
+    collect.add_argument(
+        "--max-pending",
+        type=positive_int,
+        default=1000,
+        metavar="N",
+        help="traces that may wait for their root span; past it the longest-waiting is "
+        "written as it is (default 1000)",
+    )
+    collect.add_argument(
+        "--pending-timeout",
+        type=positive_float,
+        default=300.0,
+        metavar="SECONDS",
+        help="a trace with no new span for this long is written without its root span "
+        "(default 300)",
     )
     add_home(collect)
     collect.set_defaults(func=cmd_collect)
@@ -234,12 +255,22 @@ def _print_run(run: Any) -> None:
 def cmd_collect(args: argparse.Namespace) -> int:
     import asyncio
 
+    from traces.home import redaction_patterns
+
     otel_collect = _otel_module("collect")
     home = resolve_home(args)
+    redaction_patterns(home)  # a pattern that does not compile is one line, before serving
+
+    def say(message: str) -> None:
+        print(f"workbench: {message}", file=sys.stderr, flush=True)
+
     receiver = otel_collect.OtlpReceiver(
         home,
         on_run=_print_run,
-        on_problem=lambda message: print(f"workbench: {message}", file=sys.stderr, flush=True),
+        on_problem=say,
+        on_note=say,
+        max_pending_traces=args.max_pending,
+        pending_timeout_s=args.pending_timeout,
     )
 
     async def serve() -> None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from traces.home import traces_dir
+from traces.home import open_run_trace
 from workbench.cli.common import (
     CliError,
     ExitCode,
@@ -28,7 +28,6 @@ from workbench.cli.common import (
     add_mcp_start_timeout,
     positive_float,
     print_json,
-    redactor_for,
     resolve_home,
     text_or_file,
 )
@@ -131,7 +130,6 @@ def _traced(args: argparse.Namespace, task: str, servers: list[str] | None, body
     )
     from traces.events import RunEnd, RunStart, Totals
     from traces.recorder import Recorder
-    from traces.writer import JsonlWriter
 
     path = _config_path(args)
     try:
@@ -144,7 +142,7 @@ def _traced(args: argparse.Namespace, task: str, servers: list[str] | None, body
             raise CliError(f"{path}: no server named '{name}' (servers: {', '.join(known)})")
     run_id = new_run_id()
     home = resolve_home(args)
-    writer = JsonlWriter(traces_dir(home), run_id, redactor_for(home, mcp_secrets(configs)))
+    writer = open_run_trace(home, run_id, mcp_secrets(configs))
     recorder = Recorder(run_id, [writer])
     recorder.emit(
         RunStart, task=task, model="none", meta={"mcp_config": str(path)}, origin="mcp_session"

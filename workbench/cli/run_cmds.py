@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from traces.home import traces_dir
+from traces.home import open_run_trace, traces_dir
 from workbench.cli.common import (
     EXIT_CODES,
     STATUS_EXIT,
@@ -19,7 +19,6 @@ from workbench.cli.common import (
     load_prices,
     priced,
     print_json,
-    redactor_for,
     resolve_home,
     text_or_file,
     writable_home,
@@ -125,7 +124,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def cmd_run(args: argparse.Namespace) -> int:
     from agent_core.agent import Agent, AgentConfig
-    from traces.writer import JsonlWriter
     from workbench.cli.driving import local_toolsets, mcp_config_secrets, run_agent
     from workbench.cli.run_printer import RunPrinter
 
@@ -156,8 +154,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         tool_descriptions=overrides,
         meta={"root": str(args.root.resolve())},  # what the built-in tools could read
     )
-    redactor = redactor_for(home, [model_settings(args).api_key, *secrets])
-    writer = JsonlWriter(traces_dir(home), config.run_id, redactor)
+    writer = open_run_trace(home, config.run_id, [model_settings(args).api_key, *secrets])
     agent = Agent(model, toolsets, config, sinks=[writer])
     printer = RunPrinter(sys.stderr if args.json else sys.stdout)
     result = run_agent(
@@ -206,7 +203,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from agent_core.demo import SCENARIOS, write_fork_script, write_project
     from agent_core.model.scripted import ScriptedModel
     from agent_core.tools.builtin import builtin_tools
-    from traces.writer import JsonlWriter
     from workbench.cli.driving import run_agent
     from workbench.cli.run_printer import RunPrinter
 
@@ -233,7 +229,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
                 "fork_script": str(fork_script.resolve()),
             },
         )
-        writer = JsonlWriter(traces_dir(home), config.run_id, redactor_for(home))
+        writer = open_run_trace(home, config.run_id)
         model = ScriptedModel(scenario.steps, name="scripted-demo")
         agent = Agent(model, [builtin_tools(project)], config, sinks=[writer])
         result = run_agent(agent, printer, writer)

@@ -52,10 +52,9 @@ from traces.events import (
     Totals,
     utc_now,
 )
-from traces.home import home_redactor, traces_dir
+from traces.home import open_run_trace, traces_dir
 from traces.recorder import Recorder
 from traces.redact import Redactor
-from traces.writer import JsonlWriter
 from workbench.engine.http.matching import body_parts, message_meaning
 
 RUN_HEADER = "x-workbench-run"
@@ -384,8 +383,8 @@ class CaptureBook:
         new = messages[len(parent.conversation) :] if parent else messages
         run_id = new_run_id()
         # The client's key is a secret from the first line on (run_start holds the task).
-        redactor = home_redactor(self.home, [secret])
-        recorder = Recorder(run_id, [JsonlWriter(self.folder, run_id, redactor)])
+        writer = open_run_trace(self.home, run_id, [secret])
+        recorder, redactor = Recorder(run_id, [writer]), writer.redactor
         run = CapturedRun(run_id, name, recorder, redactor, sent)
         self.runs[run_id] = run
         tool_names = [

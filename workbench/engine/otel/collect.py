@@ -1,12 +1,14 @@
 """`workbench collect`: an OTLP/HTTP trace receiver (aiohttp) that writes runs.
 
 `POST /v1/traces` takes an export request as protobuf (`application/x-protobuf`) or OTLP
-JSON (`application/json`), gzip or not, and answers as OTLP asks (an empty
+JSON (`application/json`), gzip, deflate or neither, and answers as OTLP asks (an empty
 ExportTraceServiceResponse in the request's encoding; 400 for a payload that is not one,
-415 for another content type). Spans wait per trace until the trace's root span arrives
-(exporters send a span when it ends, so the root comes last), then the trace is written as
-a run by `ingest`. Traces still waiting when the receiver stops are written as they
-are; while they wait their spans are also on disk, for a receiver killed before then.
+415 for another content type or encoding, 413 past `MAX_BODY` as sent or inflated), with
+one line to `on_problem` and never a traceback. Spans wait per trace until the trace's
+root span arrives (exporters send a span when it ends, so the root comes last), then the
+trace is written as a run by `ingest`. Traces still waiting when the receiver stops
+are written as they are; while they wait their spans are also on disk, for a receiver
+killed before then. How many wait, and for how long, is bounded (`OtlpReceiver`).
 `CollectorThread` runs it in the background, for tests and embedding.
 
 Needs the `otel` extra; imported only by the commands that use it.
@@ -15,19 +17,26 @@ Needs the `otel` extra; imported only by the commands that use it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
 import threading
-from collections.abc import Callable
+import time
+import zlib
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
+from traces.home import RedactionConfigError
 from workbench.engine.otel.ingest import (
     ImportedRun,
     OtlpError,
+    loads,
     parse_json,
     parse_protobuf,
     write_run,
@@ -37,7 +46,16 @@ from workbench.engine.otel.runs import SpanEventRecord, SpanRecord
 TRACES_PATH = "/v1/traces"
 # OTLP names the first; some clients send the second.
 PROTOBUF_TYPES = ("application/x-protobuf", "application/protobuf")
+# What OTLP exporters compress with; anything else is refused (415) before it is read.
+ENCODINGS = ("identity", "gzip", "x-gzip", "deflate")
+# The most a request may be, as sent and once decompressed: past it, 413.
 MAX_BODY = 64 * 1024 * 1024
+# Traces waiting for their root span: past either count the longest-waiting is written as
+# it is; so is a trace that has had no new span for the timeout (docs/otel.md).
+MAX_PENDING_TRACES = 1_000
+MAX_PENDING_SPANS = 100_000
+PENDING_TIMEOUT_S = 300.0
+_WRITTEN_EARLY_KEPT = 10 * MAX_PENDING_TRACES
 
 RunCallback = Callable[[ImportedRun], None]
 ProblemCallback = Callable[[str], None]
@@ -46,35 +64,119 @@ ProblemCallback = Callable[[str], None]
 PENDING_DIR = "otel-pending"
 
 
+class BodyError(Exception):
+    """A request the receiver refuses: the HTTP status and one line saying why."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+# Inflated a slice at a time into one buffer: slices of one size reuse the same memory, and
+# the buffer goes back to the system when freed, so a bomb leaves no heap behind.
+_SLICE = 1024 * 1024
+
+
+def decompressed(body: bytes, encoding: str, limit: int = MAX_BODY) -> bytes:
+    """The body a request's Content-Encoding wraps, inflated a slice at a time so that no
+    more than `limit` bytes are ever held (a small gzip bomb would otherwise take
+    gigabytes): BodyError 413 past the limit, 400 for a body that is not what it says."""
+    if encoding == "identity":
+        return body
+    if encoding == "deflate":  # zlib-wrapped as the RFC says, or raw as some clients send
+        wbits = zlib.MAX_WBITS if body[:1] and body[0] & 0x0F == 8 else -zlib.MAX_WBITS
+    else:
+        wbits = 16 + zlib.MAX_WBITS
+    inflated = bytearray()
+    rest = body
+    while rest:  # a gzip body may be several members; each pass reads one
+        inflater = zlib.decompressobj(wbits)
+        while rest and not inflater.eof:  # each pass consumes input or adds output
+            try:
+                part = inflater.decompress(rest, min(_SLICE, limit + 1 - len(inflated)))
+            except zlib.error as exc:
+                raise BodyError(400, f"the body is not valid {encoding} ({exc})") from None
+            inflated += part
+            if len(inflated) > limit:
+                inflated.clear()  # now, not when the refusal's traceback goes
+                raise BodyError(
+                    413, f"the body inflates past {limit // 2**20} MiB; send smaller batches"
+                )
+            rest = inflater.unconsumed_tail
+        if not inflater.eof:
+            raise BodyError(400, f"the body is not valid {encoding} (it ends too soon)")
+        rest = inflater.unused_data
+        if rest and wbits != 16 + zlib.MAX_WBITS:
+            raise BodyError(400, f"the body is not valid {encoding} (data after its end)")
+    return bytes(inflated)
+
+
+def spans_of_body(body: bytes, content_type: str, encoding: str) -> list[SpanRecord]:
+    """The spans of a request body; BodyError for one the receiver refuses."""
+    data = decompressed(body, encoding)
+    try:
+        if content_type in PROTOBUF_TYPES:
+            return parse_protobuf(data)
+        return parse_json(loads(data))
+    except OtlpError as exc:
+        refusal = BodyError(400, str(exc))
+    del data  # now, not when the refusal's traceback goes
+    raise refusal
+
+
 class OtlpReceiver:
     """The receiving side: payloads in, runs written under `home`.
 
     Spans waiting for their trace's root are also appended to
     `<home>/otel-pending/<trace id>.jsonl`, so a receiver that is killed loses nothing: the
-    next one starts with them, and the file goes once the run is written."""
+    next one starts with them, and the file goes once the run is written. At most
+    `max_pending_traces` traces and `max_pending_spans` spans wait, and none longer than
+    `pending_timeout_s` after its last span; past that a trace is written as it is."""
 
     def __init__(
         self,
         home: Path,
         on_run: RunCallback | None = None,
         on_problem: ProblemCallback | None = None,
+        *,
+        on_note: ProblemCallback | None = None,
+        max_pending_traces: int = MAX_PENDING_TRACES,
+        max_pending_spans: int = MAX_PENDING_SPANS,
+        pending_timeout_s: float = PENDING_TIMEOUT_S,
     ) -> None:
         self.home = home
         self.on_run = on_run
         self.on_problem = on_problem
-        self.pending: dict[str, list[SpanRecord]] = {}
+        self.on_note = on_note
+        self.max_pending_traces = max_pending_traces
+        self.max_pending_spans = max_pending_spans
+        self.pending_timeout_s = pending_timeout_s
+        # Longest-waiting first: a trace moves to the end when a span of it arrives.
+        self.pending: OrderedDict[str, list[SpanRecord]] = OrderedDict()
+        self._last_seen: dict[str, float] = {}  # time.monotonic() of each one's last span
+        self._pending_spans = 0
+        # Traces written before their root came, the latest, to say so of spans that follow.
+        self._written_early: OrderedDict[str, None] = OrderedDict()
         self.runs: list[ImportedRun] = []
         self.spans_received = 0
         self._lock = threading.Lock()
+        self._decoding = asyncio.Semaphore(2)  # made again by `app`, for its event loop
         self._spool = home / PENDING_DIR
-        for path in sorted(self._spool.glob("*.jsonl")):
+        now, wall = time.monotonic(), time.time()
+        spooled = sorted(self._spool.glob("*.jsonl"), key=lambda path: path.stat().st_mtime)
+        for path in spooled:
             with path.open(encoding="utf-8") as handle:
                 spans = [_span_of_line(line) for line in handle if line.endswith("\n")]
             self.pending[path.stem] = [span for span in spans if span is not None]
+            self._pending_spans += len(self.pending[path.stem])
+            self._last_seen[path.stem] = now - max(0.0, wall - path.stat().st_mtime)
+        with self._lock:
+            self._bound()
 
     def take(self, spans: list[SpanRecord]) -> None:
         with self._lock:
             self.spans_received += len(spans)
+            now = time.monotonic()
             complete: list[str] = []
             by_trace: dict[str, list[SpanRecord]] = {}
             for span in spans:
@@ -83,17 +185,61 @@ class OtlpReceiver:
                     complete.append(span.trace_id)
             for trace_id, received in by_trace.items():
                 self.pending.setdefault(trace_id, []).extend(received)
+                self.pending.move_to_end(trace_id)
+                self._last_seen[trace_id] = now
+                self._pending_spans += len(received)
                 if trace_id not in complete:
                     self._keep(trace_id, received)
             for trace_id in dict.fromkeys(complete):
-                self._write(self.pending.pop(trace_id))
+                self._write(self._pop(trace_id))
+            self._bound()
+
+    def expire(self) -> None:
+        """Write the traces that have had no new span for `pending_timeout_s`."""
+        with self._lock:
+            deadline = time.monotonic() - self.pending_timeout_s
+            while self.pending:
+                trace_id = next(iter(self.pending))
+                if self._last_seen[trace_id] > deadline:
+                    break
+                self._early(
+                    trace_id,
+                    f"no new span for {self.pending_timeout_s:g} s (--pending-timeout)",
+                )
 
     def flush(self) -> None:
         """Write every trace still waiting for its root span."""
         with self._lock:
-            pending, self.pending = self.pending, {}
-            for spans in pending.values():
-                self._write(spans)
+            while self.pending:
+                self._write(self._pop(next(iter(self.pending))))
+
+    def _bound(self) -> None:
+        while len(self.pending) > self.max_pending_traces:
+            self._early(
+                next(iter(self.pending)),
+                f"over {self.max_pending_traces} traces were waiting (--max-pending)",
+            )
+        while self._pending_spans > self.max_pending_spans and self.pending:
+            self._early(
+                next(iter(self.pending)), f"over {self.max_pending_spans} spans were waiting"
+            )
+
+    def _early(self, trace_id: str, why: str) -> None:
+        spans = self._pop(trace_id)
+        self._note(
+            f"trace {trace_id}: {len(spans)} span(s) written as a run before its root span "
+            f"arrived: {why}"
+        )
+        self._write(spans)
+        self._written_early[trace_id] = None
+        if len(self._written_early) > _WRITTEN_EARLY_KEPT:
+            self._written_early.popitem(last=False)
+
+    def _pop(self, trace_id: str) -> list[SpanRecord]:
+        spans = self.pending.pop(trace_id)
+        del self._last_seen[trace_id]
+        self._pending_spans -= len(spans)
+        return spans
 
     def _keep(self, trace_id: str, spans: list[SpanRecord]) -> None:
         self._spool.mkdir(parents=True, exist_ok=True)
@@ -102,12 +248,23 @@ class OtlpReceiver:
             handle.write(lines)
 
     def _write(self, spans: list[SpanRecord]) -> None:
+        trace_id = spans[0].trace_id
+        if trace_id in self._written_early:
+            self._note(
+                f"trace {trace_id}: {len(spans)} span(s) came after its run was written "
+                "without them; not added"
+            )
+            (self._spool / f"{trace_id}.jsonl").unlink(missing_ok=True)
+            return
         try:
             run = write_run(self.home, spans)
         except OtlpError as exc:
             self._problem(str(exc))
             run = None
-        (self._spool / f"{spans[0].trace_id}.jsonl").unlink(missing_ok=True)
+        except (RedactionConfigError, OSError) as exc:  # its spans stay in the spool
+            self._problem(f"trace {trace_id}: not written: {exc}")
+            return
+        (self._spool / f"{trace_id}.jsonl").unlink(missing_ok=True)
         if run is None:
             return
         self.runs.append(run)
@@ -118,26 +275,40 @@ class OtlpReceiver:
         if self.on_problem is not None:
             self.on_problem(message)
 
+    def _note(self, message: str) -> None:
+        if self.on_note is not None:
+            self.on_note(message)
+
     async def handle(self, request: web.Request) -> web.Response:
-        content_type = request.content_type
-        body = await request.read()
         try:
-            if content_type in PROTOBUF_TYPES:
-                spans = parse_protobuf(body)
-            elif content_type == "application/json":
-                try:
-                    document = json.loads(body)
-                except ValueError:
-                    raise OtlpError("not valid JSON") from None
-                spans = parse_json(document)
-            else:
-                message = f"content type {content_type!r}: send application/x-protobuf or json"
-                self._problem(f"refused a request: {message}")
-                return web.json_response({"message": message}, status=415)
-            await asyncio.to_thread(self.take, spans)
-        except OtlpError as exc:
+            return await self._answer(request)
+        except web.HTTPException:
+            raise
+        except BodyError as exc:
             self._problem(f"refused a request: {exc}")
-            return web.json_response({"code": 3, "message": str(exc)}, status=400)
+            body = {"code": 3, "message": str(exc)}  # 3: INVALID_ARGUMENT, as OTLP answers
+            return web.json_response(body, status=exc.status)
+        except Exception as exc:  # a bug: one line, not a traceback; the receiver goes on
+            self._problem(f"failed on a request: {type(exc).__name__}: {exc}")
+            return web.json_response({"code": 13, "message": "internal error"}, status=500)
+
+    async def _answer(self, request: web.Request) -> web.Response:
+        content_type = request.content_type
+        if content_type not in (*PROTOBUF_TYPES, "application/json"):
+            message = f"content type {content_type!r}: send application/x-protobuf or json"
+            raise BodyError(415, message)
+        encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
+        if encoding not in ENCODINGS:
+            raise BodyError(415, f"content encoding {encoding[:40]!r}: send gzip or none")
+        try:
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            raise BodyError(413, f"the body is over {MAX_BODY // 2**20} MiB") from None
+        # Inflating and parsing take a while for a big body: off the loop, which keeps
+        # serving, and two at a time, which bounds the memory they take together.
+        async with self._decoding:
+            spans = await asyncio.to_thread(spans_of_body, body, content_type, encoding)
+        await asyncio.to_thread(self.take, spans)
         if content_type == "application/json":
             return web.json_response({})
         return web.Response(
@@ -145,9 +316,26 @@ class OtlpReceiver:
             content_type="application/x-protobuf",
         )
 
+    async def _expire_waiting(self, app: web.Application) -> AsyncIterator[None]:
+        # Checks often enough that a trace waits at most about a tenth longer than allowed.
+        interval = min(max(self.pending_timeout_s / 10, 0.05), 10.0)
+
+        async def every_interval() -> None:
+            while True:
+                await asyncio.sleep(interval)
+                await asyncio.to_thread(self.expire)
+
+        task = asyncio.create_task(every_interval())
+        yield
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
     def app(self) -> web.Application:
+        self._decoding = asyncio.Semaphore(2)
         app = web.Application(client_max_size=MAX_BODY)
         app.router.add_post(TRACES_PATH, self.handle)
+        app.cleanup_ctx.append(self._expire_waiting)
         return app
 
 
@@ -166,7 +354,9 @@ class CollectorError(Exception):
 
 async def start(receiver: OtlpReceiver, host: str, port: int) -> tuple[web.AppRunner, int]:
     """Serve `receiver` on host:port (0 picks a free port); returns the runner and port."""
-    runner = web.AppRunner(receiver.app(), access_log=None)
+    # aiohttp's own decompression holds what it inflates past the body limit; `decompressed`
+    # stops at the limit.
+    runner = web.AppRunner(receiver.app(), access_log=None, auto_decompress=False)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     try:
@@ -188,10 +378,15 @@ class CollectorThread:
         collector.wait_for_runs(3)
     """
 
-    def __init__(self, home: Path, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, home: Path, host: str = "127.0.0.1", port: int = 0, **limits: Any) -> None:
+        """`limits`: OtlpReceiver's `max_pending_traces`, `max_pending_spans` and
+        `pending_timeout_s`."""
         self._changed = threading.Condition()
-        self.receiver = OtlpReceiver(home, on_run=self._ran, on_problem=self._problem)
         self.problems: list[str] = []
+        self.notes: list[str] = []
+        self.receiver = OtlpReceiver(
+            home, on_run=self._ran, on_problem=self._problem, on_note=self._note, **limits
+        )
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._error: BaseException | None = None
@@ -231,6 +426,11 @@ class CollectorThread:
     def _problem(self, message: str) -> None:
         with self._changed:
             self.problems.append(message)
+            self._changed.notify_all()
+
+    def _note(self, message: str) -> None:
+        with self._changed:
+            self.notes.append(message)
             self._changed.notify_all()
 
     def wait_for_runs(self, count: int, timeout_s: float = 30.0) -> list[ImportedRun]:

@@ -24,9 +24,8 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from pydantic import ValidationError
 
 from traces.events import RunEnd
-from traces.home import traces_dir
+from traces.home import open_run_trace, traces_dir
 from traces.reader import describe_validation_error
-from traces.writer import JsonlWriter
 from workbench.engine.otel.runs import SpanEventRecord, SpanRecord, run_events
 
 _STATUS_ERROR = 2  # opentelemetry.proto.trace.v1.Status.STATUS_CODE_ERROR
@@ -50,7 +49,26 @@ def _value(value: AnyValue) -> Any:
     return getattr(value, kind) if kind else None
 
 
+# OTLP ids: a trace id is 16 bytes, a span id 8 (a root span's parent id is empty). Checked
+# because a trace id names the run's file, and one of 200 bytes names none.
+_ID_BYTES = {"traceId": (16,), "spanId": (8,), "parentSpanId": (0, 8)}
+
+
+def _check_ids(span: Any) -> None:
+    for name, value in (
+        ("traceId", span.trace_id),
+        ("spanId", span.span_id),
+        ("parentSpanId", span.parent_span_id),
+    ):
+        if len(value) not in _ID_BYTES[name]:
+            raise OtlpError(
+                f"span {span.name[:60]!r}: {name} is {len(value)} bytes; OTLP's is "
+                f"{_ID_BYTES[name][-1]} ({2 * _ID_BYTES[name][-1]} hex digits)"
+            )
+
+
 def spans_of_request(request: ExportTraceServiceRequest) -> list[SpanRecord]:
+    """The request's spans; OtlpError for a span whose ids are not OTLP's sizes."""
     spans: list[SpanRecord] = []
     for resource_spans in request.resource_spans:
         resource = {kv.key: _value(kv.value) for kv in resource_spans.resource.attributes}
@@ -60,6 +78,7 @@ def spans_of_request(request: ExportTraceServiceRequest) -> list[SpanRecord]:
             if scope_spans.scope.version:
                 scope = f"{scope} {scope_spans.scope.version}"
             for span in scope_spans.spans:
+                _check_ids(span)
                 spans.append(
                     SpanRecord(
                         trace_id=span.trace_id.hex(),
@@ -90,9 +109,22 @@ def parse_protobuf(data: bytes) -> list[SpanRecord]:
     request = ExportTraceServiceRequest()
     try:
         request.ParseFromString(data)
-    except DecodeError as exc:
+    except DecodeError as exc:  # also a message nested past protobuf's depth limit
         raise OtlpError(f"not an OTLP protobuf trace export ({exc})") from None
     return spans_of_request(request)
+
+
+def loads(text: str | bytes) -> Any:
+    """JSON text as a value; OtlpError when it is not JSON or nests too deep to read."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise OtlpError(_TOO_DEEP) from None
+    except ValueError:  # also bytes that are not UTF-8
+        raise OtlpError("not valid JSON") from None
+
+
+_TOO_DEEP = "JSON nested too deeply to be an OTLP trace export"
 
 
 _ID_KEYS = ("traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id")
@@ -125,6 +157,8 @@ def parse_json(document: Any) -> list[SpanRecord]:
         json_format.ParseDict(_ids_to_base64(document), request, ignore_unknown_fields=True)
     except json_format.ParseError as exc:
         raise OtlpError(f"not an OTLP JSON trace export ({str(exc).splitlines()[0]})") from None
+    except RecursionError:  # a document deep enough to read, too deep to walk
+        raise OtlpError(_TOO_DEEP) from None
     return spans_of_request(request)
 
 
@@ -136,6 +170,8 @@ def read_json_file(path: Path) -> list[SpanRecord]:
         return parse_json(json.loads(text))
     except json.JSONDecodeError:
         pass
+    except RecursionError:
+        raise OtlpError(f"{path}: {_TOO_DEEP}") from None
     except OtlpError as exc:
         raise OtlpError(f"{path}: {exc}") from None
     spans: list[SpanRecord] = []
@@ -143,9 +179,7 @@ def read_json_file(path: Path) -> list[SpanRecord]:
         if not line.strip():
             continue
         try:
-            spans += parse_json(json.loads(line))
-        except json.JSONDecodeError:
-            raise OtlpError(f"{path}:{number}: not valid JSON") from None
+            spans += parse_json(loads(line))
         except OtlpError as exc:
             raise OtlpError(f"{path}:{number}: {exc}") from None
     return spans
@@ -171,8 +205,9 @@ def group_traces(spans: Iterable[SpanRecord]) -> dict[str, list[SpanRecord]]:
 
 
 def write_run(home: Path, spans: list[SpanRecord]) -> ImportedRun | None:
-    """Write one trace's spans as a run under `home`; None when they hold no model call
-    and no tool call (a trace of something else)."""
+    """Write one trace's spans as a run under `home`, with the home's redaction; None when
+    they hold no model call and no tool call (a trace of something else). Raises
+    RedactionConfigError for a configured pattern that does not compile."""
     if not any(span.kind in ("LLM", "TOOL") for span in spans):
         return None
     try:
@@ -181,14 +216,13 @@ def write_run(home: Path, spans: list[SpanRecord]) -> ImportedRun | None:
         why = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
         raise OtlpError(f"trace {spans[0].trace_id}: its spans do not make a run ({why})") from None
     run_id = events[0].run_id
-    folder = traces_dir(home)
-    path = folder / f"{run_id}.jsonl"
+    path = traces_dir(home) / f"{run_id}.jsonl"
     end = events[-1]
     status = end.status if isinstance(end, RunEnd) else "incomplete"
     turns = len({e.turn for e in events if e.turn is not None})
     if path.exists():
         return ImportedRun(run_id, status, turns, path, written=False)
-    writer = JsonlWriter(folder, run_id)
+    writer = open_run_trace(home, run_id)
     try:
         for event in events:
             writer.write(event)

@@ -193,16 +193,14 @@ def prepare_fork(
     New calls may run live on `live_toolsets` as the plan allows; `limits` replace the
     parent's; `root`, the folder the fork's file tools read, is recorded in its run_start."""
     from agent_core.agent import new_run_id
-    from traces.home import RedactionConfigError, home_redactor, traces_dir
-    from traces.writer import JsonlWriter
+    from traces.home import RedactionConfigError, open_run_trace
     from workbench.engine.recording.fork import fork_agent
 
+    run_id = new_run_id()
     try:
-        redactor = home_redactor(home, secrets)
+        writer = open_run_trace(home, run_id, secrets)
     except RedactionConfigError as exc:
         raise SetupError(str(exc)) from None
-    run_id = new_run_id()
-    writer = JsonlWriter(traces_dir(home), run_id, redactor)
     changes: dict[str, Any] = {} if limits is None else {"limits": limits}
     if root is not None:
         changes["meta"] = plan.config().meta | {"root": str(root.resolve())}

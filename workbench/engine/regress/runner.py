@@ -5,7 +5,7 @@ the turns the case looks at, with tools guarded so nothing changes the world. Wh
 model chose is judged against the case; pass rates are compared with the case's minimum
 and, when given, a stored baseline's rates.
 
-    result = await run_suite(suite, model, toolsets, RegressOptions(traces_dir=...))
+    result = await run_suite(suite, model, toolsets, RegressOptions(home=...))
     result.exit_code   # 0 all pass, 1 any failure or regression
 """
 
@@ -24,8 +24,7 @@ from agent_core.agent import Agent, AgentConfig
 from agent_core.model.base import ChatModel
 from agent_core.tools.base import Toolset, ToolSpec
 from traces.events import Limits, ModelResponse, RunStart
-from traces.redact import Redactor
-from traces.writer import JsonlWriter
+from traces.home import open_run_trace
 from workbench.engine.recording.fork import ForkToolset
 from workbench.engine.regress.context import (
     RecordedContext,
@@ -131,7 +130,9 @@ class SuiteResult:
 
 @dataclass
 class RegressOptions:
-    traces_dir: Path | None = None  # where sample traces go; None keeps them in memory only
+    # Whose traces folder the sample traces go to, with its redaction (`open_run_trace`);
+    # None keeps them in memory only.
+    home: Path | None = None
     samples: int | None = None  # overrides the suite's and cases' sample counts
     concurrency: int = 4
     tool_descriptions: dict[str, str] = field(default_factory=dict)
@@ -139,7 +140,7 @@ class RegressOptions:
     params: dict[str, Any] = field(default_factory=dict)
     model_timeout_s: float = 60.0
     baseline: Baseline | None = None
-    redactor: Redactor | None = None  # for the sample traces; default: nothing configured
+    secrets: list[str | None] = field(default_factory=list)  # kept out of the sample traces
 
 
 Progress = Callable[[int, int, SampleResult], None]
@@ -313,8 +314,8 @@ async def _run_sample(
             origin="regression_sample",
         )
     sinks = (
-        [JsonlWriter(options.traces_dir, config.run_id, options.redactor)]
-        if options.traces_dir
+        [open_run_trace(options.home, config.run_id, options.secrets)]
+        if options.home is not None
         else []
     )
     agent = Agent(model, guarded, config, sinks=sinks)

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agent_core.model.base import ChatModel
-from traces.home import RedactionConfigError, home_redactor, traces_dir
-from traces.redact import Redactor
+from traces.home import RedactionConfigError, redaction_patterns, traces_dir
 from traces.store import StoreError
 from traces.store.regress import RegressTables
 from workbench.engine.regress.context import RecordingError
@@ -106,8 +105,9 @@ async def run_suite_request(
     if diff_from is None and store is not None:
         latest = store.load_baseline(suite.name)
         diff_from = _baseline(latest) if latest else None
+    _check_redaction(request)
     options = RegressOptions(
-        traces_dir=traces_dir(request.home),
+        home=request.home,
         samples=request.samples,
         concurrency=request.concurrency,
         tool_descriptions=dict(request.tool_descriptions),
@@ -115,7 +115,7 @@ async def run_suite_request(
         params=dict(request.params),
         model_timeout_s=request.model_timeout_s,
         baseline=baseline,
-        redactor=_redactor(request),
+        secrets=list(request.secrets),
     )
     reference = suite.tools_path()
     builtins = request.builtin_tools
@@ -145,8 +145,9 @@ async def run_suite_request(
     return SuiteOutcome(result, details, label, saved)
 
 
-def _redactor(request: SuiteRequest) -> Redactor:
+def _check_redaction(request: SuiteRequest) -> None:
+    # Each sample's trace reads the patterns again; a bad one is one line before any runs.
     try:
-        return home_redactor(request.home, request.secrets)
+        redaction_patterns(request.home)
     except RedactionConfigError as exc:
         raise SuiteError(str(exc)) from None
