@@ -6,10 +6,13 @@ redactor, so two redacted lines can still be compared.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import copy
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Generic, TypeVar
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 # Every placeholder starts with this (`[REDACTED:api_key]`, `[REDACTED:pattern-1]`, …).
 REDACTION_MARK = "[REDACTED:"
@@ -19,11 +22,21 @@ _AUTH_KEYS = frozenset({"authorization", "proxy-authorization", "api_key", "api-
 _BEARER = re.compile(r"(?i)\bBearer\s+[A-Za-z0-9._~+/=-]{8,}")
 # Characters JSON serializers write unchanged, so a secret made of them appears verbatim.
 _JSON_VERBATIM = re.compile(r"[\x20\x21\x23-\x5b\x5d-\x7e]+")
+# Names of headers and query parameters whose values are credentials: `Authorization`,
+# `api-key` (Azure OpenAI), `x-api-key` (Anthropic), `x-goog-api-key`, `?key=`, `?sig=`, ….
+CREDENTIAL_NAME = re.compile(r"(?i)key|token|secret|passw|auth|credential|cookie|signature|^sig$")
+# Shorter values of such names are flags or ids, not keys; redacting them would garble text.
+MIN_CREDENTIAL_LENGTH = 8
+# Encoded forms of a secret shorter than this are left alone (they could occur by chance).
+_MIN_ENCODED_LENGTH = 12
 
 
 class Redactor:
     def __init__(self, secrets: Iterable[str] = (), patterns: Iterable[str] = ()) -> None:
         self._secrets: list[str] = []
+        # Base64 and hex forms of the secrets (hex in lower case: it is matched in any case).
+        self._encoded: list[str] = []
+        self._hex: list[str] = []
         self.generation = 0  # how many secrets were added: streams relearn them when it moves
         self._patterns = [re.compile(p) for p in patterns]
         # Whether every secret is made of characters JSON writes unchanged and there are no
@@ -37,16 +50,26 @@ class Redactor:
     def secrets(self) -> list[str]:
         return list(self._secrets)
 
+    @property
+    def patterns(self) -> list[re.Pattern[str]]:
+        return list(self._patterns)
+
     def add_secret(self, secret: str | None) -> None:
+        """Redact `secret`, and its base64 and hex forms, from now on."""
         if secret and len(secret) >= 4 and secret not in self._secrets:
             self._secrets.append(secret)
             self.verbatim = self.verbatim and bool(_JSON_VERBATIM.fullmatch(secret))
             self.generation += 1
+            self._encoded += [f for f in base64_forms(secret) if f not in self._encoded]
+            if len(secret) * 2 >= _MIN_ENCODED_LENGTH:
+                self._hex.append(secret.encode().hex())
 
     def text(self, value: str) -> str:
         for secret in self._secrets:
             if secret in value:
                 value = value.replace(secret, SECRET_PLACEHOLDER)
+        if self._hex or self._encoded:
+            value = self._encoded_text(value)
         value = _BEARER.sub("Bearer [REDACTED:authorization]", value)
         for number, pattern in enumerate(self._patterns, start=1):
             value = pattern.sub(f"[REDACTED:pattern-{number}]", value)
@@ -69,10 +92,29 @@ class Redactor:
             return False
         if "api_key" in lowered or "api-key" in lowered:
             return False
-        for secret in self._secrets:  # noqa: SIM110 (a generator costs more, on every event)
+        # Loops, not `any()` over generators: they cost less, on every event.
+        for secret in self._secrets:
             if secret in text:
                 return False
+        for form in self._encoded:
+            if form in text:
+                return False
+        for form in self._hex:  # noqa: SIM110 (see above)
+            if form in lowered:
+                return False
         return True
+
+    def _encoded_text(self, value: str) -> str:
+        """`value` with the secrets' base64 and hex forms (in any case) redacted."""
+        for form in self._encoded:
+            if form in value:
+                value = value.replace(form, SECRET_PLACEHOLDER)
+        lowered = value.lower()
+        for form in self._hex:
+            if form in lowered:
+                value = re.sub(form, SECRET_PLACEHOLDER, value, flags=re.IGNORECASE)
+                lowered = value.lower()
+        return value
 
     def value(self, value: Any) -> Any:
         """Redact every string inside a JSON-like value (dicts, lists, scalars)."""
@@ -90,6 +132,66 @@ class Redactor:
         if isinstance(value, list):
             return [self.value(item) for item in value]
         return value
+
+
+def base64_forms(secret: str) -> list[str]:
+    """The base64 forms (standard and URL-safe) of a secret, longest first. Inside
+    a longer encoded text (`Basic base64(user:key)`) a secret's base64 depends on where its
+    bytes fall in the 3-byte groups, so for each of the three offsets the characters that
+    come from the secret's bytes alone are a form too; the few around them are not."""
+    raw = secret.encode()
+    forms: list[str] = []
+    for shift in range(3):
+        encoded = base64.b64encode(bytes(shift) + raw).decode()
+        if shift == 0:
+            forms.append(encoded)  # the secret encoded by itself, with its padding
+        # Characters mixing bits of the bytes before or after the secret are cut.
+        start = 4 if shift else 0
+        stop = 4 * ((shift + len(raw)) // 3)
+        if stop - start >= _MIN_ENCODED_LENGTH:
+            forms.append(encoded[start:stop])
+    forms += [form.replace("+", "-").replace("/", "_") for form in forms]
+    unique = [form for number, form in enumerate(forms) if form not in forms[:number]]
+    return sorted(
+        (form for form in unique if len(form) >= _MIN_ENCODED_LENGTH), key=len, reverse=True
+    )
+
+
+def credentials(headers: Mapping[str, str], query: str = "") -> list[str]:
+    """The secrets in a request's credential-bearing headers and query parameters (see
+    CREDENTIAL_NAME): each value, and the token after an auth scheme (`Bearer`, `Basic`
+    and the password inside it, …), cookie values one by one."""
+    found: list[str] = []
+    pairs = [*headers.items(), *parse_qsl(query, keep_blank_values=True)]
+    for name, value in pairs:
+        if not CREDENTIAL_NAME.search(name):
+            continue
+        value = value.strip()
+        values = [value]
+        scheme, _, token = value.partition(" ")
+        if token and scheme.isalpha():
+            values.append(token.strip())
+            if scheme.lower() == "basic":
+                values.append(_basic_password(token.strip()))
+        if "cookie" in name.lower():
+            values += [part.partition("=")[2].strip() for part in value.split(";")]
+        found += [v for v in values if len(v) >= MIN_CREDENTIAL_LENGTH and v not in found]
+    return found
+
+
+def url_credentials(url: str) -> list[str]:
+    """The secrets in a URL: its password and credential-bearing query parameters."""
+    parts = urlsplit(url)
+    found = [unquote(parts.password)] if parts.password else []
+    return [*found, *credentials({}, parts.query)]
+
+
+def _basic_password(token: str) -> str:
+    try:
+        decoded = base64.b64decode(token, validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return ""
+    return decoded.partition(":")[2]
 
 
 T = TypeVar("T")
