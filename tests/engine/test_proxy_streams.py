@@ -9,10 +9,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
 
-from tests.engine.capture_support import STEPS, read_run, run_agent
+from tests.engine.capture_support import STEPS, read_run, run_agent, runs
 from tests.engine.test_serve_model import serve
+from tests.support.servers import Sequence, text_chunks
+from tests.support.streams import load_stream, stream_files, stream_reply
 from workbench.engine.model_server import ModelServer, Reply, ScriptResponder
 from workbench.engine.proxy import RecordingProxy
 
@@ -66,3 +69,93 @@ def test_an_answer_is_recorded_at_done_while_the_upstream_keeps_the_stream_open(
     # The capture replays: the same agent gets the same answer offline.
     with serve("--replay", run_id, "--home", str(home)) as base_url:
         assert run_agent(base_url, stream=True) == answer
+
+
+def _ends_with_done(name: str) -> bool:
+    _, lines = load_stream(name)
+    return any(isinstance(line, str) and line.replace(" ", "") == "data:[DONE]" for line in lines)
+
+
+DONE_STREAMS = [path.name for path in stream_files() if _ends_with_done(path.name)]
+
+
+@pytest.mark.parametrize("name", DONE_STREAMS)
+def test_real_streams_held_open_after_done_are_recorded_whole(tmp_path: Path, name: str) -> None:
+    reply = stream_reply(name)
+    assert reply.chunks is not None
+    reply.stall_after = len(reply.chunks)  # then silent, the stream still open
+    home = tmp_path / "home"
+    with (
+        ModelServer(lambda body: reply) as upstream,
+        RecordingProxy(upstream.base_url, home) as proxy,
+    ):
+        client = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+        stream = client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "go"}], stream=True
+        )
+        received = list(stream)  # the SDK stops at `[DONE]` and closes the connection
+        client.close()
+    events = read_run(home)
+    sent = [line for line in reply.chunks if isinstance(line, dict)]
+    assert [e["data"] for e in events if e["type"] == "model_chunk"] == sent
+    (response,) = [e for e in events if e["type"] == "model_response"]
+    assert response["chunks"] == len(sent) >= len(received)
+    # Ended by the proxy's stop: completed, or waiting for tool results (then cancelled).
+    assert events[-1]["type"] == "run_end"
+
+
+def test_an_answer_is_whole_once_a_chunk_carried_its_finish_reason(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # No `[DONE]`: a client that stops at the finish reason had the whole answer.
+    chunks = [c for c in text_chunks("All done here.") if isinstance(c, dict)]
+    held = Reply(chunks=chunks, stall_after=len(chunks))
+    home = tmp_path / "home"
+    with (
+        ModelServer(Sequence(held, Reply(chunks=text_chunks("ok")))) as upstream,
+        RecordingProxy(upstream.base_url, home) as proxy,
+    ):
+        client = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+        stream = client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "finish"}], stream=True
+        )
+        text = ""
+        for chunk in stream:
+            text += chunk.choices[0].delta.content or ""
+            if chunk.choices[0].finish_reason:
+                break
+        stream.close()
+        # A whole exchange after the hang-up: the proxy has seen the hang-up by its end.
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+        client.close()
+    assert text == "All done here."
+    first = runs(home)[0]
+    assert first[-1]["type"] == "run_end" and first[-1]["status"] == "completed"
+    assert first[-1]["final_answer"] == text
+    assert "workbench proxy:" not in capfd.readouterr().err
+
+
+def test_a_capture_left_incomplete_says_so_naming_its_run(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "home"
+    stalled = Reply(chunks=text_chunks("one two three four"), stall_after=2)
+    with (
+        ModelServer(Sequence(stalled, Reply(chunks=text_chunks("done")))) as upstream,
+        RecordingProxy(upstream.base_url, home) as proxy,
+    ):
+        client = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+        stream = client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "count"}], stream=True
+        )
+        next(iter(stream))
+        stream.close()
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+        client.close()
+    first = runs(home)[0]
+    assert "run_end" not in [e["type"] for e in first]
+    err = capfd.readouterr().err
+    assert err == (
+        f"workbench proxy: run {first[0]['run_id']} stays incomplete: the client went away "
+        "before the answer of turn 1 was whole\n"
+    )
