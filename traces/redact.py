@@ -238,19 +238,26 @@ class ChunkStream(Generic[T]):
     """Redaction of a streamed answer as a whole: a secret the model sends back split over
     several chunks is redacted in the chunks as in the assembled text, so the concatenated
     deltas read `[REDACTED:api_key]` exactly where the assembled message does (and a replay
-    assembles the placeholder, never the key).
+    assembles the placeholder, never the key). The same goes for a configured pattern's
+    match (`[REDACTED:pattern-N]`).
 
     `push` takes each chunk (any item, with its raw data) and returns the chunks that can be
-    written now, each with its data, redacted where a secret spans chunks. A chunk whose text
-    ends with the start of a secret is held until the next one shows whether the secret
-    follows. The placeholder goes into the chunk where the secret starts and the rest of the
-    secret is cut from the chunks after it. `flush` returns what is held (at the end of the
-    stream, or before any other event)."""
+    written now, each with its data, redacted where a secret or a match spans chunks. A chunk
+    whose text ends with the start of a secret, or with a match or the start of one (that
+    more text may continue), is held until a next one shows whether it does. The placeholder
+    goes into the chunk where the secret or match starts and the rest of it is cut from the
+    chunks after it; every chunk is still written, in order. At most MAX_HELD_CHUNKS are
+    held: a pattern that could match without end does not hold a whole answer. `flush`
+    returns what is held (at the end of the stream, or before any other event)."""
+
+    MAX_HELD_CHUNKS = 64
 
     def __init__(self, redactor: Redactor) -> None:
         self._redactor = redactor
         self._held: list[tuple[T, dict[str, Any]]] = []
         self._tails: dict[Channel, str] = {}
+        # Patterns again, for partial matching (`regex`; imported only when there are any).
+        self._partial = _partial_patterns(redactor.patterns)
         self._learn()
 
     def _learn(self) -> None:
@@ -269,14 +276,14 @@ class ChunkStream(Generic[T]):
         with the start of one. False when in doubt (then `push` decides)."""
         if self._generation != self._redactor.generation:
             self._learn()
-        if not self._secrets:
+        if not self._secrets and not self._partial:
             return True
         return not self._held and self._quick is not None and self._quick.search(text) is None
 
     def push(self, item: T, data: dict[str, Any]) -> list[tuple[T, dict[str, Any]]]:
         if self._generation != self._redactor.generation:
             self._learn()
-        if not self._secrets:
+        if not self._secrets and not self._partial:
             return [(item, data)]
         pieces = _text_pieces(data)
         if not self._held and not any(self._may_hold(holder[key]) for _, holder, key in pieces):
@@ -284,7 +291,9 @@ class ChunkStream(Generic[T]):
         self._held.append((item, data))
         for channel, holder, key in pieces:
             self._tails[channel] = self._tails.get(channel, "") + holder[key]
-        if any(self._ends_with_secret_start(text) for text in self._tails.values()):
+        if len(self._held) < self.MAX_HELD_CHUNKS and any(
+            self._ends_open(text) for text in self._tails.values()
+        ):
             return []
         return self.flush()
 
@@ -303,8 +312,25 @@ class ChunkStream(Generic[T]):
         return copies
 
     def _may_hold(self, text: str) -> bool:
-        """Whether a chunk's text holds a secret or ends with the start of one."""
-        return any(secret in text for secret in self._secrets) or self._ends_with_secret_start(text)
+        """Whether a chunk's text holds a secret or ends with the start of one (or of a
+        match; a match inside it is redacted with the chunk)."""
+        return any(secret in text for secret in self._secrets) or self._ends_open(text)
+
+    def _ends_open(self, text: str) -> bool:
+        """Whether the text after `text` may complete a secret or a match begun in it."""
+        return self._ends_with_secret_start(text) or self._ends_in_match(text)
+
+    def _ends_in_match(self, text: str) -> bool:
+        """Whether a pattern matches, or could match given more text, up to the end of
+        `text` (a match there may go on: `CUST-12` then `3456`)."""
+        end = len(text)
+        for _, pattern in self._partial:
+            last = None
+            for last in pattern.finditer(text, partial=True):  # noqa: B007 (the last one)
+                pass
+            if last is not None and last.end() == end and last.end() > last.start():
+                return True
+        return False
 
     def _ends_with_secret_start(self, text: str) -> bool:
         for secret in self._secrets:
@@ -333,19 +359,44 @@ class ChunkStream(Generic[T]):
                 if span is None:
                     out.append(joined[position])
                 elif position == span[0]:
-                    out.append(SECRET_PLACEHOLDER)
+                    out.append(span[2])
             holder[key] = "".join(out)
             start = end
         return True
 
-    def _spans(self, text: str) -> list[tuple[int, int]]:
+    def _spans(self, text: str) -> list[tuple[int, int, str]]:
         """Where the secrets are, as `Redactor.text` finds them (each secret in turn, left
-        to right), without overlaps."""
-        spans: list[tuple[int, int]] = []
+        to right), then the patterns' matches, without overlaps; each with its placeholder."""
+        spans: list[tuple[int, int, str]] = []
+
+        def add(start: int, end: int, placeholder: str) -> None:
+            if not any(start < taken[1] and taken[0] < end for taken in spans):
+                spans.append((start, end, placeholder))
+
         for secret in self._secrets:
             at = text.find(secret)
             while at >= 0:
-                if not any(at < end and start < at + len(secret) for start, end in spans):
-                    spans.append((at, at + len(secret)))
+                add(at, at + len(secret), SECRET_PLACEHOLDER)
                 at = text.find(secret, at + len(secret))
+        for number, pattern in self._partial:
+            for match in pattern.finditer(text):
+                if match.end() > match.start():
+                    add(match.start(), match.end(), f"[REDACTED:pattern-{number}]")
         return sorted(spans)
+
+
+def _partial_patterns(patterns: list[re.Pattern[str]]) -> list[tuple[int, Any]]:
+    """The patterns, numbered as `Redactor.text` numbers them, compiled by `regex`, which
+    can tell a match cut short by the end of a text (`partial=True`); a pattern it cannot
+    read is left to the per-chunk redaction."""
+    if not patterns:
+        return []
+    import regex
+
+    compiled: list[tuple[int, Any]] = []
+    for number, pattern in enumerate(patterns, start=1):
+        try:
+            compiled.append((number, regex.compile(pattern.pattern, pattern.flags)))
+        except regex.error:
+            continue
+    return compiled
