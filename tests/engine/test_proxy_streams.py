@@ -159,3 +159,36 @@ def test_a_capture_left_incomplete_says_so_naming_its_run(
         f"workbench proxy: run {first[0]['run_id']} stays incomplete: the client went away "
         "before the answer of turn 1 was whole\n"
     )
+
+
+ESCAPES = [
+    "GET /v1/../x",
+    "GET /v1/%2e%2e/x",
+    "GET /v1/%2E%2E/%2e%2e/x",
+    "GET /v1/..%2fx",
+    "GET /v1/%252e%252e/x",
+    "GET /v1/models/..%5c..%5cx",
+    "POST /v1/x/../chat/completions",
+]
+
+
+@pytest.mark.parametrize("request_line", ESCAPES)
+async def test_a_path_that_leaves_the_base_path_is_refused(
+    tmp_path: Path, request_line: str
+) -> None:
+    from tests.engine.test_serve_hardening import exchange
+
+    with (
+        ModelServer(ScriptResponder([])) as upstream,
+        RecordingProxy(upstream.base_url, tmp_path / "home") as proxy,
+    ):
+        head = f"{request_line} HTTP/1.1\nHost: localhost\nConnection: close\nContent-Length: 2\n"
+        status, body = await exchange(proxy.base_url, head, b"{}")
+        # Inside the base path, dots and all, is still passed through.
+        inside, _ = await exchange(
+            proxy.base_url, head.replace(request_line, "GET /v1/./models"), b"{}"
+        )
+        assert upstream.requests == []  # it records every path but /v1/models
+    assert (status, inside) == (400, 200)
+    message = json.loads(body)["error"]["message"]
+    assert "'..' segment, which would leave the upstream's base path" in message

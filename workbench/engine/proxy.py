@@ -22,6 +22,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import unquote
 
 import aiohttp
 from aiohttp import web
@@ -90,7 +91,9 @@ class RecordingProxy(HttpService):
             raise ProxyError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
     async def _app(self) -> web.Application:
-        app = web.Application(client_max_size=self.max_request_bytes)
+        app = web.Application(
+            client_max_size=self.max_request_bytes, middlewares=[_within_base_path]
+        )
         went_up = aiohttp.TraceConfig()
         went_up.on_request_chunk_sent.append(_went_up)
         app[_SESSION] = aiohttp.ClientSession(
@@ -419,6 +422,26 @@ class SseDecoder:
             return
         if isinstance(value, dict):
             found.append(value)
+
+
+@web.middleware
+async def _within_base_path(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Refuse a path with a `..` segment, however encoded (`/v1/../x`, `/v1/%2e%2e/x`,
+    `..%2f`, `..\\`): it would reach the upstream outside the base path it was given."""
+    path = request.raw_path.partition("?")[0]
+    for _ in range(3):  # `%252e` is `%2e` once decoded: decode until nothing changes
+        decoded = unquote(path)
+        if decoded == path:
+            break
+        path = decoded
+    if ".." in re.split(r"[/\\]", path):
+        message = (
+            f"the path {request.raw_path.partition('?')[0]!r} has a '..' segment, which "
+            "would leave the upstream's base path; send the path without it"
+        )
+        return error_response(400, message, "invalid_request_error")
+    response: web.StreamResponse = await handler(request)
+    return response
 
 
 def _is_event_stream(upstream: aiohttp.ClientResponse) -> bool:
