@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -192,3 +193,51 @@ async def test_a_path_that_leaves_the_base_path_is_refused(
     assert (status, inside) == (400, 200)
     message = json.loads(body)["error"]["message"]
     assert "'..' segment, which would leave the upstream's base path" in message
+
+
+def _peak_rss_kb(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmHWM:")).split()[1])
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc/<pid>/status")
+def test_a_long_stream_passes_through_in_bounded_memory(tmp_path: Path) -> None:
+    # 32 MB of chunks, most of it in each chunk's `obfuscation` padding (as OpenAI sends).
+    count, padding = 8000, "p" * 4000
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return {"id": "big", "choices": [choice], "obfuscation": padding}
+
+    chunks: list[dict[str, Any] | str] = [chunk({"content": "w "}) for _ in range(count)]
+    chunks += [chunk({}, "stop"), "data: [DONE]"]
+    home = tmp_path / "home"
+    answers = Sequence(Reply(chunks=text_chunks("warm")), Reply(chunks=chunks))
+    with ModelServer(answers, keep_requests=False) as upstream:
+        process = subprocess.Popen(
+            [WORKBENCH, "proxy", "--upstream", upstream.base_url, "--home", str(home)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert process.stdout is not None
+            base_url = process.stdout.readline().split()[1]
+            client = openai.OpenAI(base_url=base_url, api_key="k", max_retries=0)
+            ask: Any = [{"role": "user", "content": "long"}]
+            list(client.chat.completions.create(model="m", messages=ask, stream=True))
+            before = _peak_rss_kb(process.pid)
+            stream = client.chat.completions.create(model="m", messages=ask, stream=True)
+            received = sum(1 for _ in stream)
+            after = _peak_rss_kb(process.pid)
+            client.close()
+        finally:
+            process.send_signal(signal.SIGINT)
+            _, err = process.communicate(timeout=60)
+    assert process.returncode == 0 and "Traceback" not in err
+    assert received == count + 1
+    # Far less than the stream: it was never held whole, before or after its end.
+    assert (after - before) < 16 * 1024, (before, after)
+    big = max(runs(home), key=len)
+    assert sum(1 for e in big if e["type"] == "model_chunk") == count + 1
+    assert big[-1]["type"] == "run_end" and big[-1]["status"] == "completed"
