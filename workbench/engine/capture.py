@@ -13,12 +13,15 @@ turn it belongs to and writes it in the trace contract (docs/capture.md has the 
   `tool_start`/`tool_end` with `observed: true` (the client ran them, we only saw results).
 - An answer without tool calls ends the run `completed`; a conversation that goes on after
   it starts a follow-up run whose parent is the completed one. A run whose client went away
-  mid-answer stays without `run_end` (`incomplete`); `close()` ends runs still waiting for
-  their client as `cancelled`.
+  mid-answer stays without `run_end` (`incomplete`, said on stderr); `close()` ends runs
+  still waiting for their client as `cancelled`.
+- Every credential the client sends (headers and query parameters, see
+  `traces.redact.credentials`) is a secret of its run.
 
-Recording never gets in the way of forwarding: the proxy calls in here once an exchange is
-over, passing the times things happened (`time.monotonic()` readings; events are stamped
-with them), and a failure here is reported once and the exchange goes unrecorded.
+Recording never gets in the way of forwarding: the proxy calls in here from the exchange's
+recording task as things happen, passing the times they happened (`time.monotonic()`
+readings; events are stamped with them), and a failure here is reported once and the
+exchange goes unrecorded.
 """
 
 from __future__ import annotations

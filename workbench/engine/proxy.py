@@ -5,10 +5,12 @@ upstream with the client's own headers (its credentials go upstream and nowhere 
 answer comes back unchanged — streams chunk by chunk as they arrive, errors with their
 status and body — and each exchange is recorded by a `CaptureBook` into runs
 (workbench.engine.capture, docs/capture.md). Every other path (`GET /v1/models`, say) is
-passed through unrecorded. Server and upstream client are aiohttp. The request handler only
-forwards: a request is recorded once it has gone upstream, its answer (each stream piece
-kept with its arrival time) right after it ends, both in tasks of their own and in order,
-so recording never holds up an answer.
+passed through unrecorded; a path with a `..` segment is refused. Server and upstream client
+are aiohttp. The request handler forwards and hands each stream piece, with its arrival
+time, to the exchange's recording task, which records the request once it has gone upstream
+(after the exchanges it may continue) and the answer as it comes: whole at `data: [DONE]`
+(clients close the connection there, upstreams may keep it open), else at the stream's end.
+The handler waits for the recording only when it falls far behind, so memory stays bounded.
 """
 
 from __future__ import annotations
