@@ -109,7 +109,9 @@ def test_an_answer_is_whole_once_a_chunk_carried_its_finish_reason(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     # No `[DONE]`: a client that stops at the finish reason had the whole answer.
-    chunks = [c for c in text_chunks("All done here.") if isinstance(c, dict)]
+    chunks: list[dict[str, Any] | str] = [
+        c for c in text_chunks("All done here.") if c != "data: [DONE]"
+    ]
     held = Reply(chunks=chunks, stall_after=len(chunks))
     home = tmp_path / "home"
     with (
