@@ -25,17 +25,25 @@ class Recorder:
 
     With `run_start_first`, events emitted before `run_start` (MCP handshake frames of
     servers started before the run, say) are held and written right after it, keeping
-    their own time, so every trace begins with its run_start at seq 0.
+    their own time, so every trace begins with its run_start at seq 0. Without `outbox`,
+    events only go to the sinks: for a recorder nobody drains (the proxy's), which would
+    otherwise keep every event of a run in memory.
     """
 
     def __init__(
-        self, run_id: str, sinks: list[Sink] | None = None, *, run_start_first: bool = False
+        self,
+        run_id: str,
+        sinks: list[Sink] | None = None,
+        *,
+        run_start_first: bool = False,
+        outbox: bool = True,
     ) -> None:
         self.run_id = run_id
         self.sinks: list[Sink] = list(sinks or [])
         self.turn: int | None = None
         self._seq = 0
         self._outbox: deque[Any] = deque()
+        self._keep = outbox
         self._held: list[EventBase] | None = [] if run_start_first else None
         self.sink_errors: list[str] = []
 
@@ -82,11 +90,13 @@ class Recorder:
                 if message not in self.sink_errors:
                     self.sink_errors.append(message)
                     print(f"workbench: {message}", file=sys.stderr)
-        self._outbox.append(event)
+        if self._keep:
+            self._outbox.append(event)
 
     def push(self, item: Any) -> None:
         """Queue an in-memory item (e.g. a text delta) that is streamed but not recorded."""
-        self._outbox.append(item)
+        if self._keep:
+            self._outbox.append(item)
 
     def drain(self) -> list[Event | Any]:
         items = list(self._outbox)

@@ -6,10 +6,13 @@ redactor, so two redacted lines can still be compared.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import copy
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Generic, TypeVar
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 # Every placeholder starts with this (`[REDACTED:api_key]`, `[REDACTED:pattern-1]`, …).
 REDACTION_MARK = "[REDACTED:"
@@ -19,11 +22,21 @@ _AUTH_KEYS = frozenset({"authorization", "proxy-authorization", "api_key", "api-
 _BEARER = re.compile(r"(?i)\bBearer\s+[A-Za-z0-9._~+/=-]{8,}")
 # Characters JSON serializers write unchanged, so a secret made of them appears verbatim.
 _JSON_VERBATIM = re.compile(r"[\x20\x21\x23-\x5b\x5d-\x7e]+")
+# Names of headers and query parameters whose values are credentials: `Authorization`,
+# `api-key` (Azure OpenAI), `x-api-key` (Anthropic), `x-goog-api-key`, `?key=`, `?sig=`, ….
+CREDENTIAL_NAME = re.compile(r"(?i)key|token|secret|passw|auth|credential|cookie|signature|^sig$")
+# Shorter values of such names are flags or ids, not keys; redacting them would garble text.
+MIN_CREDENTIAL_LENGTH = 8
+# Encoded forms of a secret shorter than this are left alone (they could occur by chance).
+_MIN_ENCODED_LENGTH = 12
 
 
 class Redactor:
     def __init__(self, secrets: Iterable[str] = (), patterns: Iterable[str] = ()) -> None:
         self._secrets: list[str] = []
+        # Base64 and hex forms of the secrets (hex in lower case: it is matched in any case).
+        self._encoded: list[str] = []
+        self._hex: list[str] = []
         self.generation = 0  # how many secrets were added: streams relearn them when it moves
         self._patterns = [re.compile(p) for p in patterns]
         # Whether every secret is made of characters JSON writes unchanged and there are no
@@ -37,16 +50,26 @@ class Redactor:
     def secrets(self) -> list[str]:
         return list(self._secrets)
 
+    @property
+    def patterns(self) -> list[re.Pattern[str]]:
+        return list(self._patterns)
+
     def add_secret(self, secret: str | None) -> None:
+        """Redact `secret`, and its base64 and hex forms, from now on."""
         if secret and len(secret) >= 4 and secret not in self._secrets:
             self._secrets.append(secret)
             self.verbatim = self.verbatim and bool(_JSON_VERBATIM.fullmatch(secret))
             self.generation += 1
+            self._encoded += [f for f in base64_forms(secret) if f not in self._encoded]
+            if len(secret) * 2 >= _MIN_ENCODED_LENGTH:
+                self._hex.append(secret.encode().hex())
 
     def text(self, value: str) -> str:
         for secret in self._secrets:
             if secret in value:
                 value = value.replace(secret, SECRET_PLACEHOLDER)
+        if self._hex or self._encoded:
+            value = self._encoded_text(value)
         value = _BEARER.sub("Bearer [REDACTED:authorization]", value)
         for number, pattern in enumerate(self._patterns, start=1):
             value = pattern.sub(f"[REDACTED:pattern-{number}]", value)
@@ -69,10 +92,29 @@ class Redactor:
             return False
         if "api_key" in lowered or "api-key" in lowered:
             return False
-        for secret in self._secrets:  # noqa: SIM110 (a generator costs more, on every event)
+        # Loops, not `any()` over generators: they cost less, on every event.
+        for secret in self._secrets:
             if secret in text:
                 return False
+        for form in self._encoded:
+            if form in text:
+                return False
+        for form in self._hex:  # noqa: SIM110 (see above)
+            if form in lowered:
+                return False
         return True
+
+    def _encoded_text(self, value: str) -> str:
+        """`value` with the secrets' base64 and hex forms (in any case) redacted."""
+        for form in self._encoded:
+            if form in value:
+                value = value.replace(form, SECRET_PLACEHOLDER)
+        lowered = value.lower()
+        for form in self._hex:
+            if form in lowered:
+                value = re.sub(form, SECRET_PLACEHOLDER, value, flags=re.IGNORECASE)
+                lowered = value.lower()
+        return value
 
     def value(self, value: Any) -> Any:
         """Redact every string inside a JSON-like value (dicts, lists, scalars)."""
@@ -90,6 +132,66 @@ class Redactor:
         if isinstance(value, list):
             return [self.value(item) for item in value]
         return value
+
+
+def base64_forms(secret: str) -> list[str]:
+    """The base64 forms (standard and URL-safe) of a secret, longest first. Inside
+    a longer encoded text (`Basic base64(user:key)`) a secret's base64 depends on where its
+    bytes fall in the 3-byte groups, so for each of the three offsets the characters that
+    come from the secret's bytes alone are a form too; the few around them are not."""
+    raw = secret.encode()
+    forms: list[str] = []
+    for shift in range(3):
+        encoded = base64.b64encode(bytes(shift) + raw).decode()
+        if shift == 0:
+            forms.append(encoded)  # the secret encoded by itself, with its padding
+        # Characters mixing bits of the bytes before or after the secret are cut.
+        start = 4 if shift else 0
+        stop = 4 * ((shift + len(raw)) // 3)
+        if stop - start >= _MIN_ENCODED_LENGTH:
+            forms.append(encoded[start:stop])
+    forms += [form.replace("+", "-").replace("/", "_") for form in forms]
+    unique = [form for number, form in enumerate(forms) if form not in forms[:number]]
+    return sorted(
+        (form for form in unique if len(form) >= _MIN_ENCODED_LENGTH), key=len, reverse=True
+    )
+
+
+def credentials(headers: Mapping[str, str], query: str = "") -> list[str]:
+    """The secrets in a request's credential-bearing headers and query parameters (see
+    CREDENTIAL_NAME): each value, and the token after an auth scheme (`Bearer`, `Basic`
+    and the password inside it, …), cookie values one by one."""
+    found: list[str] = []
+    pairs = [*headers.items(), *parse_qsl(query, keep_blank_values=True)]
+    for name, value in pairs:
+        if not CREDENTIAL_NAME.search(name):
+            continue
+        value = value.strip()
+        values = [value]
+        scheme, _, token = value.partition(" ")
+        if token and scheme.isalpha():
+            values.append(token.strip())
+            if scheme.lower() == "basic":
+                values.append(_basic_password(token.strip()))
+        if "cookie" in name.lower():
+            values += [part.partition("=")[2].strip() for part in value.split(";")]
+        found += [v for v in values if len(v) >= MIN_CREDENTIAL_LENGTH and v not in found]
+    return found
+
+
+def url_credentials(url: str) -> list[str]:
+    """The secrets in a URL: its password and credential-bearing query parameters."""
+    parts = urlsplit(url)
+    found = [unquote(parts.password)] if parts.password else []
+    return [*found, *credentials({}, parts.query)]
+
+
+def _basic_password(token: str) -> str:
+    try:
+        decoded = base64.b64decode(token, validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return ""
+    return decoded.partition(":")[2]
 
 
 T = TypeVar("T")
@@ -136,19 +238,26 @@ class ChunkStream(Generic[T]):
     """Redaction of a streamed answer as a whole: a secret the model sends back split over
     several chunks is redacted in the chunks as in the assembled text, so the concatenated
     deltas read `[REDACTED:api_key]` exactly where the assembled message does (and a replay
-    assembles the placeholder, never the key).
+    assembles the placeholder, never the key). The same goes for a configured pattern's
+    match (`[REDACTED:pattern-N]`).
 
     `push` takes each chunk (any item, with its raw data) and returns the chunks that can be
-    written now, each with its data, redacted where a secret spans chunks. A chunk whose text
-    ends with the start of a secret is held until the next one shows whether the secret
-    follows. The placeholder goes into the chunk where the secret starts and the rest of the
-    secret is cut from the chunks after it. `flush` returns what is held (at the end of the
-    stream, or before any other event)."""
+    written now, each with its data, redacted where a secret or a match spans chunks. A chunk
+    whose text ends with the start of a secret, or with a match or the start of one (that
+    more text may continue), is held until a next one shows whether it does. The placeholder
+    goes into the chunk where the secret or match starts and the rest of it is cut from the
+    chunks after it; every chunk is still written, in order. At most MAX_HELD_CHUNKS are
+    held: a pattern that could match without end does not hold a whole answer. `flush`
+    returns what is held (at the end of the stream, or before any other event)."""
+
+    MAX_HELD_CHUNKS = 64
 
     def __init__(self, redactor: Redactor) -> None:
         self._redactor = redactor
         self._held: list[tuple[T, dict[str, Any]]] = []
         self._tails: dict[Channel, str] = {}
+        # Patterns again, for partial matching (`regex`; imported only when there are any).
+        self._partial = _partial_patterns(redactor.patterns)
         self._learn()
 
     def _learn(self) -> None:
@@ -167,14 +276,14 @@ class ChunkStream(Generic[T]):
         with the start of one. False when in doubt (then `push` decides)."""
         if self._generation != self._redactor.generation:
             self._learn()
-        if not self._secrets:
+        if not self._secrets and not self._partial:
             return True
         return not self._held and self._quick is not None and self._quick.search(text) is None
 
     def push(self, item: T, data: dict[str, Any]) -> list[tuple[T, dict[str, Any]]]:
         if self._generation != self._redactor.generation:
             self._learn()
-        if not self._secrets:
+        if not self._secrets and not self._partial:
             return [(item, data)]
         pieces = _text_pieces(data)
         if not self._held and not any(self._may_hold(holder[key]) for _, holder, key in pieces):
@@ -182,7 +291,9 @@ class ChunkStream(Generic[T]):
         self._held.append((item, data))
         for channel, holder, key in pieces:
             self._tails[channel] = self._tails.get(channel, "") + holder[key]
-        if any(self._ends_with_secret_start(text) for text in self._tails.values()):
+        if len(self._held) < self.MAX_HELD_CHUNKS and any(
+            self._ends_open(text) for text in self._tails.values()
+        ):
             return []
         return self.flush()
 
@@ -201,8 +312,25 @@ class ChunkStream(Generic[T]):
         return copies
 
     def _may_hold(self, text: str) -> bool:
-        """Whether a chunk's text holds a secret or ends with the start of one."""
-        return any(secret in text for secret in self._secrets) or self._ends_with_secret_start(text)
+        """Whether a chunk's text holds a secret or ends with the start of one (or of a
+        match; a match inside it is redacted with the chunk)."""
+        return any(secret in text for secret in self._secrets) or self._ends_open(text)
+
+    def _ends_open(self, text: str) -> bool:
+        """Whether the text after `text` may complete a secret or a match begun in it."""
+        return self._ends_with_secret_start(text) or self._ends_in_match(text)
+
+    def _ends_in_match(self, text: str) -> bool:
+        """Whether a pattern matches, or could match given more text, up to the end of
+        `text` (a match there may go on: `CUST-12` then `3456`)."""
+        end = len(text)
+        for _, pattern in self._partial:
+            last = None
+            for last in pattern.finditer(text, partial=True):  # noqa: B007 (the last one)
+                pass
+            if last is not None and last.end() == end and last.end() > last.start():
+                return True
+        return False
 
     def _ends_with_secret_start(self, text: str) -> bool:
         for secret in self._secrets:
@@ -231,19 +359,44 @@ class ChunkStream(Generic[T]):
                 if span is None:
                     out.append(joined[position])
                 elif position == span[0]:
-                    out.append(SECRET_PLACEHOLDER)
+                    out.append(span[2])
             holder[key] = "".join(out)
             start = end
         return True
 
-    def _spans(self, text: str) -> list[tuple[int, int]]:
+    def _spans(self, text: str) -> list[tuple[int, int, str]]:
         """Where the secrets are, as `Redactor.text` finds them (each secret in turn, left
-        to right), without overlaps."""
-        spans: list[tuple[int, int]] = []
+        to right), then the patterns' matches, without overlaps; each with its placeholder."""
+        spans: list[tuple[int, int, str]] = []
+
+        def add(start: int, end: int, placeholder: str) -> None:
+            if not any(start < taken[1] and taken[0] < end for taken in spans):
+                spans.append((start, end, placeholder))
+
         for secret in self._secrets:
             at = text.find(secret)
             while at >= 0:
-                if not any(at < end and start < at + len(secret) for start, end in spans):
-                    spans.append((at, at + len(secret)))
+                add(at, at + len(secret), SECRET_PLACEHOLDER)
                 at = text.find(secret, at + len(secret))
+        for number, pattern in self._partial:
+            for match in pattern.finditer(text):
+                if match.end() > match.start():
+                    add(match.start(), match.end(), f"[REDACTED:pattern-{number}]")
         return sorted(spans)
+
+
+def _partial_patterns(patterns: list[re.Pattern[str]]) -> list[tuple[int, Any]]:
+    """The patterns, numbered as `Redactor.text` numbers them, compiled by `regex`, which
+    can tell a match cut short by the end of a text (`partial=True`); a pattern it cannot
+    read is left to the per-chunk redaction."""
+    if not patterns:
+        return []
+    import regex
+
+    compiled: list[tuple[int, Any]] = []
+    for number, pattern in enumerate(patterns, start=1):
+        try:
+            compiled.append((number, regex.compile(pattern.pattern, pattern.flags)))
+        except regex.error:
+            continue
+    return compiled

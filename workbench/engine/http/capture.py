@@ -13,12 +13,15 @@ turn it belongs to and writes it in the trace contract (docs/capture.md has the 
   `tool_start`/`tool_end` with `observed: true` (the client ran them, we only saw results).
 - An answer without tool calls ends the run `completed`; a conversation that goes on after
   it starts a follow-up run whose parent is the completed one. A run whose client went away
-  mid-answer stays without `run_end` (`incomplete`); `close()` ends runs still waiting for
-  their client as `cancelled`.
+  mid-answer stays without `run_end` (`incomplete`, said on stderr); `close()` ends runs
+  still waiting for their client as `cancelled`.
+- Every credential the client sends (headers and query parameters, see
+  `traces.redact.credentials`) is a secret of its run.
 
-Recording never gets in the way of forwarding: the proxy calls in here once an exchange is
-over, passing the times things happened (`time.monotonic()` readings; events are stamped
-with them), and a failure here is reported once and the exchange goes unrecorded.
+Recording never gets in the way of forwarding: the proxy calls in here from the exchange's
+recording task as things happen, passing the times they happened (`time.monotonic()`
+readings; events are stamped with them), and a failure here is reported once and the
+exchange goes unrecorded.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ from traces.events import (
 )
 from traces.home import open_run_trace, traces_dir
 from traces.recorder import Recorder
-from traces.redact import Redactor
+from traces.redact import Redactor, credentials, url_credentials
 from workbench.engine.http.matching import body_parts, message_meaning
 
 RUN_HEADER = "x-workbench-run"
@@ -114,6 +117,8 @@ class Exchange:
     def chunk(self, data: dict[str, Any], arrived: float) -> None:
         """One streamed chunk (a decoded SSE `data:` payload) that reached the client, and
         when it arrived (`time.monotonic()`)."""
+        if self.closed:
+            return
         elapsed_ms = (arrived - self.sent) * 1000.0
         self.last_arrival = arrived
         with self.book.guard(self):
@@ -157,6 +162,12 @@ class Exchange:
             self.assembler.add(chunk)
             self.ttft_ms = elapsed_ms
             self.finish(arrived)
+
+    @property
+    def saw_finish(self) -> bool:
+        """Whether a chunk carried a finish reason: the answer is whole, even if the stream
+        never says `[DONE]`."""
+        return self.assembler.finish_reason is not None
 
     def finish(self, ended: float) -> None:
         """The answer arrived whole (at `ended`): record it, and end the run when it calls
@@ -218,10 +229,15 @@ class Exchange:
             self.book.resumable(self.run)
 
     def abandoned(self) -> None:
-        """The client went away before the answer was whole: the run stays incomplete."""
+        """The client went away before the answer was whole: the run stays incomplete, and
+        the proxy says so."""
         if not self.closed:
             self.closed = True
             self.book.forget(self.run, "abandoned")
+            self.book.say(
+                f"run {self.run.run_id} stays incomplete: the client went away before "
+                f"the answer of turn {self.run.turn} was whole"
+            )
 
 
 class CaptureBook:
@@ -232,6 +248,7 @@ class CaptureBook:
         self.folder = traces_dir(home)
         self.upstream = upstream
         self.upstream_public = public_url(upstream)  # what a trace may say
+        self.upstream_secrets = url_credentials(upstream)
         # Events are stamped with when they happened, though recorded a little later.
         self._clock = (time.monotonic(), utc_now())
         self.runs: OrderedDict[str, CapturedRun] = OrderedDict()
@@ -249,12 +266,17 @@ class CaptureBook:
     def guard(self, exchange: Exchange | None = None) -> _Guard:
         return _Guard(self, exchange)
 
-    def begin(self, body: dict[str, Any], headers: dict[str, str], sent: float) -> Exchange | None:
-        """Sort a request that went upstream at `sent` (`time.monotonic()`) into its run and
-        record it; None when it cannot be recorded."""
+    def begin(
+        self, body: dict[str, Any], headers: dict[str, str], query: str, sent: float
+    ) -> Exchange | None:
+        """Sort a request (its body, headers with lower-case names, and query string) that
+        went upstream at `sent` (`time.monotonic()`) into its run and record it; None when
+        it cannot be recorded."""
         with self.guard():
             name = headers.get(RUN_HEADER) or None
-            secret = _bearer(headers.get("authorization"))
+            # Every credential the client sent (API key headers of any provider, key query
+            # parameters) is a secret of its run: an upstream may echo it.
+            secrets = [*credentials(headers, query), *self.upstream_secrets]
             messages, tools, params = body_parts(body)
             if not all(isinstance(item, dict) for item in [*messages, *tools]):
                 # Checked before any run is started for it; the upstream will say why.
@@ -271,8 +293,9 @@ class CaptureBook:
                 run.turn += 1
                 run.attempt = 1
             else:
-                run = self._start(body, headers, name, follows, secret, sent)
-            run.redactor.add_secret(secret)
+                run = self._start(body, headers, name, follows, secrets, sent)
+            for secret in secrets:
+                run.redactor.add_secret(secret)
             run.state = "answering"
             run.last_request = meaning
             run.recorder.emit(
@@ -376,15 +399,17 @@ class CaptureBook:
         headers: dict[str, str],
         name: str | None,
         parent: CapturedRun | None,
-        secret: str | None,
+        secrets: list[str],
         sent: float,
     ) -> CapturedRun:
         messages, tools, params = body_parts(body)
         new = messages[len(parent.conversation) :] if parent else messages
         run_id = new_run_id()
-        # The client's key is a secret from the first line on (run_start holds the task).
-        writer = open_run_trace(self.home, run_id, [secret])
-        recorder, redactor = Recorder(run_id, [writer]), writer.redactor
+        # The client's keys are secrets from the first line on (run_start holds the task).
+        writer = open_run_trace(self.home, run_id, secrets)
+        redactor = writer.redactor
+        # Nobody drains this recorder: it must not keep the run's events.
+        recorder = Recorder(run_id, [writer], outbox=False)
         run = CapturedRun(run_id, name, recorder, redactor, sent)
         self.runs[run_id] = run
         tool_names = [
@@ -469,9 +494,13 @@ class CaptureBook:
             self.runs.pop(run.run_id, None)
 
     def report(self, message: str) -> None:
+        """A recording problem, said once however often it happens."""
         if message not in self.problems:
             self.problems.append(message)
-            print(f"workbench proxy: {message}", file=sys.stderr)
+            self.say(message)
+
+    def say(self, message: str) -> None:
+        print(f"workbench proxy: {message}", file=sys.stderr, flush=True)
 
 
 class _Guard:
@@ -522,12 +551,6 @@ def _message_digest(message: dict[str, Any]) -> bytes:
 def _joined(digests: list[bytes]) -> bytes:
     # Fixed-size digests joined end to end: one digest names the whole list.
     return hashlib.blake2b(b"".join(digests), digest_size=16).digest()
-
-
-def _bearer(value: str | None) -> str | None:
-    if value and value.lower().startswith("bearer "):
-        return value[7:].strip()
-    return value
 
 
 def _first_text(messages: list[Any], role: str) -> str | None:

@@ -5,21 +5,26 @@ upstream with the client's own headers (its credentials go upstream and nowhere 
 answer comes back unchanged — streams chunk by chunk as they arrive, errors with their
 status and body — and each exchange is recorded by a `CaptureBook` into runs
 (workbench.engine.http.capture, docs/capture.md). Every other path (`GET /v1/models`, say) is
-passed through unrecorded. Server and upstream client are aiohttp. The request handler only
-forwards: a request is recorded once it has gone upstream, its answer (each stream piece
-kept with its arrival time) right after it ends, both in tasks of their own and in order,
-so recording never holds up an answer.
+passed through unrecorded; a path with a `..` segment is refused. Server and upstream client
+are aiohttp. The request handler forwards and hands each stream piece, with its arrival
+time, to the exchange's recording task, which records the request once it has gone upstream
+(after the exchanges it may continue) and the answer as it comes: whole at `data: [DONE]`
+(clients close the connection there, upstreams may keep it open), else at the stream's end.
+The handler waits for the recording only when it falls far behind, so memory stays bounded.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
+from collections import deque
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import unquote
 
 import aiohttp
 from aiohttp import web
@@ -80,14 +85,17 @@ class RecordingProxy(HttpService):
         self.upstream = upstream.rstrip("/")
         self.book = CaptureBook(home, self.upstream)
         self.max_request_bytes = max_request_bytes
-        self._recording: set[asyncio.Task[None]] = set()  # answers still being recorded
+        self._recording: set[asyncio.Task[None]] = set()  # exchanges still being recorded
+        self._live: set[_Seen] = set()  # exchanges whose recording has not ended
         try:
             self._http = HttpServer(self._app, host=host, port=port, cancel_on_disconnect=True)
         except OSError as exc:
             raise ProxyError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
     async def _app(self) -> web.Application:
-        app = web.Application(client_max_size=self.max_request_bytes)
+        app = web.Application(
+            client_max_size=self.max_request_bytes, middlewares=[_within_base_path]
+        )
         went_up = aiohttp.TraceConfig()
         went_up.on_request_chunk_sent.append(_went_up)
         app[_SESSION] = aiohttp.ClientSession(
@@ -138,10 +146,15 @@ class RecordingProxy(HttpService):
         except RequestProblem as problem:
             return problem.response()
         headers = {name.lower(): value for name, value in request.headers.items()}
-        seen = _Seen(body, headers, time.monotonic())
-        # The request is sorted into its run once it has gone upstream, while the model
-        # thinks, after the exchanges before it.
-        begun = self._track(_begin(self.book, seen, set(self._recording)))
+        seen = _Seen(body, headers, request.query_string, time.monotonic())
+        # The exchanges before this one that it may continue are recorded first: those whose
+        # answer is over for their client, to its end; the rest, up to their request.
+        earlier = [
+            other.settled if other.answered or other.over.is_set() else other.begun
+            for other in self._live
+        ]
+        self._live.add(seen)
+        self._track(self._record(seen, earlier))
         session = request.app[_SESSION]
         try:
             async with session.post(
@@ -154,6 +167,7 @@ class RecordingProxy(HttpService):
                 if upstream.status >= 400 or not _is_event_stream(upstream):
                     seen.whole = await upstream.read()
                     seen.ended = time.monotonic()
+                    seen.answered = True
                     return web.Response(
                         status=upstream.status,
                         body=seen.whole,
@@ -164,17 +178,15 @@ class RecordingProxy(HttpService):
             seen.problem = f"cannot reach the upstream: {exc}"
             return _unreachable(self.upstream, exc)
         except asyncio.CancelledError:
-            # The client hung up (its run stays incomplete), or the proxy is stopping (its
-            # runs end as cancelled when the book closes).
+            # The client hung up (its run stays incomplete unless its answer was whole), or
+            # the proxy is stopping (its runs end as cancelled when the book closes).
             if not seen.whole_answer:
                 seen.cut = "stopped" if self._http.stopping else "hung_up"
             raise
         finally:
             seen.ended = seen.ended or time.monotonic()
             seen.over.set()
-            # The answer is recorded in a task of its own: the handler is done at once, so
-            # recording never holds up an answer or the client's next request.
-            self._track(_record(self.book, seen, begun))
+            seen.pieces.end()
 
     def _track(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         """Run recording work in a task the proxy waits for before it stops."""
@@ -189,11 +201,18 @@ class RecordingProxy(HttpService):
         answer = web.StreamResponse(status=upstream.status, headers=_relayed(upstream.headers))
         try:
             await answer.prepare(request)
+            tail = b""
             async for piece in upstream.content.iter_any():
+                arrived = time.monotonic()
+                # Said before the client can see it, so that its next request, which may
+                # continue this answer's run, is recorded after the answer.
+                tail = _watch_for_done(seen, tail, piece)
                 await answer.write(piece)
-                seen.pieces.append((time.monotonic(), piece))
+                # Recorded as it comes, in the exchange's recording task; the answer waits
+                # only when that task falls far behind, which bounds what is held.
+                await seen.pieces.put(arrived, piece)
             # The whole answer is written: a client that hangs up now had all of it.
-            seen.whole_answer = True
+            seen.answered = seen.whole_answer = True
             await answer.write_eof()
         except ConnectionError:
             if not seen.whole_answer:
@@ -206,23 +225,114 @@ class RecordingProxy(HttpService):
         seen.ended = time.monotonic()
         return answer
 
+    async def _record(self, seen: _Seen, earlier: list[asyncio.Event]) -> None:
+        """Record one exchange: its request once it has gone upstream (after the exchanges
+        it may continue), then its answer as it comes."""
+        book = self.book
+        try:
+            waits = [asyncio.ensure_future(event.wait()) for event in (seen.went_up, seen.over)]
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            for wait in waits:
+                wait.cancel()
+            for event in earlier:
+                await event.wait()
+            seen.exchange = book.begin(seen.body, seen.headers, seen.query, seen.sent)
+            seen.begun.set()
+            await _record_answer(book, seen)
+        except Exception as exc:  # recording must never take the proxy down
+            book.report(f"could not record an exchange: {type(exc).__name__}: {exc}")
+        finally:
+            seen.pieces.stop()  # the handler never waits for a recording that has stopped
+            seen.begun.set()
+            seen.settled.set()
+            self._live.discard(seen)
 
-@dataclass
+
+# How many bytes of a stream may wait to be recorded before the answer waits for them.
+MAX_UNRECORDED_BYTES = 4 * 1024 * 1024
+# `data: [DONE]` (also `data:[DONE]`) on a line of its own.
+_DONE_LINE = re.compile(rb"(?:^|[\r\n])data: ?\[DONE\]")
+
+
+def _watch_for_done(seen: _Seen, tail: bytes, piece: bytes) -> bytes:
+    """Mark the answer over when `piece` brings the stream's `data: [DONE]` line (which may
+    start in the piece before it, whose end is `tail`); returns the new tail."""
+    if not seen.answered:
+        joined = tail + piece[:16]
+        if (b"[DONE]" in piece and _DONE_LINE.search(piece)) or (
+            b"[DONE]" in joined and _DONE_LINE.search(joined)
+        ):
+            seen.answered = True
+    return (tail + piece)[-16:]
+
+
+class _Pieces:
+    """A stream's pieces on their way from the handler to its recording, each with its
+    arrival time (`time.monotonic()`), then an end. The handler waits in `put` while more
+    than MAX_UNRECORDED_BYTES are not yet taken, so a long stream is never held whole."""
+
+    def __init__(self) -> None:
+        self._items: deque[tuple[float, bytes] | None] = deque()
+        self._size = 0
+        self._ready = asyncio.Event()
+        self._room = asyncio.Event()
+        self._room.set()
+        self._stopped = False
+
+    async def put(self, arrived: float, piece: bytes) -> None:
+        if self._stopped:
+            return
+        self._items.append((arrived, piece))
+        self._size += len(piece)
+        self._ready.set()
+        if self._size > MAX_UNRECORDED_BYTES:
+            self._room.clear()
+            await self._room.wait()
+
+    def end(self) -> None:
+        self._items.append(None)
+        self._ready.set()
+
+    async def take(self) -> tuple[float, bytes] | None:
+        """The next piece, or None at the end."""
+        while not self._items:
+            self._ready.clear()
+            await self._ready.wait()
+        item = self._items.popleft()
+        if item is not None:
+            self._size -= len(item[1])
+            if self._size <= MAX_UNRECORDED_BYTES // 2:
+                self._room.set()
+        return item
+
+    def stop(self) -> None:
+        """Nothing more is recorded: drop what waits and never hold the handler again."""
+        self._stopped = True
+        self._items.clear()
+        self._size = 0
+        self._room.set()
+
+
+@dataclass(eq=False)
 class _Seen:
     """What the proxy saw of one exchange, with `time.monotonic()` times, for recording."""
 
     body: dict[str, Any]
     headers: dict[str, str]
+    query: str
     sent: float
     status: int | None = None
     whole: bytes | None = None  # a non-streamed answer (or an error's body)
-    pieces: list[tuple[float, bytes]] = field(default_factory=list)  # a stream, as it came
+    pieces: _Pieces = field(default_factory=_Pieces)  # a stream, as it comes
     ended: float = 0.0
     problem: str | None = None  # the upstream could not be reached or broke off
     cut: Literal["hung_up", "stopped"] | None = None
+    answered: bool = False  # the client has (or is being sent) the whole answer
     whole_answer: bool = False  # every piece of the stream reached the client
     went_up: asyncio.Event = field(default_factory=asyncio.Event)  # the request was sent
     over: asyncio.Event = field(default_factory=asyncio.Event)  # the handler is done
+    begun: asyncio.Event = field(default_factory=asyncio.Event)  # the request is recorded
+    settled: asyncio.Event = field(default_factory=asyncio.Event)  # and its answer's end
     exchange: Exchange | None = None
 
 
@@ -235,72 +345,73 @@ async def _went_up(
         seen.went_up.set()
 
 
-async def _begin(book: CaptureBook, seen: _Seen, earlier: set[asyncio.Task[None]]) -> None:
-    waits = [asyncio.ensure_future(event.wait()) for event in (seen.went_up, seen.over)]
-    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-    for wait in waits:
-        wait.cancel()
-    if earlier:
-        await asyncio.wait(earlier)  # this request may continue one of theirs
-    try:
-        seen.exchange = book.begin(seen.body, seen.headers, seen.sent)
-    except Exception as exc:  # recording must never take the proxy down
-        book.report(f"could not record an exchange: {type(exc).__name__}: {exc}")
-
-
-async def _record(book: CaptureBook, seen: _Seen, begun: asyncio.Task[None]) -> None:
-    await asyncio.wait({begun})
-    try:
-        await _record_seen(seen)
-    except Exception as exc:  # recording must never take the proxy down
-        book.report(f"could not record an exchange: {type(exc).__name__}: {exc}")
-
-
-async def _record_seen(seen: _Seen) -> None:
+async def _record_answer(book: CaptureBook, seen: _Seen) -> None:
+    """Record the answer's pieces as they come. A stream is whole at `[DONE]`: recorded
+    then, whatever the upstream does after it. Without `[DONE]`, its end decides."""
     exchange = seen.exchange
-    if exchange is None:
+    decoder = SseDecoder()
+    while (item := await seen.pieces.take()) is not None:
+        if exchange is None or decoder.done:
+            continue  # what comes after `[DONE]` reached the client; the answer was whole
+        arrived, piece = item
+        for data in decoder.feed(piece):
+            exchange.chunk(data, arrived)
+            # Other clients' requests and chunks go first, a chunk's recording at most
+            # (a piece can hold a whole answer).
+            await asyncio.sleep(0)
+        if decoder.done:
+            exchange.finish(arrived)
+            seen.settled.set()
+    if exchange is None or decoder.done:
         return
     if seen.whole is not None and seen.status is not None:
         if seen.status >= 400:
             exchange.failed(seen.status, _error_text(seen.status, seen.whole), seen.ended)
         else:
             exchange.completion(seen.whole, seen.ended)
-        return
-    decoder = SseDecoder()
-    for arrived, piece in seen.pieces:
-        for data in decoder.feed(piece):
-            exchange.chunk(data, arrived)
-            # Other clients' requests and chunks go first, a chunk's recording at most
-            # (a piece can hold a whole answer).
-            await asyncio.sleep(0)
-    if seen.problem is not None:
+    elif seen.problem is not None:
         exchange.failed(502, seen.problem, seen.ended, "connection")
+    elif seen.cut is None or exchange.saw_finish:
+        exchange.finish(seen.ended)  # the stream ended, or a chunk said the answer had
     elif seen.cut == "hung_up":
         exchange.abandoned()
-    elif seen.cut is None:
-        exchange.finish(seen.ended)
 
 
 class SseDecoder:
     """Turns the bytes of a server-sent-event stream into the JSON payloads of its `data:`
-    events, as they complete. Comments, other fields and non-JSON data (`[DONE]`) are
-    passed over; they reached the client all the same."""
+    events, as they complete, up to `data: [DONE]` (then `done`; nothing after it is
+    decoded). Comments, other fields and other non-JSON data are passed over; they reached
+    the client all the same."""
 
     def __init__(self) -> None:
-        self._buffer = b""
+        self._parts: list[bytes] = []  # the line begun, in pieces (a line can be long)
         self._data: list[bytes] = []
+        self.done = False
 
     def feed(self, piece: bytes) -> list[dict[str, Any]]:
-        self._buffer += piece
-        *lines, self._buffer = self._buffer.split(b"\n")
         found: list[dict[str, Any]] = []
+        if self.done:
+            return found
+        if b"\n" not in piece:
+            self._parts.append(piece)
+            return found
+        if self._parts:
+            piece, self._parts = b"".join([*self._parts, piece]), []
+        *lines, rest = piece.split(b"\n")
+        if rest:
+            self._parts.append(rest)
         for line in lines:
             line = line.rstrip(b"\r")
             if not line:
                 self._dispatch(found)
             elif line.startswith(b"data:"):
                 value = line[5:]
-                self._data.append(value[1:] if value.startswith(b" ") else value)
+                value = value[1:] if value.startswith(b" ") else value
+                if value == b"[DONE]" and not self._data:
+                    # The answer is whole: no blank line needs to follow.
+                    self.done, self._parts = True, []
+                    break
+                self._data.append(value)
         return found
 
     def _dispatch(self, found: list[dict[str, Any]]) -> None:
@@ -313,6 +424,26 @@ class SseDecoder:
             return
         if isinstance(value, dict):
             found.append(value)
+
+
+@web.middleware
+async def _within_base_path(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Refuse a path with a `..` segment, however encoded (`/v1/../x`, `/v1/%2e%2e/x`,
+    `..%2f`, `..\\`): it would reach the upstream outside the base path it was given."""
+    path = request.raw_path.partition("?")[0]
+    for _ in range(3):  # `%252e` is `%2e` once decoded: decode until nothing changes
+        decoded = unquote(path)
+        if decoded == path:
+            break
+        path = decoded
+    if ".." in re.split(r"[/\\]", path):
+        message = (
+            f"the path {request.raw_path.partition('?')[0]!r} has a '..' segment, which "
+            "would leave the upstream's base path; send the path without it"
+        )
+        return error_response(400, message, "invalid_request_error")
+    response: web.StreamResponse = await handler(request)
+    return response
 
 
 def _is_event_stream(upstream: aiohttp.ClientResponse) -> bool:
