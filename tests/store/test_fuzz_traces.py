@@ -34,6 +34,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support.big_traces import MIB, long_agent_run, run_with_big_result, small_run_lines
 from tests.support.line_checks import assert_same_verdicts
 from traces.events import Event
 from traces.reader import NewerSchemaError, read_trace
@@ -451,3 +452,74 @@ def test_the_light_line_check_reads_every_line_as_the_models_do(
 ) -> None:
     for trace in data.draw(damaged_traces(seeds)):
         assert_same_verdicts(trace.data)
+
+
+# --- real sizes ------------------------------------------------------------------------
+
+# The long mode mixes in lines of up to 40 MB and a home of a million runs; CI's cases stay
+# within a few MB so they take seconds.
+LONG_MODE = "WORKBENCH_FUZZ_EXAMPLES" in os.environ
+BIG_LINE_MB = (4, 40) if LONG_MODE else (4, 6)
+
+
+@pytest.fixture(scope="module")
+def long_seed(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Lines]:
+    """(run id, whole lines) of a 90-turn run of the real loop: ~11,700 lines, 17 MB."""
+    path = long_agent_run(tmp_path_factory.mktemp("long-run"), "long-seed")
+    return "long-seed", [line for line in path.read_bytes().split(b"\n") if line]
+
+
+def big_line_run(draw: Draw, number: int) -> Damaged:
+    """A small run whose tool result makes one line of a drawn size in BIG_LINE_MB."""
+    size = draw(st.integers(BIG_LINE_MB[0] * MIB, BIG_LINE_MB[1] * MIB))
+    run_id = f"big{number}"
+    with tempfile.TemporaryDirectory(prefix="wb-big-") as scratch:
+        data = run_with_big_result(Path(scratch), run_id, size).read_bytes()
+    return Damaged(run_id, "big", [f"line of {size:,} bytes"], data)
+
+
+@settings(FUZZ, max_examples=max(EXAMPLES // 30, 3))
+@given(data=st.data())
+def test_ingest_at_real_sizes_keeps_every_valid_event(
+    seeds: list[tuple[str, Lines]], long_seed: tuple[str, Lines], data: st.DataObject
+) -> None:
+    """A long run read while it grows (damaged like the others), runs with multi-MB lines
+    and small damaged traces, in one home: every valid event is kept, nothing else."""
+    traces = data.draw(damaged_traces(seeds))
+    seed_id, lines = long_seed
+    long = data.draw(damaged_traces(Seeds([(seed_id, lines)])))[0]
+    traces += [long, *(big_line_run(data.draw, n) for n in range(data.draw(st.integers(0, 2))))]
+    # First read while the long run is still being written, cut at a drawn byte.
+    at = data.draw(st.integers(0, len(long.data)))
+    with home_with(traces) as (home, paths):
+        grown = home / "traces" / f"{long.run_id}.jsonl"
+        grown.write_bytes(long.data[:at])
+        with TraceStore.open(":memory:") as store:
+            store.ingest_home(home)
+            grown.write_bytes(long.data)
+            report = store.ingest_home(home)
+            for problem in report.problems:
+                assert problem.startswith(str(home)) and "\n" not in problem
+            check_store(store, expected_events(paths))
+
+
+@pytest.mark.skipif(not LONG_MODE, reason="the long mode only (WORKBENCH_FUZZ_EXAMPLES set)")
+@settings(FUZZ, max_examples=1)
+@given(data=st.data())
+def test_a_home_of_a_million_runs_with_damaged_ones_keeps_every_valid_event(
+    seeds: list[tuple[str, Lines]], data: st.DataObject, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    traces = data.draw(damaged_traces(seeds))
+    with home_with(traces) as (home, paths):
+        folder = home / "traces"
+        for number in range(1_000_000):
+            run_id = f"m{number:07}"
+            (folder / f"{run_id}.jsonl").write_bytes(small_run_lines(run_id))
+        expected = expected_events(paths)
+        with TraceStore.open(home / "workbench.duckdb") as store:
+            report = store.ingest_home(home)
+            for problem in report.problems:
+                assert problem.startswith(str(home)) and "\n" not in problem
+            assert store.count_runs() == 1_000_000 + len(expected)
+            for run_id, events in expected.items():
+                assert sorted(e.model_dump_json() for e in store.events(run_id)) == events
