@@ -16,7 +16,11 @@ minute), reads them all once so both sides start from a warm page cache, then pr
     own and not the other's high-water mark;
 (e) a new 200-event run seen by `workbench runs --json`, whole process, on the full home,
     next to the same command on an empty home, in interleaved rounds (a new run each
-    round): medians of wall and CPU time — target < 0.3 s above the empty home.
+    round): medians of wall and CPU time — target < 0.3 s above the empty home;
+(f) a first ingest of a home of 1,000,000 small runs (2,000,000 events; `--big-runs N`,
+    0 to leave it out; generated once, a few minutes): its time and peak memory next to
+    DuckDB's own reader of the same files, each in a process of its own. Ingest reads in
+    batches, so its peak stays bounded whatever the number of runs.
 """
 
 from __future__ import annotations
@@ -190,6 +194,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=5, help="pick-up rounds (default 5)")
     parser.add_argument("--data", type=Path, default=ROOT / "bench" / ".data")
+    parser.add_argument("--big-runs", type=int, default=1_000_000, help="runs of (f), 0 to skip it")
     parser.add_argument("--measure", nargs=3, help=argparse.SUPPRESS)  # one side, see measure
     args = parser.parse_args()
     if args.measure:
@@ -265,7 +270,41 @@ def main() -> int:
     )
     if rebuild["problems"]:
         print(f"problems: {rebuild['problems']}")
+    if args.big_runs:
+        big_store(args.data, args.big_runs)
     return 0
+
+
+def big_store(data: Path, runs: int) -> None:
+    """(f): the first ingest of a home of `runs` two-event runs against DuckDB's reader."""
+    folder = data / f"e{2 * runs}-r{runs}"
+    print(f"generating {2 * runs:,} events over {runs:,} runs in {folder} …")
+    generate(folder, 2 * runs, runs)
+    for path in folder.glob("*.jsonl"):  # warms the cache, as for (a) and (b)
+        path.read_bytes()
+    with tempfile.TemporaryDirectory(prefix="workbench-bench-") as scratch:
+        home = Path(scratch) / "home"
+        home.mkdir()
+        (home / "traces").symlink_to(folder.resolve(), target_is_directory=True)
+        try:
+            raw: dict | None = measured("raw", folder, Path(scratch) / "raw.duckdb")
+        except subprocess.CalledProcessError:
+            raw = None  # DuckDB's reader itself may run out of memory on so many files
+        ingest = measured("rebuild", folder, home)
+    print(
+        f"(f) first ingest of {ingest['runs']:,} runs ({ingest['count']:,} events): "
+        f"{ingest['seconds']:.1f} s, peak RSS {ingest['peak_mb']:,.0f} MB   (target < 2000 MB)"
+    )
+    if raw is None:
+        print("    duckdb read_ndjson_objects of the same files failed (see above)")
+    else:
+        print(
+            f"    duckdb read_ndjson_objects of the same files: {raw['seconds']:.1f} s, "
+            f"peak RSS {raw['peak_mb']:,.0f} MB; ratio {raw['seconds'] / ingest['seconds']:.2f}"
+            " by wall clock"
+        )
+    if ingest["problems"]:
+        print(f"problems: {ingest['problems']}")
 
 
 if __name__ == "__main__":
