@@ -36,24 +36,6 @@ from traces.versions import SCHEMA_VERSION, NewerSchemaError, declared_version
 _SEQ_BITS = 4096
 
 
-def _files(count: int, noun: str = "file") -> str:
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
-
-
-def _ends_with_newline(path: str, size: int) -> bool:
-    # os.pread on a bare descriptor: with 100,000 new files, a file object each costs seconds.
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return False  # the careful path reports it
-    try:
-        return os.pread(fd, 1, size - 1) == b"\n"
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-
-
 def _reads_cleanly(path: str, size: int) -> bool:
     """Whether every line of a whole new file is one the reader accepts as it stands (no
     blank line, no byte order mark, a valid event), so it can take the bulk path; any
