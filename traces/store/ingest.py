@@ -229,7 +229,9 @@ class _Batches:
             self._failed(batch, where, exc)
             return
         self._report.problems.extend(problems)
-        self._done += sum(state.size - state.bytes_done for state in before)
+        self._done += sum(
+            item.bytes_done - state.bytes_done for item, state in zip(batch, before, strict=True)
+        )
         self._queue.extendleft(reversed(more))
 
     def _failed(self, items: list[Work], where: str, exc: duckdb.Error) -> None:
