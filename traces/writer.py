@@ -26,6 +26,7 @@ from typing import Any, Protocol
 import pydantic_core
 
 from traces.events import Event, EventBase, ModelChunk, ModelRequest
+from traces.home import is_safe_run_id
 from traces.redact import ChunkStream, Redactor
 
 # A request's messages and tools are left out of pydantic's text and spliced back in from
@@ -48,6 +49,8 @@ class JsonlWriter:
     """Appends events to `<folder>/<run_id>.jsonl`, redacting secrets before they hit disk."""
 
     def __init__(self, folder: Path, run_id: str, redactor: Redactor | None = None) -> None:
+        if not is_safe_run_id(run_id):  # the file is named by the id: never a path part
+            raise ValueError(f"run id {run_id!r} cannot name a trace file")
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / f"{run_id}.jsonl"
         self._redactor = redactor or Redactor()
