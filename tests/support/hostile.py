@@ -12,7 +12,9 @@ COMPLETED = "276a0272c8a551178d8bfedb26070002"
 CLIMBING = "../../x/pwned"
 
 
-def write_renamed(folder: Path, run_id: str, name: str = "renamed", source: str = COMPLETED) -> Path:
+def write_renamed(
+    folder: Path, run_id: str, name: str = "renamed", source: str = COMPLETED
+) -> Path:
     """The golden trace `source` as `<folder>/<name>.jsonl`, every line naming `run_id`."""
     lines = (GOLDEN_V1 / f"{source}.jsonl").read_text(encoding="utf-8").splitlines()
     renamed = [json.dumps(json.loads(line) | {"run_id": run_id}) for line in lines]
