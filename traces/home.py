@@ -86,7 +86,13 @@ def redaction_patterns(home: Path) -> list[str]:
     sources: list[tuple[str, str]] = []
     path = home / REDACT_FILE
     if path.is_file():
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        from traces.user_files import read_text
+
+        try:
+            text = read_text(path)
+        except OSError as exc:
+            raise RedactionConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+        for number, line in enumerate(text.splitlines(), 1):
             sources.append((f"{path}:{number}", line))
     for number, line in enumerate(os.environ.get(REDACT_ENV, "").splitlines(), 1):
         sources.append((f"${REDACT_ENV} line {number}", line))

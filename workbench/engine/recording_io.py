@@ -133,7 +133,9 @@ def read_recording_file(path: Path | str) -> Recording:
 
 
 def _line_count(path: Path) -> int:
-    with path.open("rb") as handle:
+    from traces.user_files import open_regular
+
+    with open_regular(path) as handle:
         data = handle.read()
     count = data.count(b"\n")
     return count + (0 if data.endswith(b"\n") or not data else 1)
@@ -206,11 +208,13 @@ def runs_named(name: str, home: Path) -> list[Recording]:
     """Every run of the home folder named `name`, oldest first; RecordingError if none."""
     import json
 
+    from traces.user_files import open_regular
+
     found: list[Recording] = []
     folder = traces_dir(home)
     for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
         try:
-            with path.open("rb") as handle:
+            with open_regular(path) as handle:
                 first = json.loads(handle.readline())
         except (OSError, ValueError):
             continue  # not a trace header; `workbench ingest` reports damaged files

@@ -99,9 +99,11 @@ def build_model(settings: ModelSettings, limits: Limits | None = None) -> ChatMo
 def text_or_file(value: str) -> str:
     """`TEXT` or `@FILE`, as the --system, --user and --tool-description flags take."""
     if value.startswith("@"):
+        from traces.user_files import read_text
+
         path = Path(value[1:])
         try:
-            return path.read_text(encoding="utf-8")
+            return read_text(path)
         except OSError as exc:
             raise SetupError(f"cannot read {path}: {exc.strerror}") from exc
     return value
