@@ -83,6 +83,12 @@ def build_model(settings: ModelSettings, limits: Limits | None = None) -> ChatMo
             raise SetupError(str(exc)) from None
     if not settings.model or not (settings.base_url or settings.api_key):
         raise SetupError(NO_MODEL_HINT)
+    if settings.api_key and not settings.api_key.isascii():
+        # It goes in an HTTP header, which carries ASCII only; the key itself is not shown.
+        raise SetupError(
+            "the API key (--api-key, else OPENAI_API_KEY) must be ASCII: it has other "
+            "characters; check that it was copied whole and unchanged"
+        )
     from agent_core.model.openai_client import OpenAIChatModel
     from agent_core.model.retry import RetryPolicy
 
