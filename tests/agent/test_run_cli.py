@@ -488,9 +488,9 @@ def test_a_non_ascii_api_key_is_one_line_that_does_not_show_it(
     if where == "OPENAI_API_KEY":
         env["OPENAI_API_KEY"] = key
     with ModelServer(ScriptResponder([{"content": "never asked"}])) as server:
+        command = [*workbench_command(), "run", "task", "--base-url", server.base_url]
         proc = subprocess.run(
-            [*workbench_command(), "run", "task", "--base-url", server.base_url, "--model", "m"]
-            + [*flags, "--root", str(project)],
+            [*command, "--model", "m", *flags, "--root", str(project)],
             capture_output=True,
             text=True,
             env=env,
