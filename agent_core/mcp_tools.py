@@ -42,6 +42,7 @@ from agent_core.mcp_client import (
 from agent_core.tools.base import ToolResult, ToolSpec, function_name, prefixed_name
 from traces.events import McpMessage
 from traces.recorder import Recorder
+from traces.user_files import read_text
 
 REFRESH_WAIT_S = 5.0
 
@@ -75,7 +76,7 @@ class McpConfigError(ValueError):
 
 def load_mcp_config(path: Path) -> list[ServerConfig]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except OSError as exc:
         raise McpConfigError(f"cannot read MCP config {path}: {exc.strerror}") from None
     try:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from traces.events import EVENT_ADAPTER, SCHEMA_VERSION, Event, RunStart
 from traces.line_check import check_lines, describe_validation_error
+from traces.user_files import open_regular
 from traces.versions import NewerSchemaError
 
 __all__ = [
@@ -44,7 +45,7 @@ def validate_line(text: str | bytes) -> Event:
 
 
 def _iter(path: Path, result: ReadResult) -> Iterator[tuple[int, Event]]:
-    with path.open("rb") as handle:
+    with open_regular(path) as handle:  # a FIFO or device named .jsonl is refused
         lines = check_lines(_track_tail(handle, result), validate_line)
         try:
             for line in lines:

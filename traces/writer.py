@@ -16,6 +16,7 @@ A chunk goes straight through when its JSON text shows neither (`ChunkStream.pas
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import os
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from typing import Any, Protocol
 import pydantic_core
 
 from traces.events import Event, EventBase, ModelChunk, ModelRequest
+from traces.home import is_safe_run_id
 from traces.redact import ChunkStream, Redactor
 
 # A request's messages and tools are left out of pydantic's text and spliced back in from
@@ -51,17 +53,32 @@ class JsonlWriter:
     gives it the home's redaction."""
 
     def __init__(self, folder: Path, run_id: str, redactor: Redactor | None = None) -> None:
+        if not is_safe_run_id(run_id):  # the file is named by the id: never a path part
+            raise ValueError(f"run id {run_id!r} cannot name a trace file")
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / f"{run_id}.jsonl"
         self.redactor = redactor or Redactor()
         # Unbuffered: each event is one write call, so it is in the file once `write` returns.
-        self._file: FileIO | None = FileIO(self.path, "a")
+        # Readable too: after a failed write the file is cut back to its last whole line.
+        self._file: FileIO | None = FileIO(self.path, "a+")
         # The last request's messages and tools, with their line texts.
         self._messages = _JoinedItems()
         self._tools = _JoinedItems()
         self._stream: ChunkStream[ModelChunk] = ChunkStream(self.redactor)
+        # Why the trace could not be written whole (a full disk, say): the file then ends
+        # at its last whole line and nothing more is written to it.
+        self.failure: str | None = None
 
     def write(self, event: Event) -> None:
+        if self.failure is not None:
+            return  # the trace ends at its last whole line; `failure` says why
+        try:
+            self._write(event)
+        except OSError as exc:
+            self._cut(exc)
+            raise
+
+    def _write(self, event: Event) -> None:
         file = self._file
         if file is None:
             raise ValueError(f"trace {self.path} is closed")
@@ -151,9 +168,32 @@ class JsonlWriter:
         if self._file is not None:
             os.fsync(self._file.fileno())
 
+    def _cut(self, exc: OSError) -> None:
+        """After a failed write, cut the file back to the end of its last whole line (a
+        write to a full disk writes what fits), so it reads and ingests as a run that
+        stopped there; shrinking a file needs no room."""
+        self.failure = exc.strerror or str(exc)
+        if self._file is None:
+            return
+        fd = self._file.fileno()
+        with contextlib.suppress(OSError):
+            end = os.fstat(fd).st_size
+            while end > 0:
+                start = max(0, end - 65536)
+                found = os.pread(fd, end - start, start).rfind(b"\n")
+                if found >= 0:
+                    end = start + found + 1
+                    break
+                end = start
+            os.ftruncate(fd, end)
+
     def close(self) -> None:
         if self._file is not None:
-            self._write_chunks(self._stream.flush())
+            if self.failure is None:
+                try:
+                    self._write_chunks(self._stream.flush())
+                except OSError as exc:
+                    self._cut(exc)
             self._file.close()
             self._file = None
         self._messages, self._tools = _JoinedItems(), _JoinedItems()

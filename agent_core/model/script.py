@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent_core.model.base import ModelCall, ModelError
+from traces.user_files import read_text
 
 
 class ScriptExhaustedError(ModelError):
@@ -97,7 +98,7 @@ def load_script(path: str | Path) -> tuple[list[ScriptStep], dict[str, Any]]:
     """Read a JSON or TOML script; return its steps and its top-level settings (e.g. name)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except OSError as exc:
         raise ScriptError(f"cannot read script {path}: {exc.strerror or exc}") from None
     try:

@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Collection
-from pathlib import Path
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Literal
 
 import regex
 from pydantic import BaseModel, Field
@@ -66,18 +68,23 @@ def builtin_tools(root: Path) -> ToolRegistry:
         ),
     )
     def read_file(args: ReadFileArgs) -> str:
-        path = confined.resolve(args.path)
-        if not path.exists():
-            raise ToolFailure(f"no file {args.path!r}; use list_dir to see what exists")
-        if path.is_dir():
-            raise ToolFailure(f"{args.path!r} is a folder; use list_dir for folders")
         try:
-            data = read_head(path)
+            fd = confined.open(args.path)
+        except (FileNotFoundError, NotADirectoryError):
+            raise ToolFailure(f"no file {args.path!r}; use list_dir to see what exists") from None
+        except OSError as exc:
+            raise ToolFailure(f"cannot read {args.path!r} ({exc.strerror or exc})") from None
+        try:
+            if stat.S_ISDIR(os.fstat(fd).st_mode):
+                raise ToolFailure(f"{args.path!r} is a folder; use list_dir for folders")
+            data = read_head(fd)
         except NotARegularFile:
             raise ToolFailure(
                 f"{args.path!r} is not a regular file (a device, pipe or socket); only text "
                 "files can be read"
             ) from None
+        finally:
+            os.close(fd)
         if b"\0" in data[:8192]:
             raise ToolFailure(f"{args.path!r} is a binary file; only text files can be read")
         lines = data.decode("utf-8", errors="replace").splitlines()
@@ -104,20 +111,15 @@ def builtin_tools(root: Path) -> ToolRegistry:
         ),
     )
     def list_dir(args: ListDirArgs) -> str:
-        path = confined.resolve(args.path)
-        if not path.is_dir():
-            raise ToolFailure(f"{args.path!r} is not a folder")
-        entries = sorted(path.iterdir(), key=lambda item: item.name)
+        parts = confined.parts(args.path)
+        entries = _entries(confined, args.path)
         lines = []
         for entry in entries[:MAX_LIST_ENTRIES]:
-            if entry.is_dir():
-                lines.append(f"{entry.name}/")
-            else:
-                size = entry.stat().st_size if entry.exists() else 0
-                lines.append(f"{entry.name}  {size}")
+            lines.append(_listed(confined, parts, entry))
         if len(entries) > MAX_LIST_ENTRIES:
             lines.append(f"[{len(entries) - MAX_LIST_ENTRIES} more entries not shown]")
-        return "\n".join(lines) if lines else f"{confined.relative(path)} is empty"
+        shown = PurePosixPath(*parts).as_posix() if parts else "."
+        return "\n".join(lines) if lines else f"{shown} is empty"
 
     @tools.tool(
         SearchFilesArgs,
@@ -130,25 +132,28 @@ def builtin_tools(root: Path) -> ToolRegistry:
         ),
     )
     def search_files(args: SearchFilesArgs) -> str:
-        base = confined.resolve(args.path)
-        if not base.is_dir():
-            raise ToolFailure(f"{args.path!r} is not a folder")
+        base = confined.parts(args.path)
+        _entries(confined, args.path)  # a folder, beneath the root: else one line why not
         try:
             pattern = regex.compile(args.query if args.regex else regex.escape(args.query), regex.I)
         except regex.error as exc:
             raise ToolFailure(f"invalid regular expression: {exc}") from None
         hits: list[str] = []
-        for file in _walk(base):
+        for parts in _walk(confined, base):
             check_cancelled()
+            file = PurePosixPath(*parts)
             if not file.match(args.glob):
                 continue
-            real = file.resolve()
-            if not real.is_relative_to(confined.path):
-                continue  # a symlink out of the root: never read it
+            try:  # opened beneath the root: a symlink out of it is never read
+                fd = confined.open(file.as_posix())
+            except (ToolFailure, OSError):
+                continue
             try:
-                data = read_head(real)
+                data = read_head(fd)
             except (OSError, NotARegularFile):
                 continue
+            finally:
+                os.close(fd)
             if b"\0" in data[:8192]:
                 continue
             for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
@@ -160,10 +165,10 @@ def builtin_tools(root: Path) -> ToolRegistry:
                 except TimeoutError:
                     raise ToolFailure(
                         f"the regular expression takes too long on "
-                        f"{confined.relative(file)}:{number} (nested repetition?); simplify it"
+                        f"{file}:{number} (nested repetition?); simplify it"
                     ) from None
                 if found:
-                    hits.append(f"{confined.relative(file)}:{number}: {line.strip()[:200]}")
+                    hits.append(f"{file}:{number}: {line.strip()[:200]}")
                     if len(hits) >= args.max_results:
                         return "\n".join(hits) + "\n[more matches not shown; narrow the query]"
         return "\n".join(hits) if hits else f"no matches for {args.query!r}"
@@ -189,19 +194,22 @@ class NotARegularFile(Exception):
     pass
 
 
-def read_head(path: Path, limit: int = MAX_READ_BYTES) -> bytes:
-    """At most `limit` bytes from the start of a regular file. A FIFO, device or socket is
-    refused before anything is read from it (a FIFO would block, a device never end); the
-    file is opened non-blocking and checked on the open descriptor, so it cannot be swapped
-    for one between the check and the read."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotARegularFile(str(path))
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read(limit)
-    finally:
-        os.close(fd)
+def read_head(fd: int, limit: int = MAX_READ_BYTES) -> bytes:
+    """At most `limit` bytes from the start of the regular file open on `fd`. A FIFO,
+    device or socket is refused before anything is read from it (a FIFO would block, a
+    device never end): the check is on the open descriptor, so nothing can be swapped in
+    between."""
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        raise NotARegularFile(str(fd))
+    chunks: list[bytes] = []
+    left = limit
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 BUILTIN_NAMES = ("read_file", "list_dir", "search_files", "calculator")
@@ -223,13 +231,75 @@ def chosen_builtins(root: Path, names: Collection[str]) -> ToolRegistry:
     return chosen
 
 
-def _walk(base: Path) -> list[Path]:
-    """Files under `base` in a stable order, skipping VCS and cache folders."""
-    found: list[Path] = []
-    for entry in sorted(base.iterdir(), key=lambda item: item.name):
-        if entry.is_dir() and not entry.is_symlink():
+@dataclass(frozen=True)
+class _Entry:
+    name: str
+    kind: Literal["folder", "file", "symlink", "other"]  # as the folder lists it: no links followed
+    size: int
+
+
+def _entries(confined: Root, requested: str) -> list[_Entry]:
+    """The entries of a folder opened beneath the root, by name; `ToolFailure` when
+    `requested` is not a folder there."""
+    try:
+        fd = confined.open(requested, folder=True)
+    except (FileNotFoundError, NotADirectoryError):
+        raise ToolFailure(f"{requested!r} is not a folder") from None
+    except OSError as exc:
+        raise ToolFailure(f"cannot list {requested!r} ({exc.strerror or exc})") from None
+    entries: list[_Entry] = []
+    try:
+        with os.scandir(fd) as listing:  # the entries' stat calls need the listing open
+            for entry in listing:
+                if entry.is_symlink():
+                    entries.append(_Entry(entry.name, "symlink", 0))
+                elif entry.is_dir(follow_symlinks=False):
+                    entries.append(_Entry(entry.name, "folder", 0))
+                else:
+                    size = entry.stat(follow_symlinks=False).st_size
+                    regular = entry.is_file(follow_symlinks=False)
+                    entries.append(_Entry(entry.name, "file" if regular else "other", size))
+    except OSError:
+        pass  # an entry removed meanwhile ends the listing with what was seen
+    finally:
+        os.close(fd)
+    return sorted(entries, key=lambda entry: entry.name)
+
+
+def _listed(confined: Root, parts: tuple[str, ...], entry: _Entry) -> str:
+    """One line of list_dir: `name/` for a folder, `name  SIZE` for anything else. A
+    symlink is shown as what it leads to inside the root, never as what it leads to
+    outside (opened beneath the root, as the tools would read it)."""
+    if entry.kind == "folder":
+        return f"{entry.name}/"
+    if entry.kind != "symlink":
+        return f"{entry.name}  {entry.size}"
+    try:
+        fd = confined.open(PurePosixPath(*parts, entry.name).as_posix())
+    except ToolFailure:
+        return f"{entry.name}  (a symlink out of the root)"
+    except OSError:
+        return f"{entry.name}  0"  # a broken link
+    try:
+        info = os.fstat(fd)
+    finally:
+        os.close(fd)
+    return f"{entry.name}/" if stat.S_ISDIR(info.st_mode) else f"{entry.name}  {info.st_size}"
+
+
+def _walk(confined: Root, base: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """Files under the folder `base` (path parts below the root) in a stable order, each as
+    its path parts (symlinks too: reading opens them beneath the root); VCS and cache
+    folders and symlinked folders are not walked."""
+    try:
+        entries = _entries(confined, PurePosixPath(*base).as_posix() if base else ".")
+    except ToolFailure:
+        return []  # swapped or removed while walking
+    found: list[tuple[str, ...]] = []
+    for entry in entries:
+        if entry.kind == "folder":
             if entry.name not in SKIP_DIRS:
-                found.extend(_walk(entry))
-        elif entry.is_file():
-            found.append(entry)
+                found.extend(_walk(confined, (*base, entry.name)))
+        elif entry.kind in ("file", "symlink"):
+            found.append((*base, entry.name))
     return found

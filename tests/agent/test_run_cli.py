@@ -475,3 +475,29 @@ def test_a_long_server_error_is_shown_and_traced_with_its_cause(
     assert error.message == shown
     end = events[-1]
     assert isinstance(end, RunEnd) and end.reason == f"model call failed: {shown}"
+
+
+@pytest.mark.parametrize("where", ["--api-key", "OPENAI_API_KEY"])
+def test_a_non_ascii_api_key_is_one_line_that_does_not_show_it(
+    tmp_path: Path, project: Path, where: str
+) -> None:
+    key = "sk-clé-secrète"
+    home = tmp_path / "home"
+    env = clean_env(home)
+    flags = ["--api-key", key] if where == "--api-key" else []
+    if where == "OPENAI_API_KEY":
+        env["OPENAI_API_KEY"] = key
+    with ModelServer(ScriptResponder([{"content": "never asked"}])) as server:
+        command = [*workbench_command(), "run", "task", "--base-url", server.base_url]
+        proc = subprocess.run(
+            [*command, "--model", "m", *flags, "--root", str(project)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert server.bodies == []
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert "API key" in line and "ASCII" in line and where in line
+    assert "clé" not in line and "secrète" not in line and "codec" not in line

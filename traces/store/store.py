@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -109,6 +110,26 @@ def _open_error(path: Path, exc: Exception) -> StoreError:
     )
 
 
+# How new a database file without a header may be to count as one another process is
+# making (rather than one left empty by a crash).
+_CREATING_S = 10.0
+
+
+def _being_created(path: Path) -> bool:
+    """Whether `path` is a database file another process has just created and not yet
+    written: DuckDB creates the file, then locks it, then writes its header, so a second
+    process can open it in between and read it as "not a valid DuckDB file". Such a file
+    is new and holds nothing but zeros (or nothing); a damaged one is left alone."""
+    try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode) or time.time() - info.st_mtime > _CREATING_S:
+            return False
+        with path.open("rb") as handle:
+            return not handle.read(4096).strip(b"\0")
+    except OSError:
+        return False
+
+
 def _check_writable(path: Path) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -140,7 +161,8 @@ class TraceStore:
 
     @classmethod
     def open(cls, db_path: Path | str, read_only: bool = False, wait_s: float = 0.0) -> TraceStore:
-        """Open the database; while another process holds it, keep trying for `wait_s`.
+        """Open the database; while another process holds it (or is just making it, see
+        `_being_created`), keep trying for `wait_s`.
 
         DuckDB lets one process at a time open a file. The TUI lets go of it whenever it
         is idle, so commands run beside it wait a moment instead of failing.
@@ -158,7 +180,9 @@ class TraceStore:
                 break
             except duckdb.Error as exc:
                 error = _open_error(path, exc)
-                if not isinstance(error, StoreLockedError) or time.monotonic() >= deadline:
+                # Another process holds the file, or is making it: wait for it either way.
+                waits = isinstance(error, StoreLockedError) or _being_created(path)
+                if not waits or time.monotonic() >= deadline:
                     raise error from None
             time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
             pause = min(pause * 2, 0.25)

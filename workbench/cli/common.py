@@ -39,7 +39,7 @@ class ExitCode(IntEnum):
     OK = 0
     FAILED = 1  # a check failed, or a limit stopped the run
     USAGE = 2  # a usage or setup error: nothing ran
-    RUN_ERROR = 3  # the run ended with status error
+    RUN_ERROR = 3  # the run ended with status error, or its trace was cut
     CANCELLED = 130  # Ctrl-C
 
 
@@ -51,7 +51,8 @@ exit codes (every command):
   1    a check failed (replay diverged, a case failed, runs differ) or a limit stopped the
        run (max_turns, duplicate_tool_calls, token_budget, timeout)
   2    usage or setup error (bad flag, no model configured, unreadable file); nothing ran
-  3    the run ended with status error (e.g. the model call failed after its retries)
+  3    the run ended with status error (e.g. the model call failed after its retries), or
+       its trace could not be written whole (a full disk; it ends at its last whole event)
   130  cancelled (Ctrl-C); a run's trace still ends with run_end status cancelled
 """
 

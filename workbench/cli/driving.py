@@ -88,6 +88,17 @@ def run_agent(
     return result
 
 
+def check_trace_whole(writer: JsonlWriter) -> None:
+    """`CliError` (exit 3) when the run's trace could not be written whole (a full disk):
+    the run went on, but its record stops at its last whole event."""
+    if writer.failure is not None:
+        raise CliError(
+            f"the trace {writer.path} could not be written whole ({writer.failure}); it ends "
+            "at its last whole event: free some space and run again",
+            ExitCode.RUN_ERROR,
+        )
+
+
 def _drop_unstarted(agent: Agent, writer: JsonlWriter) -> None:
     writer.close()
     if agent.result is None:

@@ -261,7 +261,12 @@ def _fork_request(args: argparse.Namespace) -> Any:
 
 def _cmd_fork(args: argparse.Namespace) -> int:
     from workbench.cli.common import STATUS_EXIT
-    from workbench.cli.driving import local_toolsets, mcp_config_secrets, run_agent
+    from workbench.cli.driving import (
+        check_trace_whole,
+        local_toolsets,
+        mcp_config_secrets,
+        run_agent,
+    )
     from workbench.cli.model_flags import (
         build_model,
         builtin_names,
@@ -306,6 +311,7 @@ def _cmd_fork(args: argparse.Namespace) -> int:
     totals = result.totals
     cost = priced(prices, model.name, totals.input_tokens, totals.output_tokens)
     printer.summary(result, str(writer.path), cost)
+    check_trace_whole(writer)
     toolset = fork_toolset(agent)
     if toolset.stopped is not None:
         sys.stderr.write("  --mock CALL_ID=TEXT mocks a call's result\n")

@@ -296,8 +296,14 @@ def cmd_collect(args: argparse.Namespace) -> int:
     return 0
 
 
+# OTLP JSON files hold whole exports of many traces: a larger bound than for settings files.
+OTLP_FILE_BYTES = 512 * 1024 * 1024
+
+
 def cmd_ingest_otel(args: argparse.Namespace) -> int:
     from pathlib import Path
+
+    from traces.user_files import check_file
 
     otel_import = _otel_module("ingest")
     home = resolve_home(args)
@@ -306,6 +312,7 @@ def cmd_ingest_otel(args: argparse.Namespace) -> int:
     for name in args.files:
         path = Path(name)
         try:
+            check_file(path, OTLP_FILE_BYTES)  # not a FIFO or a device; not beyond memory
             spans = otel_import.read_json_file(path)
         except OSError as exc:
             raise CliError(f"cannot read {path}: {exc.strerror}") from None

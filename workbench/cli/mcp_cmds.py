@@ -178,6 +178,9 @@ def _traced(args: argparse.Namespace, task: str, servers: list[str] | None, body
         recorder.emit(RunEnd, turn=None, status=tally.status, reason=tally.reason, totals=totals)
         recorder.close()
         print(f"trace: {writer.path}", file=sys.stderr)
+    from workbench.cli.driving import check_trace_whole
+
+    check_trace_whole(writer)
     return 0 if tally.status == "completed" and not tally.tool_errors else 1
 
 

@@ -124,7 +124,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def cmd_run(args: argparse.Namespace) -> int:
     from agent_core.agent import Agent, AgentConfig
-    from workbench.cli.driving import local_toolsets, mcp_config_secrets, run_agent
+    from workbench.cli.driving import (
+        check_trace_whole,
+        local_toolsets,
+        mcp_config_secrets,
+        run_agent,
+    )
     from workbench.cli.run_printer import RunPrinter
 
     limits = limits_from_args(args)
@@ -167,6 +172,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     printer.summary(result, str(writer.path), _cost(prices, model.name, result))
     if args.json:
         print_json(result_json(result, writer.path))
+    check_trace_whole(writer)
     return STATUS_EXIT[result.status]
 
 
@@ -203,7 +209,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from agent_core.demo import SCENARIOS, write_fork_script, write_project
     from agent_core.model.scripted import ScriptedModel
     from agent_core.tools.builtin import builtin_tools
-    from workbench.cli.driving import run_agent
+    from workbench.cli.driving import check_trace_whole, run_agent
     from workbench.cli.run_printer import RunPrinter
 
     home = writable_home(resolve_home(args))
@@ -234,6 +240,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         agent = Agent(model, [builtin_tools(project)], config, sinks=[writer])
         result = run_agent(agent, printer, writer)
         printer.summary(result, str(writer.path), _cost(prices, model.name, result))
+        check_trace_whole(writer)
         print()
         if result.status != scenario.expect:
             unexpected.append(f"{scenario.name}: {result.status} (expected {scenario.expect})")

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_core.agent import RunResult, TextDelta
 from traces.events import Event, RunEnd
-from traces.home import traces_dir
+from traces.home import run_file_stem, traces_dir
 from traces.origins import RUN_KINDS
 from traces.schema_diff import diff_tool_schemas
 from traces.store import IngestReport, RunRow, TraceStore
@@ -348,7 +348,7 @@ class Backend:
         text = export_run(self.events(run_id, 0, None), "md" if fmt == "md" else "json")
         folder = self.home / "exports"
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"{run_id}.{fmt}"
+        path = folder / f"{run_file_stem(run_id)}.{fmt}"  # the id is data, not a path
         path.write_text(text, encoding="utf-8")
         return path
 

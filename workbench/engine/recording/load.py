@@ -22,7 +22,7 @@ from traces.events import (
     ToolEnd,
     ToolStart,
 )
-from traces.home import ambiguous_run, existing_home, traces_dir
+from traces.home import ambiguous_run, existing_home, is_safe_run_id, traces_dir
 from traces.tree import TurnNode, build_chain
 
 
@@ -133,7 +133,9 @@ def read_recording_file(path: Path | str) -> Recording:
 
 
 def _line_count(path: Path) -> int:
-    with path.open("rb") as handle:
+    from traces.user_files import open_regular
+
+    with open_regular(path) as handle:
         data = handle.read()
     count = data.count(b"\n")
     return count + (0 if data.endswith(b"\n") or not data else 1)
@@ -159,15 +161,18 @@ def load_recording(ref: str | Path, home: Path) -> Recording:
     path = Path(ref)
     if path.suffix == ".jsonl" or path.is_file():
         return read_recording_file(path)
-    folder = traces_dir(home)
-    direct = folder / f"{ref}.jsonl"
-    if direct.is_file():
-        return read_recording_file(direct)
-    matches = sorted(folder.glob(f"{ref}*.jsonl")) if folder.is_dir() else []
-    if len(matches) > 1:
-        raise RecordingError(ambiguous_run(str(ref), [path.stem for path in matches]))
-    if len(matches) == 1:
-        return read_recording_file(matches[0])
+    # Only a ref that can be a file name is looked for as one: '*', '/' or '..' in it would
+    # make a pattern or a path of it. The store matches any text as a plain prefix.
+    if is_safe_run_id(str(ref)):
+        folder = traces_dir(home)
+        direct = folder / f"{ref}.jsonl"
+        if direct.is_file():
+            return read_recording_file(direct)
+        matches = sorted(folder.glob(f"{ref}*.jsonl")) if folder.is_dir() else []
+        if len(matches) > 1:
+            raise RecordingError(ambiguous_run(str(ref), [path.stem for path in matches]))
+        if len(matches) == 1:
+            return read_recording_file(matches[0])
     return read_recording_file(_path_from_store(str(ref), home))
 
 
@@ -188,6 +193,8 @@ def _path_from_store(prefix: str, home: Path) -> Path:
         raise RecordingError(message) from None
     if source and Path(source).is_file():
         return Path(source)
+    if not is_safe_run_id(run_id):  # never a path made of an id read from a file
+        raise RecordingError(f"the trace file of run {run_id!r} is gone ({source})")
     return traces_dir(home) / f"{run_id}.jsonl"
 
 
@@ -201,11 +208,13 @@ def runs_named(name: str, home: Path) -> list[Recording]:
     """Every run of the home folder named `name`, oldest first; RecordingError if none."""
     import json
 
+    from traces.user_files import open_regular
+
     found: list[Recording] = []
     folder = traces_dir(home)
     for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
         try:
-            with path.open("rb") as handle:
+            with open_regular(path) as handle:
                 first = json.loads(handle.readline())
         except (OSError, ValueError):
             continue  # not a trace header; `workbench ingest` reports damaged files

@@ -83,6 +83,12 @@ def build_model(settings: ModelSettings, limits: Limits | None = None) -> ChatMo
             raise SetupError(str(exc)) from None
     if not settings.model or not (settings.base_url or settings.api_key):
         raise SetupError(NO_MODEL_HINT)
+    if settings.api_key and not settings.api_key.isascii():
+        # It goes in an HTTP header, which carries ASCII only; the key itself is not shown.
+        raise SetupError(
+            "the API key (--api-key, else OPENAI_API_KEY) must be ASCII: it has other "
+            "characters; check that it was copied whole and unchanged"
+        )
     from agent_core.model.openai_client import OpenAIChatModel
     from agent_core.model.retry import RetryPolicy
 
@@ -99,9 +105,11 @@ def build_model(settings: ModelSettings, limits: Limits | None = None) -> ChatMo
 def text_or_file(value: str) -> str:
     """`TEXT` or `@FILE`, as the --system, --user and --tool-description flags take."""
     if value.startswith("@"):
+        from traces.user_files import read_text
+
         path = Path(value[1:])
         try:
-            return path.read_text(encoding="utf-8")
+            return read_text(path)
         except OSError as exc:
             raise SetupError(f"cannot read {path}: {exc.strerror}") from exc
     return value

@@ -14,7 +14,7 @@ from typing import Any
 
 from agent_core.tools.base import CallKey, ToolResult, call_key
 from agent_core.wire.chat import tool_calls
-from traces.home import ambiguous_run
+from traces.home import ambiguous_run, is_safe_run_id
 from workbench.engine.recording.fork import ForkError, ForkPlan, ForkRequest, plan_fork
 from workbench.engine.recording.load import Recording, RecordingError, read_recording_file
 
@@ -59,7 +59,7 @@ def find_trace(run_id: str, folders: list[Path]) -> Path:
         if not given.is_file():
             raise RecordingError(f"no trace file at {given}")
         return given
-    for folder in folders:
+    for folder in folders if is_safe_run_id(run_id) else ():  # no '*', '/' or '..' in it
         exact = folder / f"{run_id}.jsonl"
         if exact.is_file():
             return exact

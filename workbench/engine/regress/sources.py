@@ -15,6 +15,7 @@ from agent_core.tools.base import Toolset
 from traces.events import RunStart
 from traces.reader import read_trace
 from traces.recorder import Recorder
+from traces.user_files import read_text
 from traces.versions import NewerSchemaError
 
 
@@ -24,7 +25,7 @@ class ToolSourceError(Exception):
 
 def is_mcp_config(path: Path) -> bool:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_text(path))
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and "mcpServers" in data
@@ -102,7 +103,7 @@ def schemas_of(toolsets: list[Toolset]) -> list[dict[str, Any]]:
 def schemas_from_file(path: Path) -> list[dict[str, Any]]:
     """Tool schemas from JSON: a list, `{"tools": [...]}` (MCP tools/list), or one tool."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_text(path))
     except OSError as exc:
         raise ToolSourceError(f"cannot read {path}: {exc.strerror or exc}") from exc
     except ValueError as exc:

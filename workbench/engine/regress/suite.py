@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from traces.user_files import read_text
+
 SUITE_KEYS = {
     "name",
     "samples",
@@ -116,7 +118,7 @@ class Suite:
 def load_suite(path: str | Path) -> Suite:
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except OSError as exc:
         raise SuiteError(f"cannot read suite {path}: {exc.strerror or exc}") from exc
     return parse_suite(text, path)

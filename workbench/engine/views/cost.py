@@ -15,6 +15,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from traces.user_files import read_text
+
 PRICES_FILE = "prices.toml"
 
 
@@ -38,7 +40,7 @@ class Prices:
         """The prices in `<home>/prices.toml`; none when the file does not exist."""
         path = home / PRICES_FILE
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            data = tomllib.loads(read_text(path))
         except FileNotFoundError:
             return cls()
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
