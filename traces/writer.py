@@ -27,8 +27,8 @@ from typing import Any, Protocol
 import pydantic_core
 
 from traces.events import Event, EventBase, ModelChunk, ModelRequest
-from traces.home import is_safe_run_id
 from traces.redact import ChunkStream, Redactor
+from traces.run_names import is_safe_run_id
 
 # A request's messages and tools are left out of pydantic's text and spliced back in from
 # texts kept from request to request (a set: pydantic takes it faster than a frozenset).

@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from agent_core.agent import RunResult, TextDelta
 from traces.events import Event, RunEnd
-from traces.home import run_file_stem, traces_dir
+from traces.home import traces_dir
 from traces.origins import RUN_KINDS
+from traces.run_names import run_file_stem
 from traces.schema_diff import diff_tool_schemas
 from traces.store import IngestReport, RunRow, TraceStore
 from workbench.engine.recording import fork as fork_engine

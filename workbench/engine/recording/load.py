@@ -22,7 +22,8 @@ from traces.events import (
     ToolEnd,
     ToolStart,
 )
-from traces.home import ambiguous_run, existing_home, is_safe_run_id, traces_dir
+from traces.home import ambiguous_run, existing_home, traces_dir
+from traces.run_names import is_safe_run_id
 from traces.tree import TurnNode, build_chain
 
 
