@@ -19,9 +19,19 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Footer, Header, Static
 
+from workbench.engine.diff.alignment import CallStatus
 from workbench.tui.render import one_line, short_id, status_badge
 from workbench.tui.schema_view import render_schema_diff
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
+
+# A call's mark, its style and what stands for a result it does not have, for every status
+# a chain call can have (tests/tui/test_compare_statuses.py holds it to CALL_STATUSES).
+CALL_MARKS: dict[CallStatus, tuple[str, str, str]] = {
+    "ok": ("✔ ", "green", "ok"),
+    "error": ("✖ ", "bold red", "error"),
+    "missing": ("✖ ", "yellow", "no result"),
+    "not_run": ("⊘ ", "bold yellow", "not run (refused or stopped by a limit)"),
+}
 
 
 def _turn_cell(turn: Any) -> Text:
@@ -35,12 +45,12 @@ def _turn_cell(turn: Any) -> Text:
         for i, call in enumerate(turn.calls):
             if i:
                 text.append("\n")
-            style = {"ok": "green", "error": "bold red", "missing": "yellow"}[call.status]
-            text.append("✔ " if call.status == "ok" else "✖ ", style=style)
+            mark, style, missing = CALL_MARKS[call.status]
+            text.append(mark, style=style)
             text.append(call.name, style="bold")
             text.append(f"({_args(call.arguments)})", style="cyan")
             text.append(" → ", style="dim")
-            text.append(one_line(call.result, 120) if call.result is not None else call.status)
+            text.append(one_line(call.result, 120) if call.result is not None else missing)
             if call.mocked:
                 text.append(" (mocked)", style="magenta")
         return text

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from agent_core.wire.chat import tool_call
 from traces.tree import TurnNode, build_chain
@@ -28,12 +28,18 @@ def digest(text: str | None) -> str | None:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
+# What became of a call the model asked for; not_run: asked for, never started (a refused
+# repeat, a limit). Front ends key their marks by CALL_STATUSES, so none can be missed.
+CallStatus = Literal["ok", "error", "missing", "not_run"]
+CALL_STATUSES: tuple[CallStatus, ...] = get_args(CallStatus)
+
+
 @dataclass(frozen=True)
 class ChainCall:
     name: str
     arguments: Any  # parsed arguments, or the raw string when they did not parse
     result_digest: str | None
-    status: Literal["ok", "error", "missing", "not_run"]  # not_run: asked for, never started
+    status: CallStatus
     call_id: str = ""  # for reference only; ids are not compared
     mocked: bool = False
     result: str | None = None  # the result text itself (the digest is what is compared)
