@@ -35,6 +35,16 @@ def test_ingest_then_runs_lists_every_golden_status(
     assert "completed" not in {r["status"] for r in json.loads(capsys.readouterr().out)}
 
 
+def test_ingest_of_a_missing_path_is_a_usage_error_and_ingests_the_others(
+    wb_home: Path, golden_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = wb_home / "no-such-folder"
+    assert main(["ingest", str(missing), str(golden_dir)]) == 2
+    out = capsys.readouterr()
+    assert f"{missing}: no such file or folder" in out.err
+    assert "8 new run(s)" in out.out
+
+
 def test_read_commands_ingest_the_home_first(
     home_with_golden: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -22,6 +22,7 @@ from traces.home import db_path
 from traces.origins import RUN_KINDS, kind_from_name, kind_label
 from workbench.cli.common import (
     CliError,
+    ExitCode,
     add_home,
     positive_int,
     print_json,
@@ -169,8 +170,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         )
     else:
         print(f"nothing new to ingest; {total} run(s) in the store")
+    if any(not Path(path).exists() for path in args.paths):
+        return ExitCode.USAGE  # a mistyped path, said above: the others were ingested
     # Non-zero only when nothing could be done at all.
-    return 1 if report.problems and not report.files else 0
+    return ExitCode.FAILED if report.problems and not report.files else ExitCode.OK
 
 
 def run_kind(name: str) -> str:
