@@ -304,12 +304,12 @@ LONG_LINE = 4 << 20
 def _insert_long_lines(
     cur: duckdb.DuckDBPyConnection, batch: int, verdicts: list[_Verdicts]
 ) -> None:
-    from traces.reader import validate_line  # rare: only here are events built
-
     for verdict in verdicts:
         for offset, text in enumerate(verdict.texts):
             if len(text) <= LONG_LINE:
                 continue
+            from traces.reader import validate_line  # rare: only here are events built
+
             line_no = verdict.line_base + offset + 1
             row: dict[str, Any] = dict.fromkeys(("run_id", "seq", "type", "turn", "ts"))
             problem = verdict.refused.get(line_no)
