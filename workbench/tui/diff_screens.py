@@ -19,6 +19,7 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Footer, Header, Static
 
+from workbench.tui.navigation import OpenCompare, OpenRun, OpenSchemaDiff
 from workbench.tui.render import one_line, short_id, status_badge
 from workbench.tui.schema_view import render_schema_diff
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
@@ -213,10 +214,10 @@ class PairScreen(WorkbenchScreen):
         self.query_one("#pair-result", Static).update(Text("could not compute the diff", "red"))
 
     def action_open_a(self) -> None:
-        self.workbench.open_run(self.run_a)
+        self.post_message(OpenRun(self.run_a))
 
     def action_open_b(self) -> None:
-        self.workbench.open_run(self.run_b)
+        self.post_message(OpenRun(self.run_b))
 
     def action_swap(self) -> None:
         self.run_a, self.run_b = self.run_b, self.run_a
@@ -235,7 +236,7 @@ class SchemaDiffScreen(PairScreen):
         return render_schema_diff(self.backend.schema_diff(self.run_a, self.run_b))
 
     def action_chains(self) -> None:
-        self.workbench.open_compare(self.run_a, self.run_b)
+        self.post_message(OpenCompare(self.run_a, self.run_b))
 
     def palette_commands(self) -> Iterator[PaletteCommand]:
         yield ("Compare decision chains", "The same two runs, turn by turn", self.action_chains)
@@ -251,7 +252,7 @@ class ChainCompareScreen(PairScreen):
         return render_comparison(self.backend.comparison(self.run_a, self.run_b))
 
     def action_schemas(self) -> None:
-        self.workbench.open_schema_diff(self.run_a, self.run_b)
+        self.post_message(OpenSchemaDiff(self.run_a, self.run_b))
 
     def palette_commands(self) -> Iterator[PaletteCommand]:
         yield ("Schema diff", "Tool schemas of the same two runs", self.action_schemas)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Literal, TypeAlias, assert_never
 
 from traces.events import SCHEMA_VERSION, Event
@@ -35,6 +36,16 @@ def export_run(events: Sequence[Event], fmt: ExportFormat) -> str:
     if fmt == "md":
         return "\n".join(_markdown(chain, build_timeline(events))) + "\n"
     assert_never(fmt)
+
+
+def export_to_home(events: Sequence[Event], run_id: str, fmt: ExportFormat, home: Path) -> Path:
+    """Write the run's document to `<home>/exports/<run_id>.<fmt>`; returns its path."""
+    text = export_run(events, fmt)
+    folder = home / "exports"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{run_id}.{fmt}"
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
 def _json_document(chain: RunChain, events: Sequence[Event]) -> str:
