@@ -297,7 +297,7 @@ async def test_runs_list_kinds_sorting_and_new_runs_arriving(home: Path) -> None
 
 
 async def test_runs_list_at_100_columns_keeps_the_task_and_the_footer_keys(home: Path) -> None:
-    from workbench.tui.render import TASK_MIN_WIDTH, visible_columns
+    from workbench.tui.run_rows import TASK_MIN_WIDTH, visible_columns
 
     app = WorkbenchApp(home)
     async with app.run_test(size=(100, 30)) as pilot:

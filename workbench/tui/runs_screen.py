@@ -28,12 +28,12 @@ from traces.store import IngestReport
 from workbench.tui.backend import AGENT_AND_FORK, KIND_FILTERS, NotAvailable, RunFilter
 from workbench.tui.navigation import OpenCompare, OpenRegressions, OpenRun, OpenSchemaDiff
 from workbench.tui.paged_list import PagedList
-from workbench.tui.render import (
+from workbench.tui.render import short_id
+from workbench.tui.run_rows import (
     RUN_COLUMNS,
     header_column_at,
     run_row_line,
     runs_header,
-    short_id,
     visible_columns,
 )
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen

@@ -8,10 +8,13 @@ both read only the few events they need from the store, however long the run.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from traces.events import Error, Event, RunEnd, ToolEnd, ToolStart
-from traces.store import RunRow, TraceStore
-from workbench.engine.views.cost import Prices
+
+if TYPE_CHECKING:  # render.py takes `event_is_failure` from here without loading the store
+    from traces.store import RunRow, TraceStore
+    from workbench.engine.views.cost import Prices
 
 # How many events `first_failure` reads from the store at a time.
 FAILURE_PAGE = 500
