@@ -1,5 +1,6 @@
-"""The layer rules of SPEC "Layers", checked two ways: import-linter contracts in
-pyproject.toml, and a fresh interpreter per core module that must not load Textual."""
+"""The layer rules (README.md, "Layout"; the contracts in pyproject.toml), checked two
+ways: import-linter contracts, and a fresh interpreter per core module, and per module the
+TUI's backend is made of, that must not load Textual."""
 
 from __future__ import annotations
 

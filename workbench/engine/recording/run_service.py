@@ -9,7 +9,6 @@ light because every CLI command imports this module to register.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import threading
@@ -20,6 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import asyncio
+
     from agent_core.agent import Agent, RunResult, TextDelta
     from agent_core.model.base import ChatModel
     from agent_core.tools.base import Toolset
@@ -285,6 +286,8 @@ def run_fork(
     Every streamed item goes to `on_item` as it happens; `cancel()`, from any thread, ends
     the run `cancelled`. A request that does not fit is a `ForkError`, a model that cannot be
     built a `SetupError`."""
+    import asyncio
+
     from agent_core.tools.builtin import builtin_tools
     from workbench.engine.recording.fork import plan_fork
 
