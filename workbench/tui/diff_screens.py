@@ -6,7 +6,7 @@ them out.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 from rich.console import Group, RenderableType
@@ -19,13 +19,16 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Footer, Header, Static
 
+from traces.events import Edit
+from workbench.engine.diff.alignment import ChainDiff, ChainTurn
+from workbench.engine.diff.text_changes import Comparison, TextChange
 from workbench.tui.navigation import OpenCompare, OpenRun, OpenSchemaDiff
 from workbench.tui.render import one_line, short_id, status_badge
 from workbench.tui.schema_view import render_schema_diff
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
 
 
-def _turn_cell(turn: Any) -> Text:
+def _turn_cell(turn: ChainTurn | None) -> Text:
     """One run's turn as text: each call with its arguments and result, or the answer."""
     if turn is None:
         return Text("—", style="dim")
@@ -59,7 +62,7 @@ def _args(arguments: Any) -> str:
     return one_line(text, 60)
 
 
-def word_diff_text(spans: list[tuple[str, str]]) -> Text:
+def word_diff_text(spans: Sequence[tuple[str, str]]) -> Text:
     """A word diff as one text: removed words struck through in red, added ones green."""
     text = Text()
     for op, words in spans:
@@ -74,7 +77,7 @@ def word_diff_text(spans: list[tuple[str, str]]) -> Text:
     return text
 
 
-def edit_text(edit: Any) -> Text:
+def edit_text(edit: Edit) -> Text:
     """One of the fork's edits, named by what it changed, its new value in full."""
     import json
 
@@ -89,7 +92,7 @@ def edit_text(edit: Any) -> Text:
     return Text.assemble(("  • ", "magenta"), (target, "bold magenta"), (": ", "dim"), value)
 
 
-def render_chain_diff(diff: Any) -> RenderableType:
+def render_chain_diff(diff: ChainDiff) -> RenderableType:
     """A `ChainDiff`: one row per turn, A beside B, the first divergence marked."""
     table = Table(expand=True, header_style="bold", show_lines=True)
     table.add_column("", width=2, no_wrap=True)
@@ -121,7 +124,7 @@ def render_chain_diff(diff: Any) -> RenderableType:
     return Group(summary, Text(""), table, *(Text(n, style="dim") for n in diff.notes))
 
 
-def render_comparison(comparison: Any) -> RenderableType:
+def render_comparison(comparison: Comparison) -> RenderableType:
     """A `workbench.engine.diff.text_changes.Comparison`: what the fork changed, the chains side
     by side, then every text that differs, A and B in full and their word diff."""
     parts: list[RenderableType] = []
@@ -144,7 +147,7 @@ def render_comparison(comparison: Any) -> RenderableType:
     return Group(*parts)
 
 
-def _sides(change: Any) -> Table:
+def _sides(change: TextChange) -> Table:
     """A, B and their word diff, each label in its own column so every line of a
     multi-line text starts under the text's first line, not under the label."""
     grid = Table.grid(padding=(0, 1))

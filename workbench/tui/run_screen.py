@@ -29,6 +29,7 @@ from traces.events import (
     ToolEnd,
     ToolStart,
 )
+from workbench.engine.views.search import SearchHit
 from workbench.tui.backend import Outline
 from workbench.tui.chain_view import (
     SKELETON_TYPES,
@@ -144,7 +145,7 @@ class RunScreen(WorkbenchScreen):
             self.event = event
 
     class Searched(Message):
-        def __init__(self, text: str, hits: list[Any]) -> None:
+        def __init__(self, text: str, hits: list[SearchHit]) -> None:
             super().__init__()
             self.text = text
             self.hits = hits
@@ -162,7 +163,7 @@ class RunScreen(WorkbenchScreen):
         self._turns: dict[int, TreeNode[ChainNode]] = {}
         self._loading: set[int] = set()
         self._loaded: set[int] = set()
-        self.matches: list[Any] = []  # search hits in this run (engine SearchHit)
+        self.matches: list[SearchHit] = []  # search hits in this run
         self.match_index = -1
 
     def compose(self) -> ComposeResult:

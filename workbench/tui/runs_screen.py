@@ -24,7 +24,8 @@ from textual.widgets import Checkbox, Footer, Header, Input, Select, Static
 
 from traces.events import RUN_STATUSES
 from traces.origins import kind_label
-from traces.store import IngestReport
+from traces.store import IngestReport, RunRow
+from workbench.engine.views.search import SearchHit
 from workbench.tui.backend import AGENT_AND_FORK, KIND_FILTERS, NotAvailable, RunFilter
 from workbench.tui.navigation import OpenCompare, OpenRegressions, OpenRun, OpenSchemaDiff
 from workbench.tui.paged_list import PagedList
@@ -104,7 +105,7 @@ class RunsScreen(WorkbenchScreen):
         """The watcher saw trace files appear or grow."""
 
     class Searched(Message):
-        def __init__(self, text: str, hits: list[Any]) -> None:
+        def __init__(self, text: str, hits: list[SearchHit]) -> None:
             super().__init__()
             self.text = text
             self.hits = hits
@@ -142,7 +143,7 @@ class RunsScreen(WorkbenchScreen):
         yield Footer()
 
     @property
-    def runs_list(self) -> PagedList[Any]:
+    def runs_list(self) -> PagedList[RunRow]:
         return self.query_one("#runs-list", PagedList)
 
     def on_mount(self) -> None:
@@ -157,10 +158,10 @@ class RunsScreen(WorkbenchScreen):
 
     # ------------------------------------------------------------------ data
 
-    def _fetch(self, offset: int, limit: int) -> list[Any]:
+    def _fetch(self, offset: int, limit: int) -> list[RunRow]:
         return self.backend.runs(self.where, offset, limit)
 
-    def _render_row(self, row: Any, index: int, width: int) -> Text:
+    def _render_row(self, row: RunRow, index: int, width: int) -> Text:
         return run_row_line(row, width, marked=row.run_id in self.marked)
 
     @work(thread=True, exclusive=True, group="count", exit_on_error=False)
@@ -380,7 +381,7 @@ class RunsScreen(WorkbenchScreen):
 
     # ------------------------------------------------------------------ runs
 
-    def _current(self) -> Any | None:
+    def _current(self) -> RunRow | None:
         return self.runs_list.row(self.runs_list.cursor)
 
     @on(PagedList.Selected, "#runs-list")
