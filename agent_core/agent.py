@@ -1,6 +1,6 @@
 """The public face of the agent core: configure a run, stream its events, get its result.
 
-    agent = Agent(model, [BuiltinTools(root)], AgentConfig(task="..."), sinks=[writer])
+    agent = Agent(model, [builtin_tools(root)], AgentConfig(task="..."), sinks=[writer])
     async for item in agent.run_stream():   # trace events and TextDelta items, in order
         ...
     result = agent.result

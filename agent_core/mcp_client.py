@@ -9,21 +9,20 @@ server wrote to stdout that are not JSON-RPC at all.
 Nothing here knows about traces or tools; callers pass `on_frame` and convert the plain dicts
 this module returns. Failures come out as `McpStartError` (the server never became usable) or
 `McpCallError` (one request failed: JSON-RPC error, timeout, connection lost, bad result).
+The servers' settings, those errors and the bookkeeping of a server's processes need no SDK
+and live in `agent_core.mcp_servers`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 import re
 import signal
-import tempfile
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Any, Literal, TextIO, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import anyio
 import anyio.abc
@@ -36,17 +35,44 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from agent_core.mcp_servers import (
+    DEFAULT_START_TIMEOUT_S,
+    HttpServer,
+    McpCallError,
+    McpStartError,
+    ServerConfig,
+    StderrLog,
+    StdioServer,
+    child_pids,
+    exception_leaves,
+    group_alive,
+    one_line,
+    os_reason,
+    session_leader,
+    sole_leaf,
+    stderr_summary,
+)
+
 log = logging.getLogger(__name__)
+
+__all__ = [
+    "DEFAULT_START_TIMEOUT_S",
+    "FrameDirection",
+    "FrameObserver",
+    "HttpServer",
+    "McpCallError",
+    "McpConnection",
+    "McpStartError",
+    "ServerConfig",
+    "StdioServer",
+    "connect",
+]
 
 FrameDirection: TypeAlias = Literal["send", "recv"]
 FrameObserver: TypeAlias = Callable[[FrameDirection, dict[str, Any]], None]
-CallErrorKind: TypeAlias = Literal["rpc_error", "timeout", "closed", "protocol"]
 
 CLIENT_INFO = types.Implementation(name="agent-workbench", version="0.1.0")
 MAX_TOOL_PAGES = 100  # a server whose cursor never ends must not hang the start
-STDERR_TAIL_CHARS = 400
-# How long a server has to answer initialize and the first tools/list (`--mcp-start-timeout`).
-DEFAULT_START_TIMEOUT_S = 10.0
 # Where in an unreadable line to look for the id of the request it answers.
 _ANSWER_HEAD_CHARS = 500
 _ANSWER_ID = re.compile(r'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
@@ -64,83 +90,6 @@ logging.getLogger("mcp.client.stdio").addFilter(_QuietParseErrors())
 REFRESH_TIMEOUT_S = 30.0  # a re-listing after list_changed that takes longer is given up
 HTTP_TIMEOUT_S = 30.0
 HTTP_READ_S = 300.0
-
-
-@dataclass(frozen=True)
-class StdioServer:
-    name: str
-    command: str
-    args: list[str] = field(default_factory=list)
-    env: dict[str, str] = field(default_factory=dict)
-    cwd: str | None = None
-
-    def describe(self) -> str:
-        return " ".join([self.command, *self.args])
-
-
-@dataclass(frozen=True)
-class HttpServer:
-    name: str
-    url: str
-    headers: dict[str, str] = field(default_factory=dict)
-
-    def describe(self) -> str:
-        return self.url
-
-
-ServerConfig: TypeAlias = StdioServer | HttpServer
-
-
-class McpStartError(Exception):
-    """A server could not be started or did not complete the handshake."""
-
-    def __init__(self, server: str, command: str, reason: str, stderr: str = "") -> None:
-        self.server = server
-        self.command = command
-        self.reason = reason
-        self.stderr = stderr
-        message = f"MCP server '{server}' ({command}) could not start: {reason}"
-        if stderr:
-            message += f"; it printed: {stderr_summary(stderr)}"
-        super().__init__(message)
-
-
-class McpCallError(Exception):
-    """One request to a running server failed; `str()` is short and model-readable."""
-
-    def __init__(self, kind: CallErrorKind, message: str, code: int | None = None) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.code = code
-
-
-def _one_line(text: str, limit: int = STDERR_TAIL_CHARS) -> str:
-    flat = " | ".join(line.strip() for line in text.strip().splitlines() if line.strip())
-    return flat if len(flat) <= limit else "…" + flat[-limit:]
-
-
-# A stack frame says where, not what: Node's "at fn (file:1:2)", Python's 'File "x", line 3'.
-_STACK_FRAME = re.compile(r'^(at\s|File ".*", line \d+)')
-_ERROR_LINE = re.compile(r"error|cannot|not found|no such|denied|refus", re.IGNORECASE)
-
-
-def stderr_summary(text: str, limit: int = STDERR_TAIL_CHARS) -> str:
-    """What a server that would not start printed, on one line: stack frames left out, its
-    last line that names an error kept whole (Node's `Error: Cannot find module '…'` comes
-    before ten lines of frames and versions), then as much of the end as fits."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    kept = [line for line in lines if not _STACK_FRAME.match(line)]
-    flat = " | ".join(kept)
-    if len(flat) <= limit:
-        return flat
-    errors = [index for index, line in enumerate(kept) if _ERROR_LINE.search(line)]
-    if not errors:
-        return "…" + flat[-limit:]
-    key = kept[errors[-1]]
-    after = " | ".join(kept[errors[-1] + 1 :])
-    room = max(limit - len(key), 0)
-    tail = after if len(after) <= room else "…" + after[-room:] if room else ""
-    return f"… {key}" + (f" | {tail}" if tail else "")
 
 
 def _dump(message: Any) -> dict[str, Any]:
@@ -248,30 +197,6 @@ class _TapSend:
         await self.aclose()
 
 
-class _StderrLog:
-    """The server's stderr goes to a temporary file, read back to explain failures."""
-
-    def __init__(self) -> None:
-        # Closed by the connection's exit stack, not a with-block: it outlives this call.
-        self.file: TextIO = tempfile.TemporaryFile(  # noqa: SIM115
-            mode="w+", encoding="utf-8", errors="replace"
-        )
-        self._final = ""
-
-    def tail(self, limit: int = 4000) -> str:
-        if self.file.closed:
-            return self._final
-        # pread leaves the offset the child shares with us untouched.
-        fd = self.file.fileno()
-        size = os.fstat(fd).st_size
-        start = max(0, size - limit)
-        return os.pread(fd, size - start, start).decode("utf-8", errors="replace")
-
-    def close(self) -> None:
-        self._final = self.tail()  # errors are explained after the process is gone
-        self.file.close()
-
-
 def _accept_with_defaults(schema: dict[str, Any]) -> dict[str, Any]:
     properties = schema.get("properties") or {}
     return {key: spec["default"] for key, spec in properties.items() if "default" in spec}
@@ -309,7 +234,7 @@ class McpConnection:
         self.failure: str | None = None  # why the transport failed under a live session
         self._on_frame = on_frame
         self._session: ClientSession | None = None
-        self._stderr: _StderrLog | None = None
+        self._stderr: StderrLog | None = None
         self._list_lock = anyio.Lock()
         self._tools_listed = anyio.Event()
         self._stop = anyio.Event()
@@ -374,7 +299,7 @@ class McpConnection:
                 except MCPError as exc:
                     raise self._call_error(exc, "tools/list", 0) from None
                 except ValidationError as exc:
-                    message = f"invalid tools/list result: {_one_line(str(exc), 200)}"
+                    message = f"invalid tools/list result: {one_line(str(exc), 200)}"
                     raise McpCallError("protocol", message) from None
                 for tool in result.tools:
                     # A tool listed twice (a repeated page) is one tool: the first listing.
@@ -493,7 +418,7 @@ async def connect(
                 connection._stop.set()
     except BaseExceptionGroup as wrapped:
         # anyio wraps even a lone exception from the block; hand callers the real one.
-        sole = _sole_leaf(wrapped)
+        sole = sole_leaf(wrapped)
         if sole is None:
             raise
         raise sole from sole.__cause__
@@ -526,7 +451,7 @@ async def _serve(
             task_status.started()
             await connection._stop.wait()
     except Exception as exc:
-        leaves = _leaves(exc)
+        leaves = exception_leaves(exc)
         if started:
             # The transport failed under a live session; pending calls already got
             # "connection closed", later ones are refused.
@@ -543,7 +468,7 @@ async def _serve(
 def _start_error(connection: McpConnection, exc: BaseException) -> McpStartError:
     config = connection.config
     if isinstance(exc, OSError) and isinstance(config, StdioServer):
-        reason = _os_reason(exc)
+        reason = os_reason(exc)
     elif isinstance(config, HttpServer):
         reason = f"cannot reach {config.url}: {exc or type(exc).__name__}"
     else:
@@ -551,22 +476,11 @@ def _start_error(connection: McpConnection, exc: BaseException) -> McpStartError
     return McpStartError(config.name, config.describe(), reason, _tail(connection))
 
 
-def _leaves(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
-    return [exc]
-
-
-def _sole_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
-    leaves = _leaves(group)
-    return leaves[0] if len(leaves) == 1 else None
-
-
 async def _open_transport(
     config: ServerConfig, connection: McpConnection, stack: AsyncExitStack
 ) -> tuple[Any, Any]:
     if isinstance(config, StdioServer):
-        stderr = _StderrLog()
+        stderr = StderrLog()
         stack.callback(stderr.close)
         connection._stderr = stderr
         params = StdioServerParameters(
@@ -578,12 +492,12 @@ async def _open_transport(
             # frame), not a decoding error that ends the session.
             encoding_error_handler="replace",
         )
-        before = _children()
+        before = child_pids()
         # Registered before the transport, so it runs after the SDK has stopped the server:
         # whatever the server started in its process group goes with it.
         stack.push_async_callback(_end_process_group, connection)
         streams = await stack.enter_async_context(stdio_client(params, errlog=stderr.file))
-        connection.server_pid = _session_leader(_children() - before)
+        connection.server_pid = session_leader(child_pids() - before)
         return streams
     # Our own client (the SDK's transport takes one for headers): its timeouts are the SDK's
     # defaults, 30 s for connecting and writing and 300 s to read, as a response stream may
@@ -613,39 +527,12 @@ async def _handshake(connection: McpConnection, startup_timeout_s: float) -> Non
             reason = f"{exc} (JSON-RPC error {code})"
         raise McpStartError(config.name, config.describe(), reason, _tail(connection)) from None
     except (RuntimeError, ValidationError) as exc:
-        reason = f"invalid handshake: {_one_line(str(exc), 200)}"
+        reason = f"invalid handshake: {one_line(str(exc), 200)}"
         raise McpStartError(config.name, config.describe(), reason, _tail(connection)) from None
 
 
 def _tail(connection: McpConnection) -> str:
     return connection.stderr_tail() or (connection.last_bad_output or "")
-
-
-def _os_reason(exc: OSError) -> str:
-    if isinstance(exc, FileNotFoundError):
-        return "command not found (check the path, or that it is on PATH)"
-    if isinstance(exc, PermissionError):
-        return "permission denied (is the file executable?)"
-    return exc.strerror or str(exc)
-
-
-def _children() -> set[int]:
-    """This process's direct children (Linux `/proc`); empty where that is not available."""
-    found: set[int] = set()
-    with contextlib.suppress(OSError):
-        for task in os.listdir("/proc/self/task"):
-            with contextlib.suppress(OSError), open(f"/proc/self/task/{task}/children") as f:
-                found.update(int(pid) for pid in f.read().split())
-    return found
-
-
-def _session_leader(pids: set[int]) -> int | None:
-    """The stdio server among new children: the SDK starts it in a session of its own."""
-    for pid in sorted(pids):
-        with contextlib.suppress(OSError):
-            if os.getsid(pid) == pid:
-                return pid
-    return None
 
 
 async def _end_process_group(connection: McpConnection) -> None:
@@ -661,15 +548,7 @@ async def _end_process_group(connection: McpConnection) -> None:
             return
         with anyio.move_on_after(1.0):
             # Polled: nothing signals when another process's group becomes empty.
-            while _group_alive(group):  # noqa: ASYNC110
+            while group_alive(group):  # noqa: ASYNC110
                 await anyio.sleep(0.02)
-        if not _group_alive(group):
+        if not group_alive(group):
             return
-
-
-def _group_alive(group: int) -> bool:
-    try:
-        os.killpg(group, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True

@@ -1,5 +1,6 @@
-"""The layer rules of SPEC "Layers", checked two ways: import-linter contracts in
-pyproject.toml, and a fresh interpreter per core module that must not load Textual."""
+"""The layer rules (README.md, "Layout"; the contracts in pyproject.toml), checked two
+ways: import-linter contracts, and a fresh interpreter per core module, and per module the
+TUI's backend is made of, that must not load Textual."""
 
 from __future__ import annotations
 
@@ -35,6 +36,24 @@ def test_core_module_never_loads_textual(module: str) -> None:
         f"import sys, {module}\n"
         "bad = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.'))\n"
         "assert not bad, bad[:3]\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+# The TUI's door to the store and the engine, and the plain-Python modules it hands screens
+# their data in: typed and tested without Textual or any screen.
+TUI_PLAIN_MODULES = ["workbench.tui.backend", "workbench.tui.schema_view", "workbench.tui.render"]
+
+
+@pytest.mark.parametrize("module", TUI_PLAIN_MODULES)
+def test_tui_backend_loads_no_screen_and_no_textual(module: str) -> None:
+    code = (
+        f"import sys, {module}\n"
+        "bad = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.')\n"
+        "    or m.endswith('_screen') or m.endswith('_screens')\n"
+        "    or m in ('workbench.tui.app', 'workbench.tui.screens', 'workbench.tui.navigation'))\n"
+        "assert not bad, bad[:5]\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]

@@ -3,16 +3,18 @@ folder for new file-tool calls, and the demo's runs forked with no network."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import pytest
 
 from tests.engine.engine_support import Project, cli, read_events
-from traces.events import RunEnd, ToolEnd
+from traces.events import RunEnd, RunStart, ToolEnd
 from traces.home import traces_dir
-from workbench.engine.recording.fork import offline_fork_script, recorded_root
+from workbench.engine.recording.fork import ForkRequest, offline_fork_script, recorded_root
 from workbench.engine.recording.load import Recording, read_recording_file
+from workbench.engine.recording.run_service import ModelSettings, fork_setup
 
 # Written like docs/script-format.md's example: no ids, so the script numbers them itself.
 READ_THEN_ANSWER: list[dict[str, object]] = [
@@ -196,3 +198,62 @@ def test_a_served_script_skips_ids_the_conversation_already_holds() -> None:
         "call_s2_0",
         "call_s2_1",
     ]
+
+
+GOLDEN_RUN = Path(__file__).parents[1] / "fixtures/traces/v1/276a0272c8a551178d8bfedb26070002.jsonl"
+
+
+def _start(meta: dict[str, object]) -> RunStart:
+    line = GOLDEN_RUN.read_text(encoding="utf-8").splitlines()[0]
+    start = RunStart.model_validate_json(line)
+    return start.model_copy(update={"meta": meta})
+
+
+def test_the_fork_model_and_folder_are_chosen_one_way(tmp_path: Path) -> None:
+    # `workbench fork` and the TUI's fork dialog both ask `fork_setup`.
+    script = tmp_path / "fork.json"
+    script.write_text("[]", encoding="utf-8")
+    folder = tmp_path / "project"
+    folder.mkdir()
+    start = _start({"root": str(folder), "fork_script": str(script)})
+
+    chosen = fork_setup(start, ModelSettings(), None)
+    assert chosen.root == folder and chosen.missing_root is None
+    assert chosen.settings.script == script and chosen.offline_script == script
+
+    given = fork_setup(start, ModelSettings(model="m", base_url="http://x"), tmp_path)
+    assert given.root == tmp_path and given.settings.script is None
+    assert given.offline_script is None
+    assert fork_setup(start, ModelSettings(script=tmp_path / "own.json")).offline_script is None
+
+    gone = _start({"root": str(tmp_path / "gone")})
+    moved = fork_setup(gone, ModelSettings())
+    assert moved.root == Path(".") and moved.missing_root == str(tmp_path / "gone")
+    assert moved.offline_script is None and moved.settings == ModelSettings()
+
+
+async def test_a_tui_fork_with_no_model_uses_the_demo_script(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from workbench.tui.backend import Backend, Endpoint
+
+    home = tmp_path / "home"
+    monkeypatch.chdir(tmp_path)  # not the demo project: forks must read the recorded folder
+    assert await cli("--home", str(home), "demo", "--no-tui") == 0
+    backend = Backend(home)
+    backend.ingest()
+    demo = [read_recording_file(p).run_start for p in traces_dir(home).glob("*.jsonl")]
+    recovered = next(s for s in demo if s.meta["demo"] == "tool-error-recovered")
+    context = backend.fork_context(recovered.run_id, 2, Endpoint())
+    assert context.fork_script == offline_fork_script(recovered) is not None
+    assert backend.fork_context(recovered.run_id, 2, Endpoint(model="m")).fork_script is None
+
+    request = ForkRequest(turn=2, system="Check paths with list_dir first.")
+    items: list[object] = []
+    result = await asyncio.to_thread(
+        backend.run_fork, recovered.run_id, request, Endpoint(), items.append
+    )
+    backend.release()
+    assert result is not None and result.status == "completed"
+    [end] = [item for item in items if isinstance(item, ToolEnd)]
+    assert end.ok and "def fahrenheit_to_celsius" in end.result

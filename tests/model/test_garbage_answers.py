@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from agent_core.agent import Agent, AgentConfig
-from agent_core.model.openai_client import OpenAIChatModel, RetryPolicy
+from agent_core.model.openai_client import OpenAIChatModel
+from agent_core.model.retry import RetryPolicy
 from traces.events import Error, RunEnd
 from traces.writer import MemorySink
 from workbench.engine.http.model_server import ModelServer, Reply

@@ -73,4 +73,4 @@ async def test_verify_replay_of_a_captured_run_is_a_notice_not_a_verdict(tmp_pat
         shown = plain(verify, width=400)
         assert f"serve-model --replay {run_id[:12]}" in shown
         assert "diverged" not in shown and "None" not in shown
-        assert [n.severity for n in app._notifications] == ["warning"]
+        assert [n.severity for n in app.notifications] == ["warning"]

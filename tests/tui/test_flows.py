@@ -199,9 +199,9 @@ async def test_a_failing_engine_call_is_a_notification_not_a_crash(home: Path) -
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, lambda: _runs(app).total == 8)
         app.open_compare(ERROR, "no-such-run")
-        await settle(pilot, lambda: bool(app._notifications))
+        await settle(pilot, lambda: bool(app.notifications))
         assert isinstance(app.screen, ChainCompareScreen)
-        assert any(n.severity == "error" for n in app._notifications)
+        assert any(n.severity == "error" for n in app.notifications)
         await pilot.press("escape")
         await settle(pilot)
         assert isinstance(app.screen, RunsScreen)

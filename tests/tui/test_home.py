@@ -53,7 +53,7 @@ def _runs(app: WorkbenchApp) -> PagedList:
 
 
 def _said(app: WorkbenchApp) -> list[str]:
-    return [n.message for n in app._notifications]
+    return [n.message for n in app.notifications]
 
 
 # ---------------------------------------------------------------- a home that is not there
@@ -210,7 +210,7 @@ async def test_a_read_only_home_is_browsed_and_what_writes_is_refused(
         await settle(pilot, lambda: "re-running" not in plain(verdict))
         expected = await replay_run(load_recording(COMPLETED, wb_home))
         assert f"verify replay: {expected.status}" in plain(verdict)
-        assert [n.severity for n in app._notifications] == ["warning"] * 3
+        assert [n.severity for n in app.notifications] == ["warning"] * 3
 
     assert_unchanged(wb_home)
 
@@ -230,7 +230,7 @@ async def test_a_read_only_store_without_suite_results_shows_none(read_only_home
         await settle(pilot, lambda: isinstance(app.screen, RegressScreen))
         body = app.screen.query_one("#case-body", Static)
         await settle(pilot, lambda: "No suite runs stored yet" in plain(body))
-        assert not app._notifications
+        assert not app.notifications
 
 
 async def test_a_run_ingested_from_elsewhere_verifies_on_a_read_only_home(
@@ -253,7 +253,7 @@ async def test_a_run_ingested_from_elsewhere_verifies_on_a_read_only_home(
             verdict = app.screen.query_one("#replay-verify", Static)
             await settle(pilot, lambda: "re-running" not in plain(verdict))
             assert f"verify replay: {expected.status}" in plain(verdict)
-            assert not app._notifications
+            assert not app.notifications
 
 
 def test_a_damaged_store_is_one_line_before_the_terminal_is_taken(wb_home: Path) -> None:

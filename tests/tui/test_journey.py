@@ -190,15 +190,15 @@ async def test_the_fork_form_is_remembered_and_ctrl_c_asks_first(home: Path) -> 
         await settle(pilot)
 
         await pilot.press("ctrl+r")  # no model yet: the form says what to fill in
-        await settle(pilot, lambda: bool(app._notifications))
-        message = list(app._notifications)[-1].message
+        await settle(pilot, lambda: bool(app.notifications))
+        message = app.notifications[-1].message
         assert "base URL" in message and "--" not in message
         assert not fork.running
 
         await pilot.press("ctrl+c")  # a half-filled form: the first ctrl+c only warns
         await settle(pilot)
         assert app.is_running and app.screen is fork
-        assert "ctrl+c again" in list(app._notifications)[-1].message
+        assert "ctrl+c again" in app.notifications[-1].message
 
         await pilot.press("escape")
         await settle(pilot, lambda: not isinstance(app.screen, ForkScreen))
@@ -297,7 +297,7 @@ async def test_runs_list_kinds_sorting_and_new_runs_arriving(home: Path) -> None
 
 
 async def test_runs_list_at_100_columns_keeps_the_task_and_the_footer_keys(home: Path) -> None:
-    from workbench.tui.render import TASK_MIN_WIDTH, visible_columns
+    from workbench.tui.run_rows import TASK_MIN_WIDTH, visible_columns
 
     app = WorkbenchApp(home)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -377,7 +377,7 @@ async def test_copy_the_selected_value_and_export_the_run(home: Path) -> None:
         await settle(pilot, lambda: exported.exists())
         markdown = exported.read_text()
         assert "Compute (2 + 3) * 4." in markdown and "calculator" in markdown
-        assert str(exported) in list(app._notifications)[-1].message
+        assert str(exported) in app.notifications[-1].message
 
 
 # ---------------------------------------------------------------- timeline

@@ -27,7 +27,7 @@ async def test_a_search_for_a_closing_tag_is_shown_not_parsed(home: Path) -> Non
         await settle(pilot, lambda: _runs(app).total == 8)
         await pilot.press("ctrl+f", *"[/INST]", "enter")
         said = "No run contains '[/INST]'."
-        await settle(pilot, lambda: said in [n.message for n in app._notifications])
+        await settle(pilot, lambda: said in [n.message for n in app.notifications])
         await pilot.pause()  # the toast paints
         assert app.is_running
         assert "containing '[/INST]'" in plain(app.screen.query_one("#runs-count", Static))
@@ -41,7 +41,7 @@ async def test_an_error_cut_inside_a_bracket_is_a_notification(home: Path) -> No
         shown = error_line(ValueError(detail))
         assert "[type=extra_forb" in shown and shown.endswith("…")
         app.report_error(ValueError(detail))
-        await settle(pilot, lambda: shown in [n.message for n in app._notifications])
+        await settle(pilot, lambda: shown in [n.message for n in app.notifications])
         await pilot.pause()  # the toast paints
         assert app.is_running
 

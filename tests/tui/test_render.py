@@ -8,8 +8,9 @@ from tests.tui.conftest import ERROR, GOLDEN
 from traces.reader import read_trace
 from traces.schema_diff import diff_tool_schemas
 from workbench.engine.diff.text_changes import TextChange
+from workbench.engine.views.outline import event_is_failure
 from workbench.tui.chain_view import find_node, turn_children
-from workbench.tui.render import event_is_failure, event_line, render_event
+from workbench.tui.render import event_line, render_event
 from workbench.tui.schema_view import SchemaPair, render_schema_diff
 
 

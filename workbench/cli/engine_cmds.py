@@ -267,15 +267,10 @@ def _cmd_fork(args: argparse.Namespace) -> int:
         mcp_config_secrets,
         run_agent,
     )
-    from workbench.cli.model_flags import (
-        build_model,
-        builtin_names,
-        limits_from_args,
-        model_settings,
-    )
+    from workbench.cli.model_flags import builtin_names, limits_from_args, model_settings
     from workbench.cli.run_printer import RunPrinter
     from workbench.engine.recording.fork import ForkError, fork_toolset, plan_fork
-    from workbench.engine.recording.run_service import prepare_fork
+    from workbench.engine.recording.run_service import build_model, fork_setup, prepare_fork
 
     home = resolve_home(args)
     prices = load_prices(home)
@@ -284,16 +279,24 @@ def _cmd_fork(args: argparse.Namespace) -> int:
         plan = plan_fork(parent, _fork_request(args))
     except ForkError as exc:
         raise CliError(str(exc)) from None
-    root = _fork_root(args.root, parent.run_start)
-    live = local_toolsets(root, args.tools, builtin_names(args))
+    setup = fork_setup(parent.run_start, model_settings(args), args.root)
+    if setup.missing_root is not None:
+        sys.stderr.write(
+            f"note: the parent run's folder {setup.missing_root} is gone; new file-tool calls "
+            "read the current folder (pass --root to choose)\n"
+        )
+    live = local_toolsets(setup.root, args.tools, builtin_names(args))
     secrets = mcp_config_secrets(args.mcp_config)
     limits = limits_from_args(args, parent.run_start.limits)
-    _offline_model(args, parent.run_start)
-    model = build_model(args, limits)
+    if setup.offline_script is not None:
+        sys.stderr.write(
+            f"no model configured: using the run's offline model script {setup.offline_script}\n"
+        )
+    model = build_model(setup.settings, limits)
     # Secrets never reach a trace: the API key and the MCP config's headers and env values.
-    secrets.append(model_settings(args).api_key or "")
+    secrets.append(setup.settings.api_key or "")
     fork = prepare_fork(
-        plan, model, home, live_toolsets=live, secrets=secrets, limits=limits, root=root
+        plan, model, home, live_toolsets=live, secrets=secrets, limits=limits, root=setup.root
     )
     agent, writer = fork.agent, fork.writer
     sys.stderr.write(
@@ -318,38 +321,6 @@ def _cmd_fork(args: argparse.Namespace) -> int:
     if toolset.refused:
         sys.stderr.write(f"  --allow-side-effects lets {', '.join(toolset.refused)} run\n")
     return STATUS_EXIT[result.status]
-
-
-def _fork_root(given: Path | None, start: Any) -> Path:
-    """`--root`, else the folder the parent's tools read, else the current folder."""
-    from workbench.engine.recording.fork import recorded_root
-
-    if given is not None:
-        return given
-    found = recorded_root(start)
-    if found is not None:
-        return found
-    recorded = start.meta.get("root")
-    if recorded:
-        sys.stderr.write(
-            f"note: the parent run's folder {recorded} is gone; new file-tool calls read the "
-            "current folder (pass --root to choose)\n"
-        )
-    return Path(".")
-
-
-def _offline_model(args: argparse.Namespace, start: Any) -> None:
-    """With no model configured, a run that names an offline fork script (the demo's runs
-    do) is forked with it, so the demo forks with no network."""
-    from workbench.cli.model_flags import model_settings
-    from workbench.engine.recording.fork import offline_fork_script
-
-    settings = model_settings(args)
-    script = offline_fork_script(start)
-    if settings.script is not None or settings.model or script is None:
-        return
-    args.script = script
-    sys.stderr.write(f"no model configured: using the run's offline model script {script}\n")
 
 
 # --- diff ---------------------------------------------------------------------------------

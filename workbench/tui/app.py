@@ -1,27 +1,29 @@
 """The workbench App: global bindings, the command palette, and the one error handler.
 
 Screens do one task each (runs, one run, replay, diffs, fork); the App only routes between
-them and turns any failure into a notification, so nothing a store or engine call raises
-can take the terminal down.
+them (screens post `workbench.tui.navigation` messages, handled here) and turns any failure
+into a notification, so nothing a store or engine call raises can take the terminal down.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
+from workbench.tui import navigation
 from workbench.tui.backend import Backend, Endpoint, NotAvailable
 from workbench.tui.help import HelpScreen
 from workbench.tui.runs_screen import RunsScreen
 
 if TYPE_CHECKING:
     from workbench.tui.fork_screen import ForkDraft
+    from workbench.tui.screens import Workbench
 
 
 def error_line(exc: BaseException) -> str:
@@ -30,6 +32,13 @@ def error_line(exc: BaseException) -> str:
         return str(exc)
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text if len(text) <= 240 else text[:239] + "…"
+
+
+class Notice(NamedTuple):
+    """A notification as the user sees it."""
+
+    message: str
+    severity: SeverityLevel
 
 
 class WorkbenchApp(App[None]):
@@ -92,6 +101,11 @@ class WorkbenchApp(App[None]):
     def report_error(self, exc: BaseException) -> None:
         severity: SeverityLevel = "warning" if isinstance(exc, NotAvailable) else "error"
         self.notify(error_line(exc), severity=severity, timeout=8)
+
+    @property
+    def notifications(self) -> list[Notice]:
+        """The notifications showing now, oldest first (what a user reads on the screen)."""
+        return [Notice(n.message, n.severity) for n in self._notifications]
 
     # ------------------------------------------------------------------ actions
 
@@ -162,6 +176,29 @@ class WorkbenchApp(App[None]):
             return
         self.push_screen(ForkScreen(run_id, turn, mock_call=mock_call))
 
+    # ------------------------------------------------------------------ navigation
+
+    def on_open_run(self, message: navigation.OpenRun) -> None:
+        self.open_run(message.run_id, jump_to_error=message.jump_to_error)
+
+    def on_open_replay(self, message: navigation.OpenReplay) -> None:
+        self.open_replay(message.run_id, message.seq, verify=message.verify)
+
+    def on_open_schema_diff(self, message: navigation.OpenSchemaDiff) -> None:
+        self.open_schema_diff(message.run_a, message.run_b)
+
+    def on_open_compare(self, message: navigation.OpenCompare) -> None:
+        self.open_compare(message.run_a, message.run_b)
+
+    def on_open_regressions(self, message: navigation.OpenRegressions) -> None:
+        self.open_regressions()
+
+    def on_open_timeline(self, message: navigation.OpenTimeline) -> None:
+        self.open_timeline(message.run_id)
+
+    def on_open_fork(self, message: navigation.OpenFork) -> None:
+        self.open_fork(message.run_id, message.turn, mock_call=message.mock_call)
+
     # ------------------------------------------------------------------ palette
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
@@ -171,3 +208,9 @@ class WorkbenchApp(App[None]):
         if commands is not None:
             for title, help_text, callback in commands():
                 yield SystemCommand(title, help_text, callback)
+
+
+if TYPE_CHECKING:
+
+    def _gives_screens_what_they_use(app: WorkbenchApp) -> Workbench:
+        return app  # mypy checks the App against the screens' `Workbench` protocol

@@ -6,7 +6,7 @@ them out.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
 from rich.console import Group, RenderableType
@@ -19,7 +19,10 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Footer, Header, Static
 
-from workbench.engine.diff.alignment import CallStatus
+from traces.events import Edit
+from workbench.engine.diff.alignment import CallStatus, ChainDiff, ChainTurn
+from workbench.engine.diff.text_changes import Comparison, TextChange
+from workbench.tui.navigation import OpenCompare, OpenRun, OpenSchemaDiff
 from workbench.tui.render import one_line, short_id, status_badge
 from workbench.tui.schema_view import render_schema_diff
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
@@ -34,7 +37,7 @@ CALL_MARKS: dict[CallStatus, tuple[str, str, str]] = {
 }
 
 
-def _turn_cell(turn: Any) -> Text:
+def _turn_cell(turn: ChainTurn | None) -> Text:
     """One run's turn as text: each call with its arguments and result, or the answer."""
     if turn is None:
         return Text("—", style="dim")
@@ -68,7 +71,7 @@ def _args(arguments: Any) -> str:
     return one_line(text, 60)
 
 
-def word_diff_text(spans: list[tuple[str, str]]) -> Text:
+def word_diff_text(spans: Sequence[tuple[str, str]]) -> Text:
     """A word diff as one text: removed words struck through in red, added ones green."""
     text = Text()
     for op, words in spans:
@@ -83,7 +86,7 @@ def word_diff_text(spans: list[tuple[str, str]]) -> Text:
     return text
 
 
-def edit_text(edit: Any) -> Text:
+def edit_text(edit: Edit) -> Text:
     """One of the fork's edits, named by what it changed, its new value in full."""
     import json
 
@@ -98,7 +101,7 @@ def edit_text(edit: Any) -> Text:
     return Text.assemble(("  • ", "magenta"), (target, "bold magenta"), (": ", "dim"), value)
 
 
-def render_chain_diff(diff: Any) -> RenderableType:
+def render_chain_diff(diff: ChainDiff) -> RenderableType:
     """A `ChainDiff`: one row per turn, A beside B, the first divergence marked."""
     table = Table(expand=True, header_style="bold", show_lines=True)
     table.add_column("", width=2, no_wrap=True)
@@ -130,7 +133,7 @@ def render_chain_diff(diff: Any) -> RenderableType:
     return Group(summary, Text(""), table, *(Text(n, style="dim") for n in diff.notes))
 
 
-def render_comparison(comparison: Any) -> RenderableType:
+def render_comparison(comparison: Comparison) -> RenderableType:
     """A `workbench.engine.diff.text_changes.Comparison`: what the fork changed, the chains side
     by side, then every text that differs, A and B in full and their word diff."""
     parts: list[RenderableType] = []
@@ -153,7 +156,7 @@ def render_comparison(comparison: Any) -> RenderableType:
     return Group(*parts)
 
 
-def _sides(change: Any) -> Table:
+def _sides(change: TextChange) -> Table:
     """A, B and their word diff, each label in its own column so every line of a
     multi-line text starts under the text's first line, not under the label."""
     grid = Table.grid(padding=(0, 1))
@@ -223,10 +226,10 @@ class PairScreen(WorkbenchScreen):
         self.query_one("#pair-result", Static).update(Text("could not compute the diff", "red"))
 
     def action_open_a(self) -> None:
-        self.workbench.open_run(self.run_a)
+        self.post_message(OpenRun(self.run_a))
 
     def action_open_b(self) -> None:
-        self.workbench.open_run(self.run_b)
+        self.post_message(OpenRun(self.run_b))
 
     def action_swap(self) -> None:
         self.run_a, self.run_b = self.run_b, self.run_a
@@ -245,7 +248,7 @@ class SchemaDiffScreen(PairScreen):
         return render_schema_diff(self.backend.schema_diff(self.run_a, self.run_b))
 
     def action_chains(self) -> None:
-        self.workbench.open_compare(self.run_a, self.run_b)
+        self.post_message(OpenCompare(self.run_a, self.run_b))
 
     def palette_commands(self) -> Iterator[PaletteCommand]:
         yield ("Compare decision chains", "The same two runs, turn by turn", self.action_chains)
@@ -261,7 +264,7 @@ class ChainCompareScreen(PairScreen):
         return render_comparison(self.backend.comparison(self.run_a, self.run_b))
 
     def action_schemas(self) -> None:
-        self.workbench.open_schema_diff(self.run_a, self.run_b)
+        self.post_message(OpenSchemaDiff(self.run_a, self.run_b))
 
     def palette_commands(self) -> Iterator[PaletteCommand]:
         yield ("Schema diff", "Tool schemas of the same two runs", self.action_schemas)

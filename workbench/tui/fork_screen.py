@@ -23,8 +23,10 @@ from textual.widgets import Button, Footer, Header, Input, Label, Select, Static
 
 from agent_core.agent import RunResult, TextDelta
 from traces.events import Event, ModelChunk, RunStart
-from workbench.engine.recording.fork import ForkRequest
-from workbench.tui.backend import CancelFork, Endpoint, ForkContext, RecordedCall
+from workbench.engine.recording.fork import ForkContext, ForkRequest, RecordedCall
+from workbench.engine.recording.run_service import CancelFork
+from workbench.tui.backend import Endpoint
+from workbench.tui.navigation import OpenCompare
 from workbench.tui.render import event_summary, one_line, short_id
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
 
@@ -217,7 +219,7 @@ class ForkScreen(WorkbenchScreen):
         # What to change is the first choice (the mocked result's box, once it shows, when
         # the dialog was opened to mock a call), not the scrolling form around it.
         self.query_one("#fork-edit", Select).focus()
-        self._load_context(self.turn)
+        self._load_context(self.turn, self.endpoint())
 
     @on(Input.Changed, "#fork-base-url, #fork-model, #fork-api-key, #fork-script")
     def _endpoint_changed(self) -> None:
@@ -234,8 +236,9 @@ class ForkScreen(WorkbenchScreen):
     # ------------------------------------------------------------------ context
 
     @work(thread=True, exclusive=True, group="context", exit_on_error=False)
-    def _load_context(self, turn: int) -> None:
-        self.post_message(self.ContextLoaded(self.backend.fork_context(self.run_id, turn)))
+    def _load_context(self, turn: int, endpoint: Endpoint) -> None:
+        context = self.backend.fork_context(self.run_id, turn, endpoint)
+        self.post_message(self.ContextLoaded(context))
 
     def on_fork_screen_context_loaded(self, message: ContextLoaded) -> None:
         context = self.context = message.context
@@ -254,11 +257,8 @@ class ForkScreen(WorkbenchScreen):
             calls.value = wanted
         self._show_changes()
         output = self.output
-        chosen = self.endpoint()
-        if context.fork_script is not None and not (
-            chosen.base_url or chosen.model or chosen.script
-        ):
-            # Nothing chosen yet and the run ships an offline model for its forks: use it.
+        if context.fork_script is not None:
+            # No model chosen yet and the run ships an offline model for its forks: use it.
             self.query_one("#fork-script", Input).value = str(context.fork_script)
             output.write_line(
                 "this run comes with an offline scripted model for its forks; it is filled "
@@ -283,7 +283,7 @@ class ForkScreen(WorkbenchScreen):
         except ValueError:
             self.notify("The turn is a whole number.", severity="warning")
             return
-        self._load_context(self.turn)
+        self._load_context(self.turn, self.endpoint())
 
     # ------------------------------------------------------------------ edits and mocks
 
@@ -453,7 +453,7 @@ class ForkScreen(WorkbenchScreen):
         if self.fork_run_id is None:
             self.notify("Run the fork first (ctrl+r).")
             return
-        self.workbench.open_compare(self.run_id, self.fork_run_id)
+        self.post_message(OpenCompare(self.run_id, self.fork_run_id))
 
     def palette_commands(self) -> Iterator[PaletteCommand]:
         yield ("Run fork", "Re-run from this turn with the changes", self.action_run_fork)

@@ -8,7 +8,6 @@ Everything comes from the store's regression tables (`traces.store.regress`), wr
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.console import Group, RenderableType
@@ -20,20 +19,12 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Header, Static
 
+from workbench.engine.regress.stored import SuiteRun
 from workbench.tui.diff_screens import word_diff_text
+from workbench.tui.schema_view import SchemaPair
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
 
 STATUS_STYLES = {"pass": "green", "fail": "bold red", "regressed": "bold red", "error": "red"}
-
-
-@dataclass(frozen=True)
-class SuiteRun:
-    run: dict[str, Any]  # a row of RegressTables.runs()
-    cases: list[dict[str, Any]]  # rows of RegressTables.cases()
-
-    @property
-    def suite_run_id(self) -> str:
-        return str(self.run["suite_run_id"])
 
 
 def _rate(value: float | None) -> str:
@@ -45,7 +36,7 @@ def case_status(case: dict[str, Any]) -> Text:
     return Text(status, style=STATUS_STYLES.get(status, "yellow"))
 
 
-def render_description_diff(pair: Any, involved: set[str]) -> RenderableType:
+def render_description_diff(pair: SchemaPair, involved: set[str]) -> RenderableType:
     """The tools that changed since the baseline, descriptions as word diffs; the tools the
     case involves first."""
     diff = pair.diff

@@ -42,7 +42,7 @@ def position_text(
     )
 
 
-def render_outcome(outcome: Any) -> RenderableType:
+def render_outcome(outcome: ReplayOutcome) -> RenderableType:
     """A `ReplayOutcome` from the engine: verdict first, then the first divergence."""
     style = {"identical": "bold green", "diverged": "bold red", "incomplete": "yellow"}
     verdict = Text.assemble(

@@ -29,6 +29,7 @@ from traces.events import (
     ToolEnd,
     ToolStart,
 )
+from workbench.engine.views.search import SearchHit
 from workbench.tui.backend import Outline
 from workbench.tui.chain_view import (
     SKELETON_TYPES,
@@ -42,6 +43,7 @@ from workbench.tui.chain_view import (
     turn_label,
     turn_node,
 )
+from workbench.tui.navigation import OpenCompare, OpenFork, OpenReplay, OpenTimeline
 from workbench.tui.render import (
     event_summary,
     fmt_count,
@@ -143,7 +145,7 @@ class RunScreen(WorkbenchScreen):
             self.event = event
 
     class Searched(Message):
-        def __init__(self, text: str, hits: list[Any]) -> None:
+        def __init__(self, text: str, hits: list[SearchHit]) -> None:
             super().__init__()
             self.text = text
             self.hits = hits
@@ -161,7 +163,7 @@ class RunScreen(WorkbenchScreen):
         self._turns: dict[int, TreeNode[ChainNode]] = {}
         self._loading: set[int] = set()
         self._loaded: set[int] = set()
-        self.matches: list[Any] = []  # search hits in this run (engine SearchHit)
+        self.matches: list[SearchHit] = []  # search hits in this run
         self.match_index = -1
 
     def compose(self) -> ComposeResult:
@@ -432,12 +434,12 @@ class RunScreen(WorkbenchScreen):
 
     def action_replay(self) -> None:
         node = self._selected()
-        self.workbench.open_replay(self.run_id, node.seq or 0 if node else 0)
+        self.post_message(OpenReplay(self.run_id, node.seq or 0 if node else 0))
 
     def action_verify(self) -> None:
         # The replay opens at the selected step and moves to the divergence once verified.
         node = self._selected()
-        self.workbench.open_replay(self.run_id, node.seq or 0 if node else 0, verify=True)
+        self.post_message(OpenReplay(self.run_id, node.seq or 0 if node else 0, verify=True))
 
     def action_fork(self) -> None:
         node = self._selected()
@@ -448,16 +450,16 @@ class RunScreen(WorkbenchScreen):
             # A tool's result is part of the next turn's history: mock it by forking there.
             call_id = getattr(node.events[0], "call_id", None)
             if node.turn < self.outline.last_turn:
-                self.workbench.open_fork(self.run_id, node.turn + 1, mock_call=call_id)
+                self.post_message(OpenFork(self.run_id, node.turn + 1, mock_call=call_id))
                 return
-        self.workbench.open_fork(self.run_id, node.turn)
+        self.post_message(OpenFork(self.run_id, node.turn))
 
     def action_compare_parent(self) -> None:
         row = self.outline.row if self.outline else None
         if row is None or not row.parent_run_id:
             self.notify("This run is not a fork; mark two runs on the runs screen to compare.")
             return
-        self.workbench.open_compare(row.parent_run_id, self.run_id)
+        self.post_message(OpenCompare(row.parent_run_id, self.run_id))
 
     # ------------------------------------------------------------------ search
 
@@ -533,7 +535,7 @@ class RunScreen(WorkbenchScreen):
         self.notify(f"Exported the run as Markdown to {message.path}", timeout=8)
 
     def action_timeline(self) -> None:
-        self.workbench.open_timeline(self.run_id)
+        self.post_message(OpenTimeline(self.run_id))
 
     def palette_commands(self) -> Iterator[PaletteCommand]:
         yield ("Search this run", "Messages, tool calls, results, errors (/)", self.action_search)

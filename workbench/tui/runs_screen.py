@@ -24,15 +24,17 @@ from textual.widgets import Checkbox, Footer, Header, Input, Select, Static
 
 from traces.events import RUN_STATUSES
 from traces.origins import kind_label
-from traces.store import IngestReport
+from traces.store import IngestReport, RunRow
+from workbench.engine.views.search import SearchHit
 from workbench.tui.backend import AGENT_AND_FORK, KIND_FILTERS, NotAvailable, RunFilter
+from workbench.tui.navigation import OpenCompare, OpenRegressions, OpenRun, OpenSchemaDiff
 from workbench.tui.paged_list import PagedList
-from workbench.tui.render import (
+from workbench.tui.render import short_id
+from workbench.tui.run_rows import (
     RUN_COLUMNS,
     header_column_at,
     run_row_line,
     runs_header,
-    short_id,
     visible_columns,
 )
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
@@ -103,7 +105,7 @@ class RunsScreen(WorkbenchScreen):
         """The watcher saw trace files appear or grow."""
 
     class Searched(Message):
-        def __init__(self, text: str, hits: list[Any]) -> None:
+        def __init__(self, text: str, hits: list[SearchHit]) -> None:
             super().__init__()
             self.text = text
             self.hits = hits
@@ -141,7 +143,7 @@ class RunsScreen(WorkbenchScreen):
         yield Footer()
 
     @property
-    def runs_list(self) -> PagedList[Any]:
+    def runs_list(self) -> PagedList[RunRow]:
         return self.query_one("#runs-list", PagedList)
 
     def on_mount(self) -> None:
@@ -156,10 +158,10 @@ class RunsScreen(WorkbenchScreen):
 
     # ------------------------------------------------------------------ data
 
-    def _fetch(self, offset: int, limit: int) -> list[Any]:
+    def _fetch(self, offset: int, limit: int) -> list[RunRow]:
         return self.backend.runs(self.where, offset, limit)
 
-    def _render_row(self, row: Any, index: int, width: int) -> Text:
+    def _render_row(self, row: RunRow, index: int, width: int) -> Text:
         return run_row_line(row, width, marked=row.run_id in self.marked)
 
     @work(thread=True, exclusive=True, group="count", exit_on_error=False)
@@ -183,7 +185,7 @@ class RunsScreen(WorkbenchScreen):
         """Follow the traces folder in a daemon thread for as long as the screen lives (a
         worker would make every wait for the workers wait for it)."""
 
-        app = self.workbench
+        app, report = self.app, self.workbench.report_error
 
         def watch() -> None:
             try:
@@ -193,7 +195,7 @@ class RunsScreen(WorkbenchScreen):
             except Exception as exc:  # no watching is a lost convenience, not a crash
                 if not self._stop_watching.is_set():
                     with suppress(RuntimeError):  # the app may be closing meanwhile
-                        app.call_from_thread(app.report_error, exc)
+                        app.call_from_thread(report, exc)
 
         threading.Thread(target=watch, name="watch-traces", daemon=True).start()
 
@@ -379,13 +381,13 @@ class RunsScreen(WorkbenchScreen):
 
     # ------------------------------------------------------------------ runs
 
-    def _current(self) -> Any | None:
+    def _current(self) -> RunRow | None:
         return self.runs_list.row(self.runs_list.cursor)
 
     @on(PagedList.Selected, "#runs-list")
     def _open(self, event: PagedList.Selected) -> None:
         if event.row is not None:
-            self.workbench.open_run(event.row.run_id)
+            self.post_message(OpenRun(event.row.run_id))
 
     def action_mark(self) -> None:
         row = self._current()
@@ -417,18 +419,18 @@ class RunsScreen(WorkbenchScreen):
     def action_compare(self) -> None:
         pair = self._pair()
         if pair:
-            self.workbench.open_compare(*pair)
+            self.post_message(OpenCompare(*pair))
 
     def action_schema_diff(self) -> None:
         pair = self._pair()
         if pair:
-            self.workbench.open_schema_diff(*pair)
+            self.post_message(OpenSchemaDiff(*pair))
 
     def action_first_failed(self) -> None:
         self._find_first_failed()
 
     def action_regressions(self) -> None:
-        self.workbench.open_regressions()
+        self.post_message(OpenRegressions())
 
     @work(thread=True, exclusive=True, group="find", exit_on_error=False)
     def _find_first_failed(self) -> None:
@@ -439,7 +441,7 @@ class RunsScreen(WorkbenchScreen):
         if message.run_id is None:
             self.notify("No failed runs.")
         else:
-            self.workbench.open_run(message.run_id, jump_to_error=True)
+            self.post_message(OpenRun(message.run_id, jump_to_error=True))
 
     def palette_commands(self) -> Iterator[PaletteCommand]:
         yield ("Open the newest failed run", "Jump to its first error", self.action_first_failed)

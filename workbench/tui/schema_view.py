@@ -6,6 +6,7 @@ red on the A side, added things green on the B side, changed parameters yellow o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +14,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from traces.schema_diff import ToolSchemaDiff
 from workbench.tui.render import short_id
 
 REMOVED = "bold red"
@@ -26,7 +28,7 @@ class SchemaPair:
     run_b: str
     tools_a: list[dict[str, Any]]
     tools_b: list[dict[str, Any]]
-    diff: Any  # traces.schema_diff.ToolSchemaDiff
+    diff: ToolSchemaDiff
 
 
 def _functions(tools: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -60,7 +62,7 @@ def _params(function: dict[str, Any], marks: dict[str, str]) -> Text:
 
 def _side(
     function: dict[str, Any] | None,
-    spans: list[tuple[str, str]],
+    spans: Sequence[tuple[str, str]],
     hidden: str,
     marks: dict[str, str],
 ) -> RenderableType:

@@ -1,19 +1,41 @@
-"""What every workbench screen shares: a typed handle on the App and one error handler."""
+"""What every workbench screen shares: a typed handle on what the App gives screens (the
+`Workbench` protocol; the App itself is never imported here) and one error handler.
+
+Screens read the backend and the shared settings through `self.workbench`, and ask to go
+elsewhere by posting `workbench.tui.navigation` messages, which the App handles.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
+from workbench.tui.backend import Backend, Endpoint
+
 if TYPE_CHECKING:
-    from workbench.tui.app import WorkbenchApp
-    from workbench.tui.backend import Backend
+    from workbench.tui.fork_screen import ForkDraft
 
 PaletteCommand = tuple[str, str, Callable[[], Any]]
+
+
+class Workbench(Protocol):
+    """What screens use of the App: the store door, settings shared between screens, and
+    the App's ways to report and copy."""
+
+    backend: Backend
+    endpoint: Endpoint  # the model forks talk to by default
+    fork_endpoint: Endpoint | None  # the last model a fork dialog chose
+    fork_drafts: dict[str, ForkDraft]  # each run's fork dialog changes, kept between visits
+    ingest_on_start: bool
+    watch_traces: bool
+
+    def report_error(self, exc: BaseException) -> None: ...
+
+    def copy(self, text: str, what: str) -> None: ...
 
 
 class WorkbenchScreen(Screen[None]):
@@ -25,8 +47,8 @@ class WorkbenchScreen(Screen[None]):
     ]
 
     @property
-    def workbench(self) -> WorkbenchApp:
-        return self.app  # type: ignore[return-value]
+    def workbench(self) -> Workbench:
+        return cast("Workbench", self.app)
 
     @property
     def backend(self) -> Backend:

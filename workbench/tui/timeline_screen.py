@@ -8,7 +8,6 @@ the width the terminal has. Calls that ran side by side sit on their own lanes (
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -19,6 +18,8 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Footer, Header, Static
 
+from workbench.engine.views.timeline import PricedTimeline
+from workbench.tui.navigation import OpenRun
 from workbench.tui.render import fmt_count, fmt_ms, short_id
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
 
@@ -26,19 +27,9 @@ LABEL_WIDTH = 30
 DURATION_WIDTH = 9
 
 
-@dataclass(frozen=True)
-class TimelineView:
-    timeline: Any  # workbench.engine.views.timeline.Timeline
-    prices: Any  # workbench.engine.views.cost.Prices
-    problem: str | None = None  # why the prices could not be read
-
-
-def cost_text(view: TimelineView, input_tokens: int, output_tokens: int) -> str:
+def cost_text(view: PricedTimeline, input_tokens: int, output_tokens: int) -> str:
     """`  · $0.0012` when the model has a price; empty otherwise."""
-    model = view.timeline.model
-    if not view.prices or model is None:
-        return ""
-    amount = view.prices.cost(model, input_tokens, output_tokens)
+    amount = view.cost(input_tokens, output_tokens)
     return f"  · {view.prices.format(amount)}" if amount is not None else ""
 
 
@@ -49,7 +40,7 @@ def _bar(start: float, end: float, total: float, width: int) -> tuple[int, int]:
     return first, last
 
 
-def render_timeline(view: TimelineView, width: int) -> Text:
+def render_timeline(view: PricedTimeline, width: int) -> Text:
     """The waterfall, `width` cells wide: a line per turn, a bar per call."""
     timeline = view.timeline
     track = max(10, width - LABEL_WIDTH - DURATION_WIDTH - 3)
@@ -91,7 +82,7 @@ def render_timeline(view: TimelineView, width: int) -> Text:
 class Waterfall(Static):
     """Redraws the waterfall to its width."""
 
-    view: TimelineView | None = None
+    view: PricedTimeline | None = None
     failed = False
 
     def render(self) -> Text:
@@ -110,14 +101,14 @@ class TimelineScreen(WorkbenchScreen):
     ]
 
     class Built(Message):
-        def __init__(self, view: TimelineView) -> None:
+        def __init__(self, view: PricedTimeline) -> None:
             super().__init__()
             self.view = view
 
     def __init__(self, run_id: str) -> None:
         super().__init__()
         self.run_id = run_id
-        self.view: TimelineView | None = None
+        self.view: PricedTimeline | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -152,7 +143,7 @@ class TimelineScreen(WorkbenchScreen):
         widget.refresh(layout=True)
 
     def action_open_run(self) -> None:
-        self.workbench.open_run(self.run_id)
+        self.post_message(OpenRun(self.run_id))
 
     def palette_commands(self) -> Iterator[PaletteCommand]:
         yield ("Open the run", "Its decision chain", self.action_open_run)

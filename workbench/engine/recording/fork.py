@@ -19,7 +19,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_core.agent import Agent, AgentConfig, Hooks
 from agent_core.model.base import ChatModel, ModelCall, ModelCallStopped, StreamItem
@@ -32,6 +32,9 @@ from workbench.engine.recording.replay_model import (
     recorded_specs,
     served_result,
 )
+
+if TYPE_CHECKING:
+    from workbench.engine.recording.run_service import ModelSettings
 
 REFUSED = "side_effects_refused"
 # A call to a tool that only the recorded client could run (a captured or imported run),
@@ -111,6 +114,72 @@ def mockable_call_ids(messages: list[dict[str, Any]]) -> list[str]:
     return [
         str(m["tool_call_id"]) for m in messages if m.get("role") == "tool" and "tool_call_id" in m
     ]
+
+
+def offline_model(settings: ModelSettings, start: RunStart) -> Path | None:
+    """The run's offline fork script, when `settings` choose no model (neither a script nor
+    a model name): the demo's runs then fork with no network, from the CLI and the TUI."""
+    if settings.script is not None or settings.model:
+        return None
+    return offline_fork_script(start)
+
+
+@dataclass(frozen=True)
+class RecordedCall:
+    """A tool call made before the fork turn, whose recorded result a fork may mock."""
+
+    turn: int
+    call_id: str
+    name: str
+    arguments: str
+    result: str
+
+
+@dataclass(frozen=True)
+class ForkContext:
+    """What a fork at `turn` starts from: the history the parent sent then, its tools'
+    descriptions and the calls whose results can be mocked."""
+
+    run_id: str
+    turn: int
+    turns: list[int]  # the turns a fork can start at
+    system: str | None
+    user: str | None  # the last user message, when it is text
+    tools: dict[str, str]  # name -> description
+    calls: list[RecordedCall]
+    # The run's offline model script, when the chosen settings name no model (`offline_model`).
+    fork_script: Path | None = None
+
+
+def fork_context(parent: Recording, turn: int, settings: ModelSettings) -> ForkContext:
+    """The history `parent` sent at `turn` (empty when no model call was made then)."""
+    record = parent.turns.get(turn)
+    request = record.request if record is not None else None
+    messages = list(request.messages) if request is not None else []
+    system = next((m.get("content") for m in messages if m.get("role") == "system"), None)
+    users = [m.get("content") for m in messages if m.get("role") == "user"]
+    mockable = set(mockable_call_ids(messages))
+    calls = [
+        RecordedCall(n, start.call_id, start.name, start.arguments_raw, end.result if end else "")
+        for n, start, end in parent.tool_calls()
+        if start.call_id in mockable
+    ]
+    tools = {
+        str((t.get("function") or {}).get("name")): str(
+            (t.get("function") or {}).get("description") or ""
+        )
+        for t in parent.run_start.tools
+    }
+    return ForkContext(
+        run_id=parent.run_id,
+        turn=turn,
+        turns=list(parent.model_turns),
+        system=system if isinstance(system, str) else parent.run_start.system_prompt,
+        user=users[-1] if users and isinstance(users[-1], str) else None,
+        tools=tools,
+        calls=calls,
+        fork_script=offline_model(settings, parent.run_start),
+    )
 
 
 def plan_fork(parent: Recording, request: ForkRequest) -> ForkPlan:

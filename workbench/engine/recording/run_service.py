@@ -1,5 +1,6 @@
 """Running the agent for every front end (CLI, TUI, pytest plugin): the model from settings,
-a fork from its plan to a recorded run, and driving a run to its end.
+a fork from its plan to a recorded run (its model and folder chosen one way for all), and
+driving a run to its end.
 
 Each front end keeps only what is its own: the CLI reads flags, prints and handles Ctrl-C;
 the TUI streams items to its widgets; the plugin reports per case. Module-level imports stay
@@ -10,19 +11,23 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Callable, Iterable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import asyncio
+
     from agent_core.agent import Agent, RunResult, TextDelta
     from agent_core.model.base import ChatModel
     from agent_core.tools.base import Toolset
-    from traces.events import Event, Limits
+    from traces.events import Event, Limits, RunStart
     from traces.writer import JsonlWriter
-    from workbench.engine.recording.fork import ForkPlan
+    from workbench.engine.recording.fork import ForkPlan, ForkRequest
+    from workbench.engine.recording.load import Recording
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 NO_MODEL_HINT = (
@@ -216,3 +221,105 @@ def prepare_fork(
         plan, model, live_toolsets=live_toolsets, sinks=[writer], run_id=run_id, **changes
     )
     return PreparedRun(agent, writer)
+
+
+# --- forks --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ForkSetup:
+    """How a fork runs, chosen the same way by every front end: the model settings and the
+    folder its new file-tool calls read, and what was chosen for the user."""
+
+    settings: ModelSettings
+    root: Path
+    offline_script: Path | None = None  # the run's offline model, used as none was chosen
+    missing_root: str | None = None  # the parent's folder, gone: `root` is the current one
+
+
+def fork_setup(start: RunStart, settings: ModelSettings, root: Path | None = None) -> ForkSetup:
+    """`root` when given, else the folder the parent's tools read, else the current folder;
+    `settings`, else the run's offline model script when they choose no model."""
+    from workbench.engine.recording.fork import offline_model, recorded_root
+
+    missing_root = None
+    if root is None:
+        root = recorded_root(start)
+        if root is None:
+            recorded = start.meta.get("root")
+            missing_root = str(recorded) if recorded else None
+            root = Path(".")
+    script = offline_model(settings, start)
+    if script is not None:
+        settings = replace(settings, script=script)
+    return ForkSetup(settings, root, script, missing_root)
+
+
+class CancelFork:
+    """Stops a fork running in a worker thread, from another thread: its task is cancelled,
+    so the agent records `run_end` with status `cancelled`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._target: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = None
+        self.requested = False
+
+    def bind(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any] | None) -> None:
+        with self._lock:
+            if task is None:
+                return
+            self._target = (loop, task)
+            if self.requested:
+                loop.call_soon_threadsafe(task.cancel)
+
+    def __call__(self) -> None:
+        with self._lock:
+            self.requested = True
+            if self._target is not None:
+                loop, task = self._target
+                loop.call_soon_threadsafe(task.cancel)
+
+
+def run_fork(
+    parent: Recording,
+    request: ForkRequest,
+    settings: ModelSettings,
+    home: Path,
+    on_item: Callable[[Event | TextDelta], object],
+    cancel: CancelFork | None = None,
+) -> RunResult | None:
+    """Run a fork of `parent` to its end in this thread (on an event loop of its own),
+    recorded in `home`'s traces, with the built-in tools on the folder `fork_setup` picks.
+
+    Every streamed item goes to `on_item` as it happens; `cancel()`, from any thread, ends
+    the run `cancelled`. A request that does not fit is a `ForkError`, a model that cannot be
+    built a `SetupError`."""
+    import asyncio
+
+    from agent_core.tools.builtin import builtin_tools
+    from workbench.engine.recording.fork import plan_fork
+
+    plan = plan_fork(parent, request)
+    setup = fork_setup(parent.run_start, settings)
+    model = build_model(setup.settings, parent.run_start.limits)
+    fork = prepare_fork(
+        plan,
+        model,
+        home,
+        live_toolsets=[builtin_tools(setup.root)],
+        secrets=[settings.api_key],
+    )
+
+    async def run() -> RunResult | None:
+        if cancel is not None:
+            cancel.bind(asyncio.get_running_loop(), asyncio.current_task())
+        return await drive(fork.agent, on_item)
+
+    try:
+        return asyncio.run(run())
+    except asyncio.CancelledError:
+        if fork.agent.result is None:
+            raise
+        return fork.agent.result  # cancelled: the run ended and its trace says so
+    finally:
+        fork.writer.close()

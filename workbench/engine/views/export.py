@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Literal, TypeAlias, assert_never
 
 from traces.events import SCHEMA_VERSION, Event
+from traces.run_names import run_file_stem
 from traces.tree import RunChain, ToolCallNode, TurnNode, build_chain
 from workbench.engine.views.timeline import Timeline, TurnTimeline, build_timeline, format_ms
 
@@ -35,6 +37,17 @@ def export_run(events: Sequence[Event], fmt: ExportFormat) -> str:
     if fmt == "md":
         return "\n".join(_markdown(chain, build_timeline(events))) + "\n"
     assert_never(fmt)
+
+
+def export_to_home(events: Sequence[Event], run_id: str, fmt: ExportFormat, home: Path) -> Path:
+    """Write the run's document to `<home>/exports/<name>.<fmt>`, the name made from the
+    run id (`run_file_stem`: an id is data, never a path part); returns its path."""
+    text = export_run(events, fmt)
+    folder = home / "exports"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{run_file_stem(run_id)}.{fmt}"
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
 def _json_document(chain: RunChain, events: Sequence[Event]) -> str:

@@ -14,10 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Literal, TypeAlias
 
 from agent_core.tokens import estimate_message
 from traces.events import Error, Event, ModelRequest, ModelResponse, ToolEnd, ToolStart
+from workbench.engine.views.cost import Prices, PricesError
 
 SpanKind: TypeAlias = Literal["model", "tool"]
 
@@ -178,6 +180,43 @@ def build_timeline(events: Sequence[Event]) -> Timeline:
     start = ordered[0]
     model = getattr(start, "model", None)
     return Timeline(start.run_id, model, end_ms, builder.finish(end_ms))
+
+
+# The event types a timeline is built from (a run's chunks and frames are left in the store).
+TIMELINE_TYPES = [
+    "run_start",
+    "model_request",
+    "model_response",
+    "error",
+    "tool_start",
+    "tool_end",
+    "run_end",
+]
+
+
+@dataclass(frozen=True)
+class PricedTimeline:
+    """A timeline with the home's prices to cost its turns, or why they could not be read."""
+
+    timeline: Timeline
+    prices: Prices
+    problem: str | None = None  # why <home>/prices.toml could not be read
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float | None:
+        """What these tokens cost on the run's model; None when it has no price."""
+        if not self.prices or self.timeline.model is None:
+            return None
+        return self.prices.cost(self.timeline.model, input_tokens, output_tokens)
+
+
+def priced_timeline(events: Sequence[Event], home: Path) -> PricedTimeline:
+    """The timeline of `events` priced from `<home>/prices.toml`; a bad file is named, and
+    the timeline shown without costs."""
+    timeline = build_timeline(events)
+    try:
+        return PricedTimeline(timeline, Prices.load(home))
+    except PricesError as exc:
+        return PricedTimeline(timeline, Prices(), str(exc))
 
 
 def _bar(span_start: float, span_end: float, total: float, width: int) -> str:

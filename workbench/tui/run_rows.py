@@ -1,0 +1,125 @@
+"""The runs list's lines: which columns fit the terminal's width, the header with its sort
+arrow, and one line per store `RunRow`. Pure functions, as in `workbench.tui.render`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+
+from traces.origins import kind_label
+from traces.store import RunRow
+from workbench.tui.render import fmt_count, fmt_ms, fmt_time, one_line, short_id, status_badge
+
+
+@dataclass(frozen=True)
+class RunColumn:
+    title: str
+    width: int  # 0: the task column, which takes the room the others leave
+    justify: str
+    sort: str  # the store's column to sort by (traces.store.sql.RUN_SORT_COLUMNS)
+    drop: int = 0  # when the terminal is narrow, columns with the highest drop go first
+
+
+RUN_COLUMNS: tuple[RunColumn, ...] = (
+    RunColumn("", 2, "left", ""),
+    RunColumn("started (UTC)", 19, "left", "started_at", drop=3),
+    RunColumn("run", 8, "left", "run_id"),
+    RunColumn("kind", 8, "left", "origin", drop=1),
+    RunColumn("task", 0, "left", "task"),
+    RunColumn("model", 14, "left", "model", drop=4),
+    RunColumn("status", 22, "left", "status"),
+    RunColumn("turns", 5, "right", "turns"),
+    RunColumn("tools", 5, "right", "tool_calls", drop=2),
+    RunColumn("tokens", 7, "right", "total_tokens", drop=2),
+    RunColumn("time", 7, "right", "duration_ms", drop=5),
+    RunColumn("parent", 12, "left", "parent_run_id", drop=6),
+)
+TASK_MIN_WIDTH = 30  # the task keeps this much before other columns give way
+
+
+def visible_columns(width: int) -> list[RunColumn]:
+    """The columns that fit `width`: the narrower the terminal, the more of the droppable
+    columns go (parent first, then time, model, started…) so the task keeps its room."""
+    shown = list(RUN_COLUMNS)
+    for rank in sorted({c.drop for c in RUN_COLUMNS if c.drop}, reverse=True):
+        fixed = sum(c.width for c in shown) + len(shown) - 1
+        if width - fixed >= TASK_MIN_WIDTH:
+            break
+        shown = [c for c in shown if c.drop != rank]
+    return shown
+
+
+def _fit(cells: dict[str, Text], width: int) -> Text:
+    columns = visible_columns(width)
+    fixed = sum(c.width for c in columns) + len(columns) - 1
+    flex = max(8, width - fixed)
+    line = Text(no_wrap=True, overflow="ellipsis")
+    for i, column in enumerate(columns):
+        size = column.width or flex
+        cell = cells[column.title].copy()
+        cell.truncate(size, overflow="ellipsis")
+        pad = size - cell.cell_len
+        if column.justify == "right":
+            line.append(" " * pad)
+            line.append_text(cell)
+        else:
+            line.append_text(cell)
+            line.append(" " * pad)
+        if i < len(columns) - 1:
+            line.append(" ")
+    line.truncate(width)
+    return line
+
+
+def runs_header(width: int, sort: str | None = None, descending: bool = True) -> Text:
+    """The column titles; the sorted column carries ▼ (descending) or ▲."""
+    cells = {}
+    for column in RUN_COLUMNS:
+        cells[column.title] = Text(column.title)
+        if sort and column.sort == sort:
+            arrow = "▼" if descending else "▲"
+            room = column.width - 1 if column.width else len(column.title)
+            cells[column.title] = Text(column.title[:room] + arrow)
+            cells[column.title].stylize("reverse")
+    header = _fit(cells, width)
+    header.stylize("bold")
+    return header
+
+
+def header_column_at(x: int, width: int) -> RunColumn | None:
+    """The column under character `x` of a runs line `width` wide (a header click)."""
+    columns = visible_columns(width)
+    fixed = sum(c.width for c in columns) + len(columns) - 1
+    flex = max(8, width - fixed)
+    left = 0
+    for column in columns:
+        right = left + (column.width or flex)
+        if left <= x < right + 1:
+            return column
+        left = right + 1
+    return None
+
+
+def run_row_line(row: RunRow, width: int, *, marked: bool = False) -> Text:
+    """One runs-list line for a store `RunRow`."""
+    parent = ""
+    if row.parent_run_id:
+        parent = f"{short_id(row.parent_run_id)}@{row.fork_turn or '?'}"
+    origin = row.origin or "agent"
+    cells = {
+        "": Text("◆ " if marked else "  ", style="bold magenta"),
+        "started (UTC)": Text(fmt_time(row.started_at), style="dim"),
+        "run": Text(short_id(row.run_id), style="bold"),
+        "kind": Text(kind_label(origin), style="dim" if origin == "agent" else "cyan"),
+        "task": Text(one_line(row.task, 200)),
+        "model": Text(row.model or ""),
+        "status": status_badge(row.status),
+        "turns": Text(str(row.turns or 0)),
+        "tools": Text(f"{row.tool_calls or 0}", style="red" if row.tool_errors else ""),
+        "tokens": Text(fmt_count(row.total_tokens)),
+        "time": Text(fmt_ms(row.duration_ms)),
+        "parent": Text(parent, style="cyan"),
+    }
+    return _fit(cells, width)
