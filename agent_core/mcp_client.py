@@ -67,7 +67,7 @@ HTTP_READ_S = 300.0
 
 
 @dataclass(frozen=True)
-class StdioServer:
+class StdioServerConfig:
     name: str
     command: str
     args: list[str] = field(default_factory=list)
@@ -79,7 +79,7 @@ class StdioServer:
 
 
 @dataclass(frozen=True)
-class HttpServer:
+class HttpServerConfig:
     name: str
     url: str
     headers: dict[str, str] = field(default_factory=dict)
@@ -88,7 +88,7 @@ class HttpServer:
         return self.url
 
 
-ServerConfig: TypeAlias = StdioServer | HttpServer
+ServerConfig: TypeAlias = StdioServerConfig | HttpServerConfig
 
 
 class McpStartError(Exception):
@@ -542,9 +542,9 @@ async def _serve(
 
 def _start_error(connection: McpConnection, exc: BaseException) -> McpStartError:
     config = connection.config
-    if isinstance(exc, OSError) and isinstance(config, StdioServer):
+    if isinstance(exc, OSError) and isinstance(config, StdioServerConfig):
         reason = _os_reason(exc)
-    elif isinstance(config, HttpServer):
+    elif isinstance(config, HttpServerConfig):
         reason = f"cannot reach {config.url}: {exc or type(exc).__name__}"
     else:
         reason = f"{type(exc).__name__}: {exc}"
@@ -565,7 +565,7 @@ def _sole_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException | None
 async def _open_transport(
     config: ServerConfig, connection: McpConnection, stack: AsyncExitStack
 ) -> tuple[Any, Any]:
-    if isinstance(config, StdioServer):
+    if isinstance(config, StdioServerConfig):
         stderr = _StderrLog()
         stack.callback(stderr.close)
         connection._stderr = stderr

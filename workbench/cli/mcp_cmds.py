@@ -231,14 +231,14 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
 
 
 async def _conformance_client(url: str, timeout_s: float) -> int:
-    from agent_core.mcp_client import HttpServer, McpCallError, connect
+    from agent_core.mcp_client import HttpServerConfig, McpCallError, connect
     from agent_core.mcp_tools import McpStartError
 
     def show(direction: str, frame: dict[str, Any]) -> None:
         print(f"{direction} {json.dumps(frame, ensure_ascii=False)}", file=sys.stderr)
 
     failures = 0
-    server = HttpServer("conformance", url)
+    server = HttpServerConfig("conformance", url)
     try:
         async with connect(
             server, show, startup_timeout_s=timeout_s, accept_elicitation=True
