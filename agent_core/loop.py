@@ -78,6 +78,7 @@ from traces.events import (
     TimeoutLayer,
     ToolsChanged,
 )
+from traces.text import one_line
 from traces.totals import RunningTotals
 
 
@@ -550,5 +551,4 @@ def _named_tool(params: dict[str, Any]) -> str | None:
 
 
 def _line(exc: BaseException, limit: int = 300) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text[:limit]
+    return one_line(str(exc), limit) or type(exc).__name__

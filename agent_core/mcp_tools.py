@@ -42,6 +42,7 @@ from agent_core.mcp_client import (
 from agent_core.tools.base import ToolResult, ToolSpec, function_name, prefixed_name
 from traces.events import McpMessage
 from traces.recorder import Recorder
+from traces.text import one_line
 
 REFRESH_WAIT_S = 5.0
 
@@ -233,7 +234,7 @@ def convert_result(result: dict[str, Any]) -> ToolResult:
     if noted:
         meta["non_text"] = noted
     if result.get("isError"):
-        message = " ".join(text.split())[:300] or "the tool reported an error without details"
+        message = one_line(text, 300) or "the tool reported an error without details"
         return ToolResult(False, f"Error: {message}", "mcp_tool_error", meta=meta)
     return ToolResult(True, text, meta=meta)
 

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from traces.text import one_line
 from workbench.cli.common import (
     CliError,
     ExitCode,
@@ -175,14 +176,14 @@ def _print_server(server: dict[str, Any]) -> None:
     )
     for tool in server["tools"]:
         alias = f"  (offered as {tool['offered_as']})" if tool["offered_as"] != tool["name"] else ""
-        print(f"  {tool['name']}{alias}  {' '.join(tool['description'].split())[:100]}")
+        print(f"  {tool['name']}{alias}  {one_line(tool['description'], 100)}")
         parameters = tool["parameters"]
         required = set(parameters.get("required") or [])
         for name, schema in (parameters.get("properties") or {}).items():
             kind = schema.get("type", "any") if isinstance(schema, dict) else "any"
             mark = "*" if name in required else ""
             text = schema.get("description", "") if isinstance(schema, dict) else ""
-            print(f"      {name}{mark}: {kind}  {' '.join(str(text).split())[:80]}".rstrip())
+            print(f"      {name}{mark}: {kind}  {one_line(str(text), 80)}".rstrip())
 
 
 # -- mcp call --------------------------------------------------------------------------------
