@@ -77,8 +77,9 @@ from traces.events import (
     RunStatus,
     TimeoutLayer,
     ToolsChanged,
-    Totals,
 )
+from traces.text import one_line
+from traces.totals import RunningTotals
 
 
 @dataclass(frozen=True)
@@ -136,8 +137,7 @@ class LoopRun:
         self.model = RecordingModel(HookedModel(agent.model, agent.hooks.model), self.recorder)
         self.messages: list[dict[str, Any]] = []
         self.end: End | None = None
-        self.turns = self.model_calls = self.tool_calls = self.tool_errors = 0
-        self.input_tokens = self.output_tokens = self.spent_tokens = 0
+        self.counted = RunningTotals()
         self.last_text: str | None = None
         self.started = time.perf_counter()
         self.run_deadline = 0.0
@@ -211,7 +211,7 @@ class LoopRun:
             if isinstance(estimate, End):
                 self._end_with(estimate)
                 break
-            self.turns += 1
+            self.counted.turns += 1
             params = _request_params(config.params, self._called_a_tool())
             call = ModelCall(list(self.messages), offer.schemas, params, config.stream)
             answer = ModelOutcome()
@@ -306,8 +306,9 @@ class LoopRun:
                 )
                 self.messages = trim.messages
                 estimate = trim.tokens_after
-        if self.spent_tokens + estimate > self.limits.token_budget:
-            return self._over_budget(self.spent_tokens + estimate, before_request=True)
+        spent = self.counted.total_tokens
+        if spent + estimate > self.limits.token_budget:
+            return self._over_budget(spent + estimate, before_request=True)
         return estimate
 
     def _after_answer(
@@ -321,8 +322,8 @@ class LoopRun:
         the turn before; None when its tool calls should run."""
         if not response.tool_calls:
             return End("completed", "the model answered without tool calls", None, response.content)
-        if self.spent_tokens > self.limits.token_budget:
-            return self._over_budget(self.spent_tokens)
+        if self.counted.total_tokens > self.limits.token_budget:
+            return self._over_budget(self.counted.total_tokens)
         if keys == previous_keys:
             return End(
                 "duplicate_tool_calls",
@@ -432,8 +433,7 @@ class LoopRun:
         else:
             result, duration = done
         record_end(self.recorder, call, result, duration)
-        self.tool_calls += 1
-        self.tool_errors += 0 if result.ok else 1
+        self.counted.add_tool_call(result.ok)
         self.messages.append(tool_message(call.call_id, result.text))
         results.append(result)
         if done is None:
@@ -451,18 +451,14 @@ class LoopRun:
         return f"{self.config.task}\n{latest if isinstance(latest, str) else ''}"
 
     def _called_a_tool(self) -> bool:
-        return self.tool_calls > 0 or any(
+        return self.counted.tool_calls > 0 or any(
             message.get("role") == "assistant" and message.get("tool_calls")
             for message in self.messages
         )
 
     def _count_usage(self, completed: Completed, estimate: int) -> None:
-        self.model_calls += 1
         answer = estimate_message(completed.response.to_message())
-        prompt, output, total = usage_counts(completed.response.usage, estimate, answer)
-        self.input_tokens += prompt
-        self.output_tokens += output
-        self.spent_tokens += total
+        self.counted.add_model_call(*usage_counts(completed.response.usage, estimate, answer))
 
     def _over_budget(self, tokens: int, before_request: bool = False) -> End:
         when = "the next request would bring the run to" if before_request else "the run used"
@@ -513,16 +509,7 @@ class LoopRun:
     def _finish(self, end: End) -> None:
         """Write run_end and set the agent's result (`events()` calls it once)."""
         final = end.final_answer if end.status == "completed" else self.last_text
-        totals = Totals(
-            turns=self.turns,
-            model_calls=self.model_calls,
-            tool_calls=self.tool_calls,
-            tool_errors=self.tool_errors,
-            input_tokens=self.input_tokens,
-            output_tokens=self.output_tokens,
-            total_tokens=self.spent_tokens,
-            duration_ms=round((time.perf_counter() - self.started) * 1000, 3),
-        )
+        totals = self.counted.totals(round((time.perf_counter() - self.started) * 1000, 3))
         self.recorder.emit(
             RunEnd,
             turn=None,
@@ -564,5 +551,4 @@ def _named_tool(params: dict[str, Any]) -> str | None:
 
 
 def _line(exc: BaseException, limit: int = 300) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text[:limit]
+    return one_line(str(exc), limit) or type(exc).__name__

@@ -37,12 +37,12 @@ from pydantic import ValidationError
 
 from agent_core.mcp_servers import (
     DEFAULT_START_TIMEOUT_S,
-    HttpServer,
+    HttpServerConfig,
     McpCallError,
     McpStartError,
     ServerConfig,
     StderrLog,
-    StdioServer,
+    StdioServerConfig,
     child_pids,
     exception_leaves,
     group_alive,
@@ -59,12 +59,12 @@ __all__ = [
     "DEFAULT_START_TIMEOUT_S",
     "FrameDirection",
     "FrameObserver",
-    "HttpServer",
+    "HttpServerConfig",
     "McpCallError",
     "McpConnection",
     "McpStartError",
     "ServerConfig",
-    "StdioServer",
+    "StdioServerConfig",
     "connect",
 ]
 
@@ -467,9 +467,9 @@ async def _serve(
 
 def _start_error(connection: McpConnection, exc: BaseException) -> McpStartError:
     config = connection.config
-    if isinstance(exc, OSError) and isinstance(config, StdioServer):
+    if isinstance(exc, OSError) and isinstance(config, StdioServerConfig):
         reason = os_reason(exc)
-    elif isinstance(config, HttpServer):
+    elif isinstance(config, HttpServerConfig):
         reason = f"cannot reach {config.url}: {exc or type(exc).__name__}"
     else:
         reason = f"{type(exc).__name__}: {exc}"
@@ -479,7 +479,7 @@ def _start_error(connection: McpConnection, exc: BaseException) -> McpStartError
 async def _open_transport(
     config: ServerConfig, connection: McpConnection, stack: AsyncExitStack
 ) -> tuple[Any, Any]:
-    if isinstance(config, StdioServer):
+    if isinstance(config, StdioServerConfig):
         stderr = StderrLog()
         stack.callback(stderr.close)
         connection._stderr = stderr

@@ -20,7 +20,7 @@ DEFAULT_START_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True)
-class StdioServer:
+class StdioServerConfig:
     name: str
     command: str
     args: list[str] = field(default_factory=list)
@@ -32,7 +32,7 @@ class StdioServer:
 
 
 @dataclass(frozen=True)
-class HttpServer:
+class HttpServerConfig:
     name: str
     url: str
     headers: dict[str, str] = field(default_factory=dict)
@@ -41,7 +41,7 @@ class HttpServer:
         return self.url
 
 
-ServerConfig: TypeAlias = StdioServer | HttpServer
+ServerConfig: TypeAlias = StdioServerConfig | HttpServerConfig
 
 
 class McpStartError(Exception):

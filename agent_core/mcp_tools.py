@@ -31,17 +31,18 @@ from agent_core.mcp_client import (
     DEFAULT_START_TIMEOUT_S,
     FrameDirection,
     FrameObserver,
-    HttpServer,
+    HttpServerConfig,
     McpCallError,
     McpConnection,
     McpStartError,
     ServerConfig,
-    StdioServer,
+    StdioServerConfig,
     connect,
 )
 from agent_core.tools.base import ToolResult, ToolSpec, function_name, prefixed_name
 from traces.events import McpMessage
 from traces.recorder import Recorder
+from traces.text import one_line
 from traces.user_files import read_text
 
 REFRESH_WAIT_S = 5.0
@@ -122,7 +123,7 @@ def _parse_server(name: str, entry: dict[str, Any], base_dir: Path, where: str) 
         if not url.startswith(("http://", "https://")):
             raise McpConfigError(f"{where}: url must start with http:// or https://")
         headers = _string_map(entry.get("headers"), f"{where}: headers")
-        return HttpServer(name, url, {k: _expand(v, where) for k, v in headers.items()})
+        return HttpServerConfig(name, url, {k: _expand(v, where) for k, v in headers.items()})
     if "command" not in entry:
         raise McpConfigError(f'{where}: needs "command" (stdio) or "url" (streamable HTTP)')
     command = _expand(_string(entry.get("command"), f"{where}: command"), where)
@@ -133,7 +134,7 @@ def _parse_server(name: str, entry: dict[str, Any], base_dir: Path, where: str) 
     cwd = entry.get("cwd")
     if cwd is not None:
         cwd = str(base_dir / _expand(_string(cwd, f"{where}: cwd"), where))
-    return StdioServer(
+    return StdioServerConfig(
         name,
         command,
         [_expand(str(a), where) for a in args],
@@ -174,7 +175,7 @@ def mcp_secrets(configs: list[ServerConfig]) -> list[str]:
     whose name looks like a secret (a server may echo its environment in a tool result)."""
     found: list[str] = []
     for config in configs:
-        if isinstance(config, HttpServer):
+        if isinstance(config, HttpServerConfig):
             found += [v.split(" ", 1)[-1] for v in config.headers.values()]
         else:
             found += [v for k, v in config.env.items() if _SECRET_NAME.search(k)]
@@ -234,7 +235,7 @@ def convert_result(result: dict[str, Any]) -> ToolResult:
     if noted:
         meta["non_text"] = noted
     if result.get("isError"):
-        message = " ".join(text.split())[:300] or "the tool reported an error without details"
+        message = one_line(text, 300) or "the tool reported an error without details"
         return ToolResult(False, f"Error: {message}", "mcp_tool_error", meta=meta)
     return ToolResult(True, text, meta=meta)
 

@@ -32,10 +32,10 @@ RunStatus: TypeAlias = Literal[
     "error",
 ]
 # What the store reports for a run; `incomplete` means the trace has no run_end.
-RunState: TypeAlias = RunStatus | Literal["incomplete"]
-# Every state in the order above, for filters and checks; derived, so it cannot drift.
+StoredStatus: TypeAlias = RunStatus | Literal["incomplete"]
+# Every status in the order above, for filters and checks; derived, so it cannot drift.
 RUN_STATUSES: tuple[str, ...] = tuple(
-    state for part in get_args(RunState) for state in get_args(part)
+    status for part in get_args(StoredStatus) for status in get_args(part)
 )
 
 

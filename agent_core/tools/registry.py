@@ -33,6 +33,10 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from agent_core.tools.base import ToolResult, ToolSpec
+from traces.text import one_line
+
+# How much of a failing tool's error text goes back to the model, on one line.
+ERROR_CHARS = 300
 
 Handler = Callable[[Any], Any] | Callable[[Any], Awaitable[Any]]
 
@@ -138,12 +142,6 @@ def validation_message(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def one_line(text: str, limit: int = 300) -> str:
-    """Error text for the model: one line, bounded."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
 class ToolRegistry:
     """A named set of tools; implements the `Toolset` protocol."""
 
@@ -211,8 +209,8 @@ class ToolRegistry:
             else:
                 value = await run_in_thread(tool.handler, args, name)
         except ToolFailure as exc:
-            return ToolResult(False, f"Error: {one_line(str(exc))}", "tool_failure")
+            return ToolResult(False, f"Error: {one_line(str(exc), ERROR_CHARS)}", "tool_failure")
         except Exception as exc:
-            detail = one_line(f"{type(exc).__name__}: {exc}")
+            detail = one_line(f"{type(exc).__name__}: {exc}", ERROR_CHARS)
             return ToolResult(False, f"Error: {name} failed: {detail}", "exception")
         return ToolResult(True, value if isinstance(value, str) else str(value))

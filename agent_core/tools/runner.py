@@ -27,6 +27,7 @@ from agent_core.tools.selection import select_tools
 from agent_core.wire.arguments import parse_arguments
 from traces.events import ToolEnd, ToolStart
 from traces.recorder import Recorder
+from traces.text import one_line
 
 REASONING_ARG = "reasoning"
 REASONING_SCHEMA = {
@@ -254,7 +255,7 @@ async def _execute(
             meta={"timeout": True},
         )
     except Exception as exc:  # a toolset or hook broke its promise not to raise
-        text = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        text = one_line(f"{type(exc).__name__}: {exc}", 300)
         return ToolResult(False, f"Error: {call.name} failed: {text}", "exception")
 
 

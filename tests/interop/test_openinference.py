@@ -32,7 +32,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from tests.support.servers import Sequence
 from workbench.engine.http.model_server import ModelServer, Reply
-from workbench.engine.otel.collect import CollectorThread
+from workbench.engine.otel.collect import Collector
 
 TASK = "How many lines does notes.txt have?"
 TOOLS: list[Any] = [
@@ -128,7 +128,7 @@ def test_an_openinference_instrumented_agent_becomes_a_run(
 ) -> None:
     with (
         ModelServer(Sequence(ASK_TOOL, ANSWER)) as server,
-        CollectorThread(wb_home) as collector,
+        Collector(wb_home) as collector,
     ):
         _run_instrumented_agent(server.base_url, collector.endpoint)
         (run,) = collector.wait_for_runs(1)

@@ -29,7 +29,7 @@ from workbench.cli import main
 
 pytest.importorskip("opentelemetry.sdk", reason="needs the otel extra")
 
-from workbench.engine.otel.collect import CollectorThread
+from workbench.engine.otel.collect import Collector
 from workbench.engine.otel.export import SPAN_EVENT_TYPES
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -77,7 +77,7 @@ def test_export_then_collect_gives_back_the_same_decision_chain(
     golden_home: Path, golden_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     other = tmp_path / "teammate"
-    with CollectorThread(other) as collector:
+    with Collector(other) as collector:
         assert main(["export-otel", "--all", "--endpoint", collector.endpoint]) == 0
         runs = collector.wait_for_runs(8)
     assert len(runs) == 8 and all(run.written for run in runs)
@@ -114,7 +114,7 @@ def test_an_imported_run_exported_again_comes_back_the_same(
     assert main(["ingest-otel", str(FIXTURES / "genai-agent.json"), "--json"]) == 0
     (first,) = json.loads(capsys.readouterr().out)
     other = tmp_path / "teammate"
-    with CollectorThread(other) as collector:
+    with Collector(other) as collector:
         assert main(["export-otel", first["run_id"], "--endpoint", collector.endpoint]) == 0
         (again,) = collector.wait_for_runs(1)
     original = read_trace(first["path"]).events
@@ -130,7 +130,7 @@ def _runs_json(home: Path, capsys: pytest.CaptureFixture[str]) -> str:
 
 def test_collecting_the_same_trace_again_writes_nothing(golden_home: Path, tmp_path: Path) -> None:
     other = tmp_path / "teammate"
-    with CollectorThread(other) as collector:
+    with Collector(other) as collector:
         assert main(["export-otel", "--all", "--endpoint", collector.endpoint]) == 0
         collector.wait_for_runs(8)
         assert main(["export-otel", "--all", "--endpoint", collector.endpoint]) == 0
@@ -228,7 +228,7 @@ def test_ingest_otel_bad_files_are_one_line(
 
 def test_collect_speaks_json_and_refuses_what_is_not_otlp(wb_home: Path) -> None:
     document = (FIXTURES / "genai-agent.json").read_bytes()
-    with CollectorThread(wb_home) as collector:
+    with Collector(wb_home) as collector:
         status, body = _post(collector.endpoint, document, "application/json")
         assert (status, body) == (200, b"{}")
         (run,) = collector.wait_for_runs(1)
@@ -355,7 +355,7 @@ def test_diff_finds_an_imported_copy_the_same_as_its_original(
     golden_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     original = "276a0272c8a551178d8bfedb26070002"
-    with CollectorThread(golden_home) as collector:  # the copy lands next to its original
+    with Collector(golden_home) as collector:  # the copy lands next to its original
         assert main(["export-otel", original, "--endpoint", collector.endpoint]) == 0
         (copy,) = collector.wait_for_runs(1)
     capsys.readouterr()
@@ -411,7 +411,7 @@ def test_collect_takes_the_exporters_gzip(
     assert main(["export-otel", "276a0272", "--endpoint", otlp_receiver.endpoint]) == 0
     (sent,) = otlp_receiver.requests
     assert {k.lower(): v for k, v in sent.headers.items()}["content-encoding"] == "gzip"
-    with CollectorThread(tmp_path / "teammate") as collector:
+    with Collector(tmp_path / "teammate") as collector:
         assert main(["export-otel", "276a0272", "--endpoint", collector.endpoint]) == 0
         (run,) = collector.wait_for_runs(1)
     assert (run.status, run.turns) == ("completed", 2)

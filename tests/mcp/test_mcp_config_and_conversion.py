@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agent_core.mcp_client import HttpServer, StdioServer
+from agent_core.mcp_client import HttpServerConfig, StdioServerConfig
 from agent_core.mcp_tools import (
     McpConfigError,
     convert_result,
@@ -155,14 +155,14 @@ def test_config_reads_stdio_and_http_servers(
         )
     )
     local, remote = load_mcp_config(path)
-    assert local == StdioServer(
+    assert local == StdioServerConfig(
         "local",
         "python",
         ["server.py", "3"],
         {"API_KEY": "s3cret-token", "MODE": "fast"},
         str(tmp_path.resolve() / "srv"),
     )
-    assert remote == HttpServer(
+    assert remote == HttpServerConfig(
         "remote", "http://127.0.0.1:9/mcp", {"Authorization": "Bearer s3cret-token"}
     )
     assert mcp_secrets([local, remote]) == ["s3cret-token", "s3cret-token"]

@@ -63,6 +63,8 @@ def test_baseline_then_a_misleading_edit_fails_with_the_description_diff(
     assert "3 passed of 3 case(s), 6 sample(s)" in passing.stdout
     assert "saved baseline 'main'" in passing.stdout
     assert "read_file ×2" in passing.stdout
+    # The CLI's one progress bar; off a terminal a line at each tenth, the last one at 100%.
+    assert passing.stderr.splitlines()[-1] == "workbench: 100% 6/6 samples, 0 failed"
     traces = sorted((home / "traces").glob("*.jsonl"))
     assert len(traces) == 6  # every sample is a recorded run
 

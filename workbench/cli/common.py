@@ -6,10 +6,10 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import IntEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from traces.home import (
     NoHomeError,
@@ -107,19 +107,55 @@ class CliError(Exception):
         self.exit_code = exit_code
 
 
-def add_server_flags(parser: argparse.ArgumentParser) -> None:
-    """--host, --port and --max-request-mb: the same for every server the workbench runs."""
+def add_server_flags(
+    parser: argparse.ArgumentParser, *, port: int = 0, max_request_mb: int = 32
+) -> None:
+    """--host, --port, --max-request-mb and --read-timeout: the same for every server the
+    workbench runs (`server_limits` reads the last two)."""
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument(
-        "--port", type=port_number, default=0, help="port (default 0: pick a free one)"
+        "--port",
+        type=port_number,
+        default=port,
+        help=f"port (default {port}{': pick a free one' if port == 0 else ''})",
     )
     parser.add_argument(
         "--max-request-mb",
         type=positive_int,
-        default=32,
+        default=max_request_mb,
         metavar="MB",
-        help="refuse larger request bodies with HTTP 413 (default 32)",
+        help=f"refuse larger request bodies with HTTP 413 (default {max_request_mb})",
     )
+    parser.add_argument(
+        "--read-timeout",
+        type=positive_float,
+        default=60.0,
+        metavar="SECONDS",
+        help="answer HTTP 408 and close the connection when a request's body has not all "
+        "arrived this long after its headers (default 60)",
+    )
+
+
+def server_limits(args: argparse.Namespace) -> dict[str, Any]:
+    """The request limits `add_server_flags` asked for, as every server takes them."""
+    return {
+        "max_request_bytes": args.max_request_mb * 1024 * 1024,
+        "read_timeout_s": args.read_timeout,
+    }
+
+
+class Servable(Protocol):
+    def serve_forever(self, on_ready: Callable[[], None] | None = None) -> str: ...
+
+
+def serve_until_stopped(
+    server: Servable, ready: Callable[[], str], summary: Callable[[], str] | None = None
+) -> int:
+    """Serve in this thread until SIGTERM or Ctrl-C, which stop every server the same way:
+    in order, with one line (`stopped`, and the server's `summary`) and exit code 0."""
+    server.serve_forever(lambda: print(ready(), flush=True))
+    print("stopped" + (f"; {summary()}" if summary is not None else ""), flush=True)
+    return ExitCode.OK
 
 
 def add_home(parser: argparse.ArgumentParser) -> None:

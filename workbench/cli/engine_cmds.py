@@ -21,6 +21,8 @@ from workbench.cli.common import (
     priced,
     print_json,
     resolve_home,
+    serve_until_stopped,
+    server_limits,
     text_or_file,
 )
 
@@ -383,7 +385,7 @@ def _register_serve(subparsers: Any) -> None:
             "An OpenAI-compatible HTTP server (/v1/chat/completions streamed or not, "
             "/v1/models) that answers from a recorded run or a model script, so any OpenAI "
             "client can be replayed in its own tests. A request that does not match the "
-            "recording gets HTTP 409 with a JSON diff. Ctrl-C stops it."
+            "recording gets HTTP 409 with a JSON diff. SIGTERM or Ctrl-C stops it."
         ),
     )
     source = parser.add_mutually_exclusive_group(required=True)
@@ -413,7 +415,7 @@ def _register_serve(subparsers: Any) -> None:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from workbench.engine.http.serve import ServeError, serve_forever
+    from workbench.engine.http.serve import ServeError, model_server
     from workbench.engine.recording.load import RecordingError, runs_named
 
     source: Any
@@ -429,20 +431,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         ids = ", ".join(recording.run_id[:12] for recording in source)
         what = f"replay of run{'s' if len(source) > 1 else ''} {ids}"
 
-    def announce(base_url: str) -> None:
-        print(f"serving {base_url} ({what}; Ctrl-C stops)", flush=True)
-
     try:
-        serve_forever(
-            source,
-            mode=args.match,
-            host=args.host,
-            port=args.port,
-            max_request_bytes=args.max_request_mb * 1024 * 1024,
-            on_ready=announce,
+        server = model_server(
+            source, mode=args.match, host=args.host, port=args.port, **server_limits(args)
         )
     except ServeError as exc:
         raise CliError(str(exc)) from None
-    except KeyboardInterrupt:
-        print("stopped", file=sys.stderr)
-    return 0
+    return serve_until_stopped(server, lambda: f"serving {server.base_url} ({what}; Ctrl-C stops)")

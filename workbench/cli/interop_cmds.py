@@ -15,11 +15,13 @@ from typing import Any
 from workbench.cli.common import (
     CliError,
     add_home,
-    port_number,
+    add_server_flags,
     positive_float,
     positive_int,
     print_json,
     resolve_home,
+    serve_until_stopped,
+    server_limits,
 )
 
 OTEL_EXTRA = "pip install 'agent-workbench[otel]'"
@@ -48,8 +50,8 @@ COLLECT_HELP = """\
 Turn spans from agents instrumented with OpenTelemetry (GenAI semantic conventions or
 OpenInference) into runs: one run per trace, marked as imported, that open in the TUI and
 work with show, diff, sql and regression cases. `collect` is an OTLP/HTTP receiver
-(protobuf and JSON, gzip or not, on http://127.0.0.1:4318/v1/traces by default; Ctrl-C
-stops it); a trace is written when its root span arrives, or as it is after
+(protobuf and JSON, gzip or not, on http://127.0.0.1:4318/v1/traces by default; SIGTERM
+or Ctrl-C stops it); a trace is written when its root span arrives, or as it is after
 --pending-timeout without a new span. `ingest-otel` reads OTLP JSON files. Runs get the
 home's redaction patterns. Needs the otel extra. See docs/otel.md.
 """
@@ -113,10 +115,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=COLLECT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    collect.add_argument("--port", type=port_number, default=4318, help="port (default 4318)")
-    collect.add_argument(
-        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
-    )
+    # 64 MiB: otel_collect's MAX_BODY, written out here because --help must not import it.
+    add_server_flags(collect, port=4318, max_request_mb=64)
     # The defaults are otel_collect's MAX_PENDING_TRACES and PENDING_TIMEOUT_S, written out
     # here because --help must not import aiohttp.
     collect.add_argument(
@@ -253,8 +253,6 @@ def _print_run(run: Any) -> None:
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
-    import asyncio
-
     from traces.home import redaction_patterns
 
     otel_collect = _otel_module("collect")
@@ -264,36 +262,26 @@ def cmd_collect(args: argparse.Namespace) -> int:
     def say(message: str) -> None:
         print(f"workbench: {message}", file=sys.stderr, flush=True)
 
-    receiver = otel_collect.OtlpReceiver(
-        home,
-        on_run=_print_run,
-        on_problem=say,
-        on_note=say,
-        max_pending_traces=args.max_pending,
-        pending_timeout_s=args.pending_timeout,
-    )
-
-    async def serve() -> None:
-        runner, port = await otel_collect.start(receiver, args.host, args.port)
-        print(
-            f"collecting OTLP/HTTP spans on http://{args.host}:{port}"
-            f"{otel_collect.TRACES_PATH} into {home}; Ctrl-C stops",
-            flush=True,
-        )
-        try:
-            await asyncio.Event().wait()
-        finally:
-            await runner.cleanup()
-
     try:
-        asyncio.run(serve())
+        collector = otel_collect.Collector(
+            home,
+            args.host,
+            args.port,
+            on_run=_print_run,
+            on_problem=say,
+            on_note=say,
+            max_pending_traces=args.max_pending,
+            pending_timeout_s=args.pending_timeout,
+            **server_limits(args),
+        )
     except otel_collect.CollectorError as exc:
         raise CliError(str(exc)) from None
-    except KeyboardInterrupt:
-        pass
-    receiver.flush()
-    print(f"stopped; {len(receiver.runs)} run(s) from {receiver.spans_received} span(s)")
-    return 0
+    receiver = collector.receiver
+    return serve_until_stopped(
+        collector,
+        lambda: f"collecting OTLP/HTTP spans on {collector.endpoint} into {home}; Ctrl-C stops",
+        lambda: f"{len(receiver.runs)} run(s) from {receiver.spans_received} span(s)",
+    )
 
 
 # OTLP JSON files hold whole exports of many traces: a larger bound than for settings files.

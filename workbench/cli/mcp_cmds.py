@@ -1,8 +1,8 @@
 """`workbench mcp list`, `workbench mcp call` and `workbench mcp-conformance`.
 
-`list` and `call` debug a server without a model. Each writes a run trace like `workbench
-run` does (run_start, every JSON-RPC frame as mcp_message, tool_start/tool_end for a call,
-run_end), so the frames can be read back with `workbench show` or in the TUI.
+`list` and `call` debug a server without a model. Each is a recorded session
+(`workbench.engine.recording.mcp_session`): a run trace like `workbench run` writes, so the
+frames can be read back with `workbench show` or in the TUI.
 
 `mcp-conformance URL` is the client the official MCP conformance harness drives: it connects,
 lists the tools and calls each one with arguments made from its schema.
@@ -14,13 +14,11 @@ import argparse
 import json
 import os
 import sys
-import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from traces.home import open_run_trace
+from traces.text import one_line
 from workbench.cli.common import (
     CliError,
     ExitCode,
@@ -34,8 +32,7 @@ from workbench.cli.common import (
 
 if TYPE_CHECKING:
     from agent_core.mcp_tools import McpToolset
-    from traces.events import RunStatus
-    from traces.recorder import Recorder
+    from workbench.engine.recording.mcp_session import McpSession
 
 # The mcp SDK takes about a second to import, and the event models load pydantic, so they
 # load only when an MCP command runs.
@@ -102,86 +99,32 @@ def _config_path(args: argparse.Namespace) -> Path:
     return path
 
 
-# -- traced sessions -------------------------------------------------------------------------
+# -- recorded sessions (workbench.engine.recording.mcp_session) -----------------------------
 
 
-@dataclass
-class _Tally:
-    status: RunStatus = "completed"
-    reason: str = ""
-    tool_calls: int = 0
-    tool_errors: int = 0
+def _recorded(
+    args: argparse.Namespace,
+    task: str,
+    servers: list[str] | None,
+    body: Callable[[McpSession], Awaitable[None]],
+) -> int:
+    """Run `body` in a recorded MCP session; 0 when it completes without errors."""
+    from workbench.engine.recording.mcp_session import record_session
 
-
-Body = Callable[[list["McpToolset"], "Recorder", _Tally], Awaitable[None]]
-
-
-def _traced(args: argparse.Namespace, task: str, servers: list[str] | None, body: Body) -> int:
-    """Open the servers inside a recorded run; returns 0 when it completes without errors."""
-    import asyncio
-
-    from agent_core.agent import new_run_id
-    from agent_core.mcp_tools import (
-        McpConfigError,
-        McpStartError,
-        load_mcp_config,
-        mcp_secrets,
-        open_mcp_toolsets,
+    session = record_session(
+        resolve_home(args),
+        _config_path(args),
+        task,
+        body,
+        servers=servers,
+        tool_timeout_s=args.timeout,
+        startup_timeout_s=args.mcp_start_timeout,
+        on_trace=lambda path: print(f"trace: {path}", file=sys.stderr),
     )
-    from traces.events import RunEnd, RunStart, Totals
-    from traces.recorder import Recorder
-
-    path = _config_path(args)
-    try:
-        configs = load_mcp_config(path)
-    except McpConfigError as exc:
-        raise CliError(str(exc)) from None
-    known = [config.name for config in configs]
-    for name in servers or ():
-        if name not in known:
-            raise CliError(f"{path}: no server named '{name}' (servers: {', '.join(known)})")
-    run_id = new_run_id()
-    home = resolve_home(args)
-    writer = open_run_trace(home, run_id, mcp_secrets(configs))
-    recorder = Recorder(run_id, [writer])
-    recorder.emit(
-        RunStart, task=task, model="none", meta={"mcp_config": str(path)}, origin="mcp_session"
-    )
-    started = time.perf_counter()
-    tally = _Tally(status="error")
-
-    async def session() -> None:
-        async with open_mcp_toolsets(
-            path,
-            recorder,
-            tool_timeout_s=args.timeout,
-            startup_timeout_s=args.mcp_start_timeout,
-            servers=servers,
-        ) as toolsets:
-            tally.status = "completed"
-            await body(toolsets, recorder, tally)
-
-    try:
-        asyncio.run(session())
-    except (McpConfigError, McpStartError) as exc:
-        tally.reason = str(exc)
-        raise CliError(tally.reason) from None
-    except KeyboardInterrupt:
-        tally.status, tally.reason = "cancelled", "interrupted"
-        raise
-    finally:
-        totals = Totals(
-            tool_calls=tally.tool_calls,
-            tool_errors=tally.tool_errors,
-            duration_ms=round((time.perf_counter() - started) * 1000, 3),
-        )
-        recorder.emit(RunEnd, turn=None, status=tally.status, reason=tally.reason, totals=totals)
-        recorder.close()
-        print(f"trace: {writer.path}", file=sys.stderr)
     from workbench.cli.driving import check_trace_whole
 
-    check_trace_whole(writer)
-    return 0 if tally.status == "completed" and not tally.tool_errors else 1
+    check_trace_whole(session.writer)
+    return 0 if session.ok else 1
 
 
 # -- mcp list --------------------------------------------------------------------------------
@@ -190,10 +133,10 @@ def _traced(args: argparse.Namespace, task: str, servers: list[str] | None, body
 def _cmd_list(args: argparse.Namespace) -> int:
     listing: list[dict[str, Any]] = []
 
-    async def body(toolsets: list[McpToolset], recorder: Recorder, tally: _Tally) -> None:
-        listing.extend(_describe(toolset) for toolset in toolsets)
+    async def body(session: McpSession) -> None:
+        listing.extend(_describe(toolset) for toolset in session.toolsets)
 
-    code = _traced(args, "mcp list", args.server, body)
+    code = _recorded(args, "mcp list", args.server, body)
     if args.json:
         print_json(listing)
     else:
@@ -236,14 +179,14 @@ def _print_server(server: dict[str, Any]) -> None:
     )
     for tool in server["tools"]:
         alias = f"  (offered as {tool['offered_as']})" if tool["offered_as"] != tool["name"] else ""
-        print(f"  {tool['name']}{alias}  {' '.join(tool['description'].split())[:100]}")
+        print(f"  {tool['name']}{alias}  {one_line(tool['description'], 100)}")
         parameters = tool["parameters"]
         required = set(parameters.get("required") or [])
         for name, schema in (parameters.get("properties") or {}).items():
             kind = schema.get("type", "any") if isinstance(schema, dict) else "any"
             mark = "*" if name in required else ""
             text = schema.get("description", "") if isinstance(schema, dict) else ""
-            print(f"      {name}{mark}: {kind}  {' '.join(str(text).split())[:80]}".rstrip())
+            print(f"      {name}{mark}: {kind}  {one_line(str(text), 80)}".rstrip())
 
 
 # -- mcp call --------------------------------------------------------------------------------
@@ -251,7 +194,6 @@ def _print_server(server: dict[str, Any]) -> None:
 
 def _cmd_call(args: argparse.Namespace) -> int:
     from agent_core.wire.arguments import json_problem
-    from traces.events import ToolEnd, ToolStart
 
     raw = text_or_file(args.arguments)
     try:
@@ -262,44 +204,18 @@ def _cmd_call(args: argparse.Namespace) -> int:
         raise CliError('arguments must be a JSON object, e.g. \'{"timezone": "UTC"}\'')
     outcome: dict[str, Any] = {}
 
-    async def body(toolsets: list[McpToolset], recorder: Recorder, tally: _Tally) -> None:
-        toolset = toolsets[0]
+    async def body(session: McpSession) -> None:
+        toolset = session.toolsets[0]
         names = toolset.tool_names()
         offered = next((o for o, n in names.items() if n == args.tool), args.tool)
         # A tool the server does not list is still sent: how it answers is worth seeing.
         original = names.get(offered, args.tool)
         if original not in names.values():
             print(f"note: server '{args.server}' does not list '{args.tool}'", file=sys.stderr)
-        recorder.turn = 1
-        call_id = "cli-call-1"
-        recorder.emit(
-            ToolStart,
-            call_id=call_id,
-            name=offered,
-            arguments_raw=raw,
-            arguments=arguments,
-            source=toolset.source,
-        )
-        started = time.perf_counter()
-        result = await toolset.call_server_tool(original, arguments)
-        recorder.emit(
-            ToolEnd,
-            call_id=call_id,
-            name=offered,
-            ok=result.ok,
-            result=result.text,
-            error=result.error,
-            duration_ms=round((time.perf_counter() - started) * 1000, 3),
-        )
-        recorder.turn = None
-        tally.tool_calls, tally.tool_errors = 1, 0 if result.ok else 1
-        which = f"tool {original!r} of MCP server '{args.server}'"
-        tally.reason = f"{which} answered"
-        if not result.ok:
-            tally.status, tally.reason = "error", f"{which} failed: {result.text}"
+        result = await session.call_tool(toolset, original, arguments, raw)
         outcome.update(ok=result.ok, text=result.text, error=result.error, meta=result.meta)
 
-    code = _traced(args, f"mcp call {args.server} {args.tool}", [args.server], body)
+    code = _recorded(args, f"mcp call {args.server} {args.tool}", [args.server], body)
     if args.json:
         print_json(outcome)
     else:
@@ -319,14 +235,14 @@ def _cmd_conformance(args: argparse.Namespace) -> int:
 
 
 async def _conformance_client(url: str, timeout_s: float) -> int:
-    from agent_core.mcp_client import HttpServer, McpCallError, connect
+    from agent_core.mcp_client import HttpServerConfig, McpCallError, connect
     from agent_core.mcp_tools import McpStartError
 
     def show(direction: str, frame: dict[str, Any]) -> None:
         print(f"{direction} {json.dumps(frame, ensure_ascii=False)}", file=sys.stderr)
 
     failures = 0
-    server = HttpServer("conformance", url)
+    server = HttpServerConfig("conformance", url)
     try:
         async with connect(
             server, show, startup_timeout_s=timeout_s, accept_elicitation=True

@@ -1,5 +1,6 @@
-"""Progress of long work on stderr: nothing while it takes under a second; past that, a bar
-redrawn in place on a terminal, and elsewhere (CI logs, pipes) a plain line at each tenth."""
+"""The CLI's one progress bar, on stderr (ingest, export-otel, test): nothing while the work
+takes under a second (unless told otherwise), past that a bar redrawn in place on a
+terminal, and elsewhere (CI logs, pipes) a plain line at each tenth."""
 
 from __future__ import annotations
 

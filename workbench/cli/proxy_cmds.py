@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
-from workbench.cli.common import CliError, add_home, add_server_flags, resolve_home
+from workbench.cli.common import (
+    CliError,
+    add_home,
+    add_server_flags,
+    resolve_home,
+    serve_until_stopped,
+    server_limits,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -19,8 +25,8 @@ def register(subparsers: Any) -> None:
             "the printed address and use it as usual. Streams pass through chunk by chunk; "
             "your credentials go upstream and never into a trace. A request whose messages "
             "continue an earlier conversation is that run's next turn; the header "
-            "`X-Workbench-Run: NAME` names runs. Ctrl-C stops it and ends open runs as "
-            "cancelled."
+            "`X-Workbench-Run: NAME` names runs. SIGTERM or Ctrl-C stops it and ends open "
+            "runs as cancelled."
         ),
     )
     parser.add_argument(
@@ -35,27 +41,18 @@ def register(subparsers: Any) -> None:
 
 
 def _cmd_proxy(args: argparse.Namespace) -> int:
-    from workbench.engine.http.proxy import ProxyError, proxy_forever
+    from workbench.engine.http.proxy import ProxyError, RecordingProxy
 
     home = resolve_home(args)
-
-    def announce(base_url: str) -> None:
-        print(
-            f"proxying {base_url} -> {args.upstream} (recording into {home}; Ctrl-C stops)",
-            flush=True,
-        )
-
     try:
-        proxy_forever(
-            args.upstream,
-            home,
-            host=args.host,
-            port=args.port,
-            max_request_bytes=args.max_request_mb * 1024 * 1024,
-            on_ready=announce,
+        proxy = RecordingProxy(
+            args.upstream, home, host=args.host, port=args.port, **server_limits(args)
         )
     except ProxyError as exc:
         raise CliError(str(exc)) from None
-    except KeyboardInterrupt:
-        print("stopped", file=sys.stderr)
-    return 0
+    return serve_until_stopped(
+        proxy,
+        lambda: (
+            f"proxying {proxy.base_url} -> {args.upstream} (recording into {home}; Ctrl-C stops)"
+        ),
+    )

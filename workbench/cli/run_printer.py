@@ -11,14 +11,14 @@ from typing import Any, TextIO
 from agent_core.agent import RunResult, TextDelta
 from agent_core.model.base import ERROR_TEXT_CHARS
 from traces.events import Error, HistoryTrimmed, RunStart, ToolEnd, ToolsChanged, ToolStart
+from traces.text import one_line
 from workbench.cli.common import counted
 
 PREVIEW_CHARS = 100
 
 
 def _preview(text: str, limit: int = PREVIEW_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return one_line(text, limit)
 
 
 class RunPrinter:

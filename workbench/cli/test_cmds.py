@@ -27,6 +27,7 @@ from workbench.cli.model_flags import (
     model_settings,
     parse_tool_descriptions,
 )
+from workbench.cli.progress import StderrProgress
 
 # The regression engine loads the agent, pydantic and DuckDB: handlers import it.
 if TYPE_CHECKING:
@@ -112,8 +113,7 @@ def run_test(args: argparse.Namespace) -> int:
     if args.model_timeout <= 0:
         raise CliError("--model-timeout must be greater than 0")
     model = build_model(args, Limits(model_timeout_s=args.model_timeout))
-    total = sum(suite.samples_for(case, args.samples) for case in suite.cases)
-    progress = _Progress(total)
+    progress = _Progress()
     try:
         outcome = asyncio.run(_run(request, model, home, progress))
     except SuiteError as exc:
@@ -162,32 +162,19 @@ def _report(outcome: SuiteOutcome, args: argparse.Namespace) -> None:
 
 
 class _Progress:
-    """A bar on a terminal; elsewhere (CI logs) a plain line every tenth of the way."""
+    """Samples done and failed so far, drawn by the workbench's one progress bar (shown
+    from the start: a suite's first samples already say whether it goes well)."""
 
-    def __init__(self, total: int) -> None:
-        self.total = max(total, 1)
-        self.tty = sys.stderr.isatty()
+    def __init__(self) -> None:
+        self.bar = StderrProgress(show_after_s=0)
         self.failed = 0
-        self._last_step = -1
 
     def update(self, done: int, total: int, sample: SampleResult) -> None:
         self.failed += not sample.passed
-        if self.tty:
-            width = 30
-            filled = width * done // total
-            bar = "#" * filled + "-" * (width - filled)
-            sys.stderr.write(f"\r[{bar}] {done}/{total} samples, {self.failed} failed ")
-            sys.stderr.flush()
-            return
-        step = 10 * done // total
-        if step != self._last_step:
-            self._last_step = step
-            print(f"{done}/{total} samples, {self.failed} failed", file=sys.stderr)
+        self.bar(f"{done}/{total} samples, {self.failed} failed", done / max(total, 1))
 
     def close(self) -> None:
-        if self.tty and self._last_step != -2:
-            sys.stderr.write("\n")
-            self._last_step = -2
+        self.bar.close()
 
 
 # --- capture-case -------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
 from agent_core.wire.chat import tool_call
+from traces.text import one_line
 from traces.tree import TurnNode, build_chain
 from workbench.engine.recording.load import Recording
 
@@ -62,7 +63,7 @@ class ChainCall:
         mocked = " (mocked)" if self.mocked else ""
         if self.status == "not_run":
             return f"{self.name}({args}) → not run"
-        return f"{self.name}({args}) → {self.status}: {_one_line(self.result)}{mocked}"
+        return f"{self.name}({args}) → {self.status}: {_shown(self.result)}{mocked}"
 
 
 @dataclass(frozen=True)
@@ -88,15 +89,12 @@ class ChainTurn:
         if self.outcome == "tools":
             return "; ".join(call.label() for call in self.calls)
         if self.outcome == "answer":
-            return f"answer: {_one_line(self.answer)}"
+            return f"answer: {_shown(self.answer)}"
         return self.outcome.replace("_", " ")
 
 
-def _one_line(text: str | None, width: int = 80) -> str:
-    if text is None:
-        return "-"
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+def _shown(text: str | None, width: int = 80) -> str:
+    return "-" if text is None else one_line(text, width)
 
 
 def chain_of(recording: Recording) -> list[ChainTurn]:

@@ -20,6 +20,7 @@ from typing import Any, assert_never
 from traces.events import Edit
 from traces.schema_diff import SpanOp
 from traces.schema_diff import word_diff as schema_word_diff
+from traces.text import one_line
 from workbench.engine.diff.alignment import (
     ChainDiff,
     ChainRow,
@@ -183,9 +184,7 @@ def _cut(text: str, context: int, *, first: bool, last: bool) -> str:
 
 def _describe_edit(edit: Edit) -> str:
     value = edit.value if isinstance(edit.value, str) else json.dumps(edit.value)
-    flat = " ".join(value.split())
-    if len(flat) > 200:
-        flat = flat[:199] + "…"
+    flat = one_line(value, 200)
     match edit.kind:
         case "system":
             target = "system prompt"
@@ -203,10 +202,7 @@ def _describe_edit(edit: Edit) -> str:
 
 
 def _block(label: str, text: str | None, width: int = 400) -> str:
-    if text is None:
-        return f"{label} -"
-    flat = " ".join(text.split())
-    return f"{label} {flat if len(flat) <= width else flat[: width - 1] + '…'}"
+    return f"{label} {'-' if text is None else one_line(text, width)}"
 
 
 def render_comparison(comparison: Comparison) -> list[str]:

@@ -40,6 +40,7 @@ from agent_core.model.script import (
 )
 from workbench.engine.http.server import (
     DEFAULT_MAX_REQUEST_BYTES,
+    DEFAULT_READ_TIMEOUT_S,
     HttpServer,
     HttpService,
     RequestProblem,
@@ -107,6 +108,7 @@ class ModelServer(HttpService):
         model: str | list[str] = "scripted",
         keep_requests: bool = True,
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+        read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
     ) -> None:
         self.responder = responder
         # /v1/models lists every model served; the first one is the server's `model`.
@@ -116,7 +118,13 @@ class ModelServer(HttpService):
         self.max_request_bytes = max_request_bytes
         self.requests: list[ReceivedRequest] = []
         self._lock = threading.Lock()
-        self._http = HttpServer(self._app, host=host, port=port)
+        self._http = HttpServer(
+            self._app,
+            host=host,
+            port=port,
+            max_request_bytes=max_request_bytes,
+            read_timeout_s=read_timeout_s,
+        )
 
     @property
     def bodies(self) -> list[Any]:

@@ -20,7 +20,7 @@ import json
 import re
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -32,6 +32,7 @@ from aiohttp import web
 from workbench.engine.http.capture import RUN_HEADER, CaptureBook, Exchange
 from workbench.engine.http.server import (
     DEFAULT_MAX_REQUEST_BYTES,
+    DEFAULT_READ_TIMEOUT_S,
     HttpServer,
     HttpService,
     RequestProblem,
@@ -79,6 +80,7 @@ class RecordingProxy(HttpService):
         host: str = "127.0.0.1",
         port: int = 0,
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+        read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
     ) -> None:
         if not upstream.startswith(("http://", "https://")):
             raise ProxyError(f"--upstream must be an http(s) URL, not {upstream!r}")
@@ -88,7 +90,14 @@ class RecordingProxy(HttpService):
         self._recording: set[asyncio.Task[None]] = set()  # exchanges still being recorded
         self._live: set[_Seen] = set()  # exchanges whose recording has not ended
         try:
-            self._http = HttpServer(self._app, host=host, port=port, cancel_on_disconnect=True)
+            self._http = HttpServer(
+                self._app,
+                host=host,
+                port=port,
+                max_request_bytes=max_request_bytes,
+                read_timeout_s=read_timeout_s,
+                cancel_on_disconnect=True,
+            )
         except OSError as exc:
             raise ProxyError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
@@ -471,19 +480,3 @@ def _error_text(status: int, body: bytes) -> str:
 def _unreachable(upstream: str, exc: BaseException) -> web.Response:
     detail = str(exc) or type(exc).__name__
     return error_response(502, f"cannot reach the upstream {upstream}: {detail}", "upstream_error")
-
-
-def proxy_forever(
-    upstream: str,
-    home: Path,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 0,
-    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
-    on_ready: Callable[[str], None] | None = None,
-) -> None:
-    """Proxy until Ctrl-C (KeyboardInterrupt propagates once open runs are ended)."""
-    proxy = RecordingProxy(
-        upstream, home, host=host, port=port, max_request_bytes=max_request_bytes
-    )
-    proxy.serve_forever(None if on_ready is None else lambda: on_ready(proxy.base_url))

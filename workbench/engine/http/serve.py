@@ -14,7 +14,6 @@ closest recorded turn.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from agent_core.model.script import ScriptError
 from traces.tree import TurnNode
 from workbench.engine.http.matching import MatchMode, body_parts, request_view
 from workbench.engine.http.model_server import ModelServer, Reply, Responder, ScriptResponder
-from workbench.engine.http.server import DEFAULT_MAX_REQUEST_BYTES
+from workbench.engine.http.server import DEFAULT_MAX_REQUEST_BYTES, DEFAULT_READ_TIMEOUT_S
 from workbench.engine.recording.field_diff import FieldDiff, diff_values
 from workbench.engine.recording.load import Recording
 from workbench.engine.recording.replay_model import is_completion
@@ -177,30 +176,30 @@ def responder_for(
     return responder, [responder.model]
 
 
-def serve_forever(
+def model_server(
     source: list[Recording] | Path,
     *,
     mode: MatchMode = "meaning",
     host: str = "127.0.0.1",
     port: int = 0,
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
-    on_ready: Callable[[str], None] | None = None,
-) -> None:
-    """Serve until Ctrl-C (KeyboardInterrupt propagates after the socket is closed).
+    read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
+) -> ModelServer:
+    """The server of `workbench serve-model`, bound and not yet serving (`serve_forever()`).
     Requests are answered and forgotten: the server keeps no request bodies."""
     responder, models = responder_for(source, mode)
     try:
-        server = ModelServer(
+        return ModelServer(
             responder,
             host=host,
             port=port,
             model=models,
             keep_requests=False,
             max_request_bytes=max_request_bytes,
+            read_timeout_s=read_timeout_s,
         )
     except OSError as exc:
         raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    server.serve_forever(None if on_ready is None else lambda: on_ready(server.base_url))
 
 
 def replay_server(

@@ -3,13 +3,14 @@
 `POST /v1/traces` takes an export request as protobuf (`application/x-protobuf`) or OTLP
 JSON (`application/json`), gzip, deflate or neither, and answers as OTLP asks (an empty
 ExportTraceServiceResponse in the request's encoding; 400 for a payload that is not one,
-415 for another content type or encoding, 413 past `MAX_BODY` as sent or inflated), with
+415 for another content type or encoding, 413 past the body limit as sent or inflated), with
 one line to `on_problem` and never a traceback. Spans wait per trace until the trace's
 root span arrives (exporters send a span when it ends, so the root comes last), then the
 trace is written as a run by `ingest`. Traces still waiting when the receiver stops
 are written as they are; while they wait their spans are also on disk, for a receiver
 killed before then. How many wait, and for how long, is bounded (`OtlpReceiver`).
-`CollectorThread` runs it in the background, for tests and embedding.
+`Collector` serves it on the workbench's one server runner (`workbench.engine.serving`:
+the request limits, SIGTERM and Ctrl-C), in the calling thread or in the background.
 
 Needs the `otel` extra; imported only by the commands that use it.
 """
@@ -20,7 +21,6 @@ import asyncio
 import contextlib
 import dataclasses
 import json
-import os
 import threading
 import time
 import zlib
@@ -42,6 +42,12 @@ from workbench.engine.otel.ingest import (
     write_run,
 )
 from workbench.engine.otel.runs import SpanEventRecord, SpanRecord
+from workbench.engine.serving import (
+    DEFAULT_READ_TIMEOUT_S,
+    HttpServer,
+    HttpService,
+    StopReason,
+)
 
 TRACES_PATH = "/v1/traces"
 # OTLP names the first; some clients send the second.
@@ -111,9 +117,11 @@ def decompressed(body: bytes, encoding: str, limit: int = MAX_BODY) -> bytes:
     return bytes(inflated)
 
 
-def spans_of_body(body: bytes, content_type: str, encoding: str) -> list[SpanRecord]:
+def spans_of_body(
+    body: bytes, content_type: str, encoding: str, limit: int = MAX_BODY
+) -> list[SpanRecord]:
     """The spans of a request body; BodyError for one the receiver refuses."""
-    data = decompressed(body, encoding)
+    data = decompressed(body, encoding, limit)
     try:
         if content_type in PROTOBUF_TYPES:
             return parse_protobuf(data)
@@ -131,7 +139,8 @@ class OtlpReceiver:
     `<home>/otel-pending/<trace id>.jsonl`, so a receiver that is killed loses nothing: the
     next one starts with them, and the file goes once the run is written. At most
     `max_pending_traces` traces and `max_pending_spans` spans wait, and none longer than
-    `pending_timeout_s` after its last span; past that a trace is written as it is."""
+    `pending_timeout_s` after its last span; past that a trace is written as it is. A body
+    may inflate to `max_body` bytes."""
 
     def __init__(
         self,
@@ -143,8 +152,10 @@ class OtlpReceiver:
         max_pending_traces: int = MAX_PENDING_TRACES,
         max_pending_spans: int = MAX_PENDING_SPANS,
         pending_timeout_s: float = PENDING_TIMEOUT_S,
+        max_body: int = MAX_BODY,
     ) -> None:
         self.home = home
+        self.max_body = max_body
         self.on_run = on_run
         self.on_problem = on_problem
         self.on_note = on_note
@@ -279,15 +290,20 @@ class OtlpReceiver:
         if self.on_note is not None:
             self.on_note(message)
 
+    def refusal(self, status: int, message: str) -> web.Response:
+        """The answer to a request refused (a `workbench.engine.serving.Refusal`), as OTLP
+        answers, with one line to `on_problem`."""
+        self._problem(f"refused a request: {message}")
+        body = {"code": 3, "message": message}  # 3: INVALID_ARGUMENT, as OTLP answers
+        return web.json_response(body, status=status)
+
     async def handle(self, request: web.Request) -> web.Response:
         try:
             return await self._answer(request)
         except web.HTTPException:
             raise
         except BodyError as exc:
-            self._problem(f"refused a request: {exc}")
-            body = {"code": 3, "message": str(exc)}  # 3: INVALID_ARGUMENT, as OTLP answers
-            return web.json_response(body, status=exc.status)
+            return self.refusal(exc.status, str(exc))
         except Exception as exc:  # a bug: one line, not a traceback; the receiver goes on
             self._problem(f"failed on a request: {type(exc).__name__}: {exc}")
             return web.json_response({"code": 13, "message": "internal error"}, status=500)
@@ -300,14 +316,13 @@ class OtlpReceiver:
         encoding = request.headers.get("Content-Encoding", "identity").strip().lower()
         if encoding not in ENCODINGS:
             raise BodyError(415, f"content encoding {encoding[:40]!r}: send gzip or none")
-        try:
-            body = await request.read()
-        except web.HTTPRequestEntityTooLarge:
-            raise BodyError(413, f"the body is over {MAX_BODY // 2**20} MiB") from None
+        body = await request.read()  # read already, within the limits, by the server
         # Inflating and parsing take a while for a big body: off the loop, which keeps
         # serving, and two at a time, which bounds the memory they take together.
         async with self._decoding:
-            spans = await asyncio.to_thread(spans_of_body, body, content_type, encoding)
+            spans = await asyncio.to_thread(
+                spans_of_body, body, content_type, encoding, self.max_body
+            )
         await asyncio.to_thread(self.take, spans)
         if content_type == "application/json":
             return web.json_response({})
@@ -333,7 +348,7 @@ class OtlpReceiver:
 
     def app(self) -> web.Application:
         self._decoding = asyncio.Semaphore(2)
-        app = web.Application(client_max_size=MAX_BODY)
+        app = web.Application(client_max_size=self.max_body)
         app.router.add_post(TRACES_PATH, self.handle)
         app.cleanup_ctx.append(self._expire_waiting)
         return app
@@ -352,86 +367,85 @@ class CollectorError(Exception):
     """The receiver cannot start; one line saying why."""
 
 
-async def start(receiver: OtlpReceiver, host: str, port: int) -> tuple[web.AppRunner, int]:
-    """Serve `receiver` on host:port (0 picks a free port); returns the runner and port."""
-    # aiohttp's own decompression holds what it inflates past the body limit; `decompressed`
-    # stops at the limit.
-    runner = web.AppRunner(receiver.app(), access_log=None, auto_decompress=False)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port)
-    try:
-        await site.start()
-    except OSError as exc:
-        await runner.cleanup()
-        why = os.strerror(exc.errno) if exc.errno else str(exc)
-        raise CollectorError(
-            f"cannot listen on {host}:{port} ({why}); pick another --port"
-        ) from None
-    return runner, int(runner.addresses[0][1])
+class Collector(HttpService):
+    """The receiver served on a socket bound now: `serve_forever()` for the CLI, or
+    `start()` in the background until `close`, which writes the traces still waiting.
 
-
-class CollectorThread:
-    """The receiver on a background thread's event loop, until `close`.
-
-    with CollectorThread(home) as collector:
+    with Collector(home) as collector:
         export_to(collector.endpoint)
         collector.wait_for_runs(3)
     """
 
-    def __init__(self, home: Path, host: str = "127.0.0.1", port: int = 0, **limits: Any) -> None:
+    def __init__(
+        self,
+        home: Path,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        max_request_bytes: int = MAX_BODY,
+        read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
+        on_run: RunCallback | None = None,
+        on_problem: ProblemCallback | None = None,
+        on_note: ProblemCallback | None = None,
+        **limits: Any,
+    ) -> None:
         """`limits`: OtlpReceiver's `max_pending_traces`, `max_pending_spans` and
-        `pending_timeout_s`."""
+        `pending_timeout_s`. Problems and notes are kept (`problems`, `notes`) and also
+        handed to the callbacks."""
         self._changed = threading.Condition()
         self.problems: list[str] = []
         self.notes: list[str] = []
+        self._callbacks = (on_run, on_problem, on_note)
         self.receiver = OtlpReceiver(
-            home, on_run=self._ran, on_problem=self._problem, on_note=self._note, **limits
+            home,
+            on_run=self._ran,
+            on_problem=self._problem,
+            on_note=self._note,
+            max_body=max_request_bytes,
+            **limits,
         )
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._error: BaseException | None = None
-        self._runner: web.AppRunner | None = None
-        self.port = 0
+        try:
+            self._http = HttpServer(
+                self._app,
+                host=host,
+                port=port,
+                max_request_bytes=max_request_bytes,
+                read_timeout_s=read_timeout_s,
+                refuse=self.receiver.refusal,
+                auto_decompress=False,  # `decompressed` inflates within the limit
+            )
+        except OSError as exc:
+            raise CollectorError(
+                f"cannot listen on {host}:{port} ({exc.strerror or exc}); pick another --port"
+            ) from None
         self.host = host
-        self._thread = threading.Thread(target=self._run, args=(port,), daemon=True)
-        self._thread.start()
-        self._ready.wait()
-        if self._error is not None:
-            raise self._error
+
+    async def _app(self) -> web.Application:
+        return self.receiver.app()
 
     @property
     def endpoint(self) -> str:
-        return f"http://{self.host}:{self.port}{TRACES_PATH}"
-
-    def _run(self, port: int) -> None:
-        asyncio.set_event_loop(self._loop)
-        try:
-            self._runner, self.port = self._loop.run_until_complete(
-                start(self.receiver, self.host, port)
-            )
-        except BaseException as exc:  # handed to the starting thread
-            self._error = exc
-            self._ready.set()
-            return
-        self._ready.set()
-        self._loop.run_forever()
-        if self._runner is not None:
-            self._loop.run_until_complete(self._runner.cleanup())
-        self._loop.close()
+        return f"http://{self._http.address}{TRACES_PATH}"
 
     def _ran(self, run: ImportedRun) -> None:
         with self._changed:
             self._changed.notify_all()
+        if self._callbacks[0] is not None:
+            self._callbacks[0](run)
 
     def _problem(self, message: str) -> None:
         with self._changed:
             self.problems.append(message)
             self._changed.notify_all()
+        if self._callbacks[1] is not None:
+            self._callbacks[1](message)
 
     def _note(self, message: str) -> None:
         with self._changed:
             self.notes.append(message)
             self._changed.notify_all()
+        if self._callbacks[2] is not None:
+            self._callbacks[2](message)
 
     def wait_for_runs(self, count: int, timeout_s: float = 30.0) -> list[ImportedRun]:
         """Block until `count` runs were written; raises TimeoutError otherwise."""
@@ -444,14 +458,12 @@ class CollectorThread:
             raise AssertionError(self.problems[0])
         return list(self.receiver.runs)
 
+    def serve_forever(self, on_ready: Callable[[], None] | None = None) -> StopReason:
+        try:
+            return super().serve_forever(on_ready)
+        finally:
+            self.receiver.flush()
+
     def close(self) -> None:
-        if self._loop.is_running():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
+        super().close()
         self.receiver.flush()
-
-    def __enter__(self) -> CollectorThread:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

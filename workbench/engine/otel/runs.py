@@ -30,9 +30,9 @@ from traces.events import (
     RunStatus,
     ToolEnd,
     ToolStart,
-    Totals,
     is_run_status,
 )
+from traces.totals import RunningTotals
 from workbench.engine.otel import attrs as a
 
 _EVENT_TYPES: dict[str, Any] = {
@@ -380,10 +380,15 @@ class _RunBuilder:
         responses = [e for e in events if isinstance(e, ModelResponse)]
         if final_answer is None and responses:
             final_answer = a.text_of(responses[-1].message.get("content"))
-        tool_ends = [e for e in events if isinstance(e, ToolEnd)]
-        usages = [e.usage or {} for e in responses]
-        input_tokens = sum(int(u.get("prompt_tokens") or 0) for u in usages)
-        output_tokens = sum(int(u.get("completion_tokens") or 0) for u in usages)
+        counted = RunningTotals(turns=len({turn for _, turn in self.turns}))
+        for response in responses:
+            usage = response.usage or {}
+            counted.add_model_call(
+                int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+            )
+        for event in events:
+            if isinstance(event, ToolEnd):
+                counted.add_tool_call(event.ok)
         start_ns = min(s.start_ns for s in self.spans)
         end_ns = max(s.end_ns for s in self.spans)
         layer = agent.get(a.TIMEOUT_LAYER) if agent else None
@@ -396,16 +401,7 @@ class _RunBuilder:
             reason=str(reason or ""),
             timeout_layer=layer if layer in ("model", "tool", "run") else None,
             final_answer=final_answer,
-            totals=Totals(
-                turns=len({turn for _, turn in self.turns}),
-                model_calls=len(responses),
-                tool_calls=len(tool_ends),
-                tool_errors=sum(not e.ok for e in tool_ends),
-                input_tokens=input_tokens,
-                output_tokens=output_tokens,
-                total_tokens=input_tokens + output_tokens,
-                duration_ms=(end_ns - start_ns) / 1e6,
-            ),
+            totals=counted.totals((end_ns - start_ns) / 1e6),
         )
 
     def trims(self) -> None:

@@ -7,11 +7,11 @@ tool results, errors and final answers, matched in DuckDB (`TraceStore.search`).
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, TypeAlias
 
 from traces.store import TraceStore
+from traces.text import one_line
 
 SearchPlace: TypeAlias = Literal[
     "task", "message", "tool_arguments", "tool_result", "error", "answer"
@@ -28,11 +28,6 @@ class SearchHit:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def one_line(text: str) -> str:
-    """Whitespace runs (newlines included) as single spaces, so a snippet fits a row."""
-    return re.sub(r"\s+", " ", text).strip()
 
 
 def _whole_words(snippet: str, text: str) -> str:

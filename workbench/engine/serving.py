@@ -1,0 +1,275 @@
+"""The one runner of the workbench's HTTP servers: `proxy`, `serve-model` and `collect`.
+
+`HttpServer` binds its socket when it is made (so a busy port is reported at once and the
+port is known before serving), then serves an aiohttp application either in a background
+thread with its own event loop (tests, the pytest fixture) or in the calling thread until
+SIGTERM or Ctrl-C (the CLI), which both stop it in order: open requests get a moment to
+finish, the application's cleanup runs, and `serve_forever` says which signal it was.
+
+Every server gets the same request limits, applied before its handlers run: a body over
+`max_request_bytes` (as declared or as it arrives) is answered 413, and a body that has not
+all arrived `read_timeout_s` after the headers is answered 408 and its connection closed,
+so a client that trickles its body ties up one connection for a while, never the server.
+The answers are one line, in the server's own error shape (`refuse`).
+
+A module of its own below the engine's wings, so that `http` and `otel` share it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import socket
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Literal, Self
+
+from aiohttp import web
+from aiohttp.typedefs import Handler
+
+# Long agent histories make big requests; 32 MiB holds thousands of turns and still bounds
+# what one request can make the server hold.
+DEFAULT_MAX_REQUEST_BYTES = 32 * 1024 * 1024
+# Long enough for a big body over a slow link; a client that trickles it is cut off.
+DEFAULT_READ_TIMEOUT_S = 60.0
+# Enough for hundreds of clients connecting at once; the standard library's 5 refused them.
+LISTEN_BACKLOG = 1024
+# How long a stopping server lets open requests finish before cancelling them.
+SHUTDOWN_GRACE_S = 0.5
+
+AppFactory = Callable[[], Awaitable[web.Application]]
+# The answer to a refused request: its status and one line saying why.
+Refusal = Callable[[int, str], web.StreamResponse]
+# Why `serve_forever` returned: a signal, or `close()` from another thread.
+StopReason = Literal["SIGTERM", "SIGINT", "closed"]
+
+
+def json_refusal(status: int, message: str) -> web.Response:
+    """A refusal as the OpenAI-style error most JSON clients read (`error.message`)."""
+    kind = {408: "request_timeout", 413: "request_too_large"}.get(status, "invalid_request")
+    return web.json_response({"error": {"message": message, "type": kind}}, status=status)
+
+
+def too_large(limit: int) -> str:
+    return f"request body is larger than the server's limit of {limit} bytes"
+
+
+def _quiet_aiohttp_logs() -> None:
+    # Without logging configured, Python prints warnings with tracebacks to stderr; a client
+    # that sends garbage or hangs up is routine for a server, and its answer says so already.
+    for name in ("aiohttp.server", "aiohttp.web", "aiohttp.access"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+class HttpServer:
+    """An aiohttp application on a socket bound now; serve with `start()` or `serve_forever()`.
+
+    The application's factory should give it `client_max_size=max_request_bytes` (aiohttp's
+    own check while the body arrives); the server checks the declared length itself."""
+
+    def __init__(
+        self,
+        make_app: AppFactory,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+        read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
+        refuse: Refusal = json_refusal,
+        cancel_on_disconnect: bool = False,
+        auto_decompress: bool = True,
+    ) -> None:
+        self._make_app = make_app
+        self.max_request_bytes = max_request_bytes
+        self.read_timeout_s = read_timeout_s
+        self._refuse = refuse
+        # Cancel a request's handler when its client hangs up (else it notices on its next
+        # write).
+        self._cancel_on_disconnect = cancel_on_disconnect
+        # Off for a server that inflates bodies itself, within its limit (aiohttp's own
+        # decompression holds what it inflates past the limit).
+        self._auto_decompress = auto_decompress
+        self._socket = _bind(host, port)
+        self.host = host
+        self.port = int(self._socket.getsockname()[1])
+        self.closing: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._failure: BaseException | None = None
+        self._stopped_by: StopReason = "closed"
+        _quiet_aiohttp_logs()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.address}/v1"
+
+    @property
+    def address(self) -> str:
+        """`host:port` as a client reaches it."""
+        host = "127.0.0.1" if self.host in ("", "0.0.0.0") else self.host
+        return f"{_url_host(host)}:{self.port}"
+
+    def start(self) -> None:
+        """Serve in a background thread; returns once requests are accepted."""
+        self._thread = threading.Thread(
+            target=lambda: asyncio.run(self._serve()), name="workbench-http", daemon=True
+        )
+        self._thread.start()
+        self._ready.wait()
+        if self._failure is not None:
+            raise self._failure
+
+    def serve_forever(self, on_ready: Callable[[], None] | None = None) -> StopReason:
+        """Serve in the calling thread until SIGTERM, Ctrl-C (SIGINT) or `close()`; returns
+        which, once the server has stopped."""
+        asyncio.run(self._serve(on_ready, stop_on_signals=True))
+        return self._stopped_by
+
+    @property
+    def stopping(self) -> bool:
+        return self.closing is not None and self.closing.is_set()
+
+    def close(self) -> None:
+        loop, closing = self._loop, self.closing
+        if loop is not None and closing is not None and not loop.is_closed():
+            # The loop may end between the check and the call.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(closing.set)
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        self._socket.close()
+
+    def _stop(self, reason: StopReason) -> None:
+        if self.closing is not None and not self.closing.is_set():
+            self._stopped_by = reason
+            self.closing.set()
+
+    async def _serve(
+        self, on_ready: Callable[[], None] | None = None, *, stop_on_signals: bool = False
+    ) -> None:
+        self._loop = asyncio.get_running_loop()
+        self.closing = asyncio.Event()
+        signals: dict[signal.Signals, StopReason] = (
+            {signal.SIGTERM: "SIGTERM", signal.SIGINT: "SIGINT"} if stop_on_signals else {}
+        )
+        for number, reason in signals.items():
+            # A service manager's stop and Ctrl-C are the same orderly stop (the proxy ends
+            # its runs, collect writes the traces still waiting).
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                self._loop.add_signal_handler(number, self._stop, reason)
+        runner: web.AppRunner | None = None
+        try:
+            app = await self._make_app()
+            app.middlewares.insert(0, self._limits)
+            runner = web.AppRunner(
+                app,
+                access_log=None,
+                handle_signals=False,
+                shutdown_timeout=SHUTDOWN_GRACE_S,
+                handler_cancellation=self._cancel_on_disconnect,
+                auto_decompress=self._auto_decompress,
+            )
+            await runner.setup()
+            site = web.SockSite(runner, self._socket, backlog=LISTEN_BACKLOG)
+            await site.start()
+        except BaseException as exc:
+            self._failure = exc
+            self._ready.set()
+            if runner is not None:
+                await runner.cleanup()
+            raise
+        self._ready.set()
+        if on_ready is not None:
+            on_ready()
+        try:
+            await self.closing.wait()
+        finally:
+            self.closing.set()  # releases replies that wait for the server to stop
+            await runner.cleanup()
+            for number in signals:
+                with contextlib.suppress(NotImplementedError, RuntimeError):
+                    self._loop.remove_signal_handler(number)
+
+    @web.middleware
+    async def _limits(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """Reads the whole body within the limits before the handler runs (it then gets the
+        body aiohttp keeps); refuses it with 413 or 408 otherwise."""
+        if request.body_exists:
+            limit = self.max_request_bytes
+            if request.content_length is not None and request.content_length > limit:
+                return self._refuse(413, too_large(limit))
+            try:
+                async with asyncio.timeout(self.read_timeout_s):
+                    await request.read()
+            except TimeoutError:
+                response = self._refuse(
+                    408,
+                    f"the request body did not arrive within {self.read_timeout_s:g} s; "
+                    "send it at once",
+                )
+                response.force_close()  # the rest of the body is never read
+                await response.prepare(request)
+                await response.write_eof()
+                if request.transport is not None and request.transport.can_write_eof():
+                    # The client sees the end of the answer at once; what it still sends
+                    # is read and dropped for a moment, so the answer is not reset away.
+                    request.transport.write_eof()
+                return response
+            except web.HTTPRequestEntityTooLarge:
+                return self._refuse(413, too_large(limit))
+        return await handler(request)
+
+
+class HttpService:
+    """What every workbench server (`ModelServer`, `RecordingProxy`, `Collector`) does with
+    its `HttpServer`: start it in a thread or serve in this one, close it, and be a context
+    manager. A subclass sets `self._http` in its `__init__`."""
+
+    _http: HttpServer
+
+    @property
+    def port(self) -> int:
+        return self._http.port
+
+    @property
+    def base_url(self) -> str:
+        return self._http.base_url
+
+    def start(self) -> Self:
+        """Serve in a background thread; returns once requests are accepted."""
+        self._http.start()
+        return self
+
+    def serve_forever(self, on_ready: Callable[[], None] | None = None) -> StopReason:
+        """Serve in the calling thread until SIGTERM or Ctrl-C — for the CLI."""
+        return self._http.serve_forever(on_ready)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(LISTEN_BACKLOG)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
