@@ -128,16 +128,29 @@ class RecordingProxy(HttpService):
         except RequestProblem as problem:
             return problem.response()
         session = request.app[_SESSION]
+        answer: web.StreamResponse | None = None
         try:
             async with session.request(
                 request.method, self._target(request), data=raw, headers=_forwarded(request)
             ) as upstream:
-                body = await upstream.read()
-                return web.Response(
-                    status=upstream.status, body=body, headers=_relayed(upstream.headers)
+                # Relayed piece by piece as it arrives: a stream the proxy does not record
+                # (or any long answer) reaches the client as it comes, never held back.
+                answer = web.StreamResponse(
+                    status=upstream.status, headers=_relayed(upstream.headers)
                 )
+                await answer.prepare(request)
+                async for piece in upstream.content.iter_any():
+                    await answer.write(piece)
+                await answer.write_eof()
+                return answer
+        except ConnectionError:
+            return answer or web.Response()  # the client went away: nothing left to tell it
         except aiohttp.ClientError as exc:
-            return _unreachable(self.upstream, exc)
+            if answer is None:
+                return _unreachable(self.upstream, exc)
+            if request.transport is not None:  # broke off mid-answer: the client sees a cut
+                request.transport.abort()
+            return answer
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         try:
