@@ -1,4 +1,4 @@
-"""`workbench proxy`: record any OpenAI-compatible client's runs by changing its base URL."""
+"""`workbench proxy`: record any model client's runs by changing its base URL."""
 
 from __future__ import annotations
 
@@ -14,9 +14,11 @@ def register(subparsers: Any) -> None:
         "proxy",
         help="record any OpenAI-compatible client's runs through a forwarding endpoint",
         description=(
-            "An OpenAI-compatible endpoint that forwards every request to --upstream and "
-            "records the traffic as runs (docs/capture.md): point your agent's base URL at "
-            "the printed address and use it as usual. Streams pass through chunk by chunk; "
+            "An endpoint that forwards every request to --upstream and records the traffic "
+            "as runs (docs/capture.md): point your agent's base URL at the printed address "
+            "and use it as usual. Chat completions, the Responses API and Anthropic Messages "
+            "(`/v1/messages`, to --anthropic-upstream when given) are recorded; streams pass "
+            "through chunk by chunk; "
             "your credentials go upstream and never into a trace. A request whose messages "
             "continue an earlier conversation is that run's next turn; the header "
             "`X-Workbench-Run: NAME` names runs. Ctrl-C stops it and ends open runs as "
@@ -28,6 +30,13 @@ def register(subparsers: Any) -> None:
         required=True,
         metavar="URL",
         help="the real endpoint, e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1",
+    )
+    parser.add_argument(
+        "--anthropic-upstream",
+        default=None,
+        metavar="URL",
+        help="where Anthropic Messages go (e.g. https://api.anthropic.com; default: "
+        "--upstream); Anthropic clients use the printed address without /v1",
     )
     add_server_flags(parser)
     add_home(parser)
@@ -53,6 +62,7 @@ def _cmd_proxy(args: argparse.Namespace) -> int:
             port=args.port,
             max_request_bytes=args.max_request_mb * 1024 * 1024,
             on_ready=announce,
+            anthropic_upstream=args.anthropic_upstream,
         )
     except ProxyError as exc:
         raise CliError(str(exc)) from None
