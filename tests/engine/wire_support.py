@@ -123,7 +123,9 @@ def run_responses_agent(base_url: str, *, stream: bool, chain: bool = False) -> 
     sending, previous = conversation, None
     for _ in range(5):
         extra: dict[str, Any] = {"previous_response_id": previous} if previous else {}
-        args = dict(model="gpt-5.5", instructions=SYSTEM, tools=RESPONSES_TOOLS, input=sending)
+        args: dict[str, Any] = {
+            "model": "gpt-5.5", "instructions": SYSTEM, "tools": RESPONSES_TOOLS, "input": sending,
+        }  # fmt: skip
         if stream:
             response = None
             with client.responses.create(**args, **extra, stream=True) as events:
@@ -136,7 +138,7 @@ def run_responses_agent(base_url: str, *, stream: bool, chain: bool = False) -> 
         calls = [item for item in response.output if item.type == "function_call"]
         if not calls:
             client.close()
-            return response.output_text
+            return str(response.output_text)
         results = [
             {
                 "type": "function_call_output",
@@ -160,10 +162,10 @@ def run_anthropic_agent(base_url: str, *, stream: bool, x_api_key: bool = False)
     )
     messages: list[Any] = [{"role": "user", "content": ANTHROPIC_TASK}]
     for _ in range(5):
-        args = dict(
-            model="claude-haiku-4-5", max_tokens=1024, system=SYSTEM, tools=ANTHROPIC_TOOLS,
-            messages=messages,
-        )  # fmt: skip
+        args: dict[str, Any] = {
+            "model": "claude-haiku-4-5", "max_tokens": 1024, "system": SYSTEM,
+            "tools": ANTHROPIC_TOOLS, "messages": messages,
+        }  # fmt: skip
         if stream:
             with client.messages.stream(**args) as events:
                 message = events.get_final_message()
