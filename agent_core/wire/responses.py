@@ -177,6 +177,8 @@ class ResponsesAssembler:
         elif kind == "error":
             error = _object(event.get("error")) or event
             self.error = str(error.get("message") or error.get("code") or "error event")
+            # The answer is over: clients (the openai SDK) stop reading at this event.
+            self.done = True
         if kind in TERMINAL_EVENTS:
             self.done = self._final = True
             if kind == "response.failed":

@@ -192,3 +192,49 @@ def test_serve_model_answers_every_format_from_a_script(tmp_path: Path) -> None:
     # Anthropic's clients read an error in Anthropic's shape.
     assert exhausted.value.status_code == 410
     assert exhausted.value.body["error"]["type"] == "invalid_request_error"  # type: ignore[index]
+
+
+def test_an_error_event_mid_stream_is_the_turns_error(tmp_path: Path) -> None:
+    """A recorded Responses stream that fails (`error`, then `response.failed`) and an
+    Anthropic stream with redacted thinking: the failure is recorded as the model's error,
+    the redacted block kept among the recorded events."""
+    home = tmp_path / "home"
+    wire = {
+        "responses": RecordedUpstream("responses", ["01-error-mid-stream-insufficient-quota"]),
+        "anthropic": RecordedUpstream("anthropic", ["01-redacted-thinking"]),
+    }
+    with (
+        ModelServer(ScriptResponder([]), wire_responders=wire) as upstream,  # type: ignore[arg-type]
+        RecordingProxy(
+            upstream.base_url, home, anthropic_upstream=root(upstream.base_url)
+        ) as proxy,
+    ):
+        client = openai.OpenAI(base_url=proxy.base_url, api_key=OPENAI_KEY, max_retries=0)
+        kinds: list[str] = []
+        with (
+            pytest.raises(openai.APIError, match="exceeded your current quota"),
+            client.responses.create(model="gpt-5", input="hi", stream=True) as events,
+        ):
+            for event in events:  # the SDK raises at the error event
+                kinds.append(event.type)
+        claude = anthropic.Anthropic(base_url=root(proxy.base_url), api_key=ANTHROPIC_KEY)
+        with claude.messages.stream(
+            model="claude-3-7-sonnet", max_tokens=64, messages=[{"role": "user", "content": "x"}]
+        ) as stream:
+            message = stream.get_final_message()
+    assert kinds == ["response.created", "response.in_progress"]
+    assert message.content[0].type == "redacted_thinking"
+    by_api: dict[str, list[dict[str, Any]]] = {}
+    for path in (home / "traces").glob("*.jsonl"):
+        lines = [json.loads(line) for line in path.read_text().splitlines()]
+        api = next(e["api"] for e in lines if e["type"] == "model_request")
+        by_api[api] = lines
+    failed = by_api["responses"]
+    [error] = [e for e in failed if e["type"] == "error"]
+    assert (error["where"], error["kind"]) == ("model", "stream_error")
+    assert error["message"].startswith("You exceeded your current quota")
+    assert failed[-1]["status"] == "cancelled"  # waiting for a retry when the proxy stopped
+    answered = by_api["anthropic"]
+    chunks = [e["data"] for e in answered if e["type"] == "model_chunk"]
+    assert chunks[1]["content_block"]["type"] == "redacted_thinking"
+    assert answered[-1]["status"] == "completed"

@@ -290,8 +290,8 @@ _DONE_LINE = re.compile(rb"(?:^|[\r\n])data: ?\[DONE\]")
 # The last event of a stream of the other formats, by the name its payload (and `event:`
 # line) carries.
 _LAST_EVENTS: dict[ModelApi, re.Pattern[bytes]] = {
-    "responses": re.compile(rb"response\.(?:completed|incomplete|failed)\b"),
-    "anthropic": re.compile(rb"\bmessage_stop\b"),
+    "responses": re.compile(rb'response\.(?:completed|incomplete|failed)\b|"type": ?"error"'),
+    "anthropic": re.compile(rb'\bmessage_stop\b|"type": ?"error"'),
 }
 
 
