@@ -12,7 +12,7 @@ from workbench.cli.common import CliError, add_home, add_server_flags, resolve_h
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "proxy",
-        help="record any OpenAI-compatible client's runs through a forwarding endpoint",
+        help="record any OpenAI or Anthropic client's runs through a forwarding endpoint",
         description=(
             "An endpoint that forwards every request to --upstream and records the traffic "
             "as runs (docs/capture.md): point your agent's base URL at the printed address "
