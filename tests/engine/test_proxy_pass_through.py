@@ -1,5 +1,6 @@
-"""Paths the proxy does not record are relayed as they come: a stream's first piece reaches
-the client while the upstream is still writing the rest."""
+"""Streams are relayed as they come, on the paths the proxy records and on those it does
+not: a stream's first piece reaches the client while the upstream is still writing the
+rest."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import threading
 from pathlib import Path
 
 import httpx
+import pytest
 from aiohttp import web
 
 from workbench.engine.http.proxy import RecordingProxy
@@ -24,7 +26,7 @@ class HeldStream:
 
     async def _app(self) -> web.Application:
         app = web.Application()
-        app.router.add_post("/v1/uploads/stream", self._stream)
+        app.router.add_post("/{tail:.*}", self._stream)
         return app
 
     async def _stream(self, request: web.Request) -> web.StreamResponse:
@@ -37,12 +39,13 @@ class HeldStream:
         return answer
 
 
-def test_an_unrecorded_stream_reaches_the_client_as_it_comes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("path", ["/uploads/stream", "/responses", "/messages"])
+def test_a_stream_reaches_the_client_as_it_comes(tmp_path: Path, path: str) -> None:
     upstream = HeldStream()
     upstream.http.start()
     try:
         with RecordingProxy(upstream.http.base_url, tmp_path / "home") as proxy:
-            url = f"{proxy.base_url}/uploads/stream"
+            url = f"{proxy.base_url}{path}"
             with httpx.stream("POST", url, content=b"{}", timeout=30) as answer:
                 pieces = answer.iter_bytes()
                 first = next(pieces)

@@ -28,7 +28,7 @@ from tests.engine.wire_support import (
     run_anthropic_agent,
     run_responses_agent,
 )
-from workbench.engine.http.model_server import ModelServer, ScriptResponder
+from workbench.engine.http.model_server import ModelServer, Reply, ScriptResponder
 from workbench.engine.http.proxy import RecordingProxy
 
 WORKBENCH = str(Path(sys.executable).with_name("workbench"))
@@ -238,3 +238,30 @@ def test_an_error_event_mid_stream_is_the_turns_error(tmp_path: Path) -> None:
     chunks = [e["data"] for e in answered if e["type"] == "model_chunk"]
     assert chunks[1]["content_block"]["type"] == "redacted_thinking"
     assert answered[-1]["status"] == "completed"
+
+
+def test_an_anthropic_error_reaches_the_client_unchanged_and_is_recorded(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    overloaded = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    reply = Reply(status=529, body=overloaded, api="anthropic", headers={"x-should-retry": "false"})
+    with (
+        ModelServer(
+            ScriptResponder([]), wire_responders={"anthropic": lambda body: reply}
+        ) as upstream,
+        RecordingProxy(
+            upstream.base_url, home, anthropic_upstream=root(upstream.base_url)
+        ) as proxy,
+    ):
+        claude = anthropic.Anthropic(
+            base_url=root(proxy.base_url), api_key=ANTHROPIC_KEY, max_retries=0
+        )
+        with pytest.raises(anthropic.APIStatusError) as failed:
+            claude.messages.create(
+                model="claude-haiku-4-5", max_tokens=8, messages=[{"role": "user", "content": "hi"}]
+            )
+    assert failed.value.status_code == 529 and failed.value.body == overloaded
+    events = read_run(home)
+    [error] = [e for e in events if e["type"] == "error"]
+    assert (error["status_code"], error["message"], error["retriable"]) == (
+        529, "HTTP 529: Overloaded", True,
+    )  # fmt: skip
