@@ -360,3 +360,82 @@ def error_body(status: int, message: str, **extra: Any) -> dict[str, Any]:
 
 def _object(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+# Anthropic requires `max_tokens`; what the agent asks for when its params set none.
+DEFAULT_MAX_TOKENS = 4096
+
+
+def request_body(
+    model: str, messages: list[Any], tools: list[Any], params: dict[str, Any], *, stream: bool
+) -> dict[str, Any]:
+    """The Messages request that asks what a chat-shape request asks (the agent's own calls
+    with `--api anthropic`): system messages as `system`, assistant tool calls as `tool_use`
+    blocks, consecutive tool results as one user message of `tool_result` blocks."""
+    body: dict[str, Any] = {"model": model}
+    system: list[str] = []
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        role, content = message.get("role"), message.get("content")
+        text = content if isinstance(content, str) else text_of(content)
+        if role in ("system", "developer"):
+            system.append(text)
+        elif role == "tool":
+            block = {
+                "type": "tool_result",
+                "tool_use_id": message.get("tool_call_id"),
+                "content": text,
+            }
+            last = out[-1] if out else None
+            if (
+                last
+                and last["role"] == "user"
+                and isinstance(last["content"], list)
+                and all(b.get("type") == "tool_result" for b in last["content"])
+            ):
+                last["content"].append(block)
+            else:
+                out.append({"role": "user", "content": [block]})
+        elif role == "assistant":
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+            for call in message.get("tool_calls") or []:
+                function = call.get("function") or {}
+                try:
+                    arguments = json.loads(function.get("arguments") or "{}")
+                except ValueError:
+                    arguments = {}
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "id": call.get("id"),
+                        "name": function.get("name"),
+                        "input": arguments,
+                    }
+                )
+            out.append({"role": "assistant", "content": blocks})
+        else:
+            out.append({"role": "user", "content": content})
+    if system:
+        body["system"] = "\n\n".join(system)
+    body["messages"] = out
+    if tools:
+        body["tools"] = [_tool_to_wire(tool) for tool in tools]
+    body["max_tokens"] = DEFAULT_MAX_TOKENS
+    body.update({k: v for k, v in params.items() if k != "stream_options"})
+    if "max_completion_tokens" in body:
+        body["max_tokens"] = body.pop("max_completion_tokens")
+    body["stream"] = stream
+    return body
+
+
+def _tool_to_wire(tool: Any) -> Any:
+    function = tool.get("function") if isinstance(tool, dict) else None
+    if not isinstance(function, dict):
+        return tool
+    out = {
+        "name": function.get("name"),
+        "input_schema": function.get("parameters") or {"type": "object"},
+    }
+    if function.get("description") is not None:
+        out["description"] = function["description"]
+    return out

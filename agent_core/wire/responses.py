@@ -327,3 +327,65 @@ def dumps(value: Any) -> str:
 
 def _object(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def request_body(
+    model: str, messages: list[Any], tools: list[Any], params: dict[str, Any], *, stream: bool
+) -> dict[str, Any]:
+    """The Responses request that asks what a chat-shape request asks (the agent's own
+    calls with `--api responses`): the first system message as `instructions`, assistant
+    tool calls as `function_call` items, tool results as `function_call_output` items."""
+    body: dict[str, Any] = {"model": model}
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        role = message.get("role")
+        content = message.get("content")
+        if role == "system" and "instructions" not in body and not items:
+            body["instructions"] = text_of(content) if not isinstance(content, str) else content
+        elif role == "tool":
+            output = content if isinstance(content, str) else text_of(content)
+            items.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": message.get("tool_call_id"),
+                    "output": output,
+                }
+            )
+        elif role == "assistant":
+            text = content if isinstance(content, str) else text_of(content)
+            if text:
+                items.append({"role": "assistant", "content": text})
+            for call in message.get("tool_calls") or []:
+                function = call.get("function") or {}
+                items.append(
+                    {
+                        "type": "function_call",
+                        "call_id": call.get("id"),
+                        "name": function.get("name"),
+                        "arguments": function.get("arguments") or "",
+                    }
+                )
+        else:
+            items.append({"role": role, "content": content})
+    body["input"] = items
+    if tools:
+        body["tools"] = [_tool_to_wire(tool) for tool in tools]
+    body.update(params)
+    body["stream"] = stream
+    return body
+
+
+def _tool_to_wire(tool: Any) -> Any:
+    function = tool.get("function") if isinstance(tool, dict) else None
+    if not isinstance(function, dict):
+        return tool
+    out = {
+        "type": "function",
+        "name": function.get("name"),
+        "parameters": function.get("parameters"),
+    }
+    if function.get("description") is not None:
+        out["description"] = function["description"]
+    if function.get("strict") is not None:
+        out["strict"] = function["strict"]
+    return out
