@@ -161,7 +161,8 @@ def test_count_tokens_passes_through_unrecorded(tmp_path: Path) -> None:
             client.messages.count_tokens(
                 model="claude-haiku-4-5", messages=[{"role": "user", "content": "hi"}]
             )
-    # The upstream's own answer (it has no such route), relayed.
+    # The upstream's own answer (it has no such route, and says so as Anthropic would), relayed.
+    assert refused.value.body["error"]["type"] == "not_found_error"  # type: ignore[index]
     assert "no route POST /v1/messages/count_tokens" in str(refused.value)
     assert not (home / "traces").exists() or not list((home / "traces").iterdir())
 

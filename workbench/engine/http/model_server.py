@@ -154,7 +154,10 @@ class ModelServer(HttpService):
         return web.json_response({"object": "list", "data": data})
 
     async def _other(self, request: web.Request) -> web.StreamResponse:
-        api = API_PATHS.get(request.path, "chat")
+        anthropic = (
+            request.path.startswith("/v1/messages") or "anthropic-version" in request.headers
+        )
+        api = API_PATHS.get(request.path, "anthropic" if anthropic else "chat")
         if request.method != "POST" or request.path not in API_PATHS:
             return _error(api, 404, f"no route {request.method} {request.path}", "not_found")
         try:
