@@ -114,6 +114,9 @@ class HookedModel:
         self.hooks = hooks
         self.name = model.name
         self.base_url = model.base_url
+        # A client of another wire format than chat (what the recording says of each call).
+        self.api = getattr(model, "api", "chat")
+        self.wire_body = getattr(model, "wire_body", None)
 
     def stream(self, call: ModelCall) -> AsyncIterator[StreamItem]:
         chain: ModelStream = self.model.stream

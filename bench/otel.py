@@ -161,7 +161,9 @@ def bench_parquet(data: Path, events: int, scratch: Path) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = argparse.ArgumentParser(
+        allow_abbrev=False, description=(__doc__ or "").splitlines()[0]
+    )
     parser.add_argument("--runs", type=int, default=1_000)
     parser.add_argument("--events", type=int, default=200_000)
     parser.add_argument("--parquet-events", type=int, default=1_000_000)

@@ -120,7 +120,7 @@ def medians(results: list[tuple[float, float]]) -> tuple[float, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=1, help="requests at a time")
     parser.add_argument("--ttft-ms", type=int, default=100, help="upstream's first-chunk delay")

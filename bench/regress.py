@@ -97,7 +97,7 @@ async def main_async(args: argparse.Namespace, work: Path) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=100)
     parser.add_argument("--samples", type=int, default=3)
     parser.add_argument("--latency", type=float, default=0.1, help="seconds per model call")

@@ -65,7 +65,7 @@ async def record(folder: Path, turns: int, per_turn: int) -> Path:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=100)
     parser.add_argument("--calls-per-turn", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=3, help="replays to time (best is shown)")

@@ -74,7 +74,7 @@ def instructions(argv: list[str], env: dict[str, str]) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=15, help="rounds (default 15)")
     parser.add_argument(
         "--instructions", action="store_true", help="also count instructions (valgrind)"

@@ -121,7 +121,7 @@ def sdk(streams: list[list[ChatCompletionChunk]]) -> list[tuple[Any, ...]]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--per-stream", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3)

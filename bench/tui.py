@@ -196,7 +196,9 @@ async def measure(home: Path, big: str, trace_files: int) -> list[tuple[str, flo
 
 def main() -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        allow_abbrev=False,
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--runs", type=int, default=100_000)
     parser.add_argument("--events", type=int, default=20_000)

@@ -65,3 +65,32 @@ def test_help_is_argparse_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert exited.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith("usage: workbench runs [-h]") and "--failed" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        # `--api-k` would have been taken for `--api-key`, `--js` for `--json`.
+        (["run", "task", "--api-k", "x"], "workbench run: unrecognized arguments: --api-k x"),
+        (["runs", "--js"], "workbench runs: unrecognized arguments: --js"),
+        (["mcp", "list", "--tim", "5"], "workbench mcp list: unrecognized arguments: --tim 5"),
+    ],
+)
+def test_a_flag_is_never_guessed_from_its_beginning(
+    argv: list[str], line: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert usage_error(argv, capsys).startswith(line)
+
+
+def test_no_parser_takes_abbreviations() -> None:
+    import argparse
+
+    from workbench.cli import build_parser
+
+    parsers = [build_parser()]
+    for parser in parsers:
+        assert parser.allow_abbrev is False, parser.prog
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.extend(action.choices.values())
+    assert len(parsers) > 20

@@ -10,6 +10,9 @@ store's copy of the validation schema with `python -m traces.line_schema`):
     2 — where a run came from (`run_start.origin`, `client`), tools left out or renamed
         (`run_start.tools_dropped`, `renamed_tools`, `tool_start.source_name`), tool calls
         a client ran (`tool_end.observed`), and `tools_changed` mid-run.
+    3 — the wire format of each model call (`model_request.api`: chat completions, the
+        Responses API or Anthropic Messages) and, for the two that are not chat, the exact
+        request body (`model_request.body`) beside the normalized messages.
 """
 
 from __future__ import annotations
@@ -49,6 +52,11 @@ ErrorWhere: TypeAlias = Literal["model", "tool", "mcp", "history", "run"]
 McpDirection: TypeAlias = Literal["send", "recv"]
 # Where a run came from: the agent core, a fork of another run, a regression sample, an
 # `mcp` command session, traffic captured by the proxy, or an OpenTelemetry import.
+# The wire format of a model call: chat completions, the OpenAI Responses API, Anthropic
+# Messages. Whatever the format, a model event's messages and tool calls are normalized to
+# the chat-completions shape; the wire's own bodies and stream events are kept beside them.
+ModelApi: TypeAlias = Literal["chat", "responses", "anthropic"]
+MODEL_APIS: tuple[ModelApi, ...] = get_args(ModelApi)
 RunOrigin: TypeAlias = Literal[
     "agent", "fork", "regression_sample", "mcp_session", "captured", "imported"
 ]
@@ -170,11 +178,19 @@ class RunStart(EventBase):
 class ModelRequest(EventBase):
     type: Literal["model_request"] = "model_request"
     attempt: int = 1
-    messages: list[dict[str, Any]]
+    api: ModelApi = Field(default="chat", description="the wire format the call used")
+    messages: list[dict[str, Any]] = Field(
+        description="the messages sent, in chat-completions shape whatever the wire format"
+    )
     tools: list[dict[str, Any]] = Field(default_factory=list)
     params: dict[str, Any] = Field(default_factory=dict)
     stream: bool = True
     estimated_tokens: int = 0
+    body: dict[str, Any] | None = Field(
+        default=None,
+        description="the request body exactly as sent, when the wire format is not chat "
+        "(for chat, messages, tools and params are the body)",
+    )
 
 
 class ModelChunk(EventBase):

@@ -14,10 +14,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SCHEMA_VERSIONS: dict[int, str] = {
     1: "first release: run_start … run_end, model chunks, tool calls, MCP frames, trims",
     2: "run origin and client, tools dropped or renamed, observed tool calls, tools_changed",
+    3: "each model call's wire format (chat, responses, anthropic) and its non-chat body",
 }
 
 
@@ -76,7 +77,16 @@ def _v1_to_v2(record: dict[str, Any]) -> dict[str, Any]:
     return {**record, "schema_version": 2, "origin": origin}
 
 
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2}
+def _v2_to_v3(record: dict[str, Any]) -> dict[str, Any]:
+    """Before v3 every model call was a chat completion."""
+    if record.get("type") == "run_start":
+        return {**record, "schema_version": 3}
+    if record.get("type") == "model_request":
+        return {"api": "chat", "body": None, **record}
+    return record
+
+
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def migrate(record: dict[str, Any], version: int) -> dict[str, Any]:

@@ -1,4 +1,6 @@
-"""The real model client: any OpenAI-compatible endpoint through the official SDK.
+"""The real model client: any OpenAI-compatible endpoint through the official SDK, in
+chat completions (the default), the Responses API or Anthropic Messages (`api`; the request
+and answer of those two are read and written by `agent_core.model.wire_calls`).
 
 This is the only module that imports `openai`. Every attempt is ours and visible: the SDK's
 own retries are off, and each try yields `AttemptStarted`, its raw chunks, and either
@@ -48,7 +50,10 @@ from agent_core.model.retry import (
     retriable_status,
     status_decision,
 )
+from agent_core.model.wire_calls import WireDecoder, wire_body, wire_headers, wire_path
+from agent_core.wire.answer import WireError
 from agent_core.wire.urls import public_url
+from traces.events import ModelApi
 
 _RETRIABLE_ERROR_TYPES = frozenset({"server_error", "overloaded_error", "rate_limit_error"})
 
@@ -92,7 +97,9 @@ class OpenAIChatModel:
         stream: bool = True,
         timeout_s: float = 60.0,
         retry: RetryPolicy | None = None,
+        api: ModelApi = "chat",
     ) -> None:
+        self.api = api  # the wire format of every call
         self.name = model
         self.model = model
         self.base_url: str | None = public_url(base_url)
@@ -123,7 +130,16 @@ class OpenAIChatModel:
             await self._client.close()
             self._client = None
 
+    def wire_body(self, call: ModelCall) -> dict[str, Any] | None:
+        """The request body a call goes as, when the wire format is not chat (the trace
+        keeps it beside the messages); None for chat, whose messages are the body."""
+        if self.api == "chat":
+            return None
+        return self._body(call, call.stream and self.stream_enabled)
+
     def _body(self, call: ModelCall, stream: bool) -> dict[str, Any]:
+        if self.api != "chat":
+            return wire_body(self.api, self.model, call, stream=stream)
         body: dict[str, Any] = {"model": self.model, "messages": call.messages}
         if call.tools:
             body["tools"] = call.tools
@@ -164,7 +180,9 @@ class OpenAIChatModel:
                     message = f"model call exceeded its {policy.deadline_s:g} s deadline"
                     yield AttemptFailed(attempt, "timeout", message, retriable=False)
                     raise ModelTimeout(message) from None
-            except (openai.APIError, json.JSONDecodeError, MalformedChunk, _EmptyResponse) as exc:
+            except (
+                openai.APIError, json.JSONDecodeError, MalformedChunk, WireError, _EmptyResponse,
+            ) as exc:  # fmt: skip
                 failure = self._classify(exc)
             wait_s = policy.backoff_s(attempt, failure.retry_after_s)
             decision = _decision(failure, attempt, wait_s, loop.time() + wait_s, deadline, policy)
@@ -188,6 +206,11 @@ class OpenAIChatModel:
     async def _attempt(
         self, body: dict[str, Any], streaming: bool, attempt: int, deadline: float
     ) -> AsyncGenerator[StreamItem, None]:
+        if self.api != "chat":
+            async with aclosing(self._wire_attempt(body, streaming, attempt, deadline)) as items:
+                async for item in items:
+                    yield item
+            return
         client = self._sdk()
         options: Any = {"security": {"bearer_auth": True}}
         sent = time.monotonic()
@@ -241,6 +264,63 @@ class OpenAIChatModel:
         latency_ms = (time.monotonic() - sent) * 1000.0
         yield Completed(attempt, assembler.result(), ttft_ms, latency_ms, index)
 
+    async def _wire_attempt(
+        self, body: dict[str, Any], streaming: bool, attempt: int, deadline: float
+    ) -> AsyncGenerator[StreamItem, None]:
+        """One attempt in the Responses or Anthropic format: as `_attempt`, read by the
+        format's codec."""
+        client = self._sdk()
+        headers: dict[str, Any] = dict(wire_headers(self.api, self._api_key))
+        if self.api == "anthropic":  # its key goes as `x-api-key`, never as a bearer token
+            headers["Authorization"] = openai.Omit()
+        options: Any = {"security": {"bearer_auth": True}, "headers": headers}
+        path = wire_path(self.api, self._base_url)
+        sent = time.monotonic()
+        decoder = WireDecoder(self.api)
+        if not streaming:
+            async with asyncio.timeout_at(deadline):
+                data = await client.post(path, body=body, cast_to=object, options=options)
+            if not isinstance(data, dict):
+                raise _EmptyResponse(f"the answer is not a JSON object: {str(data)[:200]}")
+            elapsed_ms = (time.monotonic() - sent) * 1000.0
+            response = decoder.whole(data)
+            yield RawChunk(attempt, 0, elapsed_ms, data, response.content or "")
+            yield Completed(attempt, response, elapsed_ms, elapsed_ms, 1)
+            return
+        async with asyncio.timeout_at(deadline):
+            sdk_stream = await client.post(
+                path,
+                body=body,
+                cast_to=object,
+                options=options,
+                stream=True,
+                stream_cls=openai.AsyncStream[object],
+            )
+        ttft_ms: float | None = None
+        index = 0
+        try:
+            events = sdk_stream.__aiter__()
+            while not decoder.assembler.done:
+                async with asyncio.timeout_at(deadline):
+                    try:
+                        data = await events.__anext__()
+                    except StopAsyncIteration:
+                        break
+                elapsed_ms = (time.monotonic() - sent) * 1000.0
+                if not isinstance(data, dict):
+                    continue
+                text = decoder.add(data)
+                if ttft_ms is None and decoder.assembler.saw_output:
+                    ttft_ms = elapsed_ms
+                yield RawChunk(attempt, index, elapsed_ms, data, text)
+                index += 1
+        finally:
+            await sdk_stream.close()
+        if index == 0:
+            raise _EmptyResponse("the stream ended without a single event")
+        latency_ms = (time.monotonic() - sent) * 1000.0
+        yield Completed(attempt, decoder.result(), ttft_ms, latency_ms, index)
+
     def _classify(self, exc: Exception) -> _Failure:
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
@@ -274,7 +354,7 @@ class OpenAIChatModel:
             return _Failure("stream_error", message, retriable, event_status)
         if isinstance(exc, json.JSONDecodeError):
             return _Failure("bad_response", f"a chunk is not valid JSON: {exc.msg}", False)
-        if isinstance(exc, MalformedChunk):
+        if isinstance(exc, (MalformedChunk, WireError)):
             return _Failure("bad_response", self._scrub(str(exc)), False)
         return _Failure("bad_response", self._scrub(str(exc)), True)
 

@@ -1,7 +1,8 @@
 """`RecordingModel`: wraps any `ChatModel` and turns what it streams into trace events.
 
 Clients never write traces; this wrapper does, through the run's `Recorder`:
-    AttemptStarted -> model_request (exact messages, tools, params, stream flag)
+    AttemptStarted -> model_request (exact messages, tools, params, stream flag; the wire
+                      format and body when the client speaks another format than chat)
     RawChunk       -> model_chunk, plus a `TextDelta` pushed for any visible text
     AttemptFailed  -> error (where="model")
     Completed      -> model_response
@@ -61,9 +62,14 @@ class RecordingModel:
                 if item.text_delta:
                     recorder.push(TextDelta(recorder.turn or 0, item.text_delta))
             elif isinstance(item, AttemptStarted):
+                # A client of another wire format than chat says so, and what it sends.
+                api = getattr(self.inner, "api", "chat")
+                wire_body = getattr(self.inner, "wire_body", None)
                 recorder.emit(
                     _trusted_request,
                     attempt=item.attempt,
+                    api=api,
+                    body=wire_body(call) if api != "chat" and wire_body else None,
                     messages=list(call.messages),
                     tools=list(call.tools),
                     params=dict(call.params),

@@ -52,10 +52,11 @@ def pydantic_ai_agent(base_url: str) -> str:
     return str(agent.run_sync(TASK).output)
 
 
-def openai_agents_agent(base_url: str) -> str:
+def openai_agents_agent(base_url: str, *, responses: bool = False) -> str:
     from agents import (
         Agent,
         OpenAIChatCompletionsModel,
+        OpenAIResponsesModel,
         Runner,
         function_tool,
         set_tracing_disabled,
@@ -64,13 +65,19 @@ def openai_agents_agent(base_url: str) -> str:
 
     set_tracing_disabled(True)  # its tracing would export to the network
     client = AsyncOpenAI(base_url=base_url, api_key=API_KEY, max_retries=0)
+    # The SDK's default model speaks the Responses API; the other one chat completions.
+    model_class = OpenAIResponsesModel if responses else OpenAIChatCompletionsModel
     agent = Agent(
         name="assistant",
         instructions=SYSTEM,
         tools=[function_tool(read_file), function_tool(calculator)],
-        model=OpenAIChatCompletionsModel(model="demo-model", openai_client=client),
+        model=model_class(model="demo-model", openai_client=client),
     )
     return str(Runner.run_sync(agent, TASK).final_output)
+
+
+def openai_agents_responses_agent(base_url: str) -> str:
+    return openai_agents_agent(base_url, responses=True)
 
 
 def langchain_agent(base_url: str) -> str:
@@ -99,6 +106,7 @@ def langchain_agent(base_url: str) -> str:
 FRAMEWORKS: dict[str, tuple[str, Callable[[str], str]]] = {
     "pydantic-ai": ("pydantic_ai", pydantic_ai_agent),
     "openai-agents": ("agents", openai_agents_agent),
+    "openai-agents-responses": ("agents", openai_agents_responses_agent),
     "langchain-openai": ("langchain_openai", langchain_agent),
 }
 
@@ -122,6 +130,8 @@ def test_a_framework_run_is_captured_and_replays_offline(tmp_path: Path, framewo
     assert start["origin"] == "captured" and start["task"] == TASK
     assert {t["function"]["name"] for t in start["tools"]} == {"read_file", "calculator"}
     assert end["status"] == "completed" and end["final_answer"] == answer
+    apis = {e["api"] for e in events if e["type"] == "model_request"}
+    assert apis == {"responses" if framework.endswith("-responses") else "chat"}
     ends = [e for e in events if e["type"] == "tool_end"]
     assert [(e["call_id"], e["ok"], e["observed"]) for e in ends] == [
         ("call_read", True, True),

@@ -71,7 +71,12 @@ STATUS_EXIT: dict[str, ExitCode] = {
 class CommandParser(argparse.ArgumentParser):
     """A parser whose argument errors are one line naming the command, what is wrong and
     where its --help is (exit 2), not argparse's usage block. Subparsers are made with the
-    parser's own class, so every command gets it; --help is argparse's, unchanged."""
+    parser's own class, so every command gets it; --help is argparse's, unchanged. Flags
+    are never guessed from their beginning (`--api` is not `--api-key`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(ExitCode.USAGE, f"{self.prog}: {message}; see `{self.prog} --help`\n")

@@ -380,10 +380,11 @@ def _cmd_diff(args: argparse.Namespace) -> int:
 def _register_serve(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "serve-model",
-        help="serve a recorded run or a script as an OpenAI-compatible endpoint",
+        help="serve a recorded run or a script as a model endpoint (OpenAI or Anthropic)",
         description=(
-            "An OpenAI-compatible HTTP server (/v1/chat/completions streamed or not, "
-            "/v1/models) that answers from a recorded run or a model script, so any OpenAI "
+            "A model HTTP server (/v1/chat/completions, /v1/responses and Anthropic's "
+            "/v1/messages, streamed or not; /v1/models) that answers from a recorded run, in "
+            "the run's own wire format, or from a model script, so any OpenAI or Anthropic "
             "client can be replayed in its own tests. A request that does not match the "
             "recording gets HTTP 409 with a JSON diff. SIGTERM or Ctrl-C stops it."
         ),

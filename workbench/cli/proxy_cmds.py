@@ -1,4 +1,4 @@
-"""`workbench proxy`: record any OpenAI-compatible client's runs by changing its base URL."""
+"""`workbench proxy`: record any model client's runs by changing its base URL."""
 
 from __future__ import annotations
 
@@ -18,11 +18,13 @@ from workbench.cli.common import (
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "proxy",
-        help="record any OpenAI-compatible client's runs through a forwarding endpoint",
+        help="record any OpenAI or Anthropic client's runs through a forwarding endpoint",
         description=(
-            "An OpenAI-compatible endpoint that forwards every request to --upstream and "
-            "records the traffic as runs (docs/capture.md): point your agent's base URL at "
-            "the printed address and use it as usual. Streams pass through chunk by chunk; "
+            "An endpoint that forwards every request to --upstream and records the traffic "
+            "as runs (docs/capture.md): point your agent's base URL at the printed address "
+            "and use it as usual. Chat completions, the Responses API and Anthropic Messages "
+            "(`/v1/messages`, to --anthropic-upstream when given) are recorded; streams pass "
+            "through chunk by chunk; "
             "your credentials go upstream and never into a trace. A request whose messages "
             "continue an earlier conversation is that run's next turn; the header "
             "`X-Workbench-Run: NAME` names runs. SIGTERM or Ctrl-C stops it and ends open "
@@ -35,6 +37,13 @@ def register(subparsers: Any) -> None:
         metavar="URL",
         help="the real endpoint, e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1",
     )
+    parser.add_argument(
+        "--anthropic-upstream",
+        default=None,
+        metavar="URL",
+        help="where Anthropic Messages go (e.g. https://api.anthropic.com; default: "
+        "--upstream); Anthropic clients use the printed address without /v1",
+    )
     add_server_flags(parser)
     add_home(parser)
     parser.set_defaults(func=_cmd_proxy)
@@ -46,7 +55,12 @@ def _cmd_proxy(args: argparse.Namespace) -> int:
     home = resolve_home(args)
     try:
         proxy = RecordingProxy(
-            args.upstream, home, host=args.host, port=args.port, **server_limits(args)
+            args.upstream,
+            home,
+            host=args.host,
+            port=args.port,
+            anthropic_upstream=args.anthropic_upstream,
+            **server_limits(args),
         )
     except ProxyError as exc:
         raise CliError(str(exc)) from None

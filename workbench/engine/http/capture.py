@@ -26,7 +26,6 @@ exchange goes unrecorded.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 import time
@@ -37,13 +36,14 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from agent_core.agent import new_run_id
-from agent_core.model.assembler import MalformedChunk, StreamAssembler, chunk_from_completion
 from agent_core.model.retry import retriable_status
 from agent_core.tokens import estimate_message, estimate_prompt, usage_counts
+from agent_core.wire.answer import WireAnswer, WireError
 from agent_core.wire.chat import content_text, tool_call
 from agent_core.wire.urls import public_url
 from traces.events import (
     Error,
+    ModelApi,
     ModelChunk,
     ModelRequest,
     ModelResponse,
@@ -58,7 +58,8 @@ from traces.events import (
 from traces.home import open_run_trace, traces_dir
 from traces.recorder import Recorder
 from traces.redact import Redactor, credentials, url_credentials
-from workbench.engine.http.matching import body_parts, message_meaning
+from workbench.engine.http import wire_formats
+from workbench.engine.http.matching import joined_digest, message_digest
 
 RUN_HEADER = "x-workbench-run"
 # A stream's chunks are most of what the proxy records; their fields are built here from
@@ -99,16 +100,19 @@ class CapturedRun:
 class Exchange:
     """One request and its answer through the proxy, recorded into its run as it goes."""
 
-    def __init__(self, book: CaptureBook, run: CapturedRun, sent: float, estimated: int) -> None:
+    def __init__(
+        self, book: CaptureBook, run: CapturedRun, sent: float, estimated: int, api: ModelApi
+    ) -> None:
         self.book = book
         self.run = run
+        self.api = api  # the wire format, which reads the answer
         self.sent = sent  # `time.monotonic()` when the request went upstream
         self.estimated = estimated  # our estimate of the request's prompt tokens
-        self.assembler = StreamAssembler()
+        self.assembler = wire_formats.assembler(api)
+        self.whole: WireAnswer | None = None  # a non-streamed answer, read
         self.ttft_ms: float | None = None
         self.chunks = 0
         self.closed = False
-        self.malformed: str | None = None
         self.last_arrival: float | None = None
 
     def _emit(self, cls: Any, when: float, **fields: Any) -> None:
@@ -131,10 +135,7 @@ class Exchange:
                 data=data,
             )
             self.chunks += 1
-            try:
-                self.assembler.add(data)
-            except MalformedChunk as exc:
-                self.malformed = self.malformed or str(exc)
+            self.assembler.add(data)
             if self.ttft_ms is None and self.assembler.saw_output:
                 self.ttft_ms = elapsed_ms
 
@@ -143,9 +144,10 @@ class Exchange:
         with self.book.guard(self):
             try:
                 data = json.loads(body)
-                chunk = chunk_from_completion(data)
-            except (ValueError, MalformedChunk) as exc:
-                why = f"the answer is not a chat completion: {exc}"
+                self.whole = wire_formats.answer_from_body(self.api, data)
+            except (ValueError, WireError) as exc:
+                what = {"chat": "a chat completion", "responses": "a response"}
+                why = f"the answer is not {what.get(self.api, 'a message')}: {exc}"
                 self.failed(200, why, arrived, "bad_response")
                 return
             elapsed_ms = (arrived - self.sent) * 1000.0
@@ -159,26 +161,27 @@ class Exchange:
             )
             self.chunks = 1
             self.last_arrival = arrived
-            self.assembler.add(chunk)
             self.ttft_ms = elapsed_ms
             self.finish(arrived)
 
     @property
     def saw_finish(self) -> bool:
-        """Whether a chunk carried a finish reason: the answer is whole, even if the stream
-        never says `[DONE]`."""
-        return self.assembler.finish_reason is not None
+        """Whether a chunk carried a finish reason (chat) or the format's last event came:
+        the answer is whole, even if the stream never says `[DONE]`."""
+        chat = self.assembler
+        return chat.done or (isinstance(chat, wire_formats.ChatAssembler) and chat.saw_finish)
 
     def finish(self, ended: float) -> None:
         """The answer arrived whole (at `ended`): record it, and end the run when it calls
         no tool."""
         with self.book.guard(self):
-            if not self.assembler.saw_choice or self.malformed:
-                why = self.malformed or "no chunk of the answer carried a choice"
-                self.failed(200, why, ended, "bad_response")
+            try:
+                response = self.whole or self.assembler.result()
+            except WireError as exc:
+                kind = "stream_error" if self.assembler.error and self.api != "chat" else None
+                self.failed(200, str(exc), ended, kind or "bad_response")
                 return
-            run, response = self.run, self.assembler.result()
-            message = response.to_message()
+            run, message = self.run, response.message
             ended = self.last_arrival or ended
             latency_ms = (ended - self.sent) * 1000.0
             self._emit(
@@ -201,9 +204,12 @@ class Exchange:
             run.add("input_tokens", prompt)
             run.add("output_tokens", output)
             run.add("total_tokens", total)
-            run.conversation = [*run.last_request, _message_digest(message)]
+            run.conversation = [*run.last_request, message_digest(message)]
             run.answered_at = ended
             run.pending_calls = list(message.get("tool_calls") or [])
+            answer_id = response.body.get("id")
+            if self.api == "responses" and isinstance(answer_id, str):
+                self.book.answered(answer_id, run)
             if run.pending_calls:
                 run.state = "waiting"
             else:
@@ -243,12 +249,17 @@ class Exchange:
 class CaptureBook:
     """Every run the proxy is recording, and the rules that sort requests into them."""
 
-    def __init__(self, home: Path, upstream: str) -> None:
+    def __init__(self, home: Path, upstream: str, anthropic_upstream: str | None = None) -> None:
         self.home = home
         self.folder = traces_dir(home)
         self.upstream = upstream
         self.upstream_public = public_url(upstream)  # what a trace may say
-        self.upstream_secrets = url_credentials(upstream)
+        # Anthropic Messages go to their own upstream when there is one.
+        self.anthropic_public = public_url(anthropic_upstream or upstream)
+        self.upstream_secrets = [
+            *url_credentials(upstream),
+            *url_credentials(anthropic_upstream or ""),
+        ]
         # Events are stamped with when they happened, though recorded a little later.
         self._clock = (time.monotonic(), utc_now())
         self.runs: OrderedDict[str, CapturedRun] = OrderedDict()
@@ -257,6 +268,8 @@ class CaptureBook:
         # failed request's messages) or ("extend", the conversation so far).
         self._resumable: dict[tuple[str, bytes], list[CapturedRun]] = {}
         self._sizes: Counter[int] = Counter()  # conversation lengths in the index
+        # Runs by the id of a Responses API answer, which `previous_response_id` continues.
+        self._by_answer_id: OrderedDict[str, CapturedRun] = OrderedDict()
 
     def utc(self, when: float) -> datetime:
         """The UTC time of a `time.monotonic()` reading."""
@@ -267,33 +280,48 @@ class CaptureBook:
         return _Guard(self, exchange)
 
     def begin(
-        self, body: dict[str, Any], headers: dict[str, str], query: str, sent: float
+        self,
+        body: dict[str, Any],
+        headers: dict[str, str],
+        query: str,
+        sent: float,
+        api: ModelApi = "chat",
     ) -> Exchange | None:
-        """Sort a request (its body, headers with lower-case names, and query string) that
-        went upstream at `sent` (`time.monotonic()`) into its run and record it; None when
-        it cannot be recorded."""
+        """Sort a request (its body in wire format `api`, headers with lower-case names,
+        and query string) that went upstream at `sent` (`time.monotonic()`) into its run and
+        record it; None when it cannot be recorded."""
         with self.guard():
             name = headers.get(RUN_HEADER) or None
             # Every credential the client sent (API key headers of any provider, key query
             # parameters) is a secret of its run: an upstream may echo it.
             secrets = [*credentials(headers, query), *self.upstream_secrets]
-            messages, tools, params = body_parts(body)
+            messages, tools, params = wire_formats.request_parts(api, body)
             if not all(isinstance(item, dict) for item in [*messages, *tools]):
                 # Checked before any run is started for it; the upstream will say why.
                 raise ValueError("its messages or tools are not all JSON objects")
             estimated = estimate_prompt(messages, tools)
-            meaning = [_message_digest(m) for m in messages]
-            run, follows = self._continued(meaning, name)
+            meaning = [message_digest(m) for m in messages]
+            # A Responses request may send only what is new, after the answer it names.
+            named = self._by_answer_id.get(str(params.get("previous_response_id")))
+            if named is not None and (name is None or named.name == name):
+                if named.state in ("waiting", "completed", "failed"):
+                    meaning = [*named.conversation, *meaning]
+                run, follows = (None, named) if named.state == "completed" else (named, None)
+            else:
+                run, follows = self._continued(meaning, name)
             if run is not None:
                 self._settled(run)
             if run is not None and run.state == "failed":
                 run.attempt += 1
             elif run is not None and run.state == "waiting":
-                self._observe_results(run, messages[len(run.conversation) :], sent)
+                new = len(messages) - (len(meaning) - len(run.conversation))
+                self._observe_results(run, messages[max(new, 0) :], sent)
                 run.turn += 1
                 run.attempt = 1
-            else:
-                run = self._start(body, headers, name, follows, secrets, sent)
+            elif run is not None:
+                run = None  # answering still: a request that repeats it starts its own run
+            if run is None:
+                run = self._start(body, headers, name, follows, secrets, sent, api)
             for secret in secrets:
                 run.redactor.add_secret(secret)
             run.state = "answering"
@@ -308,21 +336,29 @@ class CaptureBook:
                 params=params,
                 stream=bool(body.get("stream")),
                 estimated_tokens=estimated,
+                api=api,
+                body=None if api == "chat" else body,
             )
             self.runs.move_to_end(run.run_id)
-            return Exchange(self, run, sent, estimated)
+            return Exchange(self, run, sent, estimated, api)
         return None
+
+    def answered(self, answer_id: str, run: CapturedRun) -> None:
+        """`run`'s last answer has this id, which a next request may name to continue it."""
+        self._by_answer_id[answer_id] = run
+        while len(self._by_answer_id) > MAX_REMEMBERED_RUNS:
+            self._by_answer_id.popitem(last=False)
 
     def _continued(
         self, meaning: list[bytes], name: str | None
     ) -> tuple[CapturedRun | None, CapturedRun | None]:
         """The run this request continues (retries, or extends while it waits for its
         client), or the completed run it follows up; the longest conversation wins."""
-        for run in reversed(self._resumable.get(("retry", _joined(meaning)), [])):
+        for run in reversed(self._resumable.get(("retry", joined_digest(meaning)), [])):
             if name is None or run.name == name:
                 return run, None
         for size in sorted((n for n in self._sizes if n < len(meaning)), reverse=True):
-            for run in reversed(self._resumable.get(("extend", _joined(meaning[:size])), [])):
+            for run in reversed(self._resumable.get(("extend", joined_digest(meaning[:size])), [])):
                 if name is None or run.name == name:
                     return (None, run) if run.state == "completed" else (run, None)
         return None, None
@@ -331,9 +367,9 @@ class CaptureBook:
         """`run` now waits for its client, failed, or completed: index it for what comes."""
         self._settled(run)
         if run.state == "failed":
-            entry = ("retry", _joined(run.last_request))
+            entry = ("retry", joined_digest(run.last_request))
         else:
-            entry = ("extend", _joined(run.conversation))
+            entry = ("extend", joined_digest(run.conversation))
             self._sizes[len(run.conversation)] += 1
         self._resumable.setdefault(entry, []).append(run)
         run.resume_key = entry
@@ -401,9 +437,11 @@ class CaptureBook:
         parent: CapturedRun | None,
         secrets: list[str],
         sent: float,
+        api: ModelApi,
     ) -> CapturedRun:
-        messages, tools, params = body_parts(body)
-        new = messages[len(parent.conversation) :] if parent else messages
+        messages, tools, params = wire_formats.request_parts(api, body)
+        follows_id = parent is not None and "previous_response_id" in params
+        new = messages[len(parent.conversation) :] if parent and not follows_id else messages
         run_id = new_run_id()
         # The client's keys are secrets from the first line on (run_start holds the task).
         writer = open_run_trace(self.home, run_id, secrets)
@@ -427,7 +465,7 @@ class CaptureBook:
             task=_first_text(new, "user") or _first_text(messages, "user") or "",
             system_prompt=_first_text(messages, "system") or _first_text(messages, "developer"),
             model=str(body.get("model") or "unknown"),
-            base_url=self.upstream_public,
+            base_url=self.anthropic_public if api == "anthropic" else self.upstream_public,
             params=params,
             tools=tools,
             tool_sources={tool: TOOL_SOURCE for tool in tool_names},
@@ -523,34 +561,6 @@ class _Guard:
             self.exchange.closed = True
             self.book.forget(self.exchange.run, "abandoned")
         return True
-
-
-def _message_digest(message: dict[str, Any]) -> bytes:
-    """What identifies a message when a client sends the conversation back. An assistant
-    message counts by its text and tool calls only: clients echo the answer with fields of
-    their own (`reasoning_content`, `refusal`, `annotations`, …) or without the provider's."""
-    meaning = message_meaning(message)
-    if isinstance(meaning, dict) and meaning.get("role") == "assistant":
-        calls = meaning.get("tool_calls")
-        meaning = {
-            "role": "assistant",
-            "content": meaning.get("content"),
-            "tool_calls": [
-                {"id": call.get("id"), "function": call.get("function")}
-                if isinstance(call, dict)
-                else call
-                for call in calls
-            ]
-            if isinstance(calls, list)
-            else calls,
-        }
-    text = json.dumps(meaning, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.blake2b(text.encode(), digest_size=16).digest()
-
-
-def _joined(digests: list[bytes]) -> bytes:
-    # Fixed-size digests joined end to end: one digest names the whole list.
-    return hashlib.blake2b(b"".join(digests), digest_size=16).digest()
 
 
 def _first_text(messages: list[Any], role: str) -> str | None:

@@ -12,6 +12,7 @@ finds the conversation a request continues by `message_meaning`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any, Literal, TypeAlias
 
@@ -167,3 +168,31 @@ def params_meaning(params: dict[str, Any]) -> dict[str, Any]:
             continue
         out[key] = value
     return out
+
+
+def message_digest(message: dict[str, Any]) -> bytes:
+    """What identifies a message when a client sends the conversation back. An assistant
+    message counts by its text and tool calls only: clients echo the answer with fields of
+    their own (`reasoning_content`, `refusal`, `annotations`, …) or without the provider's."""
+    meaning = message_meaning(message)
+    if isinstance(meaning, dict) and meaning.get("role") == "assistant":
+        calls = meaning.get("tool_calls")
+        meaning = {
+            "role": "assistant",
+            "content": meaning.get("content"),
+            "tool_calls": [
+                {"id": call.get("id"), "function": call.get("function")}
+                if isinstance(call, dict)
+                else call
+                for call in calls
+            ]
+            if isinstance(calls, list)
+            else calls,
+        }
+    text = json.dumps(meaning, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+
+
+def joined_digest(digests: list[bytes]) -> bytes:
+    # Fixed-size digests joined end to end: one digest names the whole list.
+    return hashlib.blake2b(b"".join(digests), digest_size=16).digest()

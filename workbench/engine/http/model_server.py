@@ -1,11 +1,16 @@
-"""A real OpenAI-compatible HTTP server, for tests and `workbench serve-model`.
+"""A real model HTTP server, for tests and `workbench serve-model`.
 
-It speaks `/v1/chat/completions` (SSE when the reply has chunks, JSON otherwise) and
-`/v1/models`. What each request gets back is decided by a responder, `responder(body) ->
-Reply`: chunks to stream (dicts, or raw SSE lines written verbatim so captured streams replay
-byte-faithfully), a JSON body, an error status with headers, a stall, or a connection that
-drops mid-stream. With `keep_requests` (the default, for tests) every request received is
-kept in `server.requests`; `serve-model` keeps none.
+It speaks the three wire formats — `/v1/chat/completions`, `/v1/responses` and Anthropic's
+`/v1/messages` (SSE when the reply has chunks, JSON otherwise) — and `/v1/models`. What each
+request gets back is decided by a responder, `responder(body) -> Reply`: chunks to stream
+(dicts, or raw SSE lines written verbatim so captured streams replay byte-faithfully), a
+JSON body, an error status with headers, a stall, or a connection that drops mid-stream. The
+responder reads chat: a request of another format reaches it as the chat request that says
+the same (`wire_formats.chat_body`), and its reply, whatever format it is in (`Reply.api`),
+goes back in the request's own format, streamed or whole as asked, errors in the shape the
+client reads. `wire_responders` answer a format's raw requests in that format instead (a
+test upstream replaying recorded events). With `keep_requests` (the default, for tests)
+every request received is kept in `server.requests`; `serve-model` keeps none.
 
     with ModelServer(ScriptResponder(steps)) as server:
         model = OpenAIChatModel(server.base_url, "key", "scripted")
@@ -38,15 +43,18 @@ from agent_core.model.script import (
     step_completion,
     used_call_ids,
 )
+from agent_core.wire.answer import WireError
+from traces.events import ModelApi
+from workbench.engine.http import wire_formats
 from workbench.engine.http.server import (
     DEFAULT_MAX_REQUEST_BYTES,
     DEFAULT_READ_TIMEOUT_S,
     HttpServer,
     HttpService,
     RequestProblem,
-    error_response,
     read_json_object,
 )
+from workbench.engine.http.wire_formats import API_PATHS
 
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 MODELS_PATHS = ("/v1/models", "/models")
@@ -72,6 +80,7 @@ class Reply:
     chunk_delay_s: float = 0.0
     stall_after: int | None = None
     drop_after: int | None = None
+    api: ModelApi = "chat"  # the wire format `chunks` or `body` are in
 
 
 Responder: TypeAlias = Callable[[dict[str, Any]], Reply]
@@ -88,12 +97,16 @@ class _Dropped(Exception):
     """The reply ends by closing the connection."""
 
 
-def _sse_bytes(chunk: dict[str, Any] | str, data_prefix: str) -> bytes:
+def _sse_bytes(chunk: dict[str, Any] | str, data_prefix: str, api: ModelApi = "chat") -> bytes:
     if isinstance(chunk, str):
         # Raw lines (comments, `event:` fields, `data: [DONE]`) go out verbatim; a data line
         # also ends its event.
         return (chunk + ("\n\n" if chunk.startswith("data") else "\n")).encode()
-    return f"{data_prefix}{json.dumps(chunk, ensure_ascii=False)}\n\n".encode()
+    data = f"{data_prefix}{json.dumps(chunk, ensure_ascii=False)}\n\n"
+    if api != "chat" and isinstance(chunk.get("type"), str):
+        # Named as the API names them: Anthropic's SDK reads an event by its name.
+        return f"event: {chunk['type']}\n{data}".encode()
+    return data.encode()
 
 
 class ModelServer(HttpService):
@@ -109,8 +122,10 @@ class ModelServer(HttpService):
         keep_requests: bool = True,
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
         read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
+        wire_responders: dict[ModelApi, Responder] | None = None,
     ) -> None:
         self.responder = responder
+        self.wire_responders = dict(wire_responders or {})
         # /v1/models lists every model served; the first one is the server's `model`.
         self.models = [model] if isinstance(model, str) else list(model)
         self.model = self.models[0]
@@ -128,9 +143,9 @@ class ModelServer(HttpService):
 
     @property
     def bodies(self) -> list[Any]:
-        """The chat-completion request bodies received, in order."""
+        """The model request bodies received (of any wire format), in order."""
         with self._lock:
-            return [r.body for r in self.requests if r.path.split("?")[0] in CHAT_PATHS]
+            return [r.body for r in self.requests if r.path.split("?")[0] in API_PATHS]
 
     async def _app(self) -> web.Application:
         app = web.Application(client_max_size=self.max_request_bytes)
@@ -147,24 +162,32 @@ class ModelServer(HttpService):
         return web.json_response({"object": "list", "data": data})
 
     async def _other(self, request: web.Request) -> web.StreamResponse:
-        if request.method != "POST" or request.path not in CHAT_PATHS:
-            return error_response(404, f"no route {request.method} {request.path}", "not_found")
+        anthropic = (
+            request.path.startswith("/v1/messages") or "anthropic-version" in request.headers
+        )
+        api = API_PATHS.get(request.path, "anthropic" if anthropic else "chat")
+        if request.method != "POST" or request.path not in API_PATHS:
+            return _error(api, 404, f"no route {request.method} {request.path}", "not_found")
         try:
             body = await read_json_object(request, self.max_request_bytes)
         except RequestProblem as problem:
-            return problem.response()
+            return _error(api, problem.status, str(problem), problem.kind)
         if self.keep_requests:
             headers = {name.lower(): value for name, value in request.headers.items()}
             with self._lock:
                 self.requests.append(ReceivedRequest(request.path_qs, headers, body))
         try:
-            reply = self.responder(body)
+            if api in self.wire_responders:
+                reply = self.wire_responders[api](body)
+            else:
+                reply = self.responder(wire_formats.chat_body(api, body))
+                reply = fit_reply(reply, api, body, stream=bool(body.get("stream")))
         except RecursionError:
-            return error_response(
-                400, "request body nests too deeply to read", "invalid_request_error"
+            return _error(
+                api, 400, "request body nests too deeply to read", "invalid_request_error"
             )
         except Exception as exc:  # a broken responder is a 500, not a dead server
-            return error_response(500, f"responder failed: {exc}", "server_error")
+            return _error(api, 500, f"responder failed: {exc}", "server_error")
         try:
             return await self._send(request, reply)
         except (_Dropped, ConnectionError):
@@ -208,7 +231,7 @@ class ModelServer(HttpService):
                 raise _Dropped
             if sent and reply.chunk_delay_s and await self._stopping_within(reply.chunk_delay_s):
                 raise _Dropped
-            await response.write(_sse_bytes(chunk, reply.data_prefix))
+            await response.write(_sse_bytes(chunk, reply.data_prefix, reply.api))
         count = len(reply.chunks)
         if reply.stall_after is not None and reply.stall_after >= count:
             await self._stopping_within(None)
@@ -219,6 +242,56 @@ class ModelServer(HttpService):
             await response.write(f"{reply.data_prefix}[DONE]\n\n".encode())
         await response.write_eof()
         return response
+
+
+def _error(api: ModelApi, status: int, message: str, kind: str) -> web.Response:
+    return web.json_response(wire_formats.error_body(api, status, message, kind), status=status)
+
+
+def fit_reply(reply: Reply, api: ModelApi, request: dict[str, Any], *, stream: bool) -> Reply:
+    """`reply` in wire format `api`, streamed or whole as the request asked: as it is when it
+    already is; else its answer read in its own format and written in `api`'s. Errors get
+    the shape `api`'s clients read; a stall or a drop is the same in every format."""
+    if reply.stall_after is not None or reply.drop_after is not None:
+        return reply
+    if reply.chunks is None and reply.status >= 400:
+        if api == "anthropic" and isinstance(reply.body, dict) and "type" not in reply.body:
+            error = reply.body.get("error")
+            error = dict(error) if isinstance(error, dict) else {"message": str(reply.body)}
+            message, kind = str(error.pop("message", "")), str(error.pop("type", "api_error"))
+            body = wire_formats.error_body(api, reply.status, message, kind, **error)
+            return Reply(status=reply.status, headers=reply.headers, body=body, api=api)
+        return reply
+    if reply.api == api and (reply.chunks is not None) == stream:
+        return reply
+    try:
+        if reply.chunks is not None:
+            events = [chunk for chunk in reply.chunks if isinstance(chunk, dict)]
+            answer = wire_formats.answer_from_events(reply.api, events)
+        else:
+            answer = wire_formats.answer_from_body(reply.api, reply.body)
+    except WireError:
+        return reply  # not an answer (a stream that says it failed): sent as it is
+    if reply.api == api and answer.body:
+        body = answer.body  # the answer's own body, ids and all
+    else:
+        model = str(request.get("model") or "model")
+        body = wire_formats.whole_body(api, answer, model=model, answer_id=_answer_id(api))
+    fitted = Reply(headers=reply.headers, api=api, delay_s=reply.delay_s)
+    if not stream:
+        fitted.body = body
+        return fitted
+    fitted.chunks = list(wire_formats.stream_events(api, body))
+    fitted.done, fitted.chunk_delay_s = api == "chat", reply.chunk_delay_s
+    return fitted
+
+
+_answer_numbers = itertools.count(1)
+
+
+def _answer_id(api: ModelApi) -> str:
+    prefix = {"chat": "chatcmpl", "responses": "resp", "anthropic": "msg"}[api]
+    return f"{prefix}_workbench_{next(_answer_numbers)}"
 
 
 class ScriptResponder:

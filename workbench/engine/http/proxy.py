@@ -1,16 +1,21 @@
-"""`workbench proxy`: an OpenAI-compatible endpoint that forwards to an upstream and records.
+"""`workbench proxy`: a model endpoint that forwards to an upstream and records.
 
-A client only changes its base URL. `POST /v1/chat/completions` (streamed or not) goes to the
-upstream with the client's own headers (its credentials go upstream and nowhere else); the
-answer comes back unchanged — streams chunk by chunk as they arrive, errors with their
-status and body — and each exchange is recorded by a `CaptureBook` into runs
-(workbench.engine.http.capture, docs/capture.md). Every other path (`GET /v1/models`, say) is
-passed through unrecorded; a path with a `..` segment is refused. Server and upstream client
-are aiohttp. The request handler forwards and hands each stream piece, with its arrival
-time, to the exchange's recording task, which records the request once it has gone upstream
-(after the exchanges it may continue) and the answer as it comes: whole at `data: [DONE]`
-(clients close the connection there, upstreams may keep it open), else at the stream's end.
-The handler waits for the recording only when it falls far behind, so memory stays bounded.
+A client only changes its base URL. Model calls in any of the three wire formats —
+`POST /v1/chat/completions`, `POST /v1/responses` (OpenAI clients, base URL
+`http://HOST:PORT/v1`) and `POST /v1/messages` (Anthropic clients, base URL
+`http://HOST:PORT`), streamed or not — go to the upstream (Anthropic Messages to the
+`anthropic_upstream` when one is given) with the client's own headers (its credentials go
+upstream and nowhere else); the answer comes back unchanged — streams piece by piece as
+they arrive, errors with their status and body — and each exchange is recorded by a
+`CaptureBook` into runs (workbench.engine.http.capture, docs/capture.md). Every other path
+(`GET /v1/models`, `/v1/messages/count_tokens`, …) is passed through unrecorded, streamed as
+it comes; a path with a `..` segment is refused. Server and upstream client are aiohttp.
+The request handler forwards and hands each stream piece, with its arrival time, to the
+exchange's recording task, which records the request once it has gone upstream (after the
+exchanges it may continue) and the answer as it comes: whole at the format's last event
+(`data: [DONE]`, `response.completed`, `message_stop`: clients close the connection there,
+upstreams may keep it open), else at the stream's end. The handler waits for the recording
+only when it falls far behind, so memory stays bounded.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import json
 import re
 import time
 from collections import deque
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -29,6 +34,7 @@ from urllib.parse import unquote
 import aiohttp
 from aiohttp import web
 
+from traces.events import ModelApi
 from workbench.engine.http.capture import RUN_HEADER, CaptureBook, Exchange
 from workbench.engine.http.server import (
     DEFAULT_MAX_REQUEST_BYTES,
@@ -40,8 +46,11 @@ from workbench.engine.http.server import (
     parse_json_object,
     read_body,
 )
+from workbench.engine.http.wire_formats import API_PATHS
 
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
+# Paths of Anthropic's API, which go to the Anthropic upstream when there is one.
+_ANTHROPIC_PATHS = re.compile(r"^(/v1)?/messages(/|$)")
 # Headers that belong to one connection, not to the request or answer being relayed; the
 # body's length and encoding are set anew by whoever writes it.
 _HOP_HEADERS = frozenset(
@@ -81,11 +90,15 @@ class RecordingProxy(HttpService):
         port: int = 0,
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
         read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
+        anthropic_upstream: str | None = None,
     ) -> None:
-        if not upstream.startswith(("http://", "https://")):
-            raise ProxyError(f"--upstream must be an http(s) URL, not {upstream!r}")
+        for flag, url in (("--upstream", upstream), ("--anthropic-upstream", anthropic_upstream)):
+            if url is not None and not url.startswith(("http://", "https://")):
+                raise ProxyError(f"{flag} must be an http(s) URL, not {url!r}")
         self.upstream = upstream.rstrip("/")
-        self.book = CaptureBook(home, self.upstream)
+        # Anthropic's base URL has no `/v1`: its clients send `/v1/messages` as it is.
+        self.anthropic_upstream = anthropic_upstream.rstrip("/") if anthropic_upstream else None
+        self.book = CaptureBook(home, self.upstream, self.anthropic_upstream)
         self.max_request_bytes = max_request_bytes
         self._recording: set[asyncio.Task[None]] = set()  # exchanges still being recorded
         self._live: set[_Seen] = set()  # exchanges whose recording has not ended
@@ -115,8 +128,8 @@ class RecordingProxy(HttpService):
             skip_auto_headers=("Accept-Encoding", "User-Agent", "Content-Type"),
         )
         app.on_cleanup.append(self._cleanup)
-        for path in CHAT_PATHS:
-            app.router.add_post(path, self._chat)
+        for path, api in API_PATHS.items():
+            app.router.add_post(path, self._model_call(api))
         app.router.add_route("*", "/{tail:.*}", self._pass_through)
         return app
 
@@ -128,8 +141,17 @@ class RecordingProxy(HttpService):
         await app[_SESSION].close()
 
     def _target(self, request: web.Request) -> str:
-        path = request.path.removeprefix("/v1")
-        return self.upstream + path + (f"?{request.query_string}" if request.query_string else "")
+        query = f"?{request.query_string}" if request.query_string else ""
+        anthropic = _ANTHROPIC_PATHS.match(request.path) or "anthropic-version" in request.headers
+        if self.anthropic_upstream is not None and anthropic:
+            return self.anthropic_upstream + request.path + query
+        return self.upstream + request.path.removeprefix("/v1") + query
+
+    def _model_call(self, api: ModelApi) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            return await self._record_call(request, api)
+
+        return handle
 
     async def _pass_through(self, request: web.Request) -> web.StreamResponse:
         try:
@@ -137,25 +159,38 @@ class RecordingProxy(HttpService):
         except RequestProblem as problem:
             return problem.response()
         session = request.app[_SESSION]
+        answer: web.StreamResponse | None = None
         try:
             async with session.request(
                 request.method, self._target(request), data=raw, headers=_forwarded(request)
             ) as upstream:
-                body = await upstream.read()
-                return web.Response(
-                    status=upstream.status, body=body, headers=_relayed(upstream.headers)
+                # Relayed piece by piece as it arrives: a stream the proxy does not record
+                # (or any long answer) reaches the client as it comes, never held back.
+                answer = web.StreamResponse(
+                    status=upstream.status, headers=_relayed(upstream.headers)
                 )
+                await answer.prepare(request)
+                async for piece in upstream.content.iter_any():
+                    await answer.write(piece)
+                await answer.write_eof()
+                return answer
+        except ConnectionError:
+            return answer or web.Response()  # the client went away: nothing left to tell it
         except aiohttp.ClientError as exc:
-            return _unreachable(self.upstream, exc)
+            if answer is None:
+                return _unreachable(self.upstream, exc)
+            if request.transport is not None:  # broke off mid-answer: the client sees a cut
+                request.transport.abort()
+            return answer
 
-    async def _chat(self, request: web.Request) -> web.StreamResponse:
+    async def _record_call(self, request: web.Request, api: ModelApi) -> web.StreamResponse:
         try:
             raw = await read_body(request, self.max_request_bytes)
             body = parse_json_object(raw)
         except RequestProblem as problem:
             return problem.response()
         headers = {name.lower(): value for name, value in request.headers.items()}
-        seen = _Seen(body, headers, request.query_string, time.monotonic())
+        seen = _Seen(api, body, headers, request.query_string, time.monotonic())
         # The exchanges before this one that it may continue are recorded first: those whose
         # answer is over for their client, to its end; the rest, up to their request.
         earlier = [
@@ -245,7 +280,7 @@ class RecordingProxy(HttpService):
                 wait.cancel()
             for event in earlier:
                 await event.wait()
-            seen.exchange = book.begin(seen.body, seen.headers, seen.query, seen.sent)
+            seen.exchange = book.begin(seen.body, seen.headers, seen.query, seen.sent, seen.api)
             seen.begun.set()
             await _record_answer(book, seen)
         except Exception as exc:  # recording must never take the proxy down
@@ -261,18 +296,28 @@ class RecordingProxy(HttpService):
 MAX_UNRECORDED_BYTES = 4 * 1024 * 1024
 # `data: [DONE]` (also `data:[DONE]`) on a line of its own.
 _DONE_LINE = re.compile(rb"(?:^|[\r\n])data: ?\[DONE\]")
+# The last event of a stream of the other formats, by the name its payload (and `event:`
+# line) carries.
+_LAST_EVENTS: dict[ModelApi, re.Pattern[bytes]] = {
+    "responses": re.compile(rb'response\.(?:completed|incomplete|failed)\b|"type": ?"error"'),
+    "anthropic": re.compile(rb'\bmessage_stop\b|"type": ?"error"'),
+}
 
 
 def _watch_for_done(seen: _Seen, tail: bytes, piece: bytes) -> bytes:
-    """Mark the answer over when `piece` brings the stream's `data: [DONE]` line (which may
-    start in the piece before it, whose end is `tail`); returns the new tail."""
+    """Mark the answer over when `piece` brings the stream's last event — `data: [DONE]`,
+    or the format's last event — (which may start in the piece before it, whose end is
+    `tail`); returns the new tail."""
     if not seen.answered:
-        joined = tail + piece[:16]
-        if (b"[DONE]" in piece and _DONE_LINE.search(piece)) or (
+        joined = tail + piece[:32]
+        last = _LAST_EVENTS.get(seen.api)
+        if last is not None:
+            seen.answered = bool(last.search(piece) or last.search(joined))
+        elif (b"[DONE]" in piece and _DONE_LINE.search(piece)) or (
             b"[DONE]" in joined and _DONE_LINE.search(joined)
         ):
             seen.answered = True
-    return (tail + piece)[-16:]
+    return (tail + piece)[-32:]
 
 
 class _Pieces:
@@ -326,6 +371,7 @@ class _Pieces:
 class _Seen:
     """What the proxy saw of one exchange, with `time.monotonic()` times, for recording."""
 
+    api: ModelApi
     body: dict[str, Any]
     headers: dict[str, str]
     query: str
@@ -355,23 +401,26 @@ async def _went_up(
 
 
 async def _record_answer(book: CaptureBook, seen: _Seen) -> None:
-    """Record the answer's pieces as they come. A stream is whole at `[DONE]`: recorded
-    then, whatever the upstream does after it. Without `[DONE]`, its end decides."""
+    """Record the answer's pieces as they come. A stream is whole at `[DONE]` or the
+    format's last event: recorded then, whatever the upstream does after it. Without
+    either, its end decides."""
     exchange = seen.exchange
     decoder = SseDecoder()
     while (item := await seen.pieces.take()) is not None:
-        if exchange is None or decoder.done:
-            continue  # what comes after `[DONE]` reached the client; the answer was whole
+        if exchange is None or decoder.done or exchange.closed:
+            continue  # what comes after the last event reached the client; it was whole
         arrived, piece = item
         for data in decoder.feed(piece):
             exchange.chunk(data, arrived)
             # Other clients' requests and chunks go first, a chunk's recording at most
             # (a piece can hold a whole answer).
             await asyncio.sleep(0)
-        if decoder.done:
+            if exchange.assembler.done:
+                break
+        if decoder.done or exchange.assembler.done:
             exchange.finish(arrived)
             seen.settled.set()
-    if exchange is None or decoder.done:
+    if exchange is None or decoder.done or exchange.closed:
         return
     if seen.whole is not None and seen.status is not None:
         if seen.status >= 400:

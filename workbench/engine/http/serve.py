@@ -1,8 +1,11 @@
-"""`workbench serve-model`: recorded runs (or a model script) as an OpenAI-compatible endpoint.
+"""`workbench serve-model`: recorded runs (or a model script) as a model endpoint.
 
-`ReplayResponder` answers each chat-completion request with the recorded answer of the turn
-whose recorded request it matches, so any OpenAI client, not only ours, can be replayed in
-its own tests. Requests match by meaning (`workbench.engine.http.matching`: tool-call arguments as
+`ReplayResponder` answers each model request with the recorded answer of the turn whose
+recorded request it matches, so any client, not only ours, can be replayed in its own
+tests. A request of any wire format is matched by its chat-shape messages, tools and
+parameters (as the trace keeps them), and answered with the recorded stream events or body
+in the run's own format, which the server turns into the request's format when they
+differ. Requests match by meaning (`workbench.engine.http.matching`: tool-call arguments as
 JSON values, fields sent with their default value equal to absent) or, with `exact`, field
 for field. Several runs can be served at once: each request is answered from the run whose
 turn it matches, the run's next turn first, and among runs that recorded the same request,
@@ -116,6 +119,12 @@ class ReplayResponder:
                 headers={"x-should-retry": "false"},
             )
         recorded = [chunk.data for chunk in record.chunks.get(response.attempt, [])]
+        api = record.request.api if record.request is not None else "chat"
+        if api != "chat":
+            # As it was answered: the recorded events, or the one body of a whole answer.
+            if record.request is not None and not record.request.stream and len(recorded) == 1:
+                return Reply(body=recorded[0], api=api)
+            return Reply(chunks=list(recorded), api=api)
         completion = len(recorded) == 1 and is_completion(recorded[0])
         if stream:
             chunks: list[dict[str, Any] | str] = [

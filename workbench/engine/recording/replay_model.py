@@ -26,6 +26,7 @@ from agent_core.model.base import (
     RawChunk,
     StreamItem,
 )
+from agent_core.model.wire_calls import WireDecoder
 from agent_core.tools.base import CallKey, ToolResult, ToolSpec, call_key
 from traces.events import ModelRequest, ToolEnd, ToolsChanged
 from traces.recorder import Recorder
@@ -61,6 +62,10 @@ class ReplayModel:
         self.name = recording.run_start.model
         self.base_url = recording.run_start.base_url
         self._turns: list[TurnNode] = [recording.turns[n] for n in recording.model_turns]
+        first = self._turns[0].request if self._turns else None
+        # The wire format the recorded client spoke; its calls are served in it.
+        self.api = first.api if first is not None else "chat"
+        self._request: ModelRequest | None = None
         self._cursor = 0
         self.current_turn: int | None = None
         self.mismatch: RequestMismatch | None = None
@@ -68,6 +73,10 @@ class ReplayModel:
     @property
     def calls_served(self) -> int:
         return self._cursor
+
+    def wire_body(self, call: ModelCall) -> dict[str, Any] | None:
+        """The body of the call being served, as recorded (its messages are checked)."""
+        return self._request.body if self._request is not None else None
 
     async def stream(self, call: ModelCall) -> AsyncIterator[StreamItem]:
         if self._cursor >= len(self._turns):
@@ -79,6 +88,7 @@ class ReplayModel:
         self.current_turn = record.turn
         request = record.request
         assert request is not None  # model_turns only lists turns with a request
+        self._request = request
         diffs = diff_request(request, call)
         attempts = _attempt_numbers(record)
         for position, attempt in enumerate(attempts):
@@ -91,14 +101,22 @@ class ReplayModel:
                     f"{diffs[0].path}",
                 )
             assembler = StreamAssembler()
+            wire = WireDecoder(request.api) if request.api != "chat" else None
+            whole = None
             for chunk in record.chunks.get(attempt, []):
-                text = assembler.add(as_chunk(chunk.data))
+                if wire is None:
+                    text = assembler.add(as_chunk(chunk.data))
+                elif _is_whole(request.api, chunk.data):
+                    whole = wire.whole(chunk.data)
+                    text = whole.content or ""
+                else:
+                    text = wire.add(chunk.data)
                 yield RawChunk(attempt, chunk.index, chunk.elapsed_ms, chunk.data, text)
             response = record.response
             if response is not None and response.attempt == attempt:
                 yield Completed(
                     attempt,
-                    assembler.result(),
+                    whole or (wire.result() if wire is not None else assembler.result()),
                     response.ttft_ms,
                     response.latency_ms,
                     response.chunks,
@@ -124,6 +142,12 @@ class ReplayModel:
                 if error.kind == "timeout":
                     raise ModelTimeout(error.message)
                 raise ModelError(error.kind, error.message, status_code=error.status_code)
+
+
+def _is_whole(api: str, data: dict[str, Any]) -> bool:
+    """Whether a recorded chunk of a Responses or Anthropic call is a whole answer (a call
+    that did not stream), not one of its stream's events."""
+    return data.get("type") == "message" if api == "anthropic" else "type" not in data
 
 
 def _loop_timeout(record: TurnNode) -> bool:

@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from workbench.engine.recording.load import Recording
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
+# The wire formats the agent's model client speaks (`run --api`); traces.events.ModelApi.
+MODEL_APIS = ("chat", "responses", "anthropic")
 NO_MODEL_HINT = (
     "no model configured: pass --base-url URL --model NAME (or set OPENAI_BASE_URL and "
     "WORKBENCH_MODEL, plus OPENAI_API_KEY if the endpoint needs one), or --script FILE to "
@@ -53,6 +56,7 @@ class ModelSettings:
     api_key: str | None = None
     script: Path | None = None
     stream: bool = True
+    api: str = "chat"  # the wire format: one of MODEL_APIS
 
     @classmethod
     def from_env(
@@ -62,14 +66,21 @@ class ModelSettings:
         api_key: str | None = None,
         script: Path | None = None,
         stream: bool = True,
+        api: str = "chat",
     ) -> ModelSettings:
-        """The values given, else OPENAI_BASE_URL, WORKBENCH_MODEL and OPENAI_API_KEY."""
+        """The values given, else OPENAI_BASE_URL, WORKBENCH_MODEL and OPENAI_API_KEY (for
+        Anthropic Messages, ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY first)."""
+        env = os.environ.get
+        if api == "anthropic":
+            base_url = base_url or env("ANTHROPIC_BASE_URL")
+            api_key = api_key or env("ANTHROPIC_API_KEY")
         return cls(
-            base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
-            model=model or os.environ.get("WORKBENCH_MODEL") or None,
-            api_key=api_key or os.environ.get("OPENAI_API_KEY") or None,
+            base_url=base_url or env("OPENAI_BASE_URL") or None,
+            model=model or env("WORKBENCH_MODEL") or None,
+            api_key=api_key or env("OPENAI_API_KEY") or None,
             script=script,
             stream=stream,
+            api=api,
         )
 
 
@@ -96,14 +107,22 @@ def build_model(settings: ModelSettings, limits: Limits | None = None) -> ChatMo
         )
     from agent_core.model.openai_client import OpenAIChatModel
     from agent_core.model.retry import RetryPolicy
+    from traces.events import ModelApi
 
+    api: ModelApi = "chat"
+    if settings.api == "responses":
+        api = "responses"
+    elif settings.api == "anthropic":
+        api = "anthropic"
+    default_url = ANTHROPIC_DEFAULT_BASE_URL if api == "anthropic" else OPENAI_DEFAULT_BASE_URL
     return OpenAIChatModel(
-        settings.base_url or OPENAI_DEFAULT_BASE_URL,
+        settings.base_url or default_url,
         settings.api_key,
         settings.model,
         stream=settings.stream,
         timeout_s=limits.model_timeout_s,
         retry=RetryPolicy(deadline_s=limits.model_timeout_s),
+        api=api,
     )
 
 

@@ -1,0 +1,108 @@
+"""What every wire codec makes of a model's answer: the normalized assistant message (the
+chat-completions shape every reader of a trace knows) beside the answer in its own format.
+
+A codec's stream assembler is fed each decoded event in arrival order (`add`), says when
+the format's own last event has come (`done`) and gives the `WireAnswer` (`result`), or
+raises `WireError` when the events are not an answer.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class WireError(ValueError):
+    """Events or a body that are not an answer in the format; one line saying why."""
+
+
+@dataclass(frozen=True)
+class WireAnswer:
+    message: dict[str, Any]  # the assistant message, chat-completions shape
+    finish_reason: str | None  # in chat-completions words (stop, tool_calls, length, …)
+    usage: dict[str, Any] | None  # prompt_tokens, completion_tokens, total_tokens
+    body: dict[str, Any]  # the whole answer in its own wire format
+
+    @property
+    def content(self) -> str | None:
+        text = self.message.get("content")
+        return text if isinstance(text, str) and text else None
+
+
+class WireAssembler(Protocol):
+    @property
+    def saw_output(self) -> bool:
+        """Any text, reasoning or tool-call data yet (for the time to first token)."""
+
+    @property
+    def done(self) -> bool:
+        """The format's last event came (or an error ended the answer)."""
+
+    @property
+    def error(self) -> str | None:
+        """What an error event said, when the stream carried one."""
+
+    def add(self, event: dict[str, Any]) -> None: ...
+
+    def result(self) -> WireAnswer: ...
+
+
+def assistant_message(
+    text: str | None, calls: list[dict[str, Any]], reasoning: str | None
+) -> dict[str, Any]:
+    """The chat-shape assistant message: as the agent keeps it (tool calls with `""`)."""
+    message: dict[str, Any] = {"role": "assistant", "content": text or ("" if calls else None)}
+    if calls:
+        message["tool_calls"] = calls
+    if reasoning:
+        message["reasoning_content"] = reasoning
+    return message
+
+
+def function_call(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
+    """One chat-shape tool call; arguments given as an object are written as their JSON."""
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments if arguments is not None else {}, ensure_ascii=False)
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def chat_tool(name: Any, description: Any, parameters: Any, **extra: Any) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": name}
+    if description is not None:
+        function["description"] = description
+    function["parameters"] = parameters if parameters is not None else {"type": "object"}
+    function.update({k: v for k, v in extra.items() if v is not None})
+    return {"type": "function", "function": function}
+
+
+def usage(prompt: Any, completion: Any, total: Any = None) -> dict[str, Any] | None:
+    """Usage in chat words, from counts that may be missing."""
+    counts = [
+        c if isinstance(c, int) and not isinstance(c, bool) else None
+        for c in (prompt, completion, total)
+    ]
+    if all(c is None for c in counts):
+        return None
+    prompt_n, completion_n, total_n = counts
+    if total_n is None and prompt_n is not None and completion_n is not None:
+        total_n = prompt_n + completion_n
+    out = {"prompt_tokens": prompt_n, "completion_tokens": completion_n, "total_tokens": total_n}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def text_of(content: Any) -> str:
+    """Text of a content value: a string, or the `text` of its parts joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return ""
+
+
+def all_text(content: Any, kinds: frozenset[str]) -> bool:
+    """Whether every part of a content list is a text part of one of `kinds`."""
+    return isinstance(content, list) and all(
+        isinstance(part, dict) and part.get("type") in kinds and isinstance(part.get("text"), str)
+        for part in content
+    )

@@ -1,0 +1,80 @@
+"""`workbench run --api responses|anthropic`: the agent itself speaks the Responses API or
+Anthropic Messages to a real local server, streamed and not, and its trace records each
+call's format and exact body beside the chat-shape messages."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from traces.events import ModelRequest, RunEnd
+from traces.reader import read_trace
+from workbench.cli import main
+from workbench.engine.http.model_server import ModelServer, ScriptResponder
+
+SECRET = "sk-ant-test-0123456789abcdefSECRET"
+STEPS: list[dict[str, Any]] = [
+    {
+        "content": "Reading.",
+        "tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}],
+    },
+    {"content": "It is a tiny demo project."},
+]
+
+
+@pytest.fixture(autouse=True)
+def no_model_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "WORKBENCH_MODEL", "WORKBENCH_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
+@pytest.mark.parametrize("api", ["responses", "anthropic"])
+def test_the_agent_speaks_another_wire_format(
+    tmp_path: Path, project: Path, capsys: pytest.CaptureFixture[str], api: str, stream: bool
+) -> None:
+    home = tmp_path / "home"
+    with ModelServer(ScriptResponder(STEPS)) as server:
+        base_url = server.base_url if api == "responses" else server.base_url.removesuffix("/v1")
+        args = [
+            "run", "What is in README.md?", "--api", api, "--base-url", base_url,
+            "--model", "scripted", "--api-key", SECRET, "--root", str(project),
+            "--home", str(home),
+        ]  # fmt: skip
+        code = main(args if stream else [*args, "--no-stream"])
+        sent = server.requests
+    assert code == 0, capsys.readouterr().err
+    assert "It is a tiny demo project." in capsys.readouterr().out
+    path = "/v1/responses" if api == "responses" else "/v1/messages"
+    assert [r.path for r in sent] == [path, path]
+    assert [r.body["stream"] for r in sent] == [stream, stream]
+    if api == "anthropic":
+        assert all(
+            r.headers["x-api-key"] == SECRET and "authorization" not in r.headers for r in sent
+        )
+        assert all(r.headers["anthropic-version"] for r in sent)
+        [result] = sent[1].body["messages"][-1]["content"]
+        assert result["type"] == "tool_result" and result["content"].startswith("1: # demo")
+    else:
+        assert all(r.headers["authorization"] == f"Bearer {SECRET}" for r in sent)
+        result = sent[1].body["input"][-1]
+        assert result["type"] == "function_call_output" and result["output"].startswith("1: # demo")
+    [trace] = sorted((home / "traces").glob("*.jsonl"))
+    assert SECRET not in trace.read_text()
+    events = read_trace(trace).events
+    requests = [e for e in events if isinstance(e, ModelRequest)]
+    assert [r.api for r in requests] == [api, api]
+    assert [r.body for r in requests] == [json.loads(json.dumps(r.body)) for r in sent]
+    assert requests[1].messages[-1]["role"] == "tool"
+    end = events[-1]
+    assert isinstance(end, RunEnd) and end.status == "completed"
+    assert end.final_answer == "It is a tiny demo project."
+    # Replayed offline in its own format: the same decision chain.
+    capsys.readouterr()
+    assert main(["replay", trace.stem, "--home", str(home)]) == 0
+    assert "identical decision chain" in capsys.readouterr().out

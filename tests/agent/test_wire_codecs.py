@@ -1,0 +1,114 @@
+"""The Responses and Anthropic codecs on recorded streams (tests/fixtures/streams-responses,
+streams-anthropic): each stream assembles into the chat-shape answer it says, whole answers
+read the same as their streams, and what the encoders write reads back the same."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from agent_core.wire import anthropic, responses
+from agent_core.wire.answer import WireAnswer, WireError
+from tests.engine.wire_support import recorded_events, whole_answer
+from traces.events import ModelApi
+
+
+def assembled(api: ModelApi, name: str) -> WireAnswer:
+    assembler = (
+        responses.ResponsesAssembler() if api == "responses" else anthropic.AnthropicAssembler()
+    )
+    for event in recorded_events(api, name):
+        if isinstance(event, dict):
+            assembler.add(event)
+    assert assembler.done
+    return assembler.result()
+
+
+def calls(answer: WireAnswer) -> list[tuple[str, str, Any]]:
+    """Each tool call's id, name and arguments as the JSON value they spell ("" is {})."""
+    return [
+        (c["id"], c["function"]["name"], json.loads(c["function"]["arguments"] or "{}"))
+        for c in answer.message.get("tool_calls", [])
+    ]
+
+
+@pytest.mark.parametrize(
+    ("api", "name", "finish", "tool_calls", "text"),
+    [
+        ("responses", "10-text-then-function-call", "tool_calls",
+         [("call_LabG58Uhrq9kZvR52BYKjToD", "get_capital", {"country": "PotatoLand"})],
+         "I\u2019ll check the capital"),
+        ("responses", "04-function-call-args-many-deltas", "tool_calls", None, None),
+        ("responses", "02-reasoning-summary-then-function-call", "tool_calls", None, None),
+        ("responses", "12-reasoning-then-function-call-usage-at-end", "tool_calls", None, None),
+        ("responses", "14-openrouter-comment-reasoning-text-done-sentinel", "stop", [], "4"),
+        ("anthropic", "09-many-pings-tool-only", "tool_calls",
+         [("toolu_019Zvehfe1XQWweT1pm7okyt", "weather", {"location": "San Francisco"})], None),
+        ("anthropic", "04-tool-use-no-args", "tool_calls", None, "I'll update the issue list"),
+        ("anthropic", "03-text-then-tool-use", "tool_calls", None, "I'll invoke the JSON"),
+        ("anthropic", "13-thinking-only-then-short-text", "stop", [], "925 ÷ 5 = 185"),
+        ("anthropic", "01-redacted-thinking", "stop", [], "I notice"),
+        ("anthropic", "11-refusal-stop-handwritten", "content_filter", [], None),
+        ("anthropic", "12-duplicate-message-start-handwritten", "stop", [], "Hello, World!"),
+    ],
+)  # fmt: skip
+def test_a_recorded_stream_assembles_into_its_answer(
+    api: ModelApi, name: str, finish: str, tool_calls: list[Any] | None, text: str | None
+) -> None:
+    answer = assembled(api, name)
+    assert answer.finish_reason == finish
+    assert answer.usage is not None and answer.usage["total_tokens"] > 0
+    if tool_calls is not None:
+        assert calls(answer) == tool_calls
+    else:
+        assert calls(answer) and all(call_id for call_id, _, _ in calls(answer))
+    assert (answer.content or "").startswith(text or "") and (
+        text is not None or not answer.content
+    )
+    # The whole answer reads as its stream; what the encoders write reads back the same.
+    codec = responses if api == "responses" else anthropic
+    whole = codec.answer_from_body(whole_answer(api, recorded_events(api, name)))
+    assert (calls(whole), whole.content, whole.finish_reason) == (
+        calls(answer), answer.content, answer.finish_reason,
+    )  # fmt: skip
+    body = codec.whole_body(
+        answer.message, answer.finish_reason, answer.usage, model="m", response_id="r1"
+    )
+    again = codec.answer_from_body(body)
+    replayed = (
+        responses.ResponsesAssembler() if api == "responses" else anthropic.AnthropicAssembler()
+    )
+    for event in codec.stream_events(body):
+        replayed.add(event)
+    for read in (again, replayed.result()):
+        assert calls(read) == calls(answer) and read.content == answer.content
+        assert read.finish_reason == answer.finish_reason
+        assert read.message.get("reasoning_content") == answer.message.get("reasoning_content")
+
+
+def test_an_error_mid_stream_is_the_answers_error() -> None:
+    with pytest.raises(WireError, match="exceeded your current quota"):
+        assembled("responses", "01-error-mid-stream-insufficient-quota")
+
+
+def test_a_request_reads_into_chat_messages_and_back() -> None:
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "w", "arguments": '{"a": 1}'}},
+            {"id": "c2", "type": "function", "function": {"name": "w", "arguments": '{"a": 2}'}},
+        ]},
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+        {"role": "tool", "tool_call_id": "c2", "content": "rain"},
+    ]  # fmt: skip
+    tools = [{"type": "function", "function": {"name": "w", "parameters": {"type": "object"}}}]
+    for codec in (responses, anthropic):
+        body = codec.request_body("m", messages, tools, {"temperature": 0}, stream=True)
+        read, read_tools, params = codec.request_parts(body)
+        assert read == messages and read_tools == tools
+        assert params["temperature"] == 0
+    body = anthropic.request_body("m", messages, tools, {}, stream=False)
+    assert [b["type"] for b in body["messages"][-1]["content"]] == ["tool_result", "tool_result"]
