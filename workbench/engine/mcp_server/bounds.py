@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 MAX_TEXT = 2000  # characters of one text field
-MAX_ITEMS = 50  # items of one list that is not paged by the tool itself
+MAX_ITEMS = 100  # items of one list (as many as a page of the paged ones)
 MAX_ANSWER = 60_000  # characters of one whole answer, as JSON
 
 
@@ -16,15 +16,15 @@ def bounded(
     value: dict[str, Any], *, max_text: int = MAX_TEXT, max_items: int = MAX_ITEMS
 ) -> dict[str, Any]:
     """`value` (a dict answer) with texts and lists cut; `truncated` lists the cuts. When
-    the whole is still over `MAX_ANSWER`, texts are cut shorter until it fits."""
+    the whole is still over `MAX_ANSWER`, texts are cut shorter until it fits (or are
+    down to 100 characters each)."""
     while True:
         cuts: list[str] = []
         out: dict[str, Any] = _cut(value, "", cuts, max_text, max_items)
         out["truncated"] = cuts or False
         if len(json.dumps(out, default=str)) <= MAX_ANSWER or max_text <= 100:
             return out
-        max_text //= 2
-        max_items = max(5, max_items // 2)
+        max_text //= 2  # lists stay whole: a page cut short would skip items
 
 
 def _cut(value: Any, where: str, cuts: list[str], max_text: int, max_items: int) -> Any:
