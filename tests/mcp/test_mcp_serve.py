@@ -321,3 +321,17 @@ def test_host_without_port_is_one_line_and_exit_2(demo_home: Path) -> None:
         done.stderr.strip()
         == "workbench: --host is the address of the HTTP server: give --port too"
     )
+
+
+def test_a_home_that_does_not_exist_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*WORKBENCH, "mcp-serve", "--home", str(tmp_path / "nowhere")],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("workbench: no workbench home at ")
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "nowhere").exists()
