@@ -172,6 +172,8 @@ async def test_bad_input_is_a_tool_error_and_the_server_keeps_serving(demo_home:
         assert "needs the argument 'run'" in await refused(session, "replay_run")
         assert "no tool 'rm_rf'" in await refused(session, "rm_rf")
         assert "either run or tools" in await refused(session, "lint_tools")
+        looping = (await demo_runs(session))["duplicate_tool_calls"]["run_id"]
+        assert "past its last" in await refused(session, "show_run", run=looping, turn_from=9)
         runs = await demo_runs(session)
         first = runs["completed"]["run_id"]
         assert "outside run" in await refused(session, "fork_run", run=first, turn=99, dry_run=True)

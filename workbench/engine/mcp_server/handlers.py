@@ -186,6 +186,11 @@ class Workbench:
                     [run_id],
                 )[1]
             )
+            if numbers and turn_from > numbers[-1]:
+                raise ToolError(
+                    f"run {run_id[:12]} has turns {numbers[0]} to {numbers[-1]}; "
+                    f"turn_from {turn_from} is past its last"
+                )
             chosen = [n for n in numbers if n >= turn_from][:turns]
             outside = store.events(run_id, types=["run_start", "run_end"])
             inside = [event for n in chosen for event in store.events(run_id, turn=n)]
