@@ -68,12 +68,13 @@ def test_import_linter_contracts_hold() -> None:
         cwd=ROOT,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
-    assert "Contracts: 8 kept, 0 broken" in result.stdout
+    assert "Contracts: 9 kept, 0 broken" in result.stdout
     assert "TUI and pytest plugin do not import the CLI KEPT" in result.stdout
     assert "No import cycles in traces and agent_core KEPT" in result.stdout
     assert "Engine wings stand on recording KEPT" in result.stdout
     assert "Engine wings are independent of each other KEPT" in result.stdout
     assert "OpenTelemetry only in workbench.engine.otel KEPT" in result.stdout
+    assert "The mcp SDK in one client module and one server module KEPT" in result.stdout
 
 
 def test_single_module_imports_the_openai_and_mcp_sdks() -> None:
@@ -85,6 +86,17 @@ def test_single_module_imports_the_openai_and_mcp_sdks() -> None:
                 importers[sdk].append(str(path.relative_to(ROOT)))
     for sdk, files in importers.items():
         assert len(files) <= 1, f"{sdk} imported in {files}"
+    # The server side of MCP (`workbench mcp-serve`) has its one module in the engine.
+    servers = [
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "workbench").rglob("*.py")
+        if any(
+            f"\n{word} {sdk}" in path.read_text(encoding="utf-8")
+            for word in ("import", "from")
+            for sdk in ("mcp ", "mcp.", "mcp_types")
+        )
+    ]
+    assert servers == ["workbench/engine/mcp_server/server.py"]
     for path in (ROOT / "traces").rglob("*.py"):
         text = path.read_text(encoding="utf-8")
         assert "import openai" not in text and "from mcp" not in text

@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "workbench.cli.explore_cmds",
     "workbench.cli.run_cmds",
     "workbench.cli.mcp_cmds",
+    "workbench.cli.mcp_serve_cmds",
     "workbench.cli.engine_cmds",
     "workbench.cli.proxy_cmds",
     "workbench.cli.test_cmds",

@@ -1,0 +1,74 @@
+"""`workbench mcp-serve`: the home's runs as MCP tools for a coding agent (docs/mcp.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from workbench.cli.common import CliError, add_home, port_number, read_home
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "mcp-serve",
+        help="serve the recorded runs as MCP tools to a coding agent (stdio or HTTP)",
+        description=(
+            "An MCP server whose tools list, show, search, diff, replay and fork the runs of "
+            "the home (list_runs, show_run, search_runs, diff_runs, replay_run, fork_run, "
+            "lint_tools). Over stdio by default, as a coding agent starts it; with --port, "
+            "streamable HTTP at http://HOST:PORT/mcp. Read-only unless --allow-writes: "
+            "fork_run then records new runs. See docs/mcp.md."
+        ),
+        epilog="example:\n  claude mcp add workbench -- workbench mcp-serve",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--port",
+        type=port_number,
+        default=None,
+        help="serve streamable HTTP on this port (0: pick a free one) instead of stdio",
+    )
+    parser.add_argument(
+        "--host", default=None, help="address for --port to bind (default 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--allow-writes",
+        action="store_true",
+        help="let fork_run record new runs (otherwise only its dry_run is answered)",
+    )
+    add_home(parser)
+    parser.set_defaults(func=cmd_mcp_serve)
+
+
+def cmd_mcp_serve(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from workbench.engine.mcp_server.server import ServeError, serve_http, serve_stdio
+
+    if args.host is not None and args.port is None:
+        raise CliError("--host is the address of the HTTP server: give --port too")
+    home = read_home(args).resolve()
+
+    def announce(url: str) -> None:
+        writes = "fork_run may record runs" if args.allow_writes else "read-only"
+        print(f"serving MCP at {url} (home {home}, {writes}; Ctrl-C stops)", file=sys.stderr)
+        sys.stderr.flush()
+
+    try:
+        if args.port is None:
+            asyncio.run(serve_stdio(home, allow_writes=args.allow_writes))
+        else:
+            asyncio.run(
+                serve_http(
+                    home,
+                    host=args.host or "127.0.0.1",
+                    port=args.port,
+                    allow_writes=args.allow_writes,
+                    on_ready=announce,
+                )
+            )
+    except ServeError as exc:
+        raise CliError(str(exc)) from None
+    except KeyboardInterrupt:
+        print("stopped", file=sys.stderr)
+    return 0

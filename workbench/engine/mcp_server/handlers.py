@@ -1,0 +1,386 @@
+"""The answers to the server's tool calls, from the engine functions the CLI commands use:
+the store's runs list and search, the decision chain (`traces.tree`), the chain and schema
+diffs, replay, fork and the tool lint.
+
+Everything is read from the home's store and trace folder, by run id: nothing a client
+sends names a file. The store is opened for each call and closed after it (DuckDB lets one
+process write a file at a time, and the CLI and the TUI share it), and calls take turns at
+it. Texts leave redacted with the home's configured patterns, as every export does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from traces.home import NoHomeError, RedactionConfigError, existing_home, traces_dir
+from traces.run_names import is_safe_run_id
+from workbench.engine.mcp_server.bounds import bounded
+from workbench.engine.mcp_server.tools import (
+    TOOLS_BY_NAME,
+    ToolError,
+    checked_arguments,
+)
+
+if TYPE_CHECKING:
+    from traces.store import RunRow, TraceStore
+    from traces.tree import ToolCallNode, TurnNode
+    from workbench.engine.recording.load import Recording
+
+READ_ONLY_FORK = (
+    "fork_run writes a new run, and this server is read-only: start it with "
+    "`workbench mcp-serve --allow-writes`, or pass dry_run true to see the plan"
+)
+
+
+class Workbench:
+    """The tools over one home. `allow_writes` lets fork_run record new runs."""
+
+    def __init__(self, home: Path, *, allow_writes: bool = False) -> None:
+        self.home = home
+        self.allow_writes = allow_writes
+        self._store_lock = threading.Lock()
+
+    async def call(self, name: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
+        """The answer to one call, bounded and redacted; `ToolError` for one it refuses."""
+        tool = TOOLS_BY_NAME.get(name)
+        if tool is None:
+            raise ToolError(f"no tool {name!r}; tools: {', '.join(TOOLS_BY_NAME)}")
+        args = checked_arguments(tool, arguments)
+        if name == "replay_run":
+            answer = await self.replay_run(**args)
+        elif name == "fork_run":
+            answer = await self.fork_run(**args)
+        else:
+            answer = await asyncio.to_thread(getattr(self, name), **args)
+        return bounded(self._redacted(answer))
+
+    def _redacted(self, answer: dict[str, Any]) -> dict[str, Any]:
+        """Traces are redacted when written; patterns configured since apply on the way out."""
+        from traces.home import home_redactor, redaction_patterns
+
+        try:
+            if not redaction_patterns(self.home):
+                return answer
+            value: dict[str, Any] = home_redactor(self.home).value(answer)
+        except RedactionConfigError as exc:
+            raise ToolError(str(exc)) from None
+        return value
+
+    # --- the store ------------------------------------------------------------------------
+
+    @contextmanager
+    def _store(self) -> Iterator[TraceStore]:
+        """The home's store with new traces ingested; its failures as one-line tool errors."""
+        from traces.store import AmbiguousRunError, StoreError, TraceStore, UnknownRunError
+
+        with self._store_lock:
+            try:
+                with TraceStore.for_reading(existing_home(self.home)) as store:
+                    if not store.read_only:
+                        store.ingest_home(self.home)
+                    yield store
+            except (NoHomeError, StoreError) as exc:
+                raise ToolError(str(exc)) from None
+            except (UnknownRunError, AmbiguousRunError) as exc:
+                raise ToolError(str(exc.args[0]).replace("`workbench runs`", "list_runs")) from None
+
+    @staticmethod
+    def _run_id(store: TraceStore, ref: str) -> str:
+        if not is_safe_run_id(ref.strip()):
+            raise ToolError(f"{ref!r} is not a run id; list_runs shows the runs")
+        return store.resolve_run(ref)
+
+    def _recording(self, ref: str) -> Recording:
+        """A run as the engine loads it: its trace file in the home, else its events as the
+        home's store holds them (a run ingested from elsewhere)."""
+        from workbench.engine.recording.load import (
+            RecordingError,
+            index_events,
+            read_recording_file,
+        )
+
+        with self._store() as store:
+            run_id = self._run_id(store, ref)
+            path = traces_dir(self.home) / f"{run_id}.jsonl"
+            events = None if is_safe_run_id(run_id) and path.is_file() else store.events(run_id)
+        try:
+            return read_recording_file(path) if events is None else index_events(events)
+        except RecordingError as exc:
+            raise ToolError(str(exc)) from None
+
+    # --- reading --------------------------------------------------------------------------
+
+    def list_runs(
+        self,
+        *,
+        status: str | None = None,
+        failed: bool = False,
+        kind: str | None = None,
+        model: str | None = None,
+        text: str | None = None,
+        limit: int,
+        offset: int,
+    ) -> dict[str, Any]:
+        origins = [kind] if kind else None
+        with self._store() as store:
+            run_ids = None
+            if model:
+                # The runs list has no model filter; the ids of the matching runs narrow it.
+                _, rows = store.query(
+                    "SELECT run_id FROM runs WHERE contains(lower(model), lower(?))", [model]
+                )
+                run_ids = [row[0] for row in rows]
+            found = store.runs(
+                status=status,
+                text=text,
+                failed_only=failed,
+                limit=limit,
+                offset=offset,
+                origins=origins,
+                run_ids=run_ids,
+            )
+            total = store.count_runs(
+                status=status, text=text, failed_only=failed, origins=origins, run_ids=run_ids
+            )
+        shown = offset + len(found)
+        return {
+            "total": total,
+            "offset": offset,
+            "runs": [_run_json(row) for row in found],
+            "next_offset": shown if shown < total else None,
+        }
+
+    def show_run(
+        self,
+        *,
+        run: str,
+        turn_from: int,
+        turns: int,
+        events_from: int | None = None,
+        events: int,
+    ) -> dict[str, Any]:
+        from traces.tree import build_chain
+
+        with self._store() as store:
+            run_id = self._run_id(store, run)
+            row = store.run(run_id)
+            if events_from is not None:
+                page = store.events(run_id, offset=events_from, limit=events)
+                count = store.count_events(run_id)
+                shown = events_from + len(page)
+                return {
+                    "run_id": run_id,
+                    "events_total": count,
+                    "events": [event.model_dump(mode="json") for event in page],
+                    "next_events_from": shown if shown < count else None,
+                }
+            numbers = sorted(
+                int(n)
+                for (n,) in store.query(
+                    "SELECT DISTINCT turn FROM events WHERE run_id = ? AND turn IS NOT NULL",
+                    [run_id],
+                )[1]
+            )
+            if numbers and turn_from > numbers[-1]:
+                raise ToolError(
+                    f"run {run_id[:12]} has turns {numbers[0]} to {numbers[-1]}; "
+                    f"turn_from {turn_from} is past its last"
+                )
+            chosen = [n for n in numbers if n >= turn_from][:turns]
+            outside = store.events(run_id, types=["run_start", "run_end"])
+            inside = [event for n in chosen for event in store.events(run_id, turn=n)]
+        chain = build_chain(sorted([*outside, *inside], key=lambda event: event.seq))
+        later = [n for n in numbers if chosen and n > chosen[-1]]
+        end = chain.end
+        return {
+            "run": _run_json(row),
+            "system_prompt": chain.start.system_prompt if chain.start else None,
+            "tools_offered": [_tool_name(t) for t in chain.start.tools] if chain.start else [],
+            "turns_total": len(numbers),
+            "turns": [_turn_json(turn) for turn in chain.turns],
+            "next_turn": later[0] if later else None,
+            "stopped": None
+            if end is None
+            else {
+                "status": end.status,
+                "reason": end.reason,
+                "timeout_layer": end.timeout_layer,
+                "final_answer": end.final_answer,
+                "totals": end.totals.model_dump(mode="json"),
+            },
+        }
+
+    def search_runs(
+        self, *, text: str, run: str | None = None, limit: int, offset: int
+    ) -> dict[str, Any]:
+        from workbench.engine.views.search import search
+
+        with self._store() as store:
+            run_id = self._run_id(store, run) if run else None
+            hits = search(store, text, run_id=run_id, limit=offset + limit + 1)
+        page = hits[offset : offset + limit]
+        more = len(hits) > offset + limit
+        return {
+            "offset": offset,
+            "matches": [hit.to_json() for hit in page],
+            "next_offset": offset + limit if more else None,
+        }
+
+    def diff_runs(self, *, run_a: str, run_b: str, what: str) -> dict[str, Any]:
+        from workbench.engine.diff.alignment import diff_tools
+        from workbench.engine.diff.text_changes import compare_runs
+
+        a, b = self._recording(run_a), self._recording(run_b)
+        answer: dict[str, Any] = {"run_a": a.run_id, "run_b": b.run_id}
+        equal = True
+        if what in ("both", "tools"):
+            tools = diff_tools(a, b)
+            equal &= tools.is_empty
+            answer["tools"] = tools.to_json()
+        if what in ("both", "chain"):
+            comparison = compare_runs(a, b)
+            equal &= comparison.diff.is_equal
+            answer["chain"] = comparison.to_json()
+        answer["equal"] = equal
+        return answer
+
+    def lint_tools(
+        self, *, run: str | None = None, tools: list[Any] | None = None, max_tools: int
+    ) -> dict[str, Any]:
+        from workbench.engine.regress.lint_tools import lint_tools
+
+        if (run is None) == (tools is None):
+            raise ToolError("lint_tools takes either run or tools (not both, not neither)")
+        if tools is None:
+            assert run is not None
+            with self._store() as store:
+                schemas = store.tool_schemas(self._run_id(store, run))
+        else:
+            schemas = tools
+        findings = lint_tools(schemas, max_tools=max_tools)
+        return {
+            "tools": len(schemas),
+            "errors": sum(f.severity == "error" for f in findings),
+            "warnings": sum(f.severity == "warning" for f in findings),
+            "findings": [f.to_dict() for f in findings],
+        }
+
+    # --- replay and fork ------------------------------------------------------------------
+
+    async def replay_run(self, *, run: str) -> dict[str, Any]:
+        from workbench.engine.recording.replay import NotReplayable, check_replayable, replay_run
+
+        recording = await asyncio.to_thread(self._recording, run)
+        try:
+            check_replayable(recording)
+        except NotReplayable as exc:
+            raise ToolError(str(exc)) from None
+        outcome = await replay_run(recording, pace="fast")
+        return outcome.to_json()
+
+    async def fork_run(
+        self,
+        *,
+        run: str,
+        turn: int,
+        system: str | None = None,
+        user: str | None = None,
+        tool_descriptions: dict[str, str] | None = None,
+        tool_schemas: dict[str, dict[str, Any]] | None = None,
+        mocks: dict[str, str] | None = None,
+        allow_side_effects: bool,
+        dry_run: bool,
+    ) -> dict[str, Any]:
+        from workbench.engine.mcp_server.forking import plan, run_fork
+        from workbench.engine.recording.fork import ForkRequest
+
+        if not dry_run and not self.allow_writes:
+            raise ToolError(READ_ONLY_FORK)
+        request = ForkRequest(
+            turn=turn,
+            system=system,
+            user=user,
+            tool_descriptions=tool_descriptions or {},
+            tool_schemas=tool_schemas or {},
+            mocks=mocks or {},
+            allow_side_effects=allow_side_effects,
+        )
+        parent = await asyncio.to_thread(self._recording, run)
+        fork_plan = plan(parent, request)
+        if dry_run:
+            return {
+                "dry_run": True,
+                "parent_run_id": parent.run_id,
+                "turn": fork_plan.turn,
+                "edits": [edit.model_dump(mode="json") for edit in fork_plan.edits],
+                "messages": len(fork_plan.messages),
+                "last_message": fork_plan.messages[-1] if fork_plan.messages else None,
+                "tools_offered": [spec.name for spec in fork_plan.specs],
+                "writes_allowed": self.allow_writes,
+            }
+        return await run_fork(fork_plan, self.home)
+
+
+def _run_json(row: RunRow) -> dict[str, Any]:
+    return {
+        "run_id": row.run_id,
+        "status": row.status,
+        "reason": row.reason or None,
+        "kind": row.origin,
+        "model": row.model,
+        "task": row.task,
+        "started_at": row.started_at.isoformat() if row.started_at else None,
+        "turns": row.turns,
+        "tool_calls": row.tool_calls,
+        "tool_errors": row.tool_errors,
+        "total_tokens": row.total_tokens,
+        "duration_ms": row.duration_ms,
+        "parent_run_id": row.parent_run_id,
+        "fork_turn": row.fork_turn,
+        "final_answer": row.final_answer,
+    }
+
+
+def _tool_name(schema: dict[str, Any]) -> Any:
+    function = schema.get("function", schema)
+    return function.get("name") if isinstance(function, dict) else None
+
+
+def _tool_json(call: ToolCallNode) -> dict[str, Any]:
+    end = call.end
+    return {
+        "call_id": call.call_id,
+        "name": call.name,
+        "source": call.start.source,
+        "arguments": call.arguments if call.arguments is not None else call.start.arguments_raw,
+        "parse_error": call.start.parse_error,
+        "status": call.status,
+        "result": end.result if end else None,
+        "error": end.error if end else None,
+        "duration_ms": call.duration_ms,
+        "mocked": end.mocked if end else False,
+    }
+
+
+def _turn_json(turn: TurnNode) -> dict[str, Any]:
+    response = turn.response
+    message = response.message if response is not None else None
+    return {
+        "turn": turn.turn,
+        "status": turn.status,
+        "model_said": message.get("content") if isinstance(message, dict) else None,
+        "reasoning": message.get("reasoning") if isinstance(message, dict) else None,
+        "finish_reason": response.finish_reason if response else None,
+        "attempts": len(turn.model_calls),
+        "tool_calls": [_tool_json(call) for call in turn.tool_calls],
+        "calls_not_run": turn.calls_not_run,
+        "errors": [
+            f"{e.where}: {e.kind}: {e.message}"
+            for e in {e.seq: e for e in [*turn.errors, *turn.model_errors]}.values()
+        ],
+    }

@@ -1,0 +1,325 @@
+"""What the server's tools take: names, descriptions and JSON schemas a model can pick
+from, and the check of a call's arguments against them.
+
+The descriptions follow `workbench lint-tools` (say when to use a tool and when not; every
+parameter described; closed sets as enums): a test holds them to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from traces.origins import RUN_KINDS
+
+# `traces.events.RUN_STATUSES` and a run with no run_end (as `workbench runs --status`).
+RUN_STATES = (
+    "completed",
+    "max_turns",
+    "duplicate_tool_calls",
+    "token_budget",
+    "timeout",
+    "cancelled",
+    "error",
+    "incomplete",
+)
+MAX_PAGE = 100  # runs, matches or events in one answer
+MAX_TURNS_PAGE = 10
+
+
+class ToolError(Exception):
+    """A call the server cannot answer (bad argument, unknown run, refused): one line."""
+
+
+@dataclass(frozen=True)
+class ToolDef:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    read_only: bool = True
+
+    def schema(self) -> dict[str, Any]:
+        """The tool as MCP lists it (the shape `lint-tools` reads too)."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+        }
+
+
+def _object(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": False,
+    }
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+def _run(what: str = "the run") -> dict[str, Any]:
+    return {
+        "type": "string",
+        "minLength": 1,
+        "description": f"id of {what}, or a unique prefix of it (as list_runs shows)",
+    }
+
+
+def _page(default: int, maximum: int, what: str) -> dict[str, Any]:
+    return {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": maximum,
+        "default": default,
+        "description": f"at most this many {what} in the answer",
+    }
+
+
+_OFFSET = {
+    "type": "integer",
+    "minimum": 0,
+    "default": 0,
+    "description": "how many to skip; pass the next_offset of the previous answer",
+}
+
+TOOLS: tuple[ToolDef, ...] = (
+    ToolDef(
+        "list_runs",
+        "List recorded agent runs, newest first, with status, kind, model, turns, tool calls "
+        "and tokens. Use it to find a run id or the runs that failed; filter by status, kind, "
+        "model or task text and page with offset. Not for text inside a run's messages or "
+        "tool results: use search_runs for that.",
+        _object(
+            {
+                "status": {
+                    "type": "string",
+                    "enum": list(RUN_STATES),
+                    "description": "only runs that ended with this status",
+                },
+                "failed": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "only runs that did not complete",
+                },
+                "kind": {
+                    "type": "string",
+                    "enum": list(RUN_KINDS),
+                    "description": "only runs of this kind (agent is a `workbench run`)",
+                },
+                "model": {
+                    "type": "string",
+                    "description": "only runs whose model name contains this text",
+                },
+                "text": {
+                    "type": "string",
+                    "description": "only runs whose task contains this text",
+                },
+                "limit": _page(20, MAX_PAGE, "runs"),
+                "offset": _OFFSET,
+            }
+        ),
+    ),
+    ToolDef(
+        "show_run",
+        "Show one run's decision chain: per turn what the model said, the tool calls with "
+        "their arguments and results, errors, and why the run stopped. Use it to debug a "
+        "run; long runs come in pages of turns (turn_from). Pass events_from instead for "
+        "the raw events by position. Do not use it to compare runs: use diff_runs.",
+        _object(
+            {
+                "run": _run(),
+                "turn_from": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "default": 1,
+                    "description": "first turn to show; pass next_turn of the previous answer",
+                },
+                "turns": _page(3, MAX_TURNS_PAGE, "turns"),
+                "events_from": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "when given: the run's raw events from this seq instead "
+                    "of the chain",
+                },
+                "events": _page(20, MAX_PAGE, "raw events (with events_from)"),
+            },
+            ("run",),
+        ),
+    ),
+    ToolDef(
+        "search_runs",
+        "Find where a text occurs in recorded runs (ignoring case): in tasks, what the model "
+        "said, tool arguments, tool results, errors and final answers. Use it to find the "
+        "runs and turns that mention an error or a file; newest runs first. Not for listing "
+        "runs by status: use list_runs.",
+        _object(
+            {
+                "text": {"type": "string", "minLength": 1, "description": "the text to find"},
+                "run": _run("a run to search only in"),
+                "limit": _page(20, MAX_PAGE, "matches"),
+                "offset": _OFFSET,
+            },
+            ("text",),
+        ),
+    ),
+    ToolDef(
+        "diff_runs",
+        "Compare two runs, typically a fork with its parent: the decision chains turn by "
+        "turn (first divergence, changed texts and tool calls) and the tool schemas offered. "
+        "Use it to see what an edit changed. Not for one run alone: use show_run.",
+        _object(
+            {
+                "run_a": _run("the first run"),
+                "run_b": _run("the second run"),
+                "what": {
+                    "type": "string",
+                    "enum": ["both", "chain", "tools"],
+                    "default": "both",
+                    "description": "compare the decision chains, the tool schemas, or both",
+                },
+            },
+            ("run_a", "run_b"),
+        ),
+    ),
+    ToolDef(
+        "replay_run",
+        "Re-execute a recorded run offline from its recording (no network, no tool side "
+        "effects) and check that the decision chain is identical; when it is not, say the "
+        "first divergence. Use it to verify that a run is deterministic after a code change. "
+        "Writes nothing; not a way to change a run: use fork_run.",
+        _object({"run": _run()}, ("run",)),
+    ),
+    ToolDef(
+        "fork_run",
+        "Re-run a recorded run from a turn with edits (system prompt, task, a tool's "
+        "description or schema, mocked tool results) as a new linked run. Use it to test a "
+        "fix; tools with side effects are refused unless allowed. Writes a new run, so only "
+        "when the server allows writes; dry_run only checks the edits and shows the plan.",
+        _object(
+            {
+                "run": _run("the run to fork"),
+                "turn": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "the turn to fork at (1-based), as show_run numbers them",
+                },
+                "system": {"type": "string", "description": "a new system prompt"},
+                "user": {
+                    "type": "string",
+                    "description": "new text for the last user message (the task)",
+                },
+                "tool_descriptions": {
+                    "type": "object",
+                    "additionalProperties": {"type": "string"},
+                    "description": "tool name to its new description",
+                },
+                "tool_schemas": {
+                    "type": "object",
+                    "additionalProperties": {"type": "object"},
+                    "description": "tool name to its new JSON parameter schema",
+                },
+                "mocks": {
+                    "type": "object",
+                    "additionalProperties": {"type": "string"},
+                    "description": "recorded tool call id to the result the fork reads instead",
+                },
+                "allow_side_effects": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "let new calls to tools that are not read-only run for real",
+                },
+                "dry_run": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "check the edits and show the plan without running",
+                },
+            },
+            ("run", "turn"),
+        ),
+        read_only=False,
+    ),
+    ToolDef(
+        "lint_tools",
+        "Lint tool schemas for the mistakes that make a model pick the wrong tool (missing "
+        "or near-identical descriptions, undescribed parameters, bad names, no enum). Use it "
+        "on the tools a recorded run offered, or on schemas you pass. It does not call a "
+        "model; not for checking a run's behaviour.",
+        _object(
+            {
+                "run": _run("a run whose offered tools to lint"),
+                "tools": {
+                    "type": "array",
+                    "items": {"type": "object"},
+                    "maxItems": 200,
+                    "description": "tool schemas to lint (OpenAI, bare or MCP shape) instead "
+                    "of a run's",
+                },
+                "max_tools": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "default": 8,
+                    "description": "warn when more tools than this are offered at once",
+                },
+            }
+        ),
+    ),
+)
+TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+}
+
+
+def checked_arguments(tool: ToolDef, arguments: dict[str, Any] | None) -> dict[str, Any]:
+    """The call's arguments with defaults filled in; `ToolError` naming the first one that
+    does not fit the tool's schema."""
+    schema = tool.input_schema
+    given = dict(arguments or {})
+    properties: dict[str, Any] = schema["properties"]
+    unknown = sorted(set(given) - set(properties))
+    if unknown:
+        raise ToolError(
+            f"{tool.name} has no argument {unknown[0]!r}; it takes {', '.join(properties)}"
+        )
+    for name in schema.get("required", []):
+        if given.get(name) is None:
+            raise ToolError(f"{tool.name} needs the argument {name!r}")
+    out: dict[str, Any] = {}
+    for name, prop in properties.items():
+        value = given.get(name)
+        if value is None:
+            if "default" in prop:
+                out[name] = prop["default"]
+            continue
+        out[name] = _checked(f"{tool.name}: {name}", prop, value)
+    return out
+
+
+def _checked(where: str, prop: dict[str, Any], value: Any) -> Any:
+    kind = prop.get("type", "string")
+    wrong = not isinstance(value, _TYPES[kind]) or (kind == "integer" and isinstance(value, bool))
+    if wrong:
+        raise ToolError(f"{where} must be {'an' if kind[0] in 'aeiou' else 'a'} {kind}")
+    if "enum" in prop and value not in prop["enum"]:
+        raise ToolError(f"{where} must be one of {', '.join(prop['enum'])}; got {value!r}")
+    if kind == "integer":
+        low, high = prop.get("minimum"), prop.get("maximum")
+        if (low is not None and value < low) or (high is not None and value > high):
+            span = f"from {low}" + (f" to {high}" if high is not None else " up")
+            raise ToolError(f"{where} must be a whole number {span}; got {value}")
+    if kind == "string" and len(value) < prop.get("minLength", 0):
+        raise ToolError(f"{where} must not be empty")
+    if kind == "array" and len(value) > prop.get("maxItems", len(value)):
+        raise ToolError(f"{where} takes at most {prop['maxItems']} items")
+    inner = prop.get("additionalProperties") if kind == "object" else prop.get("items")
+    if isinstance(inner, dict):
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in items:
+            _checked(f"{where}[{key!r}]", inner, item)
+    return value
