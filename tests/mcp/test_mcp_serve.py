@@ -32,6 +32,7 @@ TOOL_NAMES = [
     "diff_runs",
     "replay_run",
     "fork_run",
+    "run_suite",
     "lint_tools",
 ]
 WORKBENCH = [sys.executable, "-c", "import sys; from workbench.cli import main; sys.exit(main())"]
@@ -213,14 +214,52 @@ async def test_fork_run_with_allow_writes_records_a_linked_run(
         assert diff["chain"]["forks"], diff
 
 
+SUITE = (
+    '[suite]\nname = "readme"\nsamples = 1\ntools = "builtin"\n\n'
+    '[[case]]\nid = "read-readme"\ntask = "Read README.md."\n'
+    'expect_tool = "read_file"\nexpect_args = { path = "README.md" }\n'
+)
+READS_README = [
+    {"tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
+    {"content": "It says hello."},
+]
+
+
+async def test_run_suite_runs_a_suite_of_the_home_offline_when_writes_are_allowed(
+    demo_home: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    shutil.copytree(demo_home, home)
+    (home / "README.md").write_text("# hello\n", encoding="utf-8")
+    (home / "readme.wbsuite.toml").write_text(SUITE, encoding="utf-8")
+    (home / "reads-readme.json").write_text(json.dumps(READS_README), encoding="utf-8")
+    (tmp_path / "outside.wbsuite.toml").write_text(SUITE, encoding="utf-8")
+    async with served(home) as session:
+        reason = await refused(session, "run_suite", suite="readme.wbsuite.toml")
+        assert "read-only" in reason and "--allow-writes" in reason
+    async with served(home, "--allow-writes") as session:
+        result = await call(
+            session, "run_suite", suite="readme.wbsuite.toml", script="reads-readme.json"
+        )
+        assert result["passed"] is True, result
+        [case] = result["cases"]
+        assert case["case_id"] == "read-readme" and case["pass_rate"] == 1.0
+        samples = await call(session, "list_runs", kind="regression_sample")
+        assert samples["total"] == 1
+        for outside in ("../outside.wbsuite.toml", str(tmp_path / "outside.wbsuite.toml")):
+            reason = await refused(session, "run_suite", suite=outside)
+            assert "inside the home" in reason
+        assert "no suite file" in await refused(session, "run_suite", suite="nope.toml")
+
+
 async def test_list_runs_pages_through_thousands_of_runs(tmp_path: Path) -> None:
     home = tmp_path / "home"
     traces = home / "traces"
     traces.mkdir(parents=True)
-    for number in range(3000):
+    for number in range(10_000):
         run_id = f"{number:032x}"
         lines = small_run_lines(run_id)
-        if number % 300 == 0:
+        if number % 1000 == 0:
             lines = lines.replace(b'"model":"m"', b'"model":"gpt-other"')
         (traces / f"{run_id}.jsonl").write_bytes(lines)
     async with served(home) as session:
@@ -228,10 +267,10 @@ async def test_list_runs_pages_through_thousands_of_runs(tmp_path: Path) -> None
         offset: int | None = 0
         while offset is not None:
             page = await call(session, "list_runs", limit=100, offset=offset)
-            assert page["total"] == 3000 and len(page["runs"]) == 100
+            assert page["total"] == 10_000 and len(page["runs"]) == 100
             seen += [run["run_id"] for run in page["runs"]]
             offset = page["next_offset"]
-        assert len(seen) == len(set(seen)) == 3000
+        assert len(seen) == len(set(seen)) == 10_000
         other = await call(session, "list_runs", model="gpt-other", limit=100)
         assert other["total"] == 10 and other["next_offset"] is None
         hits = await call(session, "search_runs", text="t", limit=100)

@@ -26,6 +26,11 @@ from workbench.engine.mcp_server.tools import (
     checked_arguments,
 )
 
+READ_ONLY_SUITE = (
+    "run_suite records each sample as a run, and this server is read-only: start it with "
+    "`workbench mcp-serve --allow-writes`"
+)
+
 if TYPE_CHECKING:
     from traces.store import RunRow, TraceStore
     from traces.tree import ToolCallNode, TurnNode
@@ -55,6 +60,8 @@ class Workbench:
             answer = await self.replay_run(**args)
         elif name == "fork_run":
             answer = await self.fork_run(**args)
+        elif name == "run_suite":
+            answer = await self.run_suite(**args)
         else:
             answer = await asyncio.to_thread(getattr(self, name), **args)
         return bounded(self._redacted(answer))
@@ -324,6 +331,22 @@ class Workbench:
                 "writes_allowed": self.allow_writes,
             }
         return await run_fork(fork_plan, self.home)
+
+    async def run_suite(
+        self,
+        *,
+        suite: str,
+        samples: int | None = None,
+        baseline: str | None = None,
+        script: str | None = None,
+    ) -> dict[str, Any]:
+        from workbench.engine.mcp_server.suites import run_suite
+
+        if not self.allow_writes:
+            raise ToolError(READ_ONLY_SUITE)
+        return await run_suite(
+            self.home, suite=suite, samples=samples, baseline=baseline, script=script
+        )
 
 
 def _run_json(row: RunRow) -> dict[str, Any]:

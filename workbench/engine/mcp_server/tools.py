@@ -240,6 +240,43 @@ TOOLS: tuple[ToolDef, ...] = (
         read_only=False,
     ),
     ToolDef(
+        "run_suite",
+        "Run a regression suite (a .wbsuite.toml file in the workbench home) as `workbench "
+        "test` does: each case's samples run the agent, and the answer gives every case's "
+        "pass rate, against a saved baseline when one is named, with why cases failed. Use "
+        "it after editing a tool description to check the model still picks the right tool. "
+        "It records each sample as a run, so the server must allow writes; not for reading "
+        "recorded runs (use list_runs or show_run).",
+        _object(
+            {
+                "suite": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "the suite file, relative to the workbench home",
+                },
+                "samples": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 20,
+                    "description": "samples per case, instead of the suite's own number",
+                },
+                "baseline": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "a saved baseline's name to compare pass rates with",
+                },
+                "script": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "a model script in the home to answer instead of the "
+                    "model the server's environment names (offline)",
+                },
+            },
+            ("suite",),
+        ),
+        read_only=False,
+    ),
+    ToolDef(
         "lint_tools",
         "Lint tool schemas for the mistakes that make a model pick the wrong tool (missing "
         "or near-identical descriptions, undescribed parameters, bad names, no enum). Use it "
