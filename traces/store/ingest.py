@@ -48,7 +48,7 @@ _SMALLEST_BATCH = 4 << 20
 
 @dataclass(frozen=True)
 class Limits:
-    """How a batch is sized (tests shrink them to show batching at small sizes)."""
+    """How batches are sized; smaller after a batch DuckDB could not take."""
 
     batch_bytes: int = BATCH_BYTES
     batch_files: int = BATCH_FILES
@@ -78,7 +78,6 @@ def ingest_work(
     work: list[Work],
     report: IngestReport,
     progress: Progress | None = None,
-    limits: Limits = Limits(),
 ) -> IngestReport:
     """Read the new part of each file `pending` found into the store, a batch at a time;
     `progress` hears how far it is (`traces.store.progress`)."""
@@ -95,7 +94,7 @@ def ingest_work(
             tempfile.TemporaryDirectory(prefix="workbench-ingest-") as scratch,
             Watch(cur, progress).running() as watch,
         ):
-            _Batches(cur, work, Path(scratch), report, watch, limits).run()
+            _Batches(cur, work, Path(scratch), report, watch).run()
     finally:
         with contextlib.suppress(duckdb.Error):
             cur.execute("RESET SESSION preserve_insertion_order")
@@ -131,10 +130,9 @@ class _Batches:
         scratch: Path,
         report: IngestReport,
         watch: Watch,
-        limits: Limits,
     ) -> None:
         self._cur, self._scratch, self._report, self._watch = cur, scratch, report, watch
-        self._limits = limits
+        self._limits = Limits()
         self._idle: list[Work] = []  # files with nothing to read: only their size is noted
         self._queue: deque[Work] = deque()
         for item in work:
@@ -172,7 +170,7 @@ class _Batches:
             self._commit(lambda: record_files(self._cur, self._idle))
         count = 0
         while self._queue:
-            batch, cost = [self._queue.popleft()], 0
+            batch = [self._queue.popleft()]
             cost = self._cost(batch[0])
             while self._queue and len(batch) < self._limits.batch_files:
                 if cost + self._cost(self._queue[0]) > self._limits.batch_bytes:
@@ -181,15 +179,15 @@ class _Batches:
                 batch.append(item)
                 cost += self._cost(item)
             count += 1
-            self._read(batch, count)
+            self._read(batch, cost, count)
 
-    def _read(self, batch: list[Work], count: int) -> None:
+    def _read(self, batch: list[Work], cost: int, count: int) -> None:
         """One batch in its own transaction. After a batch DuckDB cannot take, batches are
         halved; a file that fails alone is reported and left where it was."""
         before = [replace(item) for item in batch]
         problems: list[str] = []
         more: list[Work] = []
-        share = sum(self._cost(item) for item in batch) / self._total
+        share = cost / self._total
         label = _files(len(batch), "trace file")
         if count > 1 or self._queue:
             label += f" (batch {count}, {self._done * 100 // self._total}% read)"
@@ -205,34 +203,37 @@ class _Batches:
 
         try:
             self._commit(body)
-        except LongLineError as exc:
+        except (LongLineError, duckdb.Error) as exc:
             for item, state in zip(batch, before, strict=True):
                 item.__dict__.update(state.__dict__)
-            failed = [item for item in batch if item.path == exc.path]
-            self._failed(failed, f"{exc.path}:{exc.line_no}", exc.cause)
-            self._queue.extendleft(reversed([item for item in batch if item.path != exc.path]))
-            return
-        except duckdb.Error as exc:
-            for item, state in zip(batch, before, strict=True):
-                item.__dict__.update(state.__dict__)
-            cost = sum(self._cost(item) for item in batch)
-            if len(batch) > 1 or cost > _SMALLEST_BATCH:
-                # Smaller batches from here on: DuckDB has less memory than they assumed.
-                self._limits = replace(
-                    self._limits,
-                    batch_files=max(1, len(batch) // 2),
-                    batch_bytes=max(_SMALLEST_BATCH, cost // 2),
-                )
-                self._queue.extendleft(reversed(batch))
-                return
-            where = f"{batch[0].path}:{batch[0].lines_done + 1}"
-            self._failed(batch, where, exc)
+            self._rolled_back(batch, cost, exc)
             return
         self._report.problems.extend(problems)
         self._done += sum(
             item.bytes_done - state.bytes_done for item, state in zip(batch, before, strict=True)
         )
         self._queue.extendleft(reversed(more))
+
+    def _rolled_back(self, batch: list[Work], cost: int, exc: LongLineError | duckdb.Error) -> None:
+        """After a batch that failed (its files back where they were): a long line that
+        failed is its file's problem, the others go again; any other failure makes batches
+        smaller, down to one file that is then reported."""
+        if isinstance(exc, LongLineError):
+            failed = [item for item in batch if item.path == exc.path]
+            self._failed(failed, f"{exc.path}:{exc.line_no}", exc.cause)
+            self._queue.extendleft(reversed([item for item in batch if item.path != exc.path]))
+            return
+        if len(batch) > 1 or cost > _SMALLEST_BATCH:
+            # Smaller batches from here on: DuckDB has less memory than they assumed.
+            self._limits = replace(
+                self._limits,
+                batch_files=max(1, len(batch) // 2),
+                batch_bytes=max(_SMALLEST_BATCH, cost // 2),
+            )
+            self._queue.extendleft(reversed(batch))
+            return
+        where = f"{batch[0].path}:{batch[0].lines_done + 1}"
+        self._failed(batch, where, exc)
 
     def _failed(self, items: list[Work], where: str, exc: duckdb.Error) -> None:
         """A file DuckDB could not take from line `where` on: one problem line; what was
