@@ -28,6 +28,8 @@ from agent_core.wire.answer import (
     text_of,
     usage,
 )
+from agent_core.wire.arguments import parse_arguments
+from agent_core.wire.chat import arguments_text
 
 CONVERSATION_KEYS = frozenset({"model", "messages", "system", "tools", "stream"})
 _TEXT = frozenset({"text"})
@@ -250,20 +252,7 @@ def whole_body(
         text = text_of(text)
     if text:
         content.append({"type": "text", "text": text})
-    for call in message.get("tool_calls") or []:
-        function = call.get("function") or {}
-        try:
-            arguments = json.loads(function.get("arguments") or "{}")
-        except ValueError:
-            arguments = {}
-        content.append(
-            {
-                "type": "tool_use",
-                "id": call.get("id"),
-                "name": function.get("name"),
-                "input": arguments,
-            }
-        )
+    content += [_tool_use(call) for call in message.get("tool_calls") or []]
     stops = {
         "stop": "end_turn",
         "tool_calls": "tool_use",
@@ -398,20 +387,7 @@ def request_body(
                 out.append({"role": "user", "content": [block]})
         elif role == "assistant":
             blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
-            for call in message.get("tool_calls") or []:
-                function = call.get("function") or {}
-                try:
-                    arguments = json.loads(function.get("arguments") or "{}")
-                except ValueError:
-                    arguments = {}
-                blocks.append(
-                    {
-                        "type": "tool_use",
-                        "id": call.get("id"),
-                        "name": function.get("name"),
-                        "input": arguments,
-                    }
-                )
+            blocks += [_tool_use(call) for call in message.get("tool_calls") or []]
             out.append({"role": "assistant", "content": blocks})
         else:
             out.append({"role": "user", "content": content})
@@ -439,3 +415,16 @@ def _tool_to_wire(tool: Any) -> Any:
     if function.get("description") is not None:
         out["description"] = function["description"]
     return out
+
+
+def _tool_use(call: dict[str, Any]) -> dict[str, Any]:
+    """A chat-shape tool call as a `tool_use` block; its arguments read by the one parser
+    (`wire.arguments`), and arguments it cannot use sent as no input."""
+    function = call.get("function") or {}
+    parsed = parse_arguments(arguments_text(function.get("arguments")))
+    return {
+        "type": "tool_use",
+        "id": call.get("id"),
+        "name": function.get("name"),
+        "input": parsed.value if parsed.value is not None else {},
+    }
