@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from tests.engine.capture_support import assert_no_key_in
+from tests.engine.test_serve_model import serve
 from traces.events import ModelRequest, RunEnd
 from traces.reader import read_trace
 from workbench.cli import main
@@ -78,3 +80,14 @@ def test_the_agent_speaks_another_wire_format(
     capsys.readouterr()
     assert main(["replay", trace.stem, "--home", str(home)]) == 0
     assert "identical decision chain" in capsys.readouterr().out
+    assert_no_key_in(home, SECRET)
+    # And the same task, offline, against `serve-model --replay` in the run's own format.
+    with serve("--replay", trace.stem, "--home", str(home)) as replay_url:
+        replay_base = replay_url if api == "responses" else replay_url.removesuffix("/v1")
+        again = [*args[:5], replay_base, *args[6:-2], "--home", str(tmp_path / "again")]
+        code = main(again if stream else [*again, "--no-stream"])
+    printed = capsys.readouterr()
+    assert code == 0, printed.out + printed.err
+    assert "It is a tiny demo project." in printed.out
+    [replayed] = (tmp_path / "again" / "traces").glob("*.jsonl")
+    assert read_trace(replayed).events[-1].final_answer == end.final_answer  # type: ignore[union-attr]

@@ -107,6 +107,13 @@ def read_run(home: Path, run_id: str | None = None) -> list[dict[str, Any]]:
     return [json.loads(line) for line in files[0].read_text().splitlines()]
 
 
+def assert_no_key_in(home: Path, key: str) -> None:
+    """No file under `home` (traces, the store, anything) holds `key`."""
+    needle = key.encode()
+    holding = [p for p in home.rglob("*") if p.is_file() and needle in p.read_bytes()]
+    assert not holding, f"the client's key is in {holding}"
+
+
 def runs(home: Path) -> list[list[dict[str, Any]]]:
     """Every run recorded under `home`, oldest first."""
     found = [

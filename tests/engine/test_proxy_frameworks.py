@@ -16,7 +16,16 @@ from typing import Any
 
 import pytest
 
-from tests.engine.capture_support import API_KEY, FILES, STEPS, SYSTEM, TASK, read_run, run_tool
+from tests.engine.capture_support import (
+    API_KEY,
+    FILES,
+    STEPS,
+    SYSTEM,
+    TASK,
+    assert_no_key_in,
+    read_run,
+    run_tool,
+)
 from tests.engine.test_serve_model import serve
 from workbench.engine.http.model_server import ModelServer, ScriptResponder
 from workbench.engine.http.proxy import RecordingProxy
@@ -56,23 +65,25 @@ def openai_agents_agent(base_url: str, *, responses: bool = False) -> str:
     from agents import (
         Agent,
         OpenAIChatCompletionsModel,
-        OpenAIResponsesModel,
         Runner,
         function_tool,
+        set_default_openai_api,
+        set_default_openai_client,
         set_tracing_disabled,
     )
     from openai import AsyncOpenAI
 
     set_tracing_disabled(True)  # its tracing would export to the network
     client = AsyncOpenAI(base_url=base_url, api_key=API_KEY, max_retries=0)
-    # The SDK's default model speaks the Responses API; the other one chat completions.
-    model_class = OpenAIResponsesModel if responses else OpenAIChatCompletionsModel
-    agent = Agent(
-        name="assistant",
-        instructions=SYSTEM,
-        tools=[function_tool(read_file), function_tool(calculator)],
-        model=model_class(model="demo-model", openai_client=client),
-    )
+    tools = [function_tool(read_file), function_tool(calculator)]
+    if responses:
+        # The SDK's default: no model named, its default client, the Responses API.
+        set_default_openai_client(client, use_for_tracing=False)
+        set_default_openai_api("responses")
+        agent = Agent(name="assistant", instructions=SYSTEM, tools=tools)
+    else:
+        model = OpenAIChatCompletionsModel(model="demo-model", openai_client=client)
+        agent = Agent(name="assistant", instructions=SYSTEM, tools=tools, model=model)
     return str(Runner.run_sync(agent, TASK).final_output)
 
 
@@ -128,6 +139,10 @@ def test_a_framework_run_is_captured_and_replays_offline(tmp_path: Path, framewo
     events = read_run(home)
     start, end = events[0], events[-1]
     assert start["origin"] == "captured" and start["task"] == TASK
+    if framework == "openai-agents-responses":  # no model named: the SDK's default one
+        from agents.models import get_default_model
+
+        assert start["model"] == get_default_model()
     assert {t["function"]["name"] for t in start["tools"]} == {"read_file", "calculator"}
     assert end["status"] == "completed" and end["final_answer"] == answer
     apis = {e["api"] for e in events if e["type"] == "model_request"}
@@ -138,6 +153,7 @@ def test_a_framework_run_is_captured_and_replays_offline(tmp_path: Path, framewo
         ("call_calc", True, True),
     ]
     assert "8080" in ends[0]["result"] and ends[1]["result"] == "16160"
+    assert_no_key_in(home, API_KEY)
 
     with serve("--replay", start["run_id"], "--home", str(home)) as base_url:
         assert agent(base_url) == answer

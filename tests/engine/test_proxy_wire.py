@@ -15,7 +15,7 @@ import anthropic
 import openai
 import pytest
 
-from tests.engine.capture_support import read_run
+from tests.engine.capture_support import assert_no_key_in, read_run
 from tests.engine.test_serve_model import serve
 from tests.engine.wire_support import (
     ANTHROPIC_KEY,
@@ -73,6 +73,7 @@ def check_captured_run(
     assert (listed["run_id"], listed["status"]) == (start["run_id"], "completed")
     shown = workbench_json(home, "show", start["run_id"])
     assert json.dumps(shown).count(result) >= 1 and key not in json.dumps(shown)
+    assert_no_key_in(home, key)  # the trace, the store, anything the reads left
     return start
 
 

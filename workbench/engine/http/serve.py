@@ -23,7 +23,9 @@ from typing import Any
 
 from agent_core.model.assembler import chunk_from_completion
 from agent_core.model.script import ScriptError
+from traces.events import ModelRequest
 from traces.tree import TurnNode
+from workbench.engine.http import wire_formats
 from workbench.engine.http.matching import MatchMode, body_parts, request_view
 from workbench.engine.http.model_server import ModelServer, Reply, Responder, ScriptResponder
 from workbench.engine.http.server import DEFAULT_MAX_REQUEST_BYTES, DEFAULT_READ_TIMEOUT_S
@@ -62,7 +64,7 @@ class ReplayResponder:
                 record = recording.turns[number]
                 request = record.request
                 assert request is not None  # model_turns lists turns with a request
-                expected = request_view(mode, request.messages, request.tools, request.params)
+                expected = request_view(mode, *recorded_parts(request))
                 turn = _Turn(recording, run, position, record, expected)
                 self._turns.append(turn)
                 self._by_request.setdefault(_key(expected), []).append(turn)
@@ -134,6 +136,15 @@ class ReplayResponder:
         if completion:
             return Reply(body=recorded[0])
         return Reply(body=_completion(turn.recording, record))
+
+
+def recorded_parts(request: ModelRequest) -> tuple[list[Any], list[Any], dict[str, Any]]:
+    """A recorded request's messages, tools and parameters as a request that comes in is
+    read: from its wire body when the trace keeps one (what the client sent, read by the
+    same codec), else as the trace has them (chat completions)."""
+    if request.body is not None:
+        return wire_formats.request_parts(request.api, request.body)
+    return request.messages, request.tools, request.params
 
 
 def _key(view: Any) -> str:
