@@ -4,7 +4,9 @@
 #   - from npm (into node_modules): @modelcontextprotocol/server-everything,
 #     @modelcontextprotocol/server-filesystem (the most used server; its tool names clash
 #     with the built-ins), the official conformance harness @modelcontextprotocol/conformance,
-#     and Node 22 (node-<os>-<arch>), which the harness needs when the system node is older.
+#     and Node 22 (node-<os>-<arch>), which the harness needs when the system node is older;
+#   - the Node clients the capture tests drive (tests/engine/node): the Vercel AI SDK with
+#     its default OpenAI provider, and zod for its tool schemas.
 # Safe to run again; does nothing when everything is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,6 +14,9 @@ cd "$(dirname "$0")/.."
 EVERYTHING_VERSION="2026.8.31"
 FILESYSTEM_VERSION="2026.8.31"
 CONFORMANCE_VERSION="0.1.16"
+AI_SDK_VERSION="6.0.326"
+AI_SDK_OPENAI_VERSION="3.0.141"
+ZOD_VERSION="4.6.7"
 
 if [ ! -x .venv/bin/mcp-server-time ]; then
     .venv/bin/python -m pip install -q "mcp-server-time>=2025.0"
@@ -39,11 +44,17 @@ packages=(
     "@modelcontextprotocol/server-everything@$EVERYTHING_VERSION"
     "@modelcontextprotocol/server-filesystem@$FILESYSTEM_VERSION"
     "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION"
+    "ai@$AI_SDK_VERSION"
+    "@ai-sdk/openai@$AI_SDK_OPENAI_VERSION"
+    "zod@$ZOD_VERSION"
 )
 missing=0
 has_version @modelcontextprotocol/server-everything "$EVERYTHING_VERSION" || missing=1
 has_version @modelcontextprotocol/server-filesystem "$FILESYSTEM_VERSION" || missing=1
 has_version @modelcontextprotocol/conformance "$CONFORMANCE_VERSION" || missing=1
+has_version ai "$AI_SDK_VERSION" || missing=1
+has_version @ai-sdk/openai "$AI_SDK_OPENAI_VERSION" || missing=1
+has_version zod "$ZOD_VERSION" || missing=1
 if [ "$system_node_major" -lt 22 ] && [ -n "$node_package" ]; then
     packages+=("$node_package@22")
     [ -x "node_modules/$node_package/bin/node" ] || missing=1

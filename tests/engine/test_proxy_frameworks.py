@@ -75,7 +75,7 @@ def openai_agents_agent(base_url: str, *, responses: bool = False) -> str:
 
     set_tracing_disabled(True)  # its tracing would export to the network
     client = AsyncOpenAI(base_url=base_url, api_key=API_KEY, max_retries=0)
-    tools = [function_tool(read_file), function_tool(calculator)]
+    tools: list[Any] = [function_tool(read_file), function_tool(calculator)]
     if responses:
         # The SDK's default: no model named, its default client, the Responses API.
         set_default_openai_client(client, use_for_tracing=False)

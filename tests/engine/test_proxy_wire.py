@@ -24,6 +24,7 @@ from tests.engine.wire_support import (
     OPENAI_KEY,
     RESPONSES_TASK,
     RESPONSES_TURNS,
+    SYSTEM,
     RecordedUpstream,
     run_anthropic_agent,
     run_responses_agent,
@@ -267,3 +268,54 @@ def test_an_anthropic_error_reaches_the_client_unchanged_and_is_recorded(tmp_pat
     assert (error["status_code"], error["message"], error["retriable"]) == (
         529, "HTTP 529: Overloaded", True,
     )  # fmt: skip
+
+
+def test_a_chained_responses_run_forks_with_its_whole_context(tmp_path: Path) -> None:
+    """A client that sends only the tool results after `previous_response_id`: turn 2 is
+    recorded with the whole conversation, and a fork at turn 2 sends it whole, in the run's
+    own format, with the mocked result, to a model that never saw the earlier answer."""
+    home = tmp_path / "home"
+    with (
+        ModelServer(
+            ScriptResponder([]),
+            wire_responders={"responses": RecordedUpstream("responses", RESPONSES_TURNS)},
+        ) as upstream,
+        RecordingProxy(upstream.base_url, home) as proxy,
+    ):
+        assert run_responses_agent(proxy.base_url, stream=False, chain=True) == "4"
+    events = read_run(home)
+    run_id = events[0]["run_id"]
+    first, second = [e for e in events if e["type"] == "model_request"]
+    assert [item["type"] for item in second["body"]["input"]] == ["function_call_output"]
+    assert second["messages"][:2] == first["messages"]  # the instructions and the task
+    assert [m["role"] for m in second["messages"]] == ["system", "user", "assistant", "tool"]
+    [call] = second["messages"][2]["tool_calls"]
+    assert second["messages"][3]["tool_call_id"] == call["id"]
+
+    answer = [{"content": "Then it is Spudburg."}]
+    with ModelServer(ScriptResponder(answer)) as model:
+        forked = subprocess.run(
+            [
+                WORKBENCH, "--home", str(home), "fork", run_id, "--turn", "2",
+                "--mock", f"{call['id']}=Spudburg", "--base-url", model.base_url,
+                "--model", "gpt-5.5", "--api-key", OPENAI_KEY, "--no-builtin-tools",
+            ],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        sent = model.requests
+    assert forked.returncode == 0, forked.stdout + forked.stderr
+    [request] = sent
+    assert request.path == "/v1/responses"  # the run's own format, not chat completions
+    assert "previous_response_id" not in request.body
+    assert request.body["instructions"] == SYSTEM
+    items = request.body["input"]
+    assert items[0] == {"role": "user", "content": RESPONSES_TASK}
+    assert [i.get("type") for i in items[-2:]] == ["function_call", "function_call_output"]
+    assert items[-1] == {
+        "type": "function_call_output",
+        "call_id": call["id"],
+        "output": "Spudburg",
+    }
+    [fork] = [p for p in (home / "traces").glob("*.jsonl") if p.stem != run_id]
+    fork_end = json.loads(fork.read_text().splitlines()[-1])
+    assert (fork_end["status"], fork_end["final_answer"]) == ("completed", "Then it is Spudburg.")

@@ -281,7 +281,7 @@ def _cmd_fork(args: argparse.Namespace) -> int:
         plan = plan_fork(parent, _fork_request(args))
     except ForkError as exc:
         raise CliError(str(exc)) from None
-    setup = fork_setup(parent.run_start, model_settings(args), args.root)
+    setup = fork_setup(parent.run_start, model_settings(args), args.root, parent.api)
     if setup.missing_root is not None:
         sys.stderr.write(
             f"note: the parent run's folder {setup.missing_root} is gone; new file-tool calls "

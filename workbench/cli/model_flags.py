@@ -53,10 +53,9 @@ def add_model_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--api",
         choices=run_service.MODEL_APIS,
-        default="chat",
-        help="wire format: chat completions (default), the OpenAI Responses API, or Anthropic "
-        "Messages (then ANTHROPIC_BASE_URL / ANTHROPIC_API_KEY are read first; default URL "
-        "https://api.anthropic.com)",
+        help="wire format: chat completions (default; a fork: the run's own), the OpenAI "
+        "Responses API, or Anthropic Messages (then ANTHROPIC_BASE_URL / ANTHROPIC_API_KEY are "
+        "read first; default URL https://api.anthropic.com)",
     )
 
 
@@ -160,7 +159,7 @@ def model_settings(args: argparse.Namespace) -> ModelSettings:
         api_key=getattr(args, "api_key", None),
         script=getattr(args, "script", None),
         stream=not getattr(args, "no_stream", False),
-        api=getattr(args, "api", None) or "chat",
+        api=getattr(args, "api", None),
     )
 
 

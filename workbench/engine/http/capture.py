@@ -60,6 +60,7 @@ from traces.recorder import Recorder
 from traces.redact import Redactor, credentials, url_credentials
 from workbench.engine.http import wire_formats
 from workbench.engine.http.matching import joined_digest, message_digest
+from workbench.engine.http.responses_memory import ResponsesMemory, continued
 
 RUN_HEADER = "x-workbench-run"
 # A stream's chunks are most of what the proxy records; their fields are built here from
@@ -101,11 +102,18 @@ class Exchange:
     """One request and its answer through the proxy, recorded into its run as it goes."""
 
     def __init__(
-        self, book: CaptureBook, run: CapturedRun, sent: float, estimated: int, api: ModelApi
+        self,
+        book: CaptureBook,
+        run: CapturedRun,
+        sent: float,
+        estimated: int,
+        api: ModelApi,
+        messages: list[Any],
     ) -> None:
         self.book = book
         self.run = run
         self.api = api  # the wire format, which reads the answer
+        self.messages = messages  # the request's whole conversation, in chat shape
         self.sent = sent  # `time.monotonic()` when the request went upstream
         self.estimated = estimated  # our estimate of the request's prompt tokens
         self.assembler = wire_formats.assembler(api)
@@ -209,7 +217,13 @@ class Exchange:
             run.pending_calls = list(message.get("tool_calls") or [])
             answer_id = response.body.get("id")
             if self.api == "responses" and isinstance(answer_id, str):
-                self.book.answered(answer_id, run)
+                items = response.body.get("output")
+                self.book.responses.remember(
+                    answer_id,
+                    run,
+                    [*self.messages, message],
+                    items if isinstance(items, list) else [],
+                )
             if run.pending_calls:
                 run.state = "waiting"
             else:
@@ -268,8 +282,9 @@ class CaptureBook:
         # failed request's messages) or ("extend", the conversation so far).
         self._resumable: dict[tuple[str, bytes], list[CapturedRun]] = {}
         self._sizes: Counter[int] = Counter()  # conversation lengths in the index
-        # Runs by the id of a Responses API answer, which `previous_response_id` continues.
-        self._by_answer_id: OrderedDict[str, CapturedRun] = OrderedDict()
+        # Responses API answers by id (which `previous_response_id` continues) and their
+        # output items (which `item_reference` names).
+        self.responses: ResponsesMemory[CapturedRun] = ResponsesMemory()
 
     def utc(self, when: float) -> datetime:
         """The UTC time of a `time.monotonic()` reading."""
@@ -295,33 +310,39 @@ class CaptureBook:
             # Every credential the client sent (API key headers of any provider, key query
             # parameters) is a secret of its run: an upstream may echo it.
             secrets = [*credentials(headers, query), *self.upstream_secrets]
-            messages, tools, params = wire_formats.request_parts(api, body)
+            read = self.responses.resolved(body) if api == "responses" else body
+            messages, tools, params = wire_formats.request_parts(api, read)
             if not all(isinstance(item, dict) for item in [*messages, *tools]):
                 # Checked before any run is started for it; the upstream will say why.
                 raise ValueError("its messages or tools are not all JSON objects")
+            fresh = messages  # what the request sends itself
+            # A Responses request may send only what is new, after the answer it names.
+            named = self.responses.answer(params.get("previous_response_id"))
+            if api == "responses" and named is not None:
+                messages = continued(named.messages, messages)
             estimated = estimate_prompt(messages, tools)
             meaning = [message_digest(m) for m in messages]
-            # A Responses request may send only what is new, after the answer it names.
-            named = self._by_answer_id.get(str(params.get("previous_response_id")))
-            if named is not None and (name is None or named.name == name):
-                if named.state in ("waiting", "completed", "failed"):
-                    meaning = [*named.conversation, *meaning]
-                run, follows = (None, named) if named.state == "completed" else (named, None)
+            if named is not None and (name is None or named.run.name == name):
+                named_run = named.run
+                run, follows = (
+                    (None, named_run) if named_run.state == "completed" else (named_run, None)
+                )
             else:
+                named = None
                 run, follows = self._continued(meaning, name)
             if run is not None:
                 self._settled(run)
             if run is not None and run.state == "failed":
                 run.attempt += 1
             elif run is not None and run.state == "waiting":
-                new = len(messages) - (len(meaning) - len(run.conversation))
-                self._observe_results(run, messages[max(new, 0) :], sent)
+                new = messages[len(run.conversation) :] if named is None else fresh
+                self._observe_results(run, new, sent)
                 run.turn += 1
                 run.attempt = 1
             elif run is not None:
                 run = None  # answering still: a request that repeats it starts its own run
             if run is None:
-                run = self._start(body, headers, name, follows, secrets, sent, api)
+                run = self._start(body, headers, name, follows, secrets, sent, api, messages)
             for secret in secrets:
                 run.redactor.add_secret(secret)
             run.state = "answering"
@@ -340,14 +361,8 @@ class CaptureBook:
                 body=None if api == "chat" else body,
             )
             self.runs.move_to_end(run.run_id)
-            return Exchange(self, run, sent, estimated, api)
+            return Exchange(self, run, sent, estimated, api, messages)
         return None
-
-    def answered(self, answer_id: str, run: CapturedRun) -> None:
-        """`run`'s last answer has this id, which a next request may name to continue it."""
-        self._by_answer_id[answer_id] = run
-        while len(self._by_answer_id) > MAX_REMEMBERED_RUNS:
-            self._by_answer_id.popitem(last=False)
 
     def _continued(
         self, meaning: list[bytes], name: str | None
@@ -438,10 +453,12 @@ class CaptureBook:
         secrets: list[str],
         sent: float,
         api: ModelApi,
+        messages: list[Any],
     ) -> CapturedRun:
-        messages, tools, params = wire_formats.request_parts(api, body)
-        follows_id = parent is not None and "previous_response_id" in params
-        new = messages[len(parent.conversation) :] if parent and not follows_id else messages
+        """A new run for a request of `messages` (its whole conversation, in chat shape),
+        following up `parent` when that is a completed run it continues."""
+        _, tools, params = wire_formats.request_parts(api, body)
+        new = messages[len(parent.conversation) :] if parent else messages
         run_id = new_run_id()
         # The client's keys are secrets from the first line on (run_start holds the task).
         writer = open_run_trace(self.home, run_id, secrets)

@@ -16,6 +16,7 @@ from typing import Any
 from agent_core.agent import AgentConfig
 from traces.events import (
     Event,
+    ModelApi,
     ModelRequest,
     RunEnd,
     RunStart,
@@ -52,6 +53,14 @@ class Recording:
 
     def turn(self, number: int) -> TurnNode | None:
         return self.turns.get(number)
+
+    @property
+    def api(self) -> ModelApi:
+        """The wire format the run's model calls used (its first one's; chat when none)."""
+        for record in self.turns.values():
+            if record.request is not None:
+                return record.request.api
+        return "chat"
 
     def tool_calls(self) -> Iterator[tuple[int, ToolStart, ToolEnd | None]]:
         for number, record in self.turns.items():

@@ -56,7 +56,8 @@ class ModelSettings:
     api_key: str | None = None
     script: Path | None = None
     stream: bool = True
-    api: str = "chat"  # the wire format: one of MODEL_APIS
+    # The wire format, one of MODEL_APIS; None: chat, or for a fork the parent run's own.
+    api: str | None = None
 
     @classmethod
     def from_env(
@@ -66,7 +67,7 @@ class ModelSettings:
         api_key: str | None = None,
         script: Path | None = None,
         stream: bool = True,
-        api: str = "chat",
+        api: str | None = None,
     ) -> ModelSettings:
         """The values given, else OPENAI_BASE_URL, WORKBENCH_MODEL and OPENAI_API_KEY (for
         Anthropic Messages, ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY first)."""
@@ -256,9 +257,13 @@ class ForkSetup:
     missing_root: str | None = None  # the parent's folder, gone: `root` is the current one
 
 
-def fork_setup(start: RunStart, settings: ModelSettings, root: Path | None = None) -> ForkSetup:
+def fork_setup(
+    start: RunStart, settings: ModelSettings, root: Path | None = None, api: str | None = None
+) -> ForkSetup:
     """`root` when given, else the folder the parent's tools read, else the current folder;
-    `settings`, else the run's offline model script when they choose no model."""
+    `settings`, else the run's offline model script when they choose no model; the wire
+    format `settings` choose, else the parent's own (`api`), so that a fork of a captured
+    Responses or Anthropic run calls its model as the run did."""
     from workbench.engine.recording.fork import offline_model, recorded_root
 
     missing_root = None
@@ -271,6 +276,8 @@ def fork_setup(start: RunStart, settings: ModelSettings, root: Path | None = Non
     script = offline_model(settings, start)
     if script is not None:
         settings = replace(settings, script=script)
+    if settings.api is None and api is not None:
+        settings = replace(settings, api=api)
     return ForkSetup(settings, root, script, missing_root)
 
 
@@ -319,7 +326,7 @@ def run_fork(
     from workbench.engine.recording.fork import plan_fork
 
     plan = plan_fork(parent, request)
-    setup = fork_setup(parent.run_start, settings)
+    setup = fork_setup(parent.run_start, settings, api=parent.api)
     model = build_model(setup.settings, parent.run_start.limits)
     fork = prepare_fork(
         plan,
