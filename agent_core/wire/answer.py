@@ -48,6 +48,36 @@ class WireAssembler(Protocol):
     def result(self) -> WireAnswer: ...
 
 
+@dataclass(frozen=True)
+class ProviderCall:
+    """A tool call the provider ran itself inside one answer (Anthropic's `server_tool_use`
+    and `mcp_tool_use` blocks, the Responses API's hosted tool items): no client runs it, so
+    it is no tool call of the chat-shape message; its result, when the answer holds one."""
+
+    id: str
+    name: str
+    arguments_raw: str
+    result: str | None  # None: the answer holds no result for it
+    error: str | None = None
+
+
+def result_text(content: Any) -> str:
+    """A provider tool's result as text: text parts as they are, search hits as their
+    title and address, anything else as its JSON."""
+    if isinstance(content, str):
+        return content
+    parts = content if isinstance(content, list) else [content]
+    lines: list[str] = []
+    for part in parts:
+        if isinstance(part, dict) and isinstance(part.get("text"), str):
+            lines.append(part["text"])
+        elif isinstance(part, dict) and isinstance(part.get("url"), str):
+            lines.append(f"{part.get('title') or ''} <{part['url']}>".strip())
+        elif part is not None:
+            lines.append(json.dumps(part, ensure_ascii=False, sort_keys=True))
+    return "\n".join(lines)
+
+
 def assistant_message(
     text: str | None, calls: list[dict[str, Any]], reasoning: str | None
 ) -> dict[str, Any]:
@@ -65,6 +95,12 @@ def function_call(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
     if not isinstance(arguments, str):
         arguments = json.dumps(arguments if arguments is not None else {}, ensure_ascii=False)
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def custom_call(call_id: str, name: str, text: Any) -> dict[str, Any]:
+    """A call of a freeform tool (the Responses API's `custom` tools, such as Codex's
+    `apply_patch`): its input is text, not JSON arguments. Chat completions write it so."""
+    return {"id": call_id, "type": "custom", "custom": {"name": name, "input": str(text or "")}}
 
 
 def chat_tool(name: Any, description: Any, parameters: Any, **extra: Any) -> dict[str, Any]:

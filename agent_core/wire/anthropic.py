@@ -5,7 +5,8 @@ Requests: `system` is the system message; each user message's `tool_result` bloc
 assistant message's `text` blocks are its content, its `tool_use` blocks its tool calls
 (arguments: the input's JSON) and its `thinking` its reasoning. Blocks the model produced
 but nobody runs on the client (`server_tool_use`, `mcp_tool_use`, their results,
-`redacted_thinking`) stay in the wire body and the stream events only. A stream is
+`redacted_thinking`) stay in the wire body and the stream events; `provider_calls` reads
+the calls among them, with their results, for the trace to show. A stream is
 assembled block by block (`input_json_delta` fragments joined into the call's argument
 string, as sent), ends at `message_stop`; an `error` event ends it as an error. Encoders
 write a whole message or its stream from a chat-shape answer, for servers that answer in
@@ -19,12 +20,14 @@ import json
 from typing import Any
 
 from agent_core.wire.answer import (
+    ProviderCall,
     WireAnswer,
     WireError,
     all_text,
     assistant_message,
     chat_tool,
     function_call,
+    result_text,
     text_of,
     usage,
 )
@@ -126,6 +129,46 @@ def assistant_from_blocks(
     return assistant_message(
         "".join(texts) or None, calls, "\n\n".join(t for t in thinking if t) or None
     )
+
+
+# Blocks of calls the provider runs itself; each is answered by a `…_tool_result` block.
+PROVIDER_CALL_BLOCKS = frozenset({"server_tool_use", "mcp_tool_use"})
+
+
+def provider_calls(body: dict[str, Any]) -> list[ProviderCall]:
+    """The tool calls a whole message's content holds that the provider ran (web search,
+    code execution, a remote MCP server), in order, each with its result block's text."""
+    blocks = [b for b in body.get("content") or [] if isinstance(b, dict)]
+    results = {
+        b.get("tool_use_id"): b
+        for b in blocks
+        if str(b.get("type") or "").endswith("_tool_result") and b.get("type") != "tool_result"
+    }
+    calls: list[ProviderCall] = []
+    for block in blocks:
+        if block.get("type") not in PROVIDER_CALL_BLOCKS:
+            continue
+        call_id = str(block.get("id") or "")
+        name = str(block.get("name") or "")
+        if block.get("server_name"):
+            name = f"{block['server_name']}.{name}"
+        found = results.get(call_id)
+        content = found.get("content") if found else None
+        error = None
+        if isinstance(content, dict) and "error_code" in content:
+            error = str(content["error_code"])
+        elif found is not None and found.get("is_error"):
+            error = result_text(content) or "error"
+        calls.append(
+            ProviderCall(
+                call_id,
+                name,
+                arguments_text(block.get("input")),
+                None if found is None else result_text(content),
+                error,
+            )
+        )
+    return calls
 
 
 def answer_from_body(body: dict[str, Any], arguments: dict[int, str] | None = None) -> WireAnswer:

@@ -36,8 +36,20 @@ def arguments_text(value: Any) -> str:
 
 
 def tool_call(call: Any) -> ChatToolCall:
-    """A tool call as it comes in a message (`{"id", "function": {"name", "arguments"}}`)."""
+    """A tool call as it comes in a message (`{"id", "function": {"name", "arguments"}}`).
+    A freeform tool's call (`{"type": "custom", "custom": {"name", "input"}}`) takes its
+    input text as it is: its raw arguments, and `{"input": text}` parsed."""
     call = call if isinstance(call, dict) else {}
+    custom = call.get("custom")
+    if call.get("type") == "custom" and isinstance(custom, dict):
+        text = arguments_text(custom.get("input"))
+        return ChatToolCall(
+            id=str(call.get("id") or ""),
+            name=str(custom.get("name") or ""),
+            arguments_raw=text,
+            arguments={"input": text},
+            parse_error=None,
+        )
     function = call.get("function")
     function = function if isinstance(function, dict) else {}
     raw = arguments_text(function.get("arguments"))

@@ -17,12 +17,15 @@ import json
 from typing import Any
 
 from agent_core.wire.answer import (
+    ProviderCall,
     WireAnswer,
     WireError,
     all_text,
     assistant_message,
     chat_tool,
+    custom_call,
     function_call,
+    result_text,
     text_of,
     usage,
 )
@@ -32,7 +35,9 @@ CONVERSATION_KEYS = frozenset(
     {"model", "input", "instructions", "tools", "stream", "stream_options"}
 )
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
-_MODEL_ITEMS = frozenset({"function_call", "reasoning"})
+_MODEL_ITEMS = frozenset({"function_call", "custom_tool_call", "reasoning"})
+# The results a client sends back for the calls it ran.
+_OUTPUT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output"})
 TERMINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
 
@@ -78,7 +83,7 @@ def input_messages(items: Any) -> list[Any]:
             continue
         kind = item.get("type")
         role = item.get("role")
-        if kind == "function_call_output":
+        if kind in _OUTPUT_ITEMS:
             close_turn()
             output = item.get("output")
             text = output if isinstance(output, str) else text_of(output)
@@ -108,6 +113,9 @@ def _assistant(items: list[dict[str, Any]]) -> dict[str, Any]:
         if kind == "function_call":
             call_id = str(item.get("call_id") or item.get("id") or "")
             calls.append(function_call(call_id, str(item.get("name") or ""), item.get("arguments")))
+        elif kind == "custom_tool_call":
+            call_id = str(item.get("call_id") or item.get("id") or "")
+            calls.append(custom_call(call_id, str(item.get("name") or ""), item.get("input")))
         elif kind == "reasoning":
             summary = item.get("summary")
             reasoning += [text_of([part]) for part in summary or [] if isinstance(part, dict)]
@@ -116,6 +124,44 @@ def _assistant(items: list[dict[str, Any]]) -> dict[str, Any]:
     return assistant_message(
         "".join(texts) or None, calls, "\n\n".join(r for r in reasoning if r) or None
     )
+
+
+# Output items of hosted tools: the provider ran them within the response.
+PROVIDER_CALL_ITEMS = frozenset(
+    {
+        "web_search_call",
+        "file_search_call",
+        "code_interpreter_call",
+        "mcp_call",
+        "image_generation_call",
+    }
+)
+
+
+def provider_calls(body: dict[str, Any]) -> list[ProviderCall]:
+    """The hosted tool calls among a response's output items, in order, with what the
+    response says of their results."""
+    calls: list[ProviderCall] = []
+    for item in body.get("output") or []:
+        if not isinstance(item, dict) or item.get("type") not in PROVIDER_CALL_ITEMS:
+            continue
+        kind = str(item["type"])
+        name = str(item.get("name") or kind.removesuffix("_call"))
+        if item.get("server_label"):
+            name = f"{item['server_label']}.{name}"
+        arguments = item.get("arguments", item.get("action", item.get("code", item.get("queries"))))
+        result = item.get("output", item.get("results", item.get("outputs")))
+        error = item.get("error") or (None if item.get("status") != "failed" else "failed")
+        calls.append(
+            ProviderCall(
+                str(item.get("id") or ""),
+                name,
+                arguments if isinstance(arguments, str) else dumps(arguments or {}),
+                None if result is None else result_text(result),
+                None if error is None else str(error),
+            )
+        )
+    return calls
 
 
 def answer_from_body(body: dict[str, Any]) -> WireAnswer:
@@ -231,6 +277,9 @@ def whole_body(
         )
     for number, call in enumerate(message.get("tool_calls") or []):
         function = call.get("function") or {}
+        if call.get("type") == "custom":
+            output.append(_custom_item(call, f"ctc_{response_id}_{number}"))
+            continue
         output.append(
             {
                 "type": "function_call",
@@ -264,6 +313,17 @@ def whole_body(
             "total_tokens": counts.get("total_tokens", prompt + completion),
         },
     }
+
+
+def _custom_item(call: dict[str, Any], item_id: str | None) -> dict[str, Any]:
+    custom = call.get("custom") or {}
+    item = {
+        "type": "custom_tool_call",
+        "call_id": call.get("id"),
+        "name": custom.get("name"),
+        "input": custom.get("input") or "",
+    }
+    return {"id": item_id, **item, "status": "completed"} if item_id else item
 
 
 def stream_events(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -337,6 +397,12 @@ def request_body(
     tool calls as `function_call` items, tool results as `function_call_output` items."""
     body: dict[str, Any] = {"model": model}
     items: list[dict[str, Any]] = []
+    custom_ids = {
+        call.get("id")
+        for message in messages
+        for call in message.get("tool_calls") or []
+        if isinstance(call, dict) and call.get("type") == "custom"
+    }
     for message in messages:
         role = message.get("role")
         content = message.get("content")
@@ -344,10 +410,12 @@ def request_body(
             body["instructions"] = text_of(content) if not isinstance(content, str) else content
         elif role == "tool":
             output = content if isinstance(content, str) else text_of(content)
+            call_id = message.get("tool_call_id")
+            kind = "custom_tool_call_output" if call_id in custom_ids else "function_call_output"
             items.append(
                 {
-                    "type": "function_call_output",
-                    "call_id": message.get("tool_call_id"),
+                    "type": kind,
+                    "call_id": call_id,
                     "output": output,
                 }
             )
@@ -356,6 +424,9 @@ def request_body(
             if text:
                 items.append({"role": "assistant", "content": text})
             for call in message.get("tool_calls") or []:
+                if call.get("type") == "custom":
+                    items.append(_custom_item(call, None))
+                    continue
                 function = call.get("function") or {}
                 items.append(
                     {

@@ -319,3 +319,71 @@ def test_a_chained_responses_run_forks_with_its_whole_context(tmp_path: Path) ->
     [fork] = [p for p in (home / "traces").glob("*.jsonl") if p.stem != run_id]
     fork_end = json.loads(fork.read_text().splitlines()[-1])
     assert (fork_end["status"], fork_end["final_answer"]) == ("completed", "Then it is Spudburg.")
+
+
+def codex_style_agent(base_url: str) -> str:
+    """As Codex sends: `store: false`, the reasoning items back with their encrypted
+    content (`include: ["reasoning.encrypted_content"]`), streamed, the whole input each time."""
+    client = openai.OpenAI(base_url=base_url, api_key=OPENAI_KEY, max_retries=0)
+    calculator = {
+        "type": "function", "name": "calculator", "description": "Arithmetic.",
+        "parameters": {"type": "object", "properties": {
+            "a": {"type": "number"}, "b": {"type": "number"}, "op": {"type": "string"}}},
+    }  # fmt: skip
+    conversation: list[Any] = [{"role": "user", "content": "What is 12 + 7?"}]
+    for _ in range(3):
+        args: dict[str, Any] = {
+            "model": "gpt-5.5", "instructions": SYSTEM, "input": conversation,
+            "tools": [calculator], "store": False, "include": ["reasoning.encrypted_content"],
+        }  # fmt: skip
+        with client.responses.create(**args, stream=True) as events:
+            done: list[Any] = [e for e in events if e.type == "response.completed"]
+        response = done[0].response
+        calls = [item for item in response.output if item.type == "function_call"]
+        if not calls:
+            client.close()
+            return str(response.output_text)
+        conversation += [item.model_dump(exclude_none=True) for item in response.output]
+        for c in calls:
+            args = json.loads(c.arguments)
+            conversation.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": c.call_id,
+                    "output": str(args["a"] + args["b"]),
+                }
+            )
+    raise AssertionError("the agent did not finish")
+
+
+def test_store_false_with_encrypted_reasoning_is_one_run_and_keeps_the_reasoning(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    turns = ["02-reasoning-summary-then-function-call", RESPONSES_TURNS[1]]
+    with (
+        ModelServer(
+            ScriptResponder([]), wire_responders={"responses": RecordedUpstream("responses", turns)}
+        ) as upstream,
+        RecordingProxy(upstream.base_url, home) as proxy,
+    ):
+        assert codex_style_agent(proxy.base_url) == "4"
+        sent = upstream.requests
+    events = read_run(home)
+    assert events[-1]["status"] == "completed"
+    first, second = [e for e in events if e["type"] == "model_request"]
+    assert first["params"]["store"] is False
+    assert first["params"]["include"] == ["reasoning.encrypted_content"]
+    # The reasoning item went back with its encrypted content, and the trace has it exactly.
+    [reasoning] = [i for i in second["body"]["input"] if i.get("type") == "reasoning"]
+    assert reasoning["encrypted_content"].startswith("gAAAAABpPDIV")
+    assert second["body"] == sent[1].body
+    answered = [e for e in events if e["type"] == "model_response"]
+    assert answered[0]["message"]["reasoning_content"]  # its summary, readable
+    [ended] = [e for e in events if e["type"] == "tool_end"]
+    assert (ended["ok"], ended["observed"], ended["result"]) == (True, True, "19")
+    last = [e["data"] for e in events if e["type"] == "model_chunk" and e["turn"] == 1][-1]
+    assert last["response"]["output"][0]["encrypted_content"] == reasoning["encrypted_content"]
+
+    with serve("--replay", events[0]["run_id"], "--home", str(home)) as base_url:
+        assert codex_style_agent(base_url) == "4"

@@ -39,7 +39,7 @@ from agent_core.agent import new_run_id
 from agent_core.model.retry import retriable_status
 from agent_core.tokens import estimate_message, estimate_prompt, usage_counts
 from agent_core.wire.answer import WireAnswer, WireError
-from agent_core.wire.chat import content_text, tool_call
+from agent_core.wire.chat import content_text
 from agent_core.wire.urls import public_url
 from traces.events import (
     Error,
@@ -50,15 +50,13 @@ from traces.events import (
     RunEnd,
     RunStart,
     RunStatus,
-    ToolEnd,
-    ToolStart,
     Totals,
     utc_now,
 )
 from traces.home import open_run_trace, traces_dir
 from traces.recorder import Recorder
 from traces.redact import Redactor, credentials, url_credentials
-from workbench.engine.http import wire_formats
+from workbench.engine.http import observed, text_protocol, wire_formats
 from workbench.engine.http.matching import joined_digest, message_digest
 from workbench.engine.http.responses_memory import ResponsesMemory, continued
 
@@ -66,7 +64,6 @@ RUN_HEADER = "x-workbench-run"
 # A stream's chunks are most of what the proxy records; their fields are built here from
 # decoded JSON objects and numbers, so they skip validation (as the agent's requests do).
 _trusted_chunk = cast(type[ModelChunk], ModelChunk.model_construct)
-TOOL_SOURCE = "client"
 # Runs remembered after they ended, for follow-ups; older ones are forgotten.
 MAX_REMEMBERED_RUNS = 1000
 
@@ -224,7 +221,19 @@ class Exchange:
                     [*self.messages, message],
                     items if isinstance(items, list) else [],
                 )
-            if run.pending_calls:
+            at = self.book.utc(ended)
+            provider = wire_formats.provider_calls(self.api, response.body)
+            if provider:
+                failed = observed.record_provider_calls(run.recorder, run.turn, at, provider)
+                run.add("tool_calls", len(provider))
+                run.add("tool_errors", failed)
+            final = observed.final_answer(run.pending_calls)
+            if final is not None:  # the client ends its run on this call
+                observed.record_final_answer(run.recorder, run.turn, at, run.pending_calls, final)
+                run.add("tool_calls", len(run.pending_calls))
+                run.pending_calls = []
+                self.book.end(run, "completed", ended, final_answer=final)
+            elif run.pending_calls:
                 run.state = "waiting"
             else:
                 self.book.end(run, "completed", ended, final_answer=response.content)
@@ -315,6 +324,10 @@ class CaptureBook:
             if not all(isinstance(item, dict) for item in [*messages, *tools]):
                 # Checked before any run is started for it; the upstream will say why.
                 raise ValueError("its messages or tools are not all JSON objects")
+            # Tool calls and results a client spells as text (smolagents) read as such; the
+            # trace then keeps the body as it was sent beside them.
+            spelled = text_protocol.tool_messages(messages) if api == "chat" else None
+            messages = spelled if spelled is not None else messages
             fresh = messages  # what the request sends itself
             # A Responses request may send only what is new, after the answer it names.
             named = self.responses.answer(params.get("previous_response_id"))
@@ -358,7 +371,7 @@ class CaptureBook:
                 stream=bool(body.get("stream")),
                 estimated_tokens=estimated,
                 api=api,
-                body=None if api == "chat" else body,
+                body=None if api == "chat" and spelled is None else body,
             )
             self.runs.move_to_end(run.run_id)
             return Exchange(self, run, sent, estimated, api, messages)
@@ -406,42 +419,12 @@ class CaptureBook:
 
     def _observe_results(self, run: CapturedRun, new_messages: list[Any], sent: float) -> None:
         """The client ran the last answer's tool calls; record the results it sends back."""
-        results = {
-            m.get("tool_call_id"): m
-            for m in new_messages
-            if isinstance(m, dict) and m.get("role") == "tool"
-        }
         waited_ms = (sent - run.answered_at) * 1000.0
-        at = self.utc(sent)
-        for call in map(tool_call, run.pending_calls):
-            run.recorder.emit(
-                ToolStart,
-                turn=run.turn,
-                at=at,
-                call_id=call.id,
-                name=call.name,
-                arguments_raw=call.arguments_raw,
-                arguments=call.arguments,
-                parse_error=call.parse_error,
-                source=TOOL_SOURCE,
-            )
-            result = results.get(call.id)
-            text = content_text(result.get("content")) if result else ""
-            error = None if result else "the client sent no result for this call"
-            run.recorder.emit(
-                ToolEnd,
-                turn=run.turn,
-                at=at,
-                call_id=call.id,
-                name=call.name,
-                ok=result is not None,
-                result=text,
-                error=error,
-                duration_ms=waited_ms,
-                observed=True,
-            )
-            run.add("tool_calls", 1)
-            run.add("tool_errors", 0 if result else 1)
+        missing = observed.record_results(
+            run.recorder, run.turn, self.utc(sent), run.pending_calls, new_messages, waited_ms
+        )
+        run.add("tool_calls", len(run.pending_calls))
+        run.add("tool_errors", missing)
         run.pending_calls = []
 
     def _start(
@@ -485,7 +468,7 @@ class CaptureBook:
             base_url=self.anthropic_public if api == "anthropic" else self.upstream_public,
             params=params,
             tools=tools,
-            tool_sources={tool: TOOL_SOURCE for tool in tool_names},
+            tool_sources={tool: observed.CLIENT_SOURCE for tool in tool_names},
             origin="captured",
             client=headers.get("user-agent"),
             parent_run_id=parent.run_id if parent else None,

@@ -181,7 +181,7 @@ def message_digest(message: dict[str, Any]) -> bytes:
             "role": "assistant",
             "content": meaning.get("content"),
             "tool_calls": [
-                {"id": call.get("id"), "function": call.get("function")}
+                {"id": call.get("id"), "function": call.get("function") or call.get("custom")}
                 if isinstance(call, dict)
                 else call
                 for call in calls

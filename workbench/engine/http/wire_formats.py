@@ -14,7 +14,7 @@ from typing import Any
 
 from agent_core.model.assembler import MalformedChunk, StreamAssembler, chunk_from_completion
 from agent_core.wire import anthropic, responses
-from agent_core.wire.answer import WireAnswer, WireAssembler, WireError
+from agent_core.wire.answer import ProviderCall, WireAnswer, WireAssembler, WireError
 from traces.events import ModelApi
 from workbench.engine.http.matching import body_parts
 
@@ -107,6 +107,15 @@ def answer_from_body(api: ModelApi, body: Any) -> WireAnswer:
         raise WireError(str(exc)) from None
     answer = chat.result()
     return WireAnswer(answer.message, answer.finish_reason, answer.usage, body)
+
+
+def provider_calls(api: ModelApi, body: dict[str, Any]) -> list[ProviderCall]:
+    """The tool calls the provider ran itself within a whole answer (none in chat)."""
+    if api == "responses":
+        return responses.provider_calls(body)
+    if api == "anthropic":
+        return anthropic.provider_calls(body)
+    return []
 
 
 def answer_from_events(api: ModelApi, events: list[dict[str, Any]]) -> WireAnswer:

@@ -1,0 +1,149 @@
+"""The tool calls a capture sees but does not run, recorded as `tool_start`/`tool_end` with
+`observed: true`:
+
+- the calls of an answer whose results the client sends back in its next request (`tool`
+  messages, `function_call_output` items, `tool_result` blocks: all `tool` messages once
+  read), each linked to its result by the call id;
+- the calls the provider ran itself inside one answer (web search, code execution, remote
+  MCP: `agent_core.wire.answer.ProviderCall`), recorded with the answer, `source: "server"`;
+- a final-answer tool (smolagents' `final_answer`): the client ends its run on it and
+  sends nothing back, so the call is recorded at once with its answer as its result, and
+  the run ends `completed` with that answer.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from agent_core.wire.answer import ProviderCall
+from agent_core.wire.chat import content_text, tool_call
+from traces.events import ToolEnd, ToolStart
+from traces.recorder import Recorder
+
+CLIENT_SOURCE = "client"
+SERVER_SOURCE = "server"
+# Tools whose call is the agent's answer: the client ends the run on them (smolagents
+# offers `final_answer` to every agent and stops when the model calls it).
+FINAL_ANSWER_TOOLS = frozenset({"final_answer"})
+
+
+def record_results(
+    recorder: Recorder,
+    turn: int,
+    at: datetime,
+    calls: list[dict[str, Any]],
+    new_messages: list[Any],
+    waited_ms: float,
+) -> int:
+    """Each of `calls` with the result the client sent for it among `new_messages` (an
+    error when it sent none); the number of calls without a result."""
+    results = {
+        m.get("tool_call_id"): m
+        for m in new_messages
+        if isinstance(m, dict) and m.get("role") == "tool"
+    }
+    missing = 0
+    for call in map(tool_call, calls):
+        _start(recorder, turn, at, call.id, call.name, call.arguments_raw, CLIENT_SOURCE, call)
+        result = results.get(call.id)
+        recorder.emit(
+            ToolEnd,
+            turn=turn,
+            at=at,
+            call_id=call.id,
+            name=call.name,
+            ok=result is not None,
+            result=content_text(result.get("content")) if result else "",
+            error=None if result else "the client sent no result for this call",
+            duration_ms=waited_ms,
+            observed=True,
+        )
+        missing += result is None
+    return missing
+
+
+def record_provider_calls(
+    recorder: Recorder, turn: int, at: datetime, calls: list[ProviderCall]
+) -> int:
+    """The calls the provider ran within an answer; the number that failed or whose result
+    the answer does not hold."""
+    failed = 0
+    for call in calls:
+        _start(recorder, turn, at, call.id, call.name, call.arguments_raw, SERVER_SOURCE)
+        ok = call.result is not None and call.error is None
+        recorder.emit(
+            ToolEnd,
+            turn=turn,
+            at=at,
+            call_id=call.id,
+            name=call.name,
+            ok=ok,
+            result=call.result or "",
+            error=None if ok else (call.error or "the answer holds no result for this call"),
+            observed=True,
+        )
+        failed += not ok
+    return failed
+
+
+def final_answer(calls: list[dict[str, Any]]) -> str | None:
+    """The answer, when every one of `calls` is to a final-answer tool: the `answer`
+    argument (its JSON when it is not text), else the raw arguments."""
+    parsed = [tool_call(call) for call in calls]
+    if not parsed or any(call.name not in FINAL_ANSWER_TOOLS for call in parsed):
+        return None
+    last = parsed[-1]
+    value = (last.arguments or {}).get("answer", last.arguments_raw)
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def record_final_answer(
+    recorder: Recorder, turn: int, at: datetime, calls: list[dict[str, Any]], answer: str
+) -> None:
+    """The final-answer calls, each returning the answer (as smolagents' tool does)."""
+    for call in map(tool_call, calls):
+        _start(recorder, turn, at, call.id, call.name, call.arguments_raw, CLIENT_SOURCE, call)
+        recorder.emit(
+            ToolEnd,
+            turn=turn,
+            at=at,
+            call_id=call.id,
+            name=call.name,
+            ok=True,
+            result=answer,
+            observed=True,
+        )
+
+
+def _start(
+    recorder: Recorder,
+    turn: int,
+    at: datetime,
+    call_id: str,
+    name: str,
+    raw: str,
+    source: str,
+    parsed: Any = None,
+) -> None:
+    if parsed is None:
+        try:
+            value = json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            value = None
+        arguments = value if isinstance(value, dict) else None
+        error = None if arguments is not None else "the arguments are not a JSON object"
+    else:
+        arguments, error = parsed.arguments, parsed.parse_error
+    recorder.emit(
+        ToolStart,
+        turn=turn,
+        at=at,
+        call_id=call_id,
+        name=name,
+        arguments_raw=raw,
+        arguments=arguments,
+        parse_error=error,
+        source=source,
+    )
