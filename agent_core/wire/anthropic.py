@@ -334,7 +334,7 @@ def stream_events(body: dict[str, Any]) -> list[dict[str, Any]]:
         if kind == "text":
             events.append(_start(index, {**block, "text": ""}))
             events.append(_delta(index, {"type": "text_delta", "text": block.get("text", "")}))
-        elif kind == "tool_use":
+        elif kind in ("tool_use", *PROVIDER_CALL_BLOCKS):
             events.append(_start(index, {**block, "input": {}}))
             partial = json.dumps(block.get("input") or {}, ensure_ascii=False)
             events.append(_delta(index, {"type": "input_json_delta", "partial_json": partial}))

@@ -53,7 +53,6 @@ STEPS: list[dict[str, Any]] = [
 def smolagents_agent(base_url: str) -> str:
     from smolagents import OpenAIServerModel, ToolCallingAgent, tool
 
-    @tool
     def calculator(expression: str) -> str:
         """Evaluate arithmetic.
 
@@ -64,7 +63,7 @@ def smolagents_agent(base_url: str) -> str:
         return str(int(left) * int(right))
 
     model = OpenAIServerModel(model_id="demo-model", api_base=base_url, api_key=KEY)
-    agent = ToolCallingAgent(tools=[calculator], model=model, max_steps=4, verbosity_level=0)
+    agent = ToolCallingAgent(tools=[tool(calculator)], model=model, max_steps=4, verbosity_level=0)
     return str(agent.run(TASK))
 
 
