@@ -460,3 +460,18 @@ def _tool_to_wire(tool: Any) -> Any:
     if function.get("strict") is not None:
         out["strict"] = function["strict"]
     return out
+
+
+def continued(previous: list[Any], new: list[Any]) -> list[Any]:
+    """The whole conversation of a request that sends only `new` after `previous` (the
+    conversation up to the answer it names). Instructions are not carried over from a
+    previous response: the request's own system message (from its `instructions`) stands
+    in for the earlier one."""
+    if new and _is_system(new[0]):
+        earlier = previous[1:] if previous and _is_system(previous[0]) else previous
+        return [new[0], *earlier, *new[1:]]
+    return [*previous, *new]
+
+
+def _is_system(message: Any) -> bool:
+    return isinstance(message, dict) and message.get("role") == "system"

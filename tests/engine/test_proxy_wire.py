@@ -387,3 +387,38 @@ def test_store_false_with_encrypted_reasoning_is_one_run_and_keeps_the_reasoning
 
     with serve("--replay", events[0]["run_id"], "--home", str(home)) as base_url:
         assert codex_style_agent(base_url) == "4"
+
+
+def test_an_older_chained_capture_forks_with_its_whole_context(tmp_path: Path) -> None:
+    """The v3 golden Responses run recorded turn 2 as sent (the tool result after
+    `previous_response_id`, no history): a fork at turn 2 rebuilds the history from turn 1."""
+    golden = Path(__file__).parents[1] / "fixtures" / "traces" / "v3"
+    home = tmp_path / "home"
+    (home / "traces").mkdir(parents=True)
+    [path] = [p for p in golden.glob("*.jsonl") if '"api":"responses"' in p.read_text()]
+    (home / "traces" / path.name).write_bytes(path.read_bytes())
+    events = read_run(home)
+    recorded = [e for e in events if e["type"] == "model_request"][1]
+    assert [m["role"] for m in recorded["messages"]] == ["system", "tool"]
+    call_id = recorded["messages"][1]["tool_call_id"]
+    script = tmp_path / "fork.json"
+    script.write_text(json.dumps([{"content": "Spudburg, then."}]))
+    forked = subprocess.run(
+        [
+            WORKBENCH, "--home", str(home), "fork", path.stem, "--turn", "2",
+            "--mock", f"{call_id}=Spudburg", "--script", str(script), "--no-builtin-tools",
+        ],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert forked.returncode == 0, forked.stdout + forked.stderr
+    [fork] = [p for p in (home / "traces").glob("*.jsonl") if p.stem != path.stem]
+    fork_events = [json.loads(line) for line in fork.read_text().splitlines()]
+    [request] = [e for e in fork_events if e["type"] == "model_request"]
+    assert [m["role"] for m in request["messages"]] == ["system", "user", "assistant", "tool"]
+    assert request["messages"][1]["content"] == RESPONSES_TASK
+    assert request["messages"][2]["tool_calls"][0]["id"] == call_id
+    assert request["messages"][3] == {
+        "role": "tool",
+        "tool_call_id": call_id,
+        "content": "Spudburg",
+    }

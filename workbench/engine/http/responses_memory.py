@@ -16,6 +16,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from agent_core.wire.responses import continued as continued
+
 # Answers and items remembered; older ones are forgotten first.
 MAX_ANSWERS = 1000
 MAX_ITEMS = 20_000
@@ -68,18 +70,3 @@ def _reference(item: Any) -> bool:
         and item.get("type") == "item_reference"
         and isinstance(item.get("id"), str)
     )
-
-
-def continued(previous: list[Any], new: list[Any]) -> list[Any]:
-    """The whole conversation of a request that sends only `new` after `previous` (the
-    conversation up to the answer it names). Instructions are not carried over from a
-    previous response: the request's own system message (from its `instructions`) stands
-    in for the earlier one."""
-    if new and _is_system(new[0]):
-        earlier = previous[1:] if previous and _is_system(previous[0]) else previous
-        return [new[0], *earlier, *new[1:]]
-    return [*previous, *new]
-
-
-def _is_system(message: Any) -> bool:
-    return isinstance(message, dict) and message.get("role") == "system"

@@ -153,9 +153,7 @@ class ForkContext:
 
 def fork_context(parent: Recording, turn: int, settings: ModelSettings) -> ForkContext:
     """The history `parent` sent at `turn` (empty when no model call was made then)."""
-    record = parent.turns.get(turn)
-    request = record.request if record is not None else None
-    messages = list(request.messages) if request is not None else []
+    messages = parent.history(turn)
     system = next((m.get("content") for m in messages if m.get("role") == "system"), None)
     users = [m.get("content") for m in messages if m.get("role") == "user"]
     mockable = set(mockable_call_ids(messages))
@@ -192,9 +190,7 @@ def plan_fork(parent: Recording, request: ForkRequest) -> ForkPlan:
             f"turn {request.turn} is outside run {parent.run_id[:12]}: pick a turn from "
             f"{turns[0]} to {turns[-1]}"
         )
-    recorded = parent.turns[request.turn].request
-    assert recorded is not None
-    messages = [dict(message) for message in recorded.messages]
+    messages = parent.history(request.turn)
     edits: list[Edit] = []
     start = parent.run_start
     task, system_prompt = start.task, start.system_prompt

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_core.agent import AgentConfig
+from agent_core.wire import responses
 from traces.events import (
     Event,
     ModelApi,
@@ -53,6 +54,27 @@ class Recording:
 
     def turn(self, number: int) -> TurnNode | None:
         return self.turns.get(number)
+
+    def history(self, turn: int) -> list[dict[str, Any]]:
+        """The whole conversation turn `turn` sent (empty when it made no model call). A
+        Responses request that sent only what followed the answer it named
+        (`previous_response_id`) and was recorded so (traces before the proxy kept the
+        whole conversation) is rebuilt from the turns before it."""
+        record = self.turns.get(turn)
+        request = record.request if record is not None else None
+        if request is None:
+            return []
+        messages = [dict(message) for message in request.messages]
+        body = request.body
+        if request.api != "responses" or not body or not body.get("previous_response_id"):
+            return messages
+        if messages != responses.request_parts(body)[0]:
+            return messages  # recorded whole
+        earlier = [n for n in self.model_turns if n < turn]
+        answered = self.turns[earlier[-1]].response if earlier else None
+        if answered is None:
+            return messages
+        return responses.continued([*self.history(earlier[-1]), answered.message], messages)
 
     @property
     def api(self) -> ModelApi:
