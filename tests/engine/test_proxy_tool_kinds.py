@@ -5,7 +5,6 @@ kept exactly in the wire body and stream, and shown as a tool call with its resu
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -199,8 +198,7 @@ def test_a_server_tool_is_a_tool_call_of_its_turn(tmp_path: Path, stream: bool) 
         assert blocks[2] == SEARCH_ANSWER["content"][2]
     else:
         assert recorded == [SEARCH_ANSWER]
-    shown = json.dumps(events)
-    assert ANTHROPIC_KEY not in shown
+    assert_no_key_in(home, ANTHROPIC_KEY)
 
     with serve("--replay", events[0]["run_id"], "--home", str(home)) as base_url:
         assert search_agent(base_url[:-3], stream=stream) == answer
