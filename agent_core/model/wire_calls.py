@@ -10,6 +10,7 @@ from typing import Any
 from agent_core.model.base import AssembledResponse, ModelCall, ToolCallPart
 from agent_core.wire import anthropic, responses
 from agent_core.wire.answer import WireAnswer, WireAssembler
+from agent_core.wire.chat import tool_calls
 from traces.events import ModelApi
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -69,14 +70,10 @@ class WireDecoder:
 
 def assembled(answer: WireAnswer) -> AssembledResponse:
     message = answer.message
+    # Read as every reader of chat messages reads them (a freeform call's input as its
+    # arguments text).
     calls = [
-        ToolCallPart(
-            str(call.get("id") or ""),
-            str((call.get("function") or {}).get("name") or ""),
-            str((call.get("function") or {}).get("arguments") or ""),
-            {},
-        )
-        for call in message.get("tool_calls") or []
+        ToolCallPart(call.id, call.name, call.arguments_raw, {}) for call in tool_calls(message)
     ]
     reasoning = message.get("reasoning_content")
     return AssembledResponse(

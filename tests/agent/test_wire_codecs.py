@@ -112,3 +112,59 @@ def test_a_request_reads_into_chat_messages_and_back() -> None:
         assert params["temperature"] == 0
     body = anthropic.request_body("m", messages, tools, {}, stream=False)
     assert [b["type"] for b in body["messages"][-1]["content"]] == ["tool_result", "tool_result"]
+
+
+def test_a_freeform_call_reads_and_writes_as_a_custom_call() -> None:
+    from agent_core.model.wire_calls import WireDecoder
+
+    patch = "*** Begin Patch\n*** End Patch\n"
+    item = {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_p", "name": "apply_patch",
+            "input": patch, "status": "completed"}  # fmt: skip
+    answer = responses.answer_from_body({"object": "response", "output": [item]})
+    call = {"id": "call_p", "type": "custom", "custom": {"name": "apply_patch", "input": patch}}
+    assert answer.message["tool_calls"] == [call] and answer.finish_reason == "tool_calls"
+    [part] = WireDecoder("responses").whole({"object": "response", "output": [item]}).tool_calls
+    assert (part.id, part.name, part.arguments) == ("call_p", "apply_patch", patch)
+    # Sent back in the Responses format: the call as its own item, its result as the
+    # freeform tool's output item; and read again, the same messages.
+    messages = [
+        {"role": "user", "content": "patch it"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_p", "content": "Done"},
+    ]
+    body = responses.request_body("m", messages, [], {}, stream=False)
+    assert body["input"][1:] == [
+        {"type": "custom_tool_call", "call_id": "call_p", "name": "apply_patch", "input": patch},
+        {"type": "custom_tool_call_output", "call_id": "call_p", "output": "Done"},
+    ]
+    assert responses.request_parts(body)[0] == messages
+    whole = responses.whole_body(answer.message, "tool_calls", None, model="m", response_id="r")
+    assert whole["output"][0]["type"] == "custom_tool_call"
+    assert whole["output"][0]["input"] == patch
+
+
+def test_provider_calls_are_read_with_their_results() -> None:
+    body = {"content": [
+        {"type": "server_tool_use", "id": "srv_1", "name": "web_search", "input": {"query": "q"}},
+        {"type": "web_search_tool_result", "tool_use_id": "srv_1",
+         "content": {"type": "web_search_tool_result_error", "error_code": "max_uses_exceeded"}},
+        {"type": "mcp_tool_use", "id": "mcp_1", "name": "echo", "server_name": "tools",
+         "input": {"text": "hi"}},
+        {"type": "mcp_tool_result", "tool_use_id": "mcp_1", "is_error": False,
+         "content": [{"type": "text", "text": "hi"}]},
+    ]}  # fmt: skip
+    calls = anthropic.provider_calls(body)
+    assert [(c.id, c.name, c.arguments_raw, c.result, c.error) for c in calls] == [
+        ("srv_1", "web_search", '{"query": "q"}', '{"error_code": "max_uses_exceeded", '
+         '"type": "web_search_tool_result_error"}', "max_uses_exceeded"),
+        ("mcp_1", "tools.echo", '{"text": "hi"}', "hi", None),
+    ]  # fmt: skip
+    output = [{"type": "mcp_call", "id": "mcp_2", "server_label": "docs", "name": "search",
+               "arguments": '{"q":"x"}', "output": "found", "status": "completed"},
+              {"type": "web_search_call", "id": "ws_1", "status": "completed",
+               "action": {"type": "search", "query": "x"}}]  # fmt: skip
+    hosted = responses.provider_calls({"output": output})
+    assert [(c.name, c.arguments_raw, c.result) for c in hosted] == [
+        ("docs.search", '{"q":"x"}', "found"),
+        ("web_search", '{"type": "search", "query": "x"}', None),
+    ]

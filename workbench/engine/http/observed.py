@@ -67,12 +67,13 @@ def record_results(
 def record_provider_calls(
     recorder: Recorder, turn: int, at: datetime, calls: list[ProviderCall]
 ) -> int:
-    """The calls the provider ran within an answer; the number that failed or whose result
-    the answer does not hold."""
+    """The calls the provider ran within an answer; the number that failed. A call whose
+    result the answer does not hold (a hosted web search's hits are in the answer's text)
+    ends with an empty result."""
     failed = 0
     for call in calls:
         _start(recorder, turn, at, call.id, call.name, call.arguments_raw, SERVER_SOURCE)
-        ok = call.result is not None and call.error is None
+        ok = call.error is None
         recorder.emit(
             ToolEnd,
             turn=turn,
@@ -81,7 +82,7 @@ def record_provider_calls(
             name=call.name,
             ok=ok,
             result=call.result or "",
-            error=None if ok else (call.error or "the answer holds no result for this call"),
+            error=call.error,
             observed=True,
         )
         failed += not ok
