@@ -32,6 +32,11 @@ DEFAULT_PARAMS: dict[str, Any] = {
     "presence_penalty": 0,
     "frequency_penalty": 0,
 }
+# Parameters that name the client's session or installation, not the conversation: Claude
+# Code sends `metadata.user_id` with a device and session id, Codex `prompt_cache_key` and
+# `client_metadata` with its session, turn and installation ids, all new on every run, so a
+# replay of the same task would otherwise never match.
+SESSION_PARAMS = frozenset({"metadata", "prompt_cache_key", "client_metadata"})
 # Newer clients name the same limit differently.
 PARAM_ALIASES = {"max_tokens": "max_completion_tokens"}
 # Schema keys about how strictly the provider enforces a tool's schema, not what it accepts
@@ -164,6 +169,8 @@ def params_meaning(params: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in without_nulls(params).items():
         key = PARAM_ALIASES.get(key, key)
+        if key in SESSION_PARAMS:
+            continue
         if key in DEFAULT_PARAMS and value == DEFAULT_PARAMS[key]:
             continue
         out[key] = value
