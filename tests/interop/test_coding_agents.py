@@ -145,6 +145,7 @@ def test_codex_is_captured_replayed_and_its_rollout_imported(tmp_path: Path) -> 
             "tool_calls": [
                 {"id": "call_cat", "name": "exec_command", "arguments": {"cmd": "cat notes.txt"}}
             ],
+            "usage": {"prompt_tokens": 2400, "completion_tokens": 30, "total_tokens": 2430},
         },
         {"content": ANSWER},
     ]
@@ -181,3 +182,5 @@ def test_codex_is_captured_replayed_and_its_rollout_imported(tmp_path: Path) -> 
     assert imported[0]["origin"] == "imported" and imported[-1]["final_answer"] == ANSWER
     assert [c[:2] for c in tool_calls(imported)] == [(name, arguments)]
     assert NOTES.strip() in tool_calls(imported)[0][2]
+    usage = next(e["usage"] for e in imported if e["type"] == "model_response")
+    assert (usage["prompt_tokens"], usage["completion_tokens"]) == (2400, 30)

@@ -150,7 +150,11 @@ class SessionRun:
         return when
 
     def context(self, when: datetime | None, message: dict[str, Any]) -> None:
-        """A user, system or developer message the agent sent the model."""
+        """A user, system or developer message the agent sent the model. A developer message
+        (Codex sends its instructions so) is kept as a system message: the workbench's
+        messages know four roles, and a fork or a regression case sends the history again."""
+        if message.get("role") == "developer":
+            message = {**message, "role": "system"}
         self.at(when)
         self.history.append(message)
         self._last_answer = None
