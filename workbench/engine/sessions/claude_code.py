@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from agent_core.wire import anthropic
-from agent_core.wire.answer import WireError
 from workbench.engine.sessions.session import (
     SessionLines,
     SessionRun,
@@ -115,12 +114,8 @@ class _Reader:
             return
         body: dict[str, Any] = {"type": "message", "content": self.blocks}
         body |= {"stop_reason": self.last.get("stop_reason"), "usage": self.last.get("usage")}
-        try:
-            answer = anthropic.answer_from_body(body)
-        except WireError:  # not reachable with a list of blocks; kept for safety
-            return
-        finally:
-            self.blocks = []
+        self.blocks = []
+        answer = anthropic.answer_from_body(body)  # a list of blocks always reads
         self.run.answer(self.when, answer.message, answer.finish_reason, answer.usage, self.asked)
         self.asked = None
 

@@ -83,7 +83,7 @@ class _Reader:
         kind = item.get("type")
         if kind in _MODEL_ITEMS or (kind == "message" and item.get("role") == "assistant"):
             if not self.answer and self.asked is None:
-                self.asked = self.run._last
+                self.asked = self.run.last_seen
             self.answer.append(item)
             self.when = when or self.when
             return

@@ -137,6 +137,11 @@ class SessionRun:
     def turns(self) -> int:
         return self._turn
 
+    @property
+    def last_seen(self) -> datetime | None:
+        """The time of the latest record read so far."""
+        return self._last
+
     def saw(self, kind: str, record: dict[str, Any], known: bool = True) -> None:
         """Count a record by its type; keep it whole when the type is not known."""
         self.record_types[kind if known else f"?{kind}"] += 1
