@@ -10,6 +10,7 @@ loop repairs it to and runs the tool with, in every trace and every verdict.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,3 +78,30 @@ def content_text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
     return "" if content is None else json.dumps(content, ensure_ascii=False)
+
+
+# Context a coding agent wraps in a tag of its own and sends as (part of) a user message:
+# Claude Code's `<system-reminder>` blocks, Codex's `<environment_context>` and
+# `<user_instructions>`. A tag name with `-` or `_` in it, so a user's `<doc>…</doc>` is text.
+_FRAMING = re.compile(r"\s*<([a-z]+[-_][a-z_-]+)\b[^>]*>.*?</\1>\s*", re.DOTALL)
+
+
+def without_framing(text: str) -> str:
+    """`text` without the framing blocks a client put before it."""
+    while match := _FRAMING.match(text):
+        text = text[match.end() :]
+    return text
+
+
+def task_text(messages: list[Any]) -> str | None:
+    """What a conversation asks: the first user message's text without the client's framing;
+    a user message that is framing only is skipped (then the first user text as it is)."""
+    first: str | None = None
+    for message in messages:
+        if not (isinstance(message, dict) and message.get("role") == "user"):
+            continue
+        text = content_text(message.get("content"))
+        first = text if first is None else first
+        if stripped := without_framing(text).strip():
+            return stripped
+    return first

@@ -60,6 +60,25 @@ async def test_framework_requests_match_by_meaning(project: Project) -> None:
     assert '{"path": "."}' in arguments
 
 
+async def test_session_ids_a_client_sends_do_not_stop_a_replay(project: Project) -> None:
+    # Claude Code sends `metadata.user_id` (device and session ids), Codex
+    # `prompt_cache_key` and `client_metadata`: new on every run of the same task.
+    path, run = await project.record(THREE_TURNS)
+    requests = recorded_requests(path)
+    session = {
+        "metadata": {"user_id": '{"device_id":"d2","session_id":"s2"}'},
+        "extra_body": {"prompt_cache_key": "s2", "client_metadata": {"turn_id": "t2"}},
+    }
+    with serve("--replay", run.run_id, "--home", str(project.home)) as base_url:
+        answer = ask(base_url, requests[1], **session)
+        assert answer.choices[0].message.content == "Let me look around."
+        # A parameter that changes the answer still does not match.
+        with pytest.raises(openai.ConflictError) as caught:
+            ask(base_url, requests[2], temperature=1.5, **session)
+    body = caught.value.body
+    assert isinstance(body, dict) and [d["path"] for d in body["diffs"]] == ["params.temperature"]
+
+
 async def test_match_exact_keeps_byte_for_byte(project: Project) -> None:
     path, run = await project.record(THREE_TURNS)
     requests = recorded_requests(path)

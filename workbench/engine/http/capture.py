@@ -39,7 +39,7 @@ from agent_core.agent import new_run_id
 from agent_core.model.retry import retriable_status
 from agent_core.tokens import estimate_message, estimate_prompt, usage_counts
 from agent_core.wire.answer import WireAnswer, WireError
-from agent_core.wire.chat import content_text
+from agent_core.wire.chat import content_text, task_text
 from agent_core.wire.urls import public_url
 from traces.events import (
     Error,
@@ -462,7 +462,7 @@ class CaptureBook:
             RunStart,
             turn=None,
             at=self.utc(sent),
-            task=_first_text(new, "user") or _first_text(messages, "user") or "",
+            task=task_text(new) or task_text(messages) or "",
             system_prompt=_first_text(messages, "system") or _first_text(messages, "developer"),
             model=str(body.get("model") or "unknown"),
             base_url=self.anthropic_public if api == "anthropic" else self.upstream_public,

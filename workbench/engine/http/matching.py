@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any, Literal, TypeAlias
 
 MatchMode: TypeAlias = Literal["meaning", "exact"]
@@ -32,6 +33,15 @@ DEFAULT_PARAMS: dict[str, Any] = {
     "presence_penalty": 0,
     "frequency_penalty": 0,
 }
+# Parameters that name the client's session or installation, not the conversation: Claude
+# Code sends `metadata.user_id` with a device and session id, Codex `prompt_cache_key` and
+# `client_metadata` with its session, turn and installation ids, all new on every run, so a
+# replay of the same task would otherwise never match.
+SESSION_PARAMS = frozenset({"metadata", "prompt_cache_key", "client_metadata"})
+# Lines of a tool's output that change on every run of the same command: Codex's
+# `exec_command` heads its output with a random `Chunk ID: 3f9a1c` and `Wall time: 0.2022
+# seconds`. Read as the same, so a Codex session replays.
+_VOLATILE_OUTPUT = re.compile(r"(?m)^(Chunk ID: |Wall time: )\S+(?: seconds)?$")
 # Newer clients name the same limit differently.
 PARAM_ALIASES = {"max_tokens": "max_completion_tokens"}
 # Schema keys about how strictly the provider enforces a tool's schema, not what it accepts
@@ -83,6 +93,8 @@ def message_meaning(message: Any) -> Any:
     for key, value in without_nulls(message).items():
         if key == "content":
             value = _content_meaning(value)
+            if message.get("role") == "tool" and isinstance(value, str):
+                value = _VOLATILE_OUTPUT.sub(r"\1…", value)
             if value == "" and message.get("role") == "assistant":
                 continue  # an assistant turn with only tool calls: "" and null alike
         elif key == "tool_calls":
@@ -164,6 +176,8 @@ def params_meaning(params: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in without_nulls(params).items():
         key = PARAM_ALIASES.get(key, key)
+        if key in SESSION_PARAMS:
+            continue
         if key in DEFAULT_PARAMS and value == DEFAULT_PARAMS[key]:
             continue
         out[key] = value

@@ -13,7 +13,6 @@ import base64
 import json
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +22,12 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from pydantic import ValidationError
 
-from traces.events import RunEnd
-from traces.home import open_run_trace, traces_dir
 from traces.reader import describe_validation_error
 from workbench.engine.otel.runs import SpanEventRecord, SpanRecord, run_events
+
+# Re-exported: the collector names the runs it writes by it.
+from workbench.engine.recording.imported import ImportedRun as ImportedRun
+from workbench.engine.recording.imported import write_imported
 
 _STATUS_ERROR = 2  # opentelemetry.proto.trace.v1.Status.STATUS_CODE_ERROR
 
@@ -188,15 +189,6 @@ def read_json_file(path: Path) -> list[SpanRecord]:
 # --- writing runs -----------------------------------------------------------------------
 
 
-@dataclass
-class ImportedRun:
-    run_id: str
-    status: str
-    turns: int
-    path: Path
-    written: bool  # False: this trace was imported before
-
-
 def group_traces(spans: Iterable[SpanRecord]) -> dict[str, list[SpanRecord]]:
     traces: dict[str, list[SpanRecord]] = defaultdict(list)
     for span in spans:
@@ -215,17 +207,4 @@ def write_run(home: Path, spans: list[SpanRecord]) -> ImportedRun | None:
     except (ValueError, OverflowError) as exc:  # pydantic's ValidationError is a ValueError
         why = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
         raise OtlpError(f"trace {spans[0].trace_id}: its spans do not make a run ({why})") from None
-    run_id = events[0].run_id
-    path = traces_dir(home) / f"{run_id}.jsonl"
-    end = events[-1]
-    status = end.status if isinstance(end, RunEnd) else "incomplete"
-    turns = len({e.turn for e in events if e.turn is not None})
-    if path.exists():
-        return ImportedRun(run_id, status, turns, path, written=False)
-    writer = open_run_trace(home, run_id)
-    try:
-        for event in events:
-            writer.write(event)
-    finally:
-        writer.close()
-    return ImportedRun(run_id, status, turns, path, written=True)
+    return write_imported(home, events)
