@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from traces.tree import RunChain, TurnNode
+from traces.tree import RunChain, TurnNode, answer_label
 from workbench.cli.common import counted
 from workbench.engine.views.cost import Prices
-from workbench.engine.views.timeline import Timeline
+from workbench.engine.views.timeline import Timeline, format_ms
 
 
 def clip(value: Any, width: int = 300) -> str:
@@ -62,7 +62,7 @@ def chain_lines(chain: RunChain, timeline: Timeline, prices: Prices) -> list[str
         lines.append(f"\n── turn {turn.turn} [{turn.status}]{usage}")
         lines += _turn_lines(chain, turn)
     lines.append("")
-    lines += _end_lines(chain, model, prices)
+    lines += _end_lines(chain, model, prices, timeline.end_ms)
     return lines
 
 
@@ -130,7 +130,7 @@ def _turn_lines(chain: RunChain, turn: TurnNode) -> list[str]:
     return lines
 
 
-def _end_lines(chain: RunChain, model: str, prices: Prices) -> list[str]:
+def _end_lines(chain: RunChain, model: str, prices: Prices, duration_ms: float) -> list[str]:
     end = chain.end
     if end is None:
         return ["end: incomplete (the trace has no run_end; the run was killed or is running)"]
@@ -138,10 +138,7 @@ def _end_lines(chain: RunChain, model: str, prices: Prices) -> list[str]:
     reason = f": {end.reason}" if end.reason else ""
     lines = [f"end: {end.status}{layer}{reason}"]
     if end.final_answer:
-        # Only a completed run's last text is its answer; otherwise it is what the model
-        # said before the run was stopped.
-        label = "answer" if end.status == "completed" else "last text (not an answer)"
-        lines.append(f"{label}: {clip(end.final_answer, 500)}")
+        lines.append(f"{answer_label(end.status)}: {clip(end.final_answer, 500)}")
     totals = end.totals
     cost = prices.cost(model, totals.input_tokens, totals.output_tokens)
     priced = f", {prices.format(cost)}" if cost is not None else ""
@@ -149,7 +146,7 @@ def _end_lines(chain: RunChain, model: str, prices: Prices) -> list[str]:
         f"totals: {counted(totals.turns, 'turn')}, {counted(totals.model_calls, 'model call')}, "
         f"{counted(totals.tool_calls, 'tool call')} ({totals.tool_errors} failed), "
         f"{totals.total_tokens} tokens ({totals.input_tokens} in / {totals.output_tokens} out)"
-        f"{priced}, {totals.duration_ms:.0f} ms"
+        f"{priced}, {format_ms(duration_ms)}"
     )
     ids = [call.call_id for turn in chain.turns for call in turn.tool_calls]
     if ids:
