@@ -108,7 +108,7 @@ def suite_text(run_ids: dict[str, str], samples: int = 3) -> str:
 def write_suite(home: Path, run_ids: dict[str, str]) -> Path:
     """Write the suite and its script into `home`; return the suite's path. `run_ids` maps
     the demo's scenario names to the run ids just recorded."""
-    script = {"name": "scripted-demo-suite", "steps": SUITE_STEPS}
+    script = {"name": "scripted-demo", "steps": SUITE_STEPS}
     (home / SCRIPT_FILE).write_text(
         json.dumps(script, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
     )
