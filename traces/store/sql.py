@@ -249,7 +249,10 @@ WITH scoped AS (
     FROM scoped WHERE type = 'tool_end'
     UNION ALL SELECT run_id, turn, seq, 'error', event->>'message'
     FROM scoped WHERE type = 'error'
-    UNION ALL SELECT run_id, turn, seq, 'answer', event->>'final_answer'
+    -- A stopped run's last text is not an answer (`traces.tree.answer_label`).
+    UNION ALL SELECT run_id, turn, seq,
+        CASE WHEN event->>'status' = 'completed' THEN 'answer' ELSE 'last_text' END,
+        event->>'final_answer'
     FROM scoped WHERE type = 'run_end'
 ), found AS (
     SELECT run_id, turn, seq, place, body, instr(lower(body), lower($text)) AS at

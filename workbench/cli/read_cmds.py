@@ -96,6 +96,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="the turns as a waterfall of model and tool calls with durations and tokens",
     )
+    show.add_argument(
+        "--full",
+        action="store_true",
+        help="the whole system prompt and every message as sent, nothing cut",
+    )
+    add_no_color(show)
     add_home(show)
     show.set_defaults(func=cmd_show)
 
@@ -377,7 +383,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         width = shutil.get_terminal_size((100, 30)).columns
         lines = render_timeline(timeline, width=width, cost=cost)
     else:
-        lines = chain_lines(chain, timeline, prices)
+        lines = chain_lines(
+            chain, timeline, prices, full=args.full, paint=Paint(color_wanted(args))
+        )
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
 

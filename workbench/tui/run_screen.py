@@ -511,7 +511,7 @@ class RunScreen(WorkbenchScreen):
             f"{hit.where.replace('_', ' ')}: {hit.snippet}",
             timeout=4,
         )
-        self._jump(hit.turn, hit.seq, "end" if hit.where == "answer" else "start")
+        self._jump(hit.turn, hit.seq, "end" if hit.where in ("answer", "last_text") else "start")
 
     # ------------------------------------------------------------------ copy, export
 
