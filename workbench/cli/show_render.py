@@ -117,14 +117,14 @@ def chain_lines(
             sent = messages
         lines += [
             paint(line, "red") if line.startswith(("  error", "  attempt")) else line
-            for line in _turn_lines(chain, turn, cut)
+            for line in _turn_lines(chain, turn, cut, full)
         ]
     lines.append("")
     lines += _end_lines(chain, model, prices, timeline.end_ms, paint, cut)
     return lines
 
 
-def _turn_lines(chain: RunChain, turn: TurnNode, cut: Clip) -> list[str]:
+def _turn_lines(chain: RunChain, turn: TurnNode, cut: Clip, full: bool) -> list[str]:
     lines: list[str] = []
     request = turn.request
     if request is not None:
@@ -143,10 +143,14 @@ def _turn_lines(chain: RunChain, turn: TurnNode, cut: Clip) -> list[str]:
     response = turn.response
     if response is not None:
         content = response.message.get("content")
-        lines.append(
+        head = (
             f"  response ({response.finish_reason}, {response.latency_ms:.0f} ms, "
-            f"attempt {response.attempt}): {cut(content, 200) or '(no text)'}"
+            f"attempt {response.attempt})"
         )
+        if full:  # the message as the model wrote it, its lines kept
+            lines += [head + ":", *_message_lines(response.message)[1:]]
+        else:
+            lines.append(f"{head}: {cut(content, 200) or '(no text)'}")
     for tool in turn.tool_calls:
         timing = f"{tool.duration_ms:.0f} ms" if tool.duration_ms is not None else "running"
         end = tool.end
