@@ -69,8 +69,9 @@ def test_the_demo_suite_names_the_demos_runs_and_its_script(demo_home: Path) -> 
     text = (demo_home / "demo-suite.wbsuite.toml").read_text(encoding="utf-8")
     assert 'script = "demo-suite-script.json"' in text
     runs = json.loads(
-        workbench("--home", str(demo_home), "runs", "--kind", "agent", "--json", cwd=demo_home)
-        .stdout
+        workbench(
+            "--home", str(demo_home), "runs", "--kind", "agent", "--json", cwd=demo_home
+        ).stdout
     )
     named = [run["run_id"] for run in runs if run["run_id"] in text]
     assert len(named) == 3  # the cases' from_run

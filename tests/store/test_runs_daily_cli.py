@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from traces.events import RunEnd
 from traces.home import traces_dir
 from traces.tree import NOT_AN_ANSWER
 from workbench.engine.recording.load import read_recording_file
@@ -110,7 +111,8 @@ def test_failed_lists_runs_not_samples_and_never_a_sample_that_passed(home: Path
     assert "sample" not in text and len(text.splitlines()) == 1 + len(stopped)
 
     # An edit that regresses: its three failing samples are failures where samples are asked.
-    proc = workbench(home, "test", str(home / "demo-suite.wbsuite.toml"), "--tool-description", EDIT)
+    suite = str(home / "demo-suite.wbsuite.toml")
+    proc = workbench(home, "test", suite, "--tool-description", EDIT)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     query = "select run_id from regress_samples where not passed"
     failing = {row["run_id"] for row in json.loads(workbench(home, "sql", query, "--json").stdout)}
@@ -148,8 +150,9 @@ def test_a_run_lasts_as_long_in_the_list_as_in_its_timeline(home: Path) -> None:
     path = next(traces_dir(home).glob("*.jsonl"))
     recording = read_recording_file(path)
     end = recording.events[-1]
+    assert isinstance(end, RunEnd)
     span = (end.ts - recording.events[0].ts).total_seconds() * 1000
-    assert abs(getattr(end, "totals").duration_ms - span) < 5
+    assert abs(end.totals.duration_ms - span) < 5
 
 
 def test_a_broken_prices_file_is_one_line_in_every_command(home: Path) -> None:

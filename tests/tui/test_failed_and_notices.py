@@ -78,9 +78,11 @@ async def test_a_broken_prices_file_is_a_notice_on_the_run(home: Path) -> None:
         app.open_run(_demo_run(home, "completed"))
         await settle(
             pilot,
-            lambda: isinstance(app.screen, RunScreen)
-            and app.screen.outline is not None
-            and bool(app.notifications),
+            lambda: (
+                isinstance(app.screen, RunScreen)
+                and app.screen.outline is not None
+                and bool(app.notifications)
+            ),
         )
         [notice] = [n for n in app.notifications if "prices.toml" in n.message]
         assert notice.severity == "warning" and "not a readable TOML file" in notice.message
