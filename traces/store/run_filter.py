@@ -43,7 +43,7 @@ _COST = f"""run_id IN (
 # Each optional filter's clause, added only when the filter is given (a clause that is
 # always there costs a scan of the events even when it keeps every run).
 _CLAUSES: dict[str, str] = {
-    "model": "model = $model",
+    "model": "contains(lower(coalesce(model, '')), lower($model))",
     "since": "started_at >= $since",
     "until": "started_at < $until",
     "min_tokens": "total_tokens >= $min_tokens",
@@ -68,7 +68,7 @@ class RunQuery:
     failed_only: bool = False
     origins: tuple[str, ...] | None = None  # run_start.origin values
     run_ids: tuple[str, ...] | None = None
-    model: str | None = None  # the model name as recorded
+    model: str | None = None  # in the model name as recorded, any case
     since: datetime | None = None  # started at or after
     until: datetime | None = None  # started before
     min_tokens: int | None = None

@@ -41,7 +41,9 @@ def when(text: str) -> datetime:
 
 def add_run_filters(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("more filters (all in SQL on the store)")
-    group.add_argument("--model", metavar="NAME", help="only runs of this model (as recorded)")
+    group.add_argument(
+        "--model", metavar="NAME", help="only runs whose model name contains NAME (any case)"
+    )
     group.add_argument(
         "--since",
         type=when,
