@@ -489,6 +489,9 @@ class LoopRun:
         meta = dict(config.meta)
         meta.setdefault("offer_reasoning", config.offer_reasoning)
         meta.setdefault("read_only_tools", [spec.name for spec in specs if spec.read_only])
+        # The run's duration counts from its run_start, as the trace's clock does
+        # (`traces.tree.run_duration_ms`), not from setting up its tools before it.
+        self.started = time.perf_counter()
         self.recorder.emit(
             RunStart,
             turn=None,

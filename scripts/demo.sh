@@ -8,4 +8,5 @@ source scripts/lib.sh
 
 echo "== installing into .venv"
 install_venv ""
+echo "== recording the demo's runs"
 exec .venv/bin/workbench demo "$@"

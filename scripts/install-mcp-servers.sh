@@ -10,6 +10,7 @@
 # Safe to run again; does nothing when everything is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib.sh
 
 EVERYTHING_VERSION="2026.8.31"
 FILESYSTEM_VERSION="2026.8.31"
@@ -19,7 +20,8 @@ AI_SDK_OPENAI_VERSION="3.0.141"
 ZOD_VERSION="4.6.7"
 
 if [ ! -x .venv/bin/mcp-server-time ]; then
-    .venv/bin/python -m pip install -q "mcp-server-time>=2025.0"
+    step "installing mcp-server-time from PyPI into .venv" \
+        .venv/bin/python -m pip install "mcp-server-time>=2025.0"
 fi
 
 if ! command -v npm >/dev/null 2>&1; then
@@ -55,13 +57,17 @@ has_version @modelcontextprotocol/conformance "$CONFORMANCE_VERSION" || missing=
 has_version ai "$AI_SDK_VERSION" || missing=1
 has_version @ai-sdk/openai "$AI_SDK_OPENAI_VERSION" || missing=1
 has_version zod "$ZOD_VERSION" || missing=1
+node_note=""
 if [ "$system_node_major" -lt 22 ] && [ -n "$node_package" ]; then
     packages+=("$node_package@22")
+    node_note=" and Node 22 ($node_package, about 185 MB: the system node is older)"
     [ -x "node_modules/$node_package/bin/node" ] || missing=1
 fi
 if [ "$missing" = 1 ]; then
     # One install for all of them: with no package.json, npm drops what a later install
     # does not name.
-    npm install --no-audit --no-fund --silent --no-save \
-        "${packages[@]}" >/dev/null
+    step "installing the reference MCP servers, the conformance harness and the Vercel AI SDK$node_note from npm into node_modules (about 250 MB in all)" \
+        npm install --no-audit --no-fund --no-save "${packages[@]}"
+else
+    echo "-- the npm MCP servers and Node clients are up to date in node_modules; not installing"
 fi

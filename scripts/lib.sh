@@ -1,19 +1,70 @@
 # Shared by the scripts in this folder (sourced, not run).
 
-quietly() {  # run a setup step; show its output only when it fails
-    local log
+step() {  # step "WHAT (and what it downloads)" CMD...: one line per step; the command's
+    # output only when it fails (then all of it). On a terminal, the line below it follows
+    # what pip or npm is fetching.
+    local what="$1" log started status=0
+    shift
     log="$(mktemp)"
-    if ! "$@" >"$log" 2>&1; then
+    started=$SECONDS
+    echo "-- $what"
+    "$@" 2>&1 | tee "$log" | while IFS= read -r line; do
+        if [ -t 1 ]; then
+            case "$line" in
+                Collecting* | Downloading* | Building* | Installing* | Successfully*)
+                    printf '\r\033[K   %s' "${line:0:76}"
+                    ;;
+            esac
+        fi
+    done || status=$?
+    [ -t 1 ] && printf '\r\033[K'
+    if [ "$status" -ne 0 ]; then
         cat "$log" >&2
-        echo "setup step failed: $*" >&2
+        echo "setup step failed (exit $status): $*" >&2
         rm -f "$log"
         return 1
     fi
+    echo "   done in $((SECONDS - started)) s"
     rm -f "$log"
 }
 
-install_venv() {  # create .venv (once) and install the project into it, with extras "$1"
-    [ -x .venv/bin/python ] || python3 -m venv .venv
-    quietly .venv/bin/python -m pip install --upgrade pip
-    quietly .venv/bin/python -m pip install -e ".$1"
+install_stamp() {  # the hash of pyproject.toml: an install made from it is up to date
+    python3 -c 'import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' pyproject.toml
+}
+
+venv_up_to_date() {  # venv_up_to_date "[a,b]": .venv was installed from this pyproject.toml
+    # with at least these extras (the stamp: its hash, then the extras, one line)
+    local stamp=.venv/.workbench-install have_hash have_extras extra
+    [ -x .venv/bin/python ] && [ -f "$stamp" ] || return 1
+    read -r have_hash have_extras <"$stamp" || return 1
+    [ "$have_hash" = "$(install_stamp)" ] || return 1
+    for extra in $(echo "$1" | tr -d '[]' | tr ',' ' '); do
+        case ",$(echo "$have_extras" | tr -d '[]')," in
+            *",$extra,"*) ;;
+            *) return 1 ;;
+        esac
+    done
+}
+
+install_venv() {  # create .venv (once) and install the project into it, with extras "$1";
+    # skipped when pyproject.toml has not changed since an install with those extras (the
+    # project itself is installed editable, so a change to its code needs no install)
+    local extras="$1"
+    if venv_up_to_date "$extras"; then
+        echo "-- .venv is up to date with pyproject.toml${extras:+ and $extras}; not installing"
+        return 0
+    fi
+    if [ ! -x .venv/bin/python ]; then
+        step "creating .venv (python3 -m venv) and upgrading pip from PyPI" \
+            sh -c 'python3 -m venv .venv && .venv/bin/python -m pip install --upgrade pip'
+    fi
+    local what="the project and its dependencies (textual, openai, pydantic, duckdb, mcp, …)"
+    [ -n "$extras" ] && what="$what with extras $extras (pytest, ruff, mypy, pydantic-ai, the Agents SDK, langchain-openai, OpenTelemetry, …)"
+    step "installing $what from PyPI into .venv" .venv/bin/python -m pip install -e ".$extras"
+    local previous=""
+    [ -f .venv/.workbench-install ] && read -r _ previous <.venv/.workbench-install
+    # Keep the extras installed before: the next smaller install is then up to date too.
+    local merged
+    merged="$(echo "$previous,$extras" | tr -d '[]' | tr ',' '\n' | sed '/^$/d' | sort -u | paste -sd, -)"
+    echo "$(install_stamp) [${merged}]" >.venv/.workbench-install
 }

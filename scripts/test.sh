@@ -6,9 +6,9 @@ cd "$(dirname "$0")/.."
 
 source scripts/lib.sh
 
-echo "== installing (.venv, project with dev, frameworks and otel extras, reference MCP servers)"
+echo "== installing (.venv: the project with its dev, frameworks and otel extras; the reference MCP servers)"
 install_venv "[dev,frameworks,otel]"
-quietly bash scripts/install-mcp-servers.sh
+bash scripts/install-mcp-servers.sh
 
 echo "== ruff, mypy"
 .venv/bin/ruff check .

@@ -281,3 +281,24 @@ def build_chain(events: Iterable[Event]) -> RunChain:
         builder.add(event)
     builder.chain.turns.sort(key=lambda node: node.turn)
     return builder.chain
+
+
+def run_duration_ms(events: Iterable[Event]) -> float:
+    """A run's duration: from its first event to its last, on the trace's own clock (the
+    store's `runs.duration_ms` counts it the same way in SQL). Not `run_end.totals`, which
+    the loop also times but from before the run was set up (its tools, MCP servers)."""
+    stamps = [event.ts for event in events]
+    if not stamps:
+        return 0.0
+    return (max(stamps) - min(stamps)).total_seconds() * 1000.0
+
+
+# What a run's `final_answer` is called. Only a completed run's last text is its answer; a
+# run that was stopped (a limit, an error) keeps what the model said last, which is not one.
+ANSWER = "answer"
+NOT_AN_ANSWER = "last text (not an answer)"
+
+
+def answer_label(status: str) -> str:
+    """The one name every view (CLI, TUI, export) gives `run_end.final_answer`."""
+    return ANSWER if status == "completed" else NOT_AN_ANSWER

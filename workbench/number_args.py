@@ -40,3 +40,6 @@ positive_int = _number(int, "a whole number", 0, None, low_ok=False)
 positive_float = _number(float, "a number", 0.0, None, low_ok=False)
 fraction = _number(float, "a number from 0 to 1", 0.0, 1.0, low_ok=True)
 port_number = _number(int, "a port number", 0, 65535, low_ok=True)
+# Thresholds, where 0 is a value like any other.
+non_negative_int = _number(int, "a whole number", 0, None, low_ok=True)
+non_negative_float = _number(float, "a number", 0.0, None, low_ok=True)

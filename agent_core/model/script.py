@@ -71,8 +71,15 @@ class ScriptStep(BaseModel):
     delay_ms: float = 0.0  # wait before the first chunk
     chunk_size: int = Field(default=24, ge=1)  # characters of text or arguments per chunk
     when_last_tool_result_contains: str | None = None
+    # Tool name -> text its offered description must contain: a script that answers the
+    # way a model reads the descriptions, so an edited description changes its choice.
+    when_tool_description_contains: dict[str, str] | None = None
 
     def matches(self, call: ModelCall) -> bool:
+        """Whether every `when_…` condition of the step holds for this request."""
+        return self._tool_result_matches(call) and self._descriptions_match(call)
+
+    def _tool_result_matches(self, call: ModelCall) -> bool:
         needle = self.when_last_tool_result_contains
         if needle is None:
             return True
@@ -80,6 +87,17 @@ class ScriptStep(BaseModel):
             if message.get("role") == "tool":
                 return needle in str(message.get("content") or "")
         return False
+
+    def _descriptions_match(self, call: ModelCall) -> bool:
+        wanted = self.when_tool_description_contains or {}
+        offered: dict[str, str] = {}
+        for tool in call.tools:
+            function = tool.get("function", tool) if isinstance(tool, dict) else {}
+            if isinstance(function, dict) and isinstance(function.get("name"), str):
+                offered[function["name"]] = str(function.get("description") or "")
+        return all(text in offered.get(name, "") for name, text in wanted.items()) and all(
+            name in offered for name in wanted
+        )
 
 
 def _steps_from_data(data: Any, origin: str) -> list[ScriptStep]:

@@ -130,6 +130,12 @@ class ScriptedModel(_StepModel):
     ) -> None:
         super().__init__(name, max_attempts)
         self.script = Script(steps)
+        self._steps = list(steps)
+
+    def fresh(self) -> ScriptedModel:
+        """The same script from its first step: what a regression sample answers from, so
+        each sample of a case meets the whole script (not what earlier samples left)."""
+        return ScriptedModel(self._steps, self.name, max_attempts=self.max_attempts)
 
     @classmethod
     def from_file(cls, path: str | Path, *, name: str | None = None) -> ScriptedModel:

@@ -396,8 +396,11 @@ def test_demo_runs_offline_and_records_every_status(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "SCRIPTED model" in result.stdout
-    statuses = sorted(run_end(path).status for path in traces(home))
+    scenario_runs = [p for p in traces(home) if _demo(list(read_trace(p).events))]
+    statuses = sorted(run_end(path).status for path in scenario_runs)
     assert statuses == sorted(s.expect for s in SCENARIOS)
+    # Besides its runs, the demo ran its regression suite once: 3 cases × 3 samples.
+    assert len(list(traces(home))) == len(SCENARIOS) + 9
     assert {"completed", "duplicate_tool_calls", "token_budget", "timeout", "max_turns"} <= set(
         statuses
     )

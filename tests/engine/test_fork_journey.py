@@ -132,7 +132,7 @@ async def test_the_demo_forks_offline_with_its_own_script(
     monkeypatch.chdir(tmp_path)  # not the demo project: forks must read the recorded folder
     assert await cli("--home", str(home), "demo", "--no-tui") == 0
     demo = [read_recording_file(p).run_start for p in traces_dir(home).glob("*.jsonl")]
-    runs = {start.meta["demo"]: start for start in demo}
+    runs = {start.meta["demo"]: start for start in demo if "demo" in start.meta}
     recovered = runs["tool-error-recovered"]
     script = offline_fork_script(recovered)
     assert script is not None and script.parent == home.resolve()
@@ -243,7 +243,7 @@ async def test_a_tui_fork_with_no_model_uses_the_demo_script(
     backend = Backend(home)
     backend.ingest()
     demo = [read_recording_file(p).run_start for p in traces_dir(home).glob("*.jsonl")]
-    recovered = next(s for s in demo if s.meta["demo"] == "tool-error-recovered")
+    recovered = next(s for s in demo if s.meta.get("demo") == "tool-error-recovered")
     context = backend.fork_context(recovered.run_id, 2, Endpoint())
     assert context.fork_script == offline_fork_script(recovered) is not None
     assert backend.fork_context(recovered.run_id, 2, Endpoint(model="m")).fork_script is None

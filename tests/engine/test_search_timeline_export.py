@@ -113,7 +113,8 @@ async def test_export_json_is_one_document_with_every_event(project: Project) ->
     events = list(read_trace(path).events)
     document = json.loads(export_run(events, "json"))
     assert document["run_id"] == run.run_id and document["status"] == "completed"
-    assert document["final_answer"] == "The port is 8080; twice that is 16160."
+    assert document["answer"] == "The port is 8080; twice that is 16160."
+    assert document["last_text"] is None
     assert [e["seq"] for e in document["events"]] == list(range(len(events)))
     assert document["totals"]["turns"] == 3
 

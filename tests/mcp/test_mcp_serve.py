@@ -42,6 +42,10 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "WORKBENCH_HOME"}
 
 
+# The demo's six runs and the nine samples of the suite it runs once.
+DEMO_RUNS = 15
+
+
 @pytest.fixture(scope="module")
 def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("mcp-serve") / "home"
@@ -85,7 +89,7 @@ async def refused(session: ClientSession, name: str, **arguments: Any) -> str:
 
 async def demo_runs(session: ClientSession) -> dict[str, dict[str, Any]]:
     """The demo's runs by status (the completed ones by task)."""
-    runs = (await call(session, "list_runs", limit=100))["runs"]
+    runs = (await call(session, "list_runs", kind="agent", limit=100))["runs"]
     by = {run["status"]: run for run in runs}
     by |= {run["task"]: run for run in runs}
     return by
@@ -104,7 +108,7 @@ async def test_every_tool_answers_over_stdio(demo_home: Path) -> None:
         assert lint_tools(schemas) == []  # what the client sees passes the lint too
 
         runs = await call(session, "list_runs", limit=2)
-        assert runs["total"] == 6 and len(runs["runs"]) == 2 and runs["next_offset"] == 2
+        assert runs["total"] == DEMO_RUNS and len(runs["runs"]) == 2 and runs["next_offset"] == 2
         failed = await call(session, "list_runs", failed=True)
         assert failed["total"] == 4
         assert {r["status"] for r in failed["runs"]} == {
@@ -116,7 +120,7 @@ async def test_every_tool_answers_over_stdio(demo_home: Path) -> None:
         by = await demo_runs(session)
         assert (await call(session, "list_runs", status="timeout"))["total"] == 1
         assert (await call(session, "list_runs", kind="fork"))["total"] == 0
-        assert (await call(session, "list_runs", model="SCRIPTED"))["total"] == 6
+        assert (await call(session, "list_runs", model="SCRIPTED"))["total"] == DEMO_RUNS
         assert (await call(session, "list_runs", model="nothing-like-it"))["total"] == 0
         assert (await call(session, "list_runs", text="TODO"))["total"] == 1
 
@@ -183,7 +187,7 @@ async def test_bad_input_is_a_tool_error_and_the_server_keeps_serving(demo_home:
         outside.write_bytes(small_run_lines("elsewhere"))
         for ref in (str(outside), "../elsewhere.jsonl", "/etc/passwd", "..", "*"):
             assert "is not a run id" in await refused(session, "replay_run", run=ref)
-        assert (await call(session, "list_runs"))["total"] == 6  # still serving
+        assert (await call(session, "list_runs"))["total"] == DEMO_RUNS  # still serving
 
 
 async def test_fork_run_is_refused_on_a_read_only_server(demo_home: Path) -> None:
@@ -245,7 +249,7 @@ async def test_run_suite_runs_a_suite_of_the_home_offline_when_writes_are_allowe
         [case] = result["cases"]
         assert case["case_id"] == "read-readme" and case["pass_rate"] == 1.0
         samples = await call(session, "list_runs", kind="regression_sample")
-        assert samples["total"] == 1
+        assert samples["total"] == 1 + 9  # beside the 9 of the demo suite
         for outside in ("../outside.wbsuite.toml", str(tmp_path / "outside.wbsuite.toml")):
             reason = await refused(session, "run_suite", suite=outside)
             assert "inside the home" in reason
@@ -344,7 +348,7 @@ def test_streamable_http_on_a_free_port(demo_home: Path) -> None:
         import anyio
 
         names, runs, error = anyio.run(session)
-        assert names == TOOL_NAMES and runs["total"] == 6 and "nope" in error
+        assert names == TOOL_NAMES and runs["total"] == DEMO_RUNS and "nope" in error
     finally:
         process.terminate()
         process.wait(10)

@@ -33,7 +33,9 @@ def test_runs_of_some_kinds_only(store: TraceStore) -> None:
     samples = store.runs(origins=["regression_sample"])
     assert [run.run_id for run in samples] == ["aebcfee64292505baee318065362e2e4"]
     assert store.count_runs(failed_only=True, origins=["agent", "fork"]) == 6
-    assert store.count_runs(failed_only=True) == 7
+    # A failing sample is a failure only where the kinds asked for name samples.
+    assert store.count_runs(failed_only=True) == 6
+    assert store.count_runs(failed_only=True, origins=["regression_sample"]) == 1
 
 
 def test_runs_among_given_ids(store: TraceStore) -> None:
@@ -49,3 +51,27 @@ def test_runs_sorted_by_any_column(store: TraceStore) -> None:
     assert by_task == sorted(by_task, reverse=True)
     with pytest.raises(ValueError, match="cannot sort"):
         store.runs(sort="task; DROP TABLE runs")
+
+
+def test_failed_is_one_rule_over_every_kind(tmp_path: Path) -> None:
+    """Forks, captured runs and the rest fail like agent runs; a sample only when samples are
+    asked for, and never once its case recorded it as passed."""
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    failing = [p for p in GOLDEN.glob("*.jsonl") if '"status":"completed"' not in p.read_text()]
+    kinds = ["fork", "captured", "regression_sample", "mcp_session", "imported"]
+    for trace, kind in zip(failing, kinds, strict=False):
+        lines = trace.read_text().splitlines()
+        start = json.loads(lines[0]) | {"schema_version": 2, "origin": kind}
+        (traces / trace.name).write_text("\n".join([json.dumps(start), *lines[1:]]) + "\n")
+    with TraceStore.open(tmp_path / "store.duckdb") as store:
+        store.ingest([traces])
+        failed = {run.origin for run in store.runs(failed_only=True)}
+        assert failed == {"fork", "captured", "mcp_session", "imported"}
+        [sample] = store.runs(failed_only=True, origins=["regression_sample"])
+        store.query(
+            "INSERT INTO regress_samples VALUES ('s', 'c', 1, ?, true, '', '', '', '')",
+            [sample.run_id],
+        )
+        assert store.runs(failed_only=True, origins=["regression_sample"]) == []
+        assert store.count_runs(origins=["regression_sample"]) == 1  # still listed

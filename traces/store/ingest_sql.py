@@ -293,8 +293,9 @@ SELECT run_id, coalesce(started_at, first_ts), ended_at, s->>'task', s->>'model'
     coalesce(try_cast(e->'totals'->>'tool_calls' AS INTEGER), tool_calls),
     coalesce(try_cast(e->'totals'->>'tool_errors' AS INTEGER), tool_errors),
     coalesce(try_cast(e->'totals'->>'total_tokens' AS BIGINT), tokens, 0),
-    coalesce(try_cast(e->'totals'->>'duration_ms' AS DOUBLE),
-             epoch_us(last_ts) / 1000.0 - epoch_us(first_ts) / 1000.0),
+    -- The run's duration on the trace's own clock, as `traces.tree.run_duration_ms`
+    -- counts it (the timeline's length too): from its first event to its last.
+    epoch_us(last_ts) / 1000.0 - epoch_us(first_ts) / 1000.0,
     s->>'parent_run_id', try_cast(s->>'fork_turn' AS INTEGER), e->>'final_answer',
     e->>'reason', e->>'timeout_layer', try_cast(s->>'schema_version' AS INTEGER), n,
     source_path, coalesce(s->>'origin', 'agent')

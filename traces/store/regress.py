@@ -12,10 +12,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from traces.store import sql
 from traces.store.db import duckdb
 from traces.store.store import TraceStore
 
-SCHEMA = """
+SCHEMA = (
+    sql.REGRESS_SAMPLES
+    + """
 CREATE TABLE IF NOT EXISTS regress_runs (
     suite_run_id VARCHAR PRIMARY KEY,
     suite VARCHAR NOT NULL,
@@ -41,17 +44,6 @@ CREATE TABLE IF NOT EXISTS regress_cases (
     chosen VARCHAR,
     PRIMARY KEY (suite_run_id, case_id)
 );
-CREATE TABLE IF NOT EXISTS regress_samples (
-    suite_run_id VARCHAR NOT NULL,
-    case_id VARCHAR NOT NULL,
-    sample INTEGER NOT NULL,
-    run_id VARCHAR,
-    passed BOOLEAN,
-    reason VARCHAR,
-    chosen VARCHAR,
-    status VARCHAR,
-    error VARCHAR
-);
 CREATE TABLE IF NOT EXISTS regress_baselines (
     suite VARCHAR NOT NULL,
     name VARCHAR NOT NULL,
@@ -69,6 +61,7 @@ CREATE TABLE IF NOT EXISTS regress_baseline_cases (
     PRIMARY KEY (suite, name, case_id)
 );
 """
+)
 
 INSERT_RUN = """
 INSERT INTO regress_runs

@@ -12,12 +12,29 @@ from traces.versions import SCHEMA_VERSION
 # Bump when the tables below change shape; an older store file is rebuilt from its traces.
 # A table added needs no bump: it is created in an older store when that opens (the schema
 # text differs, see `SCHEMA_TEXT`), and DROP_ALL drops it for the next rebuild.
-STORE_VERSION = 5
+STORE_VERSION = 6  # 6: runs.duration_ms is the trace's own span
 # Rows are read back with the current event models, so a store is rebuilt when either the
 # tables or the trace schema it was filled under differ from this workbench's.
 STORE_META = {"store_version": str(STORE_VERSION), "schema_version": str(SCHEMA_VERSION)}
 
-SCHEMA = f"""
+# One row per sample of a stored suite run (`traces.store.regress` keeps the other tables
+# of regression results); here because the failed filter reads whether a sample passed.
+# Results, not a cache of the traces: a rebuild of the store keeps them (see DROP_ALL).
+REGRESS_SAMPLES = """
+CREATE TABLE IF NOT EXISTS regress_samples (
+    suite_run_id VARCHAR NOT NULL,
+    case_id VARCHAR NOT NULL,
+    sample INTEGER NOT NULL,
+    run_id VARCHAR,
+    passed BOOLEAN,
+    reason VARCHAR,
+    chosen VARCHAR,
+    status VARCHAR,
+    error VARCHAR
+);
+"""
+
+SCHEMA = f"""{REGRESS_SAMPLES}
 CREATE TABLE IF NOT EXISTS store_meta (key VARCHAR PRIMARY KEY, value VARCHAR);
 CREATE TABLE IF NOT EXISTS trace_files (
     path VARCHAR PRIMARY KEY,   -- absolute path of the .jsonl file
@@ -162,19 +179,6 @@ WHERE starts_with(path, $folder) AND rowid IN (
 RUN_COLUMNS = """run_id, started_at, ended_at, task, model, status, turns, model_calls,
     tool_calls, tool_errors, total_tokens, duration_ms, parent_run_id, fork_turn,
     final_answer, reason, source_path, origin"""
-_RUN_FILTER = """
-WHERE ($status IS NULL OR status = $status)
-    AND (NOT $failed_only OR status <> 'completed')
-    AND ($text IS NULL OR contains(lower(coalesce(task, '')), lower($text))
-         OR starts_with(run_id, $text))
-    AND ($origins IS NULL OR list_contains($origins, coalesce(origin, 'agent')))
-    AND ($run_ids IS NULL OR list_contains($run_ids, run_id))
-"""
-RUNS = f"""
-SELECT {RUN_COLUMNS} FROM runs {_RUN_FILTER}
-ORDER BY started_at DESC NULLS LAST, run_id
-LIMIT $limit OFFSET $offset
-"""
 # Columns a runs listing may be sorted by (names of the `runs` table; never user text).
 RUN_SORT_COLUMNS = (
     "started_at",
@@ -191,19 +195,27 @@ RUN_SORT_COLUMNS = (
 )
 
 
-def runs_sorted(column: str, descending: bool) -> str:
-    """RUNS ordered by one of RUN_SORT_COLUMNS (ties newest first)."""
-    if column not in RUN_SORT_COLUMNS:
-        raise ValueError(f"cannot sort runs by {column!r}")
-    direction = "DESC" if descending else "ASC"
+def runs_select(where: str, sort: str | None = None, descending: bool = True) -> str:
+    """The runs `where` keeps (`run_filter.RunQuery.where`), newest first or ordered by one
+    of RUN_SORT_COLUMNS (ties newest first)."""
+    if sort is None:
+        order = "started_at DESC NULLS LAST, run_id"
+    elif sort in RUN_SORT_COLUMNS:
+        direction = "DESC" if descending else "ASC"
+        order = f"{sort} {direction} NULLS LAST, started_at DESC NULLS LAST, run_id"
+    else:
+        raise ValueError(f"cannot sort runs by {sort!r}")
     return f"""
-SELECT {RUN_COLUMNS} FROM runs {_RUN_FILTER}
-ORDER BY {column} {direction} NULLS LAST, started_at DESC NULLS LAST, run_id
+SELECT {RUN_COLUMNS} FROM runs {where}
+ORDER BY {order}
 LIMIT $limit OFFSET $offset
 """
 
 
-COUNT_RUNS = f"SELECT count(*) FROM runs {_RUN_FILTER}"
+def runs_count(where: str) -> str:
+    return f"SELECT count(*) FROM runs {where}"
+
+
 RUN = f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = $run_id"
 RUNS_BY_PREFIX = """
 SELECT run_id FROM runs WHERE starts_with(run_id, $prefix) ORDER BY run_id LIMIT 6
@@ -237,7 +249,10 @@ WITH scoped AS (
     FROM scoped WHERE type = 'tool_end'
     UNION ALL SELECT run_id, turn, seq, 'error', event->>'message'
     FROM scoped WHERE type = 'error'
-    UNION ALL SELECT run_id, turn, seq, 'answer', event->>'final_answer'
+    -- A stopped run's last text is not an answer (`traces.tree.answer_label`).
+    UNION ALL SELECT run_id, turn, seq,
+        CASE WHEN event->>'status' = 'completed' THEN 'answer' ELSE 'last_text' END,
+        event->>'final_answer'
     FROM scoped WHERE type = 'run_end'
 ), found AS (
     SELECT run_id, turn, seq, place, body, instr(lower(body), lower($text)) AS at

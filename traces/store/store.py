@@ -25,6 +25,7 @@ from traces.store import dataset, sql
 from traces.store.dataset import DatasetExport
 from traces.store.db import duckdb
 from traces.store.progress import Progress
+from traces.store.run_filter import RunQuery
 from traces.store.scan import IngestReport, Work, pending, pending_in_folder
 
 if TYPE_CHECKING:
@@ -312,22 +313,6 @@ class TraceStore:
 
     # --- runs ---------------------------------------------------------------------------
 
-    def _run_filter(
-        self,
-        status: str | None,
-        text: str | None,
-        failed_only: bool,
-        origins: Iterable[str] | None = None,
-        run_ids: Iterable[str] | None = None,
-    ) -> dict[str, Any]:
-        return {
-            "status": status,
-            "text": text or None,
-            "failed_only": failed_only,
-            "origins": list(origins) if origins is not None else None,
-            "run_ids": list(run_ids) if run_ids is not None else None,
-        }
-
     def runs(
         self,
         status: str | None = None,
@@ -340,11 +325,14 @@ class TraceStore:
         run_ids: Iterable[str] | None = None,
         sort: str | None = None,
         descending: bool = True,
+        where: RunQuery | None = None,
     ) -> list[RunRow]:
         """Runs newest first, or by `sort` (one of `sql.RUN_SORT_COLUMNS`); `origins` keeps
-        those kinds of run (`run_start.origin`), `run_ids` only those runs."""
-        params = self._run_filter(status, text, failed_only, origins, run_ids)
-        statement = sql.RUNS if sort is None else sql.runs_sorted(sort, descending)
+        those kinds of run (`run_start.origin`), `run_ids` only those runs; `where` is the
+        whole filter instead (`run_filter.RunQuery`: model, time, thresholds, tool, ...)."""
+        query = where or RunQuery.of(status, text, failed_only, origins, run_ids)
+        clause, params = query.where()
+        statement = sql.runs_select(clause, sort, descending)
         with self._cursor() as cur:
             rows = cur.execute(statement, params | {"limit": limit, "offset": offset})
             return [RunRow(*row) for row in rows.fetchall()]
@@ -357,10 +345,12 @@ class TraceStore:
         *,
         origins: Iterable[str] | None = None,
         run_ids: Iterable[str] | None = None,
+        where: RunQuery | None = None,
     ) -> int:
-        params = self._run_filter(status, text, failed_only, origins, run_ids)
+        query = where or RunQuery.of(status, text, failed_only, origins, run_ids)
+        clause, params = query.where()
         with self._cursor() as cur:
-            row = cur.execute(sql.COUNT_RUNS, params)
+            row = cur.execute(sql.runs_count(clause), params)
             return int((row.fetchone() or (0,))[0])
 
     def resolve_run(self, prefix: str) -> str:

@@ -52,6 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="workbench folder (default: $WORKBENCH_HOME, else ./.workbench)",
     )
+    parser.add_argument(
+        "--no-color",
+        action="store_true",
+        help="no colour in any output (also: NO_COLOR set; output that is not a terminal has none)",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)

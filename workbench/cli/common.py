@@ -249,3 +249,63 @@ def add_mcp_start_timeout(parser: argparse._ActionsContainer) -> None:
         metavar="SECONDS",
         help="how long each MCP server has to start and list its tools (default 10)",
     )
+
+
+# --- colour ----------------------------------------------------------------------------
+
+_ANSI = {
+    "bold": "1",
+    "dim": "2",
+    "red": "31",
+    "green": "32",
+    "yellow": "33",
+    "cyan": "36",
+    "match": "1;7",  # a search match: bold, reversed
+}
+# A run's status as the TUI colours it: green completed, red error, yellow a limit.
+STATUS_STYLES = {"completed": "green", "error": "red", "incomplete": "dim", "cancelled": "dim"}
+
+
+def add_no_color(parser: argparse.ArgumentParser) -> None:
+    """Accept --no-color after the subcommand too (it is also a global option)."""
+    parser.add_argument(
+        "--no-color",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="no colour (also: NO_COLOR set; output that is not a terminal has none)",
+    )
+
+
+def color_wanted(args: argparse.Namespace) -> bool:
+    """Colour only on a terminal, and never with --no-color or NO_COLOR (no-color.org)."""
+    if getattr(args, "no_color", False) or os.environ.get("NO_COLOR"):
+        return False
+    return sys.stdout.isatty()
+
+
+class Paint:
+    """ANSI styles when colour is wanted; the text unchanged otherwise."""
+
+    def __init__(self, on: bool) -> None:
+        self.on = on
+
+    def __call__(self, text: str, style: str | None) -> str:
+        if not self.on or not style or not text:
+            return text
+        return f"\x1b[{_ANSI[style]}m{text}\x1b[0m"
+
+    def status(self, text: str, status: str) -> str:
+        """`text` (a status, maybe padded) in its status's colour."""
+        return self(text, STATUS_STYLES.get(status.strip(), "yellow"))
+
+    def matches(self, text: str, wanted: str) -> str:
+        """`text` with every case-insensitive occurrence of `wanted` highlighted."""
+        lowered, needle = text.lower(), wanted.lower()
+        if not self.on or not needle or len(lowered) != len(text):
+            return text  # (a letter whose lower case is longer would shift the offsets)
+        parts: list[str] = []
+        at = 0
+        while (found := lowered.find(needle, at)) != -1:
+            parts += [text[at:found], self(text[found : found + len(needle)], "match")]
+            at = found + len(needle)
+        return "".join(parts) + text[at:]

@@ -7,7 +7,16 @@ import argparse
 import sys
 from pathlib import Path
 
-from workbench.cli.common import CliError, add_home, positive_int, print_json, resolve_home
+from workbench.cli.common import (
+    CliError,
+    Paint,
+    add_home,
+    add_no_color,
+    color_wanted,
+    positive_int,
+    print_json,
+    resolve_home,
+)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -31,6 +40,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--limit", type=positive_int, default=50, help="at most N matches (default 50)"
     )
     search.add_argument("--json", action="store_true", help="print the matches as JSON")
+    add_no_color(search)
     add_home(search)
     search.set_defaults(func=cmd_search)
 
@@ -68,9 +78,12 @@ def cmd_search(args: argparse.Namespace) -> int:
     if not hits:
         print(f"no run mentions {args.text!r}")
         return 1
+    paint = Paint(color_wanted(args))
     for hit in hits:
         turn = f"turn {hit.turn}" if hit.turn is not None else "-"
-        print(f"{hit.run_id[:12]}  {turn:<8}  {hit.where:<14}  {hit.snippet}")
+        # The match stands out on a terminal; piped, the line is plain text to grep.
+        snippet = paint.matches(hit.snippet, args.text)
+        print(f"{paint(hit.run_id[:12], 'cyan')}  {turn:<8}  {hit.where:<14}  {snippet}")
     if len(hits) == args.limit:
         print(f"… showing the first {args.limit} matches (use --limit)", file=sys.stderr)
     return 0

@@ -23,13 +23,17 @@ from traces.origins import RUN_KINDS, kind_from_name, kind_label
 from workbench.cli.common import (
     CliError,
     ExitCode,
+    Paint,
     add_home,
+    add_no_color,
+    color_wanted,
     positive_int,
     print_json,
     read_home,
     resolve_home,
 )
 from workbench.cli.progress import StderrProgress
+from workbench.cli.run_filters import add_run_filters, filters_given, run_query
 
 if TYPE_CHECKING:  # the store loads DuckDB and the event models pydantic: handlers import them
     from traces.store import IngestReport, TraceStore
@@ -58,7 +62,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     runs = subparsers.add_parser("runs", help="list recorded runs, newest first")
     runs.add_argument("--status", choices=STATUS_CHOICES, help="only runs with this status")
-    runs.add_argument("--failed", action="store_true", help="only runs that did not complete")
+    runs.add_argument(
+        "--failed",
+        action="store_true",
+        help="only runs that did not complete; regression samples only when --kind names "
+        "them, and never a sample that passed its case",
+    )
     runs.add_argument("--text", help="only runs whose task contains TEXT")
     runs.add_argument(
         "--kind",
@@ -74,6 +83,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     runs.add_argument("--limit", type=positive_int, default=50, help="at most N runs (default 50)")
     runs.add_argument("--json", action="store_true", help="print the runs as JSON")
+    add_run_filters(runs)
+    add_no_color(runs)
     add_home(runs)
     runs.set_defaults(func=cmd_runs)
 
@@ -85,6 +96,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="the turns as a waterfall of model and tool calls with durations and tokens",
     )
+    show.add_argument(
+        "--full",
+        action="store_true",
+        help="the whole system prompt and every message as sent, nothing cut",
+    )
+    add_no_color(show)
     add_home(show)
     show.set_defaults(func=cmd_show)
 
@@ -192,17 +209,10 @@ def _when(row_value: Any) -> str:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     prices = _prices(args)
+    where = run_query(args, prices)
     with _store(args) as store:
-        rows = store.runs(
-            status=args.status,
-            text=args.text,
-            failed_only=args.failed,
-            limit=args.limit,
-            origins=args.kind,
-        )
-        total = store.count_runs(
-            status=args.status, text=args.text, failed_only=args.failed, origins=args.kind
-        )
+        rows = store.runs(limit=args.limit, where=where)
+        total = store.count_runs(where=where)
         split = store.run_tokens([row.run_id for row in rows]) if prices or args.json else {}
     costs = {
         run_id: prices.cost(model, *split[run_id])
@@ -220,7 +230,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
             )
         print_json(listed)
         return 0
-    if not rows and (args.status or args.text or args.failed or args.kind):
+    if not rows and (args.status or args.text or args.failed or args.kind or filters_given(args)):
         print("no runs match these filters")
         return 0
     if not rows:
@@ -229,18 +239,27 @@ def cmd_runs(args: argparse.Namespace) -> int:
             "`workbench ingest PATH`"
         )
         return 0
+    paint = Paint(color_wanted(args))
     cost_head = f"  {'COST':>9}" if prices else ""
     print(
-        f"{'RUN':<12}  {'STATUS':<20}  {'KIND':<8}  {'TURNS':>5}  {'TOOLS':>7}  "
-        f"{'TOKENS':>7}{cost_head}  {'STARTED (UTC)':<19}  TASK"
+        paint(
+            f"{'RUN':<12}  {'STATUS':<20}  {'KIND':<8}  {'PARENT':<8}  {'TURNS':>5}  "
+            f"{'TOOLS':>7}  {'TOKENS':>7}{cost_head}  {'STARTED (UTC)':<19}  TASK",
+            "bold",
+        )
     )
     for row in rows:
         tools = f"{row.tool_calls}" + (f"/{row.tool_errors}!" if row.tool_errors else "")
+        tools = paint(f"{tools:>7}", "red" if row.tool_errors else None)
         task = (row.task or "").replace("\n", " ")
         cost = f"  {prices.format(costs.get(row.run_id)) or '-':>9}" if prices else ""
         kind = kind_label(row.origin)
+        # A fork's parent (the run it was forked from), as an id prefix `show` takes.
+        parent = f"{(row.parent_run_id or '-')[:8]:<8}"
+        run_id = paint(f"{row.run_id[:12]:<12}", "cyan")
+        status = paint.status(f"{row.status:<20}", row.status)
         print(
-            f"{row.run_id[:12]:<12}  {row.status:<20}  {kind:<8}  {row.turns:>5}  {tools:>7}  "
+            f"{run_id}  {status}  {kind:<8}  {parent}  {row.turns:>5}  {tools}  "
             f"{row.total_tokens:>7}{cost}  {_when(row.started_at):<19}  {task[:60]}"
         )
     if total > len(rows):
@@ -364,7 +383,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         width = shutil.get_terminal_size((100, 30)).columns
         lines = render_timeline(timeline, width=width, cost=cost)
     else:
-        lines = chain_lines(chain, timeline, prices)
+        lines = chain_lines(
+            chain, timeline, prices, full=args.full, paint=Paint(color_wanted(args))
+        )
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
 

@@ -207,6 +207,7 @@ def result_json(result: RunResult, trace: Path) -> dict[str, Any]:
 def cmd_demo(args: argparse.Namespace) -> int:
     from agent_core.agent import Agent, AgentConfig
     from agent_core.demo import SCENARIOS, write_fork_script, write_project
+    from agent_core.demo.suite import SUITE_FILE
     from agent_core.model.scripted import ScriptedModel
     from agent_core.tools.builtin import builtin_tools
     from workbench.cli.driving import check_trace_whole, run_agent
@@ -218,9 +219,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     # Forks of the demo's runs answer from this script: offline, like the demo itself.
     fork_script = write_fork_script(home)
     print(SCRIPTED_NOTICE)
+    if (home / SUITE_FILE).exists():
+        print(
+            f"This home already holds an earlier demo's runs: these {len(SCENARIOS)} are added "
+            "beside them, and the demo suite is rewritten for them (a clean demo: --home DIR)."
+        )
     print(f"Recording {len(SCENARIOS)} runs into {home} (project folder: {project})\n")
     printer = RunPrinter(sys.stdout)
     unexpected: list[str] = []
+    run_ids: dict[str, str] = {}
     for number, scenario in enumerate(SCENARIOS, 1):
         print(f"── demo {number}/{len(SCENARIOS)}: {scenario.name} (ends: {scenario.expect})")
         print(f"   task: {scenario.task}")
@@ -242,11 +249,50 @@ def cmd_demo(args: argparse.Namespace) -> int:
         printer.summary(result, str(writer.path), _cost(prices, model.name, result))
         check_trace_whole(writer)
         print()
+        run_ids[scenario.name] = config.run_id
         if result.status != scenario.expect:
             unexpected.append(f"{scenario.name}: {result.status} (expected {scenario.expect})")
     if unexpected:
         raise CliError("demo runs ended unexpectedly: " + "; ".join(unexpected), ExitCode.RUN_ERROR)
+    _demo_suite(home, project, run_ids)
     return _show_runs(home, open_tui=not args.no_tui and sys.stdout.isatty())
+
+
+def _demo_suite(home: Path, project: Path, run_ids: dict[str, str]) -> None:
+    """Write the demo's regression suite and run it once, saving its baseline, so
+    `workbench test` on it passes offline and an edit shows against the baseline."""
+    import asyncio
+
+    from agent_core.demo.suite import BASELINE, write_suite
+    from agent_core.model.scripted import ScriptedModel
+    from workbench.engine.regress.session import (
+        SuiteRequest,
+        open_results_store,
+        run_suite_request,
+    )
+    from workbench.engine.regress.suite import load_suite
+
+    path = write_suite(home, run_ids)
+    suite = load_suite(path)
+    request = SuiteRequest(suite=suite, home=home, root=project, save_baseline=BASELINE)
+    model = ScriptedModel.from_file(str(suite.script_path()))
+    store = open_results_store(home)
+    try:
+        outcome = asyncio.run(run_suite_request(request, model, store))
+    finally:
+        store.close()
+    result = outcome.result
+    passed = sum(case.status == "pass" for case in result.cases)
+    if result.exit_code != 0:
+        raise CliError(
+            f"the demo suite {path} failed ({passed} of {len(result.cases)} cases passed)",
+            ExitCode.RUN_ERROR,
+        )
+    print(
+        f"── demo suite: {path} ({len(result.cases)} cases × {suite.samples} samples, all "
+        f"pass; baseline {BASELINE!r} saved). Try `workbench test {path}`, then with "
+        '--tool-description list_dir="List a folder\'s files." --baseline demo\n'
+    )
 
 
 def _show_runs(home: Path, open_tui: bool) -> int:

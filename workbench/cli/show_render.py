@@ -1,25 +1,54 @@
 """`workbench show RUN` as text: the decision chain turn by turn, with the call ids that
 `fork --mock` takes, calls the model asked for that never ran, tokens (and cost, when
-`<home>/prices.toml` prices the model) per turn and per run."""
+`<home>/prices.toml` prices the model) per turn and per run. `--full` adds the whole system
+prompt and every message as sent, and cuts nothing."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from functools import partial
+from typing import Any, TypeAlias
 
-from traces.tree import RunChain, TurnNode
-from workbench.cli.common import counted
+from agent_core.wire.chat import content_text, tool_calls
+from traces.tree import RunChain, TurnNode, answer_label
+from workbench.cli.common import Paint, counted
 from workbench.engine.views.cost import Prices
-from workbench.engine.views.timeline import Timeline
+from workbench.engine.views.timeline import Timeline, format_ms
+
+Clip: TypeAlias = Callable[[Any, int], str]
 
 
-def clip(value: Any, width: int = 300) -> str:
+def clip(value: Any, width: int = 300, full: bool = False) -> str:
+    """A value on one line, cut at `width` unless `full`. Message content in parts (a list
+    of text parts) is shown as its text, not as JSON."""
     if value is None:
         return ""
-    # Message content is usually text, but a trace may hold any JSON there (content parts).
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, list):
+        text = content_text(value)
+    else:
+        text = json.dumps(value, ensure_ascii=False)
     text = text.replace("\n", "\\n")
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return text if full or len(text) <= width else text[: width - 1] + "…"
+
+
+def _block(text: str, indent: str = "      ") -> list[str]:
+    """Text as it is, line by line, indented (what --full shows of a prompt or message)."""
+    return [indent + line if line else indent.rstrip() for line in text.splitlines() or [""]]
+
+
+def _message_lines(message: dict[str, Any]) -> list[str]:
+    role = str(message.get("role", "?"))
+    ids = f" ({message['tool_call_id']})" if message.get("tool_call_id") else ""
+    lines = [f"    {role}{ids}:"]
+    text = content_text(message.get("content"))
+    if text:
+        lines += _block(text)
+    for call in tool_calls(message):
+        lines.append(f"      → {call.name} {call.id} {call.arguments_raw}")
+    return lines
 
 
 def _not_run_reason(chain: RunChain, turn: TurnNode) -> str:
@@ -38,13 +67,29 @@ def _tokens(input_tokens: int, output_tokens: int, model: str, prices: Prices) -
     return text + (f", {prices.format(cost)}" if cost is not None else "")
 
 
-def chain_lines(chain: RunChain, timeline: Timeline, prices: Prices) -> list[str]:
+def chain_lines(
+    chain: RunChain,
+    timeline: Timeline,
+    prices: Prices,
+    *,
+    full: bool = False,
+    paint: Paint | None = None,
+) -> list[str]:
+    cut: Clip = partial(clip, full=full)
+    paint = paint or Paint(False)
     lines: list[str] = []
     start = chain.start
     model = start.model if start is not None else ""
     if start is not None:
-        lines.append(f"run {chain.run_id}  model {start.model}  tools {len(start.tools)}")
-        lines.append(f"task: {clip(start.task)}")
+        lines.append(
+            paint(f"run {chain.run_id}", "bold")
+            + f"  model {start.model}  tools {len(start.tools)}"
+        )
+        lines.append(f"task: {cut(start.task, 300)}")
+        if full:
+            lines.append("system prompt:" if start.system_prompt else "system prompt: (none)")
+            if start.system_prompt:
+                lines += _block(start.system_prompt, "    ")
         if start.origin == "fork":
             lines.append(f"origin: fork of {start.parent_run_id} at turn {start.fork_turn}")
         elif start.origin != "agent":
@@ -52,6 +97,7 @@ def chain_lines(chain: RunChain, timeline: Timeline, prices: Prices) -> list[str
             parent = f", follows run {start.parent_run_id[:12]}" if start.parent_run_id else ""
             lines.append(f"origin: {start.origin}{client}{parent}")
     tokens = {turn.turn: turn for turn in timeline.turns}
+    sent: list[Any] = []  # the messages the previous turn sent: --full shows only new ones
     for turn in chain.turns:
         figures = tokens.get(turn.turn)
         usage = (
@@ -59,14 +105,26 @@ def chain_lines(chain: RunChain, timeline: Timeline, prices: Prices) -> list[str
             if figures is not None and (figures.input_tokens or figures.output_tokens)
             else ""
         )
-        lines.append(f"\n── turn {turn.turn} [{turn.status}]{usage}")
-        lines += _turn_lines(chain, turn)
+        status = paint(f"[{turn.status}]", "green" if turn.status == "ok" else "red")
+        lines.append("\n" + paint(f"── turn {turn.turn}", "bold") + f" {status}{usage}")
+        if full and turn.request is not None:
+            messages = list(turn.request.messages)
+            # History is resent each turn; a trimmed one is not a continuation: show it all.
+            new = messages[len(sent) :] if messages[: len(sent)] == sent else messages
+            lines.append(f"  messages sent: {len(messages)} ({len(new)} new)")
+            for message in new:
+                lines += _message_lines(message if isinstance(message, dict) else {})
+            sent = messages
+        lines += [
+            paint(line, "red") if line.startswith(("  error", "  attempt")) else line
+            for line in _turn_lines(chain, turn, cut, full)
+        ]
     lines.append("")
-    lines += _end_lines(chain, model, prices)
+    lines += _end_lines(chain, model, prices, timeline.end_ms, paint, cut)
     return lines
 
 
-def _turn_lines(chain: RunChain, turn: TurnNode) -> list[str]:
+def _turn_lines(chain: RunChain, turn: TurnNode, cut: Clip, full: bool) -> list[str]:
     lines: list[str] = []
     request = turn.request
     if request is not None:
@@ -74,21 +132,25 @@ def _turn_lines(chain: RunChain, turn: TurnNode) -> list[str]:
         lines.append(
             f"  request: {len(request.messages)} messages, {len(request.tools)} tools, "
             f"~{request.estimated_tokens} tokens; last {last.get('role', '?')}: "
-            f"{clip(str(last.get('content') or ''), 120)}"
+            f"{cut(last.get('content'), 120)}"
         )
     for call in turn.model_calls:
         if call.error is not None:
             lines.append(
                 f"  attempt {call.attempt} failed: {call.error.kind}: "
-                f"{clip(call.error.message, 160)}"
+                f"{cut(call.error.message, 160)}"
             )
     response = turn.response
     if response is not None:
         content = response.message.get("content")
-        lines.append(
+        head = (
             f"  response ({response.finish_reason}, {response.latency_ms:.0f} ms, "
-            f"attempt {response.attempt}): {clip(content, 200) or '(no text)'}"
+            f"attempt {response.attempt})"
         )
+        if full:  # the message as the model wrote it, its lines kept
+            lines += [head + ":", *_message_lines(response.message)[1:]]
+        else:
+            lines.append(f"{head}: {cut(content, 200) or '(no text)'}")
     for tool in turn.tool_calls:
         timing = f"{tool.duration_ms:.0f} ms" if tool.duration_ms is not None else "running"
         end = tool.end
@@ -103,12 +165,12 @@ def _turn_lines(chain: RunChain, turn: TurnNode) -> list[str]:
         )
         lines.append(
             f"  tool {tool.name} [{tool.status}, {timing}, {tool.start.source}{flags}] "
-            f"{tool.call_id} {clip(tool.start.arguments_raw, 160)}"
+            f"{tool.call_id} {cut(tool.start.arguments_raw, 160)}"
         )
         if tool.start.parse_error:
             lines.append(f"    arguments: {tool.start.parse_error}")
         if tool.end is not None:
-            lines.append(f"    → {clip(tool.end.result, 200)}")
+            lines.append(f"    → {cut(tool.end.result, 200)}")
         if tool.mcp:
             lines.append(f"    {counted(len(tool.mcp), 'MCP frame')}")
     for asked in turn.calls_not_run:
@@ -118,7 +180,7 @@ def _turn_lines(chain: RunChain, turn: TurnNode) -> list[str]:
         shown = arguments if isinstance(arguments, str) else json.dumps(arguments)
         lines.append(
             f"  tool {function.get('name', '?')} [{_not_run_reason(chain, turn)}] "
-            f"{asked.get('id', '?')} {clip(shown, 160)}"
+            f"{asked.get('id', '?')} {cut(shown, 160)}"
         )
     for trim in turn.trims:
         lines.append(
@@ -126,22 +188,21 @@ def _turn_lines(chain: RunChain, turn: TurnNode) -> list[str]:
             f"{counted(trim.rounds_dropped, 'round')} dropped"
         )
     for error in turn.errors:
-        lines.append(f"  error ({error.where}): {error.kind}: {clip(error.message, 160)}")
+        lines.append(f"  error ({error.where}): {error.kind}: {cut(error.message, 160)}")
     return lines
 
 
-def _end_lines(chain: RunChain, model: str, prices: Prices) -> list[str]:
+def _end_lines(
+    chain: RunChain, model: str, prices: Prices, duration_ms: float, paint: Paint, cut: Clip
+) -> list[str]:
     end = chain.end
     if end is None:
         return ["end: incomplete (the trace has no run_end; the run was killed or is running)"]
     layer = f" ({end.timeout_layer})" if end.timeout_layer else ""
     reason = f": {end.reason}" if end.reason else ""
-    lines = [f"end: {end.status}{layer}{reason}"]
+    lines = [f"end: {paint.status(end.status, end.status)}{layer}{reason}"]
     if end.final_answer:
-        # Only a completed run's last text is its answer; otherwise it is what the model
-        # said before the run was stopped.
-        label = "answer" if end.status == "completed" else "last text (not an answer)"
-        lines.append(f"{label}: {clip(end.final_answer, 500)}")
+        lines.append(f"{answer_label(end.status)}: {cut(end.final_answer, 500)}")
     totals = end.totals
     cost = prices.cost(model, totals.input_tokens, totals.output_tokens)
     priced = f", {prices.format(cost)}" if cost is not None else ""
@@ -149,7 +210,7 @@ def _end_lines(chain: RunChain, model: str, prices: Prices) -> list[str]:
         f"totals: {counted(totals.turns, 'turn')}, {counted(totals.model_calls, 'model call')}, "
         f"{counted(totals.tool_calls, 'tool call')} ({totals.tool_errors} failed), "
         f"{totals.total_tokens} tokens ({totals.input_tokens} in / {totals.output_tokens} out)"
-        f"{priced}, {totals.duration_ms:.0f} ms"
+        f"{priced}, {format_ms(duration_ms)}"
     )
     ids = [call.call_id for turn in chain.turns for call in turn.tool_calls]
     if ids:

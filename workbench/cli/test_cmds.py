@@ -112,6 +112,9 @@ def run_test(args: argparse.Namespace) -> int:
     )
     if args.model_timeout <= 0:
         raise CliError("--model-timeout must be greater than 0")
+    if suite.script is not None and not (args.script or args.model or args.base_url):
+        # The suite's own script answers unless the command line names a model.
+        args.script = str(suite.script_path())
     model = build_model(args, Limits(model_timeout_s=args.model_timeout))
     progress = _Progress()
     try:

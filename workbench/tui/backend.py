@@ -12,6 +12,7 @@ in another terminal then work while the TUI stays open.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -229,13 +230,15 @@ class Backend:
         """What a run screen shows before anything is expanded: header row, first and last event."""
         from workbench.engine.views.cost import Prices, PricesError
 
+        problem = ""
         try:
             prices: Prices | None = Prices.load(self.home)
-        except PricesError:
-            prices = None  # the timeline names the problem with the file
+        except PricesError as exc:
+            prices, problem = None, str(exc)  # the run screen shows it as a notice
         with self._session() as store:
             try:
-                return run_outline(store, run_id, prices)
+                outline = run_outline(store, run_id, prices)
+                return dataclasses.replace(outline, prices_problem=problem)
             except UnknownRunError:
                 raise LookupError(
                     f"run {run_id} is not in the store; press g on the runs screen to reload"

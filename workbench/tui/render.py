@@ -31,6 +31,7 @@ from traces.events import (
     ToolsChanged,
     ToolStart,
 )
+from traces.tree import answer_label
 from workbench.engine.views.outline import event_is_failure
 
 # Readable on dark and light themes: hue carries the meaning, bold marks the failures.
@@ -390,7 +391,7 @@ def render_event(event: Event) -> RenderableType:
                         ("duration", fmt_ms(totals.duration_ms)),
                     ]
                 ),
-                Text("final answer", style="bold dim"),
+                Text(answer_label(event.status), style="bold dim"),
                 Text(event.final_answer or "(none)"),
             )
         case _:

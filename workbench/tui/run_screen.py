@@ -29,6 +29,7 @@ from traces.events import (
     ToolEnd,
     ToolStart,
 )
+from traces.tree import answer_label
 from workbench.engine.views.search import SearchHit
 from workbench.tui.backend import Outline
 from workbench.tui.chain_view import (
@@ -204,6 +205,8 @@ class RunScreen(WorkbenchScreen):
 
     def on_run_screen_outlined(self, message: Outlined) -> None:
         outline = self.outline = message.outline
+        if outline.prices_problem:
+            self.notify(outline.prices_problem, severity="warning", timeout=8)
         self.query_one("#run-summary", Static).update(run_summary(outline))
         self.sub_title = f"{short_id(self.run_id)} · {outline.row.status}"
         root = self.chain_tree.root
@@ -508,7 +511,7 @@ class RunScreen(WorkbenchScreen):
             f"{hit.where.replace('_', ' ')}: {hit.snippet}",
             timeout=4,
         )
-        self._jump(hit.turn, hit.seq, "end" if hit.where == "answer" else "start")
+        self._jump(hit.turn, hit.seq, "end" if hit.where in ("answer", "last_text") else "start")
 
     # ------------------------------------------------------------------ copy, export
 
@@ -578,7 +581,7 @@ def copy_value(node: ChainNode) -> tuple[str, str] | None:
             case Error():
                 return "the error", f"{event.kind}: {event.message}"
             case RunEnd():
-                return "the final answer", event.final_answer or event.reason
+                return f"the {answer_label(event.status)}", event.final_answer or event.reason
             case RunStart():
                 return "the task", event.task
             case _:

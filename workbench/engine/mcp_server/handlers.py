@@ -133,27 +133,12 @@ class Workbench:
         limit: int,
         offset: int,
     ) -> dict[str, Any]:
-        origins = [kind] if kind else None
+        from traces.store import RunQuery
+
+        where = RunQuery.of(status, text, failed, [kind] if kind else None, model=model or None)
         with self._store() as store:
-            run_ids = None
-            if model:
-                # The runs list has no model filter; the ids of the matching runs narrow it.
-                _, rows = store.query(
-                    "SELECT run_id FROM runs WHERE contains(lower(model), lower(?))", [model]
-                )
-                run_ids = [row[0] for row in rows]
-            found = store.runs(
-                status=status,
-                text=text,
-                failed_only=failed,
-                limit=limit,
-                offset=offset,
-                origins=origins,
-                run_ids=run_ids,
-            )
-            total = store.count_runs(
-                status=status, text=text, failed_only=failed, origins=origins, run_ids=run_ids
-            )
+            found = store.runs(limit=limit, offset=offset, where=where)
+            total = store.count_runs(where=where)
         shown = offset + len(found)
         return {
             "total": total,

@@ -100,7 +100,10 @@ TOOLS: tuple[ToolDef, ...] = (
                 "failed": {
                     "type": "boolean",
                     "default": False,
-                    "description": "only runs that did not complete",
+                    "description": (
+                        "only runs that did not complete; regression samples only with "
+                        "kind regression_sample, and never a sample that passed its case"
+                    ),
                 },
                 "kind": {
                     "type": "string",

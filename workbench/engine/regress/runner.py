@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from agent_core.agent import Agent, AgentConfig
 from agent_core.model.base import ChatModel
+from agent_core.model.scripted import ScriptedModel
 from agent_core.tools.base import Toolset, ToolSpec
 from traces.events import Limits, ModelResponse, RunStart
 from traces.home import open_run_trace
@@ -318,7 +319,10 @@ async def _run_sample(
         if options.home is not None
         else []
     )
-    agent = Agent(model, guarded, config, sinks=sinks)
+    # A scripted model answers each sample from the start of its script: shared, the
+    # samples would use up its steps one after another.
+    sample_model = model.fresh() if isinstance(model, ScriptedModel) else model
+    agent = Agent(sample_model, guarded, config, sinks=sinks)
     turns: dict[int, list[ToolCall]] = {}
     offered: list[dict[str, Any]] = []
     error: str | None = None

@@ -37,6 +37,7 @@ SUITE_KEYS = {
     "system_prompt",
     "max_tools",
     "min_pass_rate",
+    "script",
 }
 CASE_KEYS = {
     "id",
@@ -99,11 +100,21 @@ class Suite:
     system_prompt: str | None = None
     max_tools: int | None = None
     builtin_tools: tuple[str, ...] | None = None  # None: as `tools` says
+    # A model script (docs/script-format.md) that answers when the command names no model:
+    # a suite that runs offline as it is (the demo's).
+    script: str | None = None
 
     def samples_for(self, case: Case, override: int | None = None) -> int:
         if override is not None:
             return override
         return case.samples if case.samples is not None else self.samples
+
+    def script_path(self) -> Path | None:
+        """`script` relative to the suite file, as `tools_path` takes an MCP config."""
+        if self.script is None:
+            return None
+        candidate = Path(self.script)
+        return candidate if candidate.is_absolute() else self.path.parent / candidate
 
     def tools_path(self) -> str | None:
         """`tools` as given, with an MCP config path made relative to the suite file."""
@@ -162,6 +173,7 @@ def parse_suite(text: str, path: Path) -> Suite:
         system_prompt=_opt_str(head, "system_prompt", f"{where} [suite]"),
         max_tools=_opt_int(head, "max_tools", f"{where} [suite]", minimum=1),
         builtin_tools=_opt_names(head, "builtin_tools", f"{where} [suite]"),
+        script=_opt_str(head, "script", f"{where} [suite]"),
     )
 
 

@@ -15,7 +15,7 @@ from typing import Any, Literal, TypeAlias, assert_never
 
 from traces.events import SCHEMA_VERSION, Event
 from traces.run_names import run_file_stem
-from traces.tree import RunChain, ToolCallNode, TurnNode, build_chain
+from traces.tree import RunChain, ToolCallNode, TurnNode, answer_label, build_chain
 from workbench.engine.views.timeline import Timeline, TurnTimeline, build_timeline, format_ms
 
 ExportFormat: TypeAlias = Literal["json", "md"]
@@ -60,7 +60,10 @@ def _json_document(chain: RunChain, events: Sequence[Event]) -> str:
         "task": start.task if start is not None else None,
         "model": start.model if start is not None else None,
         "parent_run_id": start.parent_run_id if start is not None else None,
-        "final_answer": end.final_answer if end is not None else None,
+        # run_end's `final_answer` is an answer only when the run completed; a stopped
+        # run's is its last text (`answer_label`). The events keep the field as it is.
+        "answer": end.final_answer if end is not None and end.status == "completed" else None,
+        "last_text": end.final_answer if end is not None and end.status != "completed" else None,
         "totals": end.totals.model_dump(mode="json") if end is not None else None,
         "events": [event.model_dump(mode="json") for event in sorted(events, key=_seq)],
     }
@@ -101,7 +104,7 @@ def _markdown(chain: RunChain, timeline: Timeline) -> list[str]:
         rows += [
             ("turns", str(totals.turns)),
             ("tokens", f"{totals.input_tokens} in / {totals.output_tokens} out"),
-            ("duration", f"{totals.duration_ms / 1000:.2f} s"),
+            ("duration", format_ms(timeline.end_ms)),
         ]
     lines += ["| | |", "|---|---|", *(f"| {key} | {value} |" for key, value in rows), ""]
     if start is not None:
@@ -123,9 +126,8 @@ def _markdown(chain: RunChain, timeline: Timeline) -> list[str]:
     layer = f" ({end.timeout_layer})" if end.timeout_layer else ""
     lines.append(f"**{end.status}**{layer}: {end.reason}" if end.reason else f"**{end.status}**")
     if end.final_answer:
-        # A stopped run's last text is what the model said before it was stopped.
-        label = "Final answer:" if end.status == "completed" else "Last text (not an answer):"
-        lines += ["", label, "", *_quote(end.final_answer)]
+        label = answer_label(end.status)
+        lines += ["", f"{label[0].upper()}{label[1:]}:", "", *_quote(end.final_answer)]
     return lines
 
 

@@ -29,6 +29,7 @@ class Outline:
     events: int
     cost: str = ""  # what the run's tokens cost, when <home>/prices.toml prices its model
     first_turn: int = 1  # a fork's turns go on from its parent's: the first is the fork turn
+    prices_problem: str = ""  # why <home>/prices.toml could not be read (no cost shown)
 
     @property
     def last_turn(self) -> int:

@@ -14,7 +14,7 @@ from traces.store import TraceStore
 from traces.text import one_line
 
 SearchPlace: TypeAlias = Literal[
-    "task", "message", "tool_arguments", "tool_result", "error", "answer"
+    "task", "message", "tool_arguments", "tool_result", "error", "answer", "last_text"
 ]
 
 

@@ -19,6 +19,7 @@ from typing import Literal, TypeAlias
 
 from agent_core.tokens import estimate_message
 from traces.events import Error, Event, ModelRequest, ModelResponse, ToolEnd, ToolStart
+from traces.tree import run_duration_ms
 from workbench.engine.views.cost import Prices, PricesError
 
 SpanKind: TypeAlias = Literal["model", "tool"]
@@ -56,7 +57,7 @@ class TurnTimeline:
 class Timeline:
     run_id: str = ""
     model: str | None = None
-    end_ms: float = 0.0  # the last event's offset: the run's length
+    end_ms: float = 0.0  # the run's duration (`traces.tree.run_duration_ms`)
     turns: list[TurnTimeline] = field(default_factory=list)
 
     @property
@@ -176,7 +177,7 @@ def build_timeline(events: Sequence[Event]) -> Timeline:
     builder = _Builder(ordered[0].ts)
     for event in ordered:
         builder.add(event)
-    end_ms = builder.offset(ordered[-1])
+    end_ms = run_duration_ms(ordered)
     start = ordered[0]
     model = getattr(start, "model", None)
     return Timeline(start.run_id, model, end_ms, builder.finish(end_ms))

@@ -1,0 +1,128 @@
+"""Which runs a listing keeps: the one filter behind `workbench runs`, the TUI's runs list
+and `mcp-serve`'s list, as SQL against the `runs` table (it may hold a million runs).
+
+What counts as a failed run is decided here and only here (`FAILED_RUN`): a run that did
+not complete, except a regression sample unless the kinds asked for name it (samples that
+stop at `max_turns` are the suite's design, not failures to debug), and never a sample that
+passed its case (`regress_samples.passed`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+# Failures the failed filter shows when no kind is asked for: every kind but samples.
+FAILED_RUN = """(status <> 'completed'
+    AND ($origins IS NOT NULL OR coalesce(origin, 'agent') <> 'regression_sample')
+    AND (coalesce(origin, 'agent') <> 'regression_sample' OR run_id NOT IN (
+        SELECT run_id FROM regress_samples WHERE passed AND run_id IS NOT NULL)))"""
+
+_BASE = f"""
+WHERE ($status IS NULL OR status = $status)
+    AND (NOT $failed_only OR {FAILED_RUN})
+    AND ($text IS NULL OR contains(lower(coalesce(task, '')), lower($text))
+         OR starts_with(run_id, $text))
+    AND ($origins IS NULL OR list_contains($origins, coalesce(origin, 'agent')))
+    AND ($run_ids IS NULL OR list_contains($run_ids, run_id))"""
+
+_PRICE_ROWS = '[{"model": "VARCHAR", "input": "DOUBLE", "output": "DOUBLE"}]'
+# A run's cost from its run_end totals and the price of its model (per million tokens).
+_COST = f"""run_id IN (
+    SELECT r.run_id FROM event_rows e JOIN runs r ON r.run_id = e.run_id
+    JOIN (SELECT unnest(from_json($prices, '{_PRICE_ROWS}'), recursive := true)) p
+        ON p.model = r.model
+    WHERE e.type = 'run_end' AND e.problem IS NULL AND (
+        coalesce(try_cast(e.event->'totals'->>'input_tokens' AS DOUBLE), 0) * p.input
+        + coalesce(try_cast(e.event->'totals'->>'output_tokens' AS DOUBLE), 0) * p.output
+    ) / 1000000.0 OP)"""
+
+# Each optional filter's clause, added only when the filter is given (a clause that is
+# always there costs a scan of the events even when it keeps every run).
+_CLAUSES: dict[str, str] = {
+    "model": "contains(lower(coalesce(model, '')), lower($model))",
+    "since": "started_at >= $since",
+    "until": "started_at < $until",
+    "min_tokens": "total_tokens >= $min_tokens",
+    "max_tokens": "total_tokens <= $max_tokens",
+    "min_duration_ms": "duration_ms >= $min_duration_ms",
+    "max_duration_ms": "duration_ms <= $max_duration_ms",
+    "tool": """run_id IN (SELECT run_id FROM event_rows
+        WHERE type = 'tool_start' AND problem IS NULL AND event->>'name' = $tool)""",
+    "error_kind": """run_id IN (SELECT run_id FROM event_rows
+        WHERE type = 'error' AND problem IS NULL AND event->>'kind' = $error_kind)""",
+    "min_cost": _COST.replace("OP", ">= $min_cost"),
+    "max_cost": _COST.replace("OP", "<= $max_cost"),
+}
+
+
+@dataclass(frozen=True)
+class RunQuery:
+    """What a runs listing keeps; every field left as None keeps all runs."""
+
+    status: str | None = None
+    text: str | None = None
+    failed_only: bool = False
+    origins: tuple[str, ...] | None = None  # run_start.origin values
+    run_ids: tuple[str, ...] | None = None
+    model: str | None = None  # in the model name as recorded, any case
+    since: datetime | None = None  # started at or after
+    until: datetime | None = None  # started before
+    min_tokens: int | None = None
+    max_tokens: int | None = None
+    min_duration_ms: float | None = None  # the run's duration (`runs.duration_ms`)
+    max_duration_ms: float | None = None
+    tool: str | None = None  # called this tool at least once
+    error_kind: str | None = None  # recorded an error event of this kind
+    min_cost: float | None = None  # needs `prices`
+    max_cost: float | None = None
+    # Per model name: input and output price per million tokens (runs of an unpriced model
+    # never pass a cost filter).
+    prices: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls,
+        status: str | None = None,
+        text: str | None = None,
+        failed_only: bool = False,
+        origins: Iterable[str] | None = None,
+        run_ids: Iterable[str] | None = None,
+        **more: Any,
+    ) -> RunQuery:
+        return cls(
+            status=status,
+            text=text or None,
+            failed_only=failed_only,
+            origins=tuple(origins) if origins is not None else None,
+            run_ids=tuple(run_ids) if run_ids is not None else None,
+            **more,
+        )
+
+    def where(self) -> tuple[str, dict[str, Any]]:
+        """The WHERE clause over `runs` and its parameters."""
+        params: dict[str, Any] = {
+            "status": self.status,
+            "text": self.text or None,
+            "failed_only": self.failed_only,
+            "origins": list(self.origins) if self.origins is not None else None,
+            "run_ids": list(self.run_ids) if self.run_ids is not None else None,
+        }
+        clauses = [_BASE]
+        for name, clause in _CLAUSES.items():
+            value = getattr(self, name)
+            if value is None:
+                continue
+            clauses.append(f"    AND {clause}")
+            params[name] = value
+        if self.min_cost is not None or self.max_cost is not None:
+            params["prices"] = json.dumps(
+                [
+                    {"model": model, "input": rates[0], "output": rates[1]}
+                    for model, rates in self.prices.items()
+                ]
+            )
+        return "\n".join(clauses) + "\n", params
