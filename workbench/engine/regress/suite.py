@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from traces.user_files import read_text
+from workbench.engine.recording.tool_policy import PolicyError, PolicyRule, rules_from_table
 
 SUITE_KEYS = {
     "name",
@@ -99,6 +100,8 @@ class Suite:
     system_prompt: str | None = None
     max_tools: int | None = None
     builtin_tools: tuple[str, ...] | None = None  # None: as `tools` says
+    # `[tool_policy]`: name or glob -> the side-effect policy of its calls in a sample.
+    tool_policy: tuple[PolicyRule, ...] = ()
 
     def samples_for(self, case: Case, override: int | None = None) -> int:
         if override is not None:
@@ -130,11 +133,18 @@ def parse_suite(text: str, path: Path) -> Suite:
     except tomllib.TOMLDecodeError as exc:
         raise SuiteError(f"{path}: not valid TOML: {exc}") from exc
     where = str(path)
-    unknown_top = set(data) - {"suite", "case"}
+    unknown_top = set(data) - {"suite", "case", "tool_policy"}
     if unknown_top:
         raise SuiteError(
             f"{where}: unknown section {sorted(unknown_top)[0]!r}; use [suite]/[[case]]"
         )
+    policy_table = data.get("tool_policy", {})
+    if not isinstance(policy_table, dict):
+        raise SuiteError(f"{where}: [tool_policy] must be a table of name = policy")
+    try:
+        policy = tuple(rules_from_table(policy_table, f"{where} [tool_policy]"))
+    except PolicyError as exc:
+        raise SuiteError(str(exc)) from None
     head = data.get("suite", {})
     if not isinstance(head, dict):
         raise SuiteError(f"{where}: [suite] must be a table")
@@ -162,6 +172,7 @@ def parse_suite(text: str, path: Path) -> Suite:
         system_prompt=_opt_str(head, "system_prompt", f"{where} [suite]"),
         max_tools=_opt_int(head, "max_tools", f"{where} [suite]", minimum=1),
         builtin_tools=_opt_names(head, "builtin_tools", f"{where} [suite]"),
+        tool_policy=policy,
     )
 
 
