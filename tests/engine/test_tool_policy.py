@@ -19,6 +19,7 @@ from tests.engine.test_fork import FORK_CALLS, NOTE_RUN
 from traces.events import RunStart, ToolEnd
 from workbench.engine.recording.fork import ForkRequest, fork_agent, plan_fork
 from workbench.engine.recording.load import read_recording_file
+from workbench.engine.recording.run_service import prepare_fork
 from workbench.engine.recording.tool_policy import (
     PolicyError,
     ToolPolicy,
@@ -216,3 +217,29 @@ async def test_fork_cli_refuses_a_write_by_default_and_runs_it_with_tool_policy(
     assert notes.read_text() == "first\nsecond\n"
     assert await cli(*common, "--tool-policy", "save_note=sometimes") == 2
     assert "unknown policy 'sometimes'" in capsys.readouterr().err
+
+
+async def test_show_and_diff_say_each_calls_policy_and_outcome(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path, parent = await project.record(NOTE_RUN, task="Take notes")
+    plan = plan_fork(
+        read_recording_file(path),
+        ForkRequest(turn=1, policy=ToolPolicy.layered(cli=[parse_rule("save_note=live")])),
+    )
+    fork = prepare_fork(plan, ScriptedModel(FORK_CALLS), project.home, live_toolsets=[])
+    await fork.agent.run()
+    fork.writer.close()
+    run_id = fork.agent.config.run_id
+    assert await cli("--home", str(project.home), "show", run_id) == 0
+    out = capsys.readouterr().out
+    assert "tool policy: calculator=live, list_dir=live, read_file=live" in out
+    assert "save_note=live" in out
+    # The repeat was served from the recording; the new note had no live tool here.
+    assert "policy live → recorded" in out and "policy live → failed" in out
+    assert await cli("--home", str(project.home), "show", run_id, "--json") == 0
+    shown = json.loads(capsys.readouterr().out)
+    outcomes = [c["outcome"] for t in shown["chain"]["turns"] for c in t["tool_calls"]]
+    assert outcomes == ["recorded", "failed"]
+    assert await cli("--home", str(project.home), "diff", parent.run_id, run_id, "--chain") == 1
+    assert "[policy live → recorded]" in capsys.readouterr().out

@@ -249,6 +249,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def _tool_json(call: ToolCallNode) -> dict[str, Any]:
+    from workbench.engine.recording.tool_policy import call_outcome
+
     end = call.end
     return {
         "call_id": call.call_id,
@@ -265,6 +267,8 @@ def _tool_json(call: ToolCallNode) -> dict[str, Any]:
         "mocked": end.mocked if end else False,
         "replayed": end.replayed if end else False,
         "observed": end.observed if end else False,
+        # What became of it under a re-run's tool policy (`run_start.meta.tool_policy`).
+        "outcome": call_outcome(end),
         "mcp_frames": [m.model_dump(mode="json") for m in call.mcp],
     }
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from traces.tree import RunChain, TurnNode
 from workbench.cli.common import counted
+from workbench.engine.recording.tool_policy import call_label, recorded_decisions
 from workbench.engine.views.cost import Prices
 from workbench.engine.views.timeline import Timeline
 
@@ -51,6 +52,10 @@ def chain_lines(chain: RunChain, timeline: Timeline, prices: Prices) -> list[str
             client = f" by {start.client}" if start.client else ""
             parent = f", follows run {start.parent_run_id[:12]}" if start.parent_run_id else ""
             lines.append(f"origin: {start.origin}{client}{parent}")
+        policies = recorded_decisions(start.meta)
+        if policies:
+            shown = ", ".join(f"{name}={policy}" for name, policy in sorted(policies.items()))
+            lines.append(f"tool policy: {shown}")
     tokens = {turn.turn: turn for turn in timeline.turns}
     for turn in chain.turns:
         figures = tokens.get(turn.turn)
@@ -68,6 +73,7 @@ def chain_lines(chain: RunChain, timeline: Timeline, prices: Prices) -> list[str
 
 def _turn_lines(chain: RunChain, turn: TurnNode) -> list[str]:
     lines: list[str] = []
+    policies = recorded_decisions(chain.start.meta) if chain.start is not None else {}
     request = turn.request
     if request is not None:
         last = request.messages[-1] if request.messages else {}
@@ -101,6 +107,8 @@ def _turn_lines(chain: RunChain, turn: TurnNode) -> list[str]:
             )
             if on
         )
+        label = call_label(policies.get(tool.name), end) if policies else None
+        flags += f", {label}" if label else ""
         lines.append(
             f"  tool {tool.name} [{tool.status}, {timing}, {tool.start.source}{flags}] "
             f"{tool.call_id} {clip(tool.start.arguments_raw, 160)}"
