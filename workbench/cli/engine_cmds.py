@@ -60,7 +60,9 @@ def _register_replay(subparsers: Any) -> None:
             "identically, 1 at the first divergence, 2 when the run cannot be replayed."
         ),
     )
-    parser.add_argument("run", help="run id (or unique prefix) or a .jsonl trace path")
+    parser.add_argument(
+        "run", help="run id (or unique prefix), a .jsonl trace path or a bundle file"
+    )
     parser.add_argument(
         "--pace",
         choices=("fast", "original"),
@@ -82,6 +84,12 @@ def _register_replay(subparsers: Any) -> None:
 
 def _cmd_replay(args: argparse.Namespace) -> int:
     import asyncio
+
+    from workbench.cli.bundle_cmds import on_bundles
+
+    opened = on_bundles(args, _cmd_replay, "run")  # a bundle file: each of its runs
+    if opened is not None:
+        return opened
 
     from workbench.engine.recording.replay import (
         NotReplayable,
@@ -380,8 +388,13 @@ def _register_diff(subparsers: Any) -> None:
         help="compare two runs: tool schemas and/or decision chains",
         description="Exit 0 when the runs are the same in what is compared, 1 when not.",
     )
-    parser.add_argument("a", help="run id, prefix or .jsonl path")
-    parser.add_argument("b", help="run id, prefix or .jsonl path")
+    parser.add_argument("a", help="run id, prefix, .jsonl path or bundle file")
+    parser.add_argument(
+        "b",
+        nargs="?",
+        help="run id, prefix, .jsonl path or bundle file (left out when A is a bundle: its "
+        "two runs, or its run and that run's fork parent)",
+    )
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--tools", action="store_true", help="only the tool-schema diff")
     what.add_argument("--chain", action="store_true", help="only the decision-chain diff")
@@ -391,6 +404,13 @@ def _register_diff(subparsers: Any) -> None:
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
+    from workbench.cli.bundle_cmds import on_bundles
+
+    opened = on_bundles(args, _cmd_diff, "a", "b")
+    if opened is not None:
+        return opened
+    if args.b is None:
+        raise CliError("diff needs two runs: RUN_A RUN_B (or one bundle file)")
     from workbench.engine.diff.alignment import diff_tools, render_tools
     from workbench.engine.diff.text_changes import compare_runs, render_comparison
 
