@@ -71,8 +71,19 @@ class ScriptStep(BaseModel):
     delay_ms: float = 0.0  # wait before the first chunk
     chunk_size: int = Field(default=24, ge=1)  # characters of text or arguments per chunk
     when_last_tool_result_contains: str | None = None
+    # Taken only by a request whose system prompt is not this text (an edited prompt).
+    when_system_prompt_is_not: str | None = None
+    # Taken only when one of these tools is offered with another description (an edit).
+    when_tool_description_is_not: dict[str, str] | None = None
 
     def matches(self, call: ModelCall) -> bool:
+        return (
+            self._last_result_matches(call)
+            and self._system_edited(call)
+            and self._description_edited(call)
+        )
+
+    def _last_result_matches(self, call: ModelCall) -> bool:
         needle = self.when_last_tool_result_contains
         if needle is None:
             return True
@@ -80,6 +91,25 @@ class ScriptStep(BaseModel):
             if message.get("role") == "tool":
                 return needle in str(message.get("content") or "")
         return False
+
+    def _system_edited(self, call: ModelCall) -> bool:
+        if self.when_system_prompt_is_not is None:
+            return True
+        system = next((m.get("content") for m in call.messages if m.get("role") == "system"), None)
+        return system != self.when_system_prompt_is_not
+
+    def _description_edited(self, call: ModelCall) -> bool:
+        if not self.when_tool_description_is_not:
+            return True
+        offered = {
+            str(function.get("name")): function.get("description")
+            for tool in call.tools
+            if isinstance(function := tool.get("function", tool), dict)
+        }
+        return any(
+            name in offered and offered[name] != text
+            for name, text in self.when_tool_description_is_not.items()
+        )
 
 
 def _steps_from_data(data: Any, origin: str) -> list[ScriptStep]:
