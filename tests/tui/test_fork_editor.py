@@ -84,3 +84,20 @@ async def test_direct_keys_edit_a_tool_description_and_the_fork_answers_differen
         )
         shown = plain(compare.query_one("#pair-result", Static), width=300)
         assert "A tool's description was edited" in shown
+
+
+async def test_a_bundle_opens_in_the_tui_on_its_runs(demo_home: Path, tmp_path: Path) -> None:
+    from workbench.engine.recording.bundle import opened_bundle
+
+    run = _demo_run(demo_home, "completed")
+    bundle = tmp_path / "one.wbundle"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["--home", str(demo_home), "bundle", run, "-o", str(bundle)]) == 0
+    # What `workbench FILE` opens: a throwaway home holding the bundle's runs.
+    with opened_bundle(bundle) as (home, report):
+        assert report.runs == [run]
+        app = WorkbenchApp(home, endpoint=Endpoint())
+        async with app.run_test(size=SIZE) as pilot:
+            runs = app.screen.query_one("#runs-list")
+            await settle(pilot, lambda: getattr(runs, "total", 0) == 1)
+    assert not home.exists()

@@ -63,9 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
-    if len(given) == 1 and bundle_cmds.looks_like_bundle(given[0]):
-        # `workbench FILE`: the TUI on the bundle's runs.
-        return bundle_cmds.open_tui(Path(given[0]))
+    if bundle_cmds.tui_bundle(given) is not None:
+        # `workbench FILE` (a --home before it is not needed): the TUI on the bundle's runs.
+        return bundle_cmds.open_tui(Path(given[-1]))
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

@@ -67,6 +67,17 @@ def looks_like_bundle(ref: str) -> bool:
         return False
 
 
+def tui_bundle(argv: list[str]) -> str | None:
+    """The bundle of `workbench [--home DIR] FILE`, else None."""
+    if not argv or not looks_like_bundle(argv[-1]):
+        return None
+    rest = argv[:-1]
+    while rest[:1] == ["--home"] and len(rest) >= 2:
+        rest = rest[2:]
+    rest = [arg for arg in rest if not arg.startswith("--home=")]
+    return argv[-1] if not rest else None
+
+
 def _bundle_error(exc: Exception, path: Path) -> CliError:
     return CliError(f"bundle {path}: {exc}", 2)
 
