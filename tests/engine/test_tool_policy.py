@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -145,7 +146,7 @@ def _home_state(home: Path) -> dict[str, tuple[str, int]]:
 
 
 @pytest.fixture
-def notes_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+def notes_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     folder = tmp_path / "user_tools"
     folder.mkdir()
     name = f"policy_notes_{tmp_path.name.replace('-', '_')}"

@@ -35,12 +35,14 @@ from workbench.engine.recording.replay_model import (
 )
 from workbench.engine.recording.tool_policy import (
     META_KEY,
-    REFUSED,
     Decision,
     ToolPolicy,
     apply,
     decide_all,
     record,
+)
+from workbench.engine.recording.tool_policy import (
+    REFUSED as REFUSED,  # what a refused call's tool_end says; tests and front ends read it
 )
 
 if TYPE_CHECKING:
