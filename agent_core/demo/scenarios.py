@@ -182,6 +182,10 @@ def write_fork_script(folder: Path) -> Path:
     """Write the forks' model script (docs/script-format.md) into `folder`; return its path."""
     path = folder / FORK_SCRIPT_NAME
     folder.mkdir(parents=True, exist_ok=True)
-    script = {"name": "scripted-demo-fork", "steps": [*edit_steps(), *FORK_STEPS]}
+    # An answer to the last tool result comes first; then an answer to an edit, before the
+    # plain steps that answer anything else.
+    conditional = [step for step in FORK_STEPS if any(key.startswith("when_") for key in step)]
+    plain = [step for step in FORK_STEPS if step not in conditional]
+    script = {"name": "scripted-demo-fork", "steps": [*conditional, *edit_steps(), *plain]}
     path.write_text(json.dumps(script, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
