@@ -79,13 +79,20 @@ def call_options(context: ForkContext) -> list[tuple[Text, str]]:
 
 
 def plan_text(plan: DryRun) -> Text:
-    """The fork's plan (`fork --dry-run`) as the dialog shows it before anything runs."""
+    """The fork's plan (`fork --dry-run`) as the dialog shows it before anything runs:
+    the lines of the dry run, each tool on a line of its own narrow enough for the form."""
+    head = [line.strip() for line in plan.lines()[1:] if not line.startswith("  note")]
     text = Text()
-    for number, line in enumerate(plan.lines()[1:]):
-        style = "bold" if number == 0 else ""
-        if "fire live: " in line and not line.endswith("none"):
-            style = "yellow"
-        text.append(("\n" if number else "") + line.strip(), style=style)
+    text.append("plan: ", style="bold")
+    text.append("\n".join(head[:2]) + "\n")
+    styles = {"refused": "red", "mocked": "magenta", "recorded only": "cyan"}
+    for tool in plan.tools:
+        effect = tool.effect
+        text.append(f"  {tool.name} ", style="bold")
+        text.append(f"{tool.policy} · {effect}", style=styles.get(effect, "yellow"))
+        text.append(f"  {tool.why}\n", style="dim")
+    live = ", ".join(plan.fires_live) or "none"
+    text.append(f"tools that may fire live: {live}", style="yellow" if plan.fires_live else "")
     return text
 
 
