@@ -8,6 +8,7 @@ import hashlib
 import json
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -244,3 +245,47 @@ async def test_show_and_diff_say_each_calls_policy_and_outcome(
     assert outcomes == ["recorded", "failed"]
     assert await cli("--home", str(project.home), "diff", parent.run_id, run_id, "--chain") == 1
     assert "[policy live → recorded]" in capsys.readouterr().out
+
+
+async def test_regression_samples_follow_the_policy(project: Project) -> None:
+    from workbench.engine.regress.guard import GuardedToolset
+
+    notes = project.root / "notes.txt"
+    tools = note_tools(project.root)
+    default = GuardedToolset(tools)
+    refused = await default.call("save_note", {"text": "x"}, "c1")
+    assert call_outcome(_end(refused)) == "refused" and not notes.exists()
+    live = GuardedToolset(tools, policy=ToolPolicy.layered(suite=[parse_rule("save_note=live")]))
+    assert live.policy_record["save_note"]["policy"] == "live"
+    assert call_outcome(_end(await live.call("save_note", {"text": "x"}, "c2"))) == "live"
+    assert notes.read_text() == "x\n"
+    mocked = GuardedToolset(tools, policy=ToolPolicy.layered(cli=[parse_rule("*=mock:ok")]))
+    assert (await mocked.call("save_note", {"text": "y"}, "c3")).text == "ok"
+    assert notes.read_text() == "x\n"
+
+
+def _end(result: Any) -> ToolEnd:
+    return ToolEnd(
+        run_id="r", seq=0, ts=datetime.now(UTC), turn=1, call_id="c", name="t", ok=result.ok,
+        result=result.text,
+        error=result.error, mocked=result.mocked, replayed=result.replayed,
+    )  # fmt: skip
+
+
+def test_test_command_rejects_a_bad_tool_policy_in_one_line(tmp_path: Path) -> None:
+    suite = tmp_path / "s.wbsuite.toml"
+    suite.write_text(
+        '[suite]\nname = "s"\ntools = "builtin"\n'
+        '[[case]]\nid = "a"\ntask = "t"\nexpect_tool = "read_file"\n',
+        encoding="utf-8",
+    )
+    import contextlib
+    import io
+
+    from workbench.cli import main
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(["--home", str(tmp_path / "h"), "test", str(suite), "--tool-policy", "x=y"])
+    assert code == 2 and "unknown policy 'y'" in err.getvalue()
+    assert err.getvalue().count("\n") == 1
