@@ -13,6 +13,7 @@ import pytest
 from textual.widgets import Footer, Select, Static, TextArea
 from textual.widgets._footer import FooterKey
 
+from tests.engine.engine_support import cli
 from tests.tui.conftest import plain, settle
 from traces.store import TraceStore
 from workbench.cli import main
@@ -101,3 +102,29 @@ async def test_a_bundle_opens_in_the_tui_on_its_runs(demo_home: Path, tmp_path: 
             runs = app.screen.query_one("#runs-list")
             await settle(pilot, lambda: getattr(runs, "total", 0) == 1)
     assert not home.exists()
+
+
+async def test_the_trace_tree_marks_each_fork_call_with_its_policy(demo_home: Path) -> None:
+    from traces.home import traces_dir
+    from workbench.tui.run_screen import RunScreen
+
+    with TraceStore.for_home(demo_home) as store:
+        recovered = next(r.run_id for r in store.runs() if r.status == "completed" and r.turns > 2)
+    before = set(traces_dir(demo_home).glob("*.jsonl"))
+    code = await cli("--home", str(demo_home), "fork", recovered, "--turn", "2", "--quiet")
+    assert code == 0
+    [fork] = [p.stem for p in set(traces_dir(demo_home).glob("*.jsonl")) - before]
+    app = WorkbenchApp(demo_home, endpoint=Endpoint())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.open_run(fork)
+        await settle(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.outline)
+        screen = app.screen
+        assert isinstance(screen, RunScreen)
+        turn = screen._turn_tree_node(2)
+        assert turn is not None
+        turn.expand()
+        await settle(pilot, lambda: any(n.data and n.data.kind == "tool" for n in turn.children))
+        tools = [str(n.label) for n in turn.children if n.data and n.data.kind == "tool"]
+        # The parent made this very call: the fork served it from the recording.
+        assert tools and "[policy live → recorded]" in tools[0]
