@@ -116,7 +116,8 @@ async def test_the_trace_tree_marks_each_fork_call_with_its_policy(demo_home: Pa
     [fork] = [p.stem for p in set(traces_dir(demo_home).glob("*.jsonl")) - before]
     app = WorkbenchApp(demo_home, endpoint=Endpoint())
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+        runs = app.screen.query_one("#runs-list")
+        await settle(pilot, lambda: getattr(runs, "total", 0) == 7)  # the fork is ingested
         app.open_run(fork)
         await settle(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.outline)
         screen = app.screen

@@ -23,7 +23,7 @@ from traces.events import (
     ToolEnd,
 )
 from traces.tree import ModelCallNode, ToolCallNode, build_chain
-from workbench.engine.recording.tool_policy import call_label, call_outcome
+from workbench.engine.recording.tool_policy import call_label, call_outcome, recorded_decisions
 from workbench.tui.render import (
     FAIL_ICON,
     OK_ICON,
@@ -141,13 +141,13 @@ def turn_node(turn: int, failed: bool | None = None) -> ChainNode:
     return ChainNode("turn", label, turn=turn, failed=bool(failed))
 
 
-def turn_children(events: list[Event], policies: dict[str, str] | None = None) -> list[ChainNode]:
+def turn_children(events: list[Event], start: Event | None = None) -> list[ChainNode]:
     """One turn's skeleton events (see SKELETON_TYPES) as nodes: its model calls and tool
     calls as `traces.tree` pairs them, errors and trims, in the order they happened. An
     error raised while a model call was waiting for its answer sits under that call.
-    `policies` (tool -> side-effect policy, a re-run's `meta.tool_policy`) mark each call
-    with its policy and what became of it."""
-    policies = policies or {}
+    The run's `start` (its run_start) names each tool's side-effect policy in a re-run
+    (`meta.tool_policy`): each call is marked with its policy and what became of it."""
+    policies = recorded_decisions(start.meta) if isinstance(start, RunStart) else {}
     placed: list[tuple[int, ChainNode]] = []
     for turn in build_chain(events).turns:
         calls = [(call, _model_call_node(call)) for call in turn.model_calls]
