@@ -368,7 +368,9 @@ def import_bundle(path: Path, home: Path) -> ImportReport:
     bundle = read_bundle(path)
     folder = traces_dir(home)
     texts: dict[str, str] = {}
-    with tempfile.TemporaryDirectory(prefix="wbundle-") as scratch:
+    home.mkdir(parents=True, exist_ok=True)
+    # Each trace is read back by the reader before it is kept: in the home, not elsewhere.
+    with tempfile.TemporaryDirectory(prefix=".bundle-check-", dir=home) as scratch:
         for stem, body in bundle.traces.items():
             try:
                 text = body.decode("utf-8")
