@@ -15,6 +15,8 @@ from typing import Any
 
 from workbench.cli.common import CliError, add_home, print_json, resolve_home
 
+# As `workbench.engine.recording.bundle` has them; not imported from there, since every
+# start asks `looks_like_bundle` and the engine loads the agent and pydantic.
 SUFFIX = ".wbundle"
 _XZ_MAGIC = b"\xfd7zXZ\x00"
 

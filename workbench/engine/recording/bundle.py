@@ -61,20 +61,6 @@ class BundleError(Exception):
     """A bundle that cannot be written or read; one line saying why."""
 
 
-def is_bundle(ref: str | Path) -> bool:
-    """Whether `ref` names a bundle file: its suffix, or an xz stream that is not a trace."""
-    path = Path(ref)
-    if path.suffix == SUFFIX:
-        return True
-    if path.suffix == ".jsonl" or not path.is_file():
-        return False
-    try:
-        with path.open("rb") as handle:
-            return handle.read(len(XZ_MAGIC)) == XZ_MAGIC
-    except OSError:
-        return False
-
-
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
