@@ -89,6 +89,10 @@ def test_fork_screen(snap_compare, home: Path) -> None:
         # The fork's plan (turns from the log, each tool's policy) shows before it runs.
         plan = pilot.app.screen.query_one("#fork-plan")
         await settle(pilot, lambda: "fire live" in plain(plan))
+        # The same cursor and scroll however long that took: the plan made the form taller.
+        pilot.app.focused.cursor_blink = False
+        pilot.app.screen.query_one("#fork-form").scroll_home(animate=False)
+        await pilot.pause()
 
     assert snap_compare(_app(home), terminal_size=SIZE, run_before=run_before)
 
