@@ -185,6 +185,16 @@ def mcp_secrets(configs: list[ServerConfig]) -> list[str]:
 # -- conversion ----------------------------------------------------------------------------
 
 
+def read_only_hint(annotations: Any) -> bool:
+    """An MCP tool is read-only only when it says `readOnlyHint: true` and does not also
+    say `destructiveHint: true` (hints that disagree count as a tool that changes things)."""
+    if not isinstance(annotations, dict):
+        return False
+    return (
+        annotations.get("readOnlyHint") is True and annotations.get("destructiveHint") is not True
+    )
+
+
 def convert_schema(schema: Any) -> dict[str, Any]:
     """An MCP input schema as a function's parameters: `$schema` and `title` dropped at every
     level (descriptions kept), and always an object with `properties`."""
@@ -318,8 +328,8 @@ class McpToolset:
                     name=offered,
                     description=tool.get("description") or tool.get("title") or "",
                     parameters=convert_schema(tool.get("inputSchema")),
-                    # A server's hint; it only allows calls to run concurrently.
-                    read_only=annotations.get("readOnlyHint") is True,
+                    # A server's hint: calls may run concurrently, and live in a re-run.
+                    read_only=read_only_hint(annotations),
                     source=self.source,
                     source_name=name if offered != name else None,
                 )

@@ -154,10 +154,38 @@ FORK_STEPS: list[dict[str, Any]] = [
 FORK_SCRIPT_NAME = "demo-fork-script.json"
 
 
+def edit_steps() -> list[dict[str, Any]]:
+    """Steps a fork takes when its system prompt or a tool's description was edited, so the
+    comparison with the parent shows the edit changed the answer."""
+    from agent_core.tools.builtin import builtin_tools
+
+    descriptions = {spec.name: spec.description for spec in builtin_tools(Path(".")).specs()}
+    return [
+        {
+            "when_system_prompt_is_not": Scenario.__dataclass_fields__["system_prompt"].default,
+            "content": (
+                "(scripted fork model) The system prompt was edited; following the new "
+                "instructions, I answer from the history without further tool calls."
+            ),
+        },
+        {
+            "when_tool_description_is_not": descriptions,
+            "content": (
+                "(scripted fork model) A tool's description was edited; reading it again, I "
+                "would use that tool differently, so I stop here and say so."
+            ),
+        },
+    ]
+
+
 def write_fork_script(folder: Path) -> Path:
     """Write the forks' model script (docs/script-format.md) into `folder`; return its path."""
     path = folder / FORK_SCRIPT_NAME
     folder.mkdir(parents=True, exist_ok=True)
-    script = {"name": "scripted-demo-fork", "steps": FORK_STEPS}
+    # An answer to the last tool result comes first; then an answer to an edit, before the
+    # plain steps that answer anything else.
+    conditional = [step for step in FORK_STEPS if any(key.startswith("when_") for key in step)]
+    plain = [step for step in FORK_STEPS if step not in conditional]
+    script = {"name": "scripted-demo-fork", "steps": [*conditional, *edit_steps(), *plain]}
     path.write_text(json.dumps(script, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return path

@@ -74,12 +74,21 @@ class ScriptStep(BaseModel):
     # Tool name -> text its offered description must contain: a script that answers the
     # way a model reads the descriptions, so an edited description changes its choice.
     when_tool_description_contains: dict[str, str] | None = None
+    # Taken only by a request whose system prompt is not this text (an edited prompt).
+    when_system_prompt_is_not: str | None = None
+    # Taken only when one of these tools is offered with another description (an edit).
+    when_tool_description_is_not: dict[str, str] | None = None
 
     def matches(self, call: ModelCall) -> bool:
         """Whether every `when_…` condition of the step holds for this request."""
-        return self._tool_result_matches(call) and self._descriptions_match(call)
+        return (
+            self._last_result_matches(call)
+            and self._descriptions_match(call)
+            and self._system_edited(call)
+            and self._description_edited(call)
+        )
 
-    def _tool_result_matches(self, call: ModelCall) -> bool:
+    def _last_result_matches(self, call: ModelCall) -> bool:
         needle = self.when_last_tool_result_contains
         if needle is None:
             return True
@@ -90,14 +99,33 @@ class ScriptStep(BaseModel):
 
     def _descriptions_match(self, call: ModelCall) -> bool:
         wanted = self.when_tool_description_contains or {}
-        offered: dict[str, str] = {}
-        for tool in call.tools:
-            function = tool.get("function", tool) if isinstance(tool, dict) else {}
-            if isinstance(function, dict) and isinstance(function.get("name"), str):
-                offered[function["name"]] = str(function.get("description") or "")
-        return all(text in offered.get(name, "") for name, text in wanted.items()) and all(
-            name in offered for name in wanted
+        offered = _offered_descriptions(call)
+        return all(name in offered and text in offered[name] for name, text in wanted.items())
+
+    def _system_edited(self, call: ModelCall) -> bool:
+        if self.when_system_prompt_is_not is None:
+            return True
+        system = next((m.get("content") for m in call.messages if m.get("role") == "system"), None)
+        return system != self.when_system_prompt_is_not
+
+    def _description_edited(self, call: ModelCall) -> bool:
+        if not self.when_tool_description_is_not:
+            return True
+        offered = _offered_descriptions(call)
+        return any(
+            name in offered and offered[name] != text
+            for name, text in self.when_tool_description_is_not.items()
         )
+
+
+def _offered_descriptions(call: ModelCall) -> dict[str, str]:
+    """Tool name -> the description the request offers it with."""
+    offered: dict[str, str] = {}
+    for tool in call.tools:
+        function = tool.get("function", tool) if isinstance(tool, dict) else {}
+        if isinstance(function, dict) and isinstance(function.get("name"), str):
+            offered[function["name"]] = str(function.get("description") or "")
+    return offered
 
 
 def _steps_from_data(data: Any, origin: str) -> list[ScriptStep]:

@@ -86,6 +86,13 @@ def test_fork_screen(snap_compare, home: Path) -> None:
         pilot.app.open_fork(ERROR, 2, mock_call="call_e1")
         # Opened to mock a call, the dialog focuses the mocked result's box once it shows.
         await settle(pilot, lambda: getattr(pilot.app.focused, "id", None) == "fork-mock")
+        # The fork's plan (turns from the log, each tool's policy) shows before it runs.
+        plan = pilot.app.screen.query_one("#fork-plan")
+        await settle(pilot, lambda: "fire live" in plain(plan))
+        # The same cursor and scroll however long that took: the plan made the form taller.
+        pilot.app.focused.cursor_blink = False
+        pilot.app.screen.query_one("#fork-form").scroll_home(animate=False)
+        await pilot.pause()
 
     assert snap_compare(_app(home), terminal_size=SIZE, run_before=run_before)
 

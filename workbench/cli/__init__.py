@@ -17,8 +17,10 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from traces.home import RedactionConfigError
+from workbench.cli import bundle_cmds
 from workbench.cli.common import EXIT_CODES, CliError, CommandParser, ExitCode, SetupError
 
 # Modules that add subcommands, in the order they appear in --help.
@@ -33,6 +35,7 @@ COMMAND_MODULES = (
     "workbench.cli.test_cmds",
     "workbench.cli.tui_cmds",
     "workbench.cli.interop_cmds",
+    "workbench.cli.bundle_cmds",
     "workbench.cli.import_cmds",
 )
 
@@ -64,6 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    given = list(sys.argv[1:] if argv is None else argv)
+    if bundle_cmds.tui_bundle(given) is not None:
+        # `workbench FILE` (a --home before it is not needed): the TUI on the bundle's runs.
+        return bundle_cmds.open_tui(Path(given[-1]))
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

@@ -25,6 +25,7 @@ from workbench.cli.common import (
     server_limits,
     text_or_file,
 )
+from workbench.cli.policy_flags import add_tool_policy_flag
 
 if TYPE_CHECKING:  # the engine loads the agent and pydantic: handlers import it
     from workbench.engine.recording.load import Recording
@@ -59,7 +60,9 @@ def _register_replay(subparsers: Any) -> None:
             "identically, 1 at the first divergence, 2 when the run cannot be replayed."
         ),
     )
-    parser.add_argument("run", help="run id (or unique prefix) or a .jsonl trace path")
+    parser.add_argument(
+        "run", help="run id (or unique prefix), a .jsonl trace path or a bundle file"
+    )
     parser.add_argument(
         "--pace",
         choices=("fast", "original"),
@@ -81,6 +84,12 @@ def _register_replay(subparsers: Any) -> None:
 
 def _cmd_replay(args: argparse.Namespace) -> int:
     import asyncio
+
+    from workbench.cli.bundle_cmds import on_bundles
+
+    opened = on_bundles(args, _cmd_replay, "run")  # a bundle file: each of its runs
+    if opened is not None:
+        return opened
 
     from workbench.engine.recording.replay import (
         NotReplayable,
@@ -192,7 +201,17 @@ def _register_fork(subparsers: Any) -> None:
     parser.add_argument(
         "--allow-side-effects",
         action="store_true",
-        help="let new calls to tools that are not read-only run for real",
+        help="let new calls to tools that are not read-only run for real (--tool-policy '*=live')",
+    )
+    add_tool_policy_flag(parser)
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print what the fork would serve from the log and which tools may fire live; "
+        "run nothing, write nothing",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="with --dry-run: print the plan as JSON"
     )
     parser.add_argument(
         "--root",
@@ -237,8 +256,9 @@ def _pairs(values: list[str], flag: str, key: str, text_name: str) -> dict[str, 
     return pairs
 
 
-def _fork_request(args: argparse.Namespace) -> Any:
+def _fork_request(args: argparse.Namespace, home: Path) -> Any:
     from workbench.cli.model_flags import parse_tool_descriptions
+    from workbench.cli.policy_flags import fork_policy
     from workbench.engine.recording.fork import ForkRequest
 
     schemas: dict[str, dict[str, Any]] = {}
@@ -258,6 +278,7 @@ def _fork_request(args: argparse.Namespace) -> Any:
         tool_schemas=schemas,
         mocks=_pairs(args.mock, "--mock", "CALL_ID", "TEXT"),
         allow_side_effects=args.allow_side_effects,
+        policy=fork_policy(args, home),
     )
 
 
@@ -274,20 +295,27 @@ def _cmd_fork(args: argparse.Namespace) -> int:
     from workbench.engine.recording.fork import ForkError, fork_toolset, plan_fork
     from workbench.engine.recording.run_service import build_model, fork_setup, prepare_fork
 
+    if args.json and not args.dry_run:
+        raise CliError("--json prints the plan of --dry-run; add --dry-run")
     home = resolve_home(args)
-    prices = load_prices(home)
     parent = _load(args.run, home)
     try:
-        plan = plan_fork(parent, _fork_request(args))
+        plan = plan_fork(parent, _fork_request(args, home))
     except ForkError as exc:
         raise CliError(str(exc)) from None
     setup = fork_setup(parent.run_start, model_settings(args), args.root, parent.api)
+    gone = None
     if setup.missing_root is not None:
-        sys.stderr.write(
-            f"note: the parent run's folder {setup.missing_root} is gone; new file-tool calls "
-            "read the current folder (pass --root to choose)\n"
+        gone = (
+            f"the parent run's folder {setup.missing_root} is gone; new file-tool calls "
+            "read the current folder (pass --root to choose)"
         )
     live = local_toolsets(setup.root, args.tools, builtin_names(args))
+    if args.dry_run:
+        return _dry_run(args, plan, live, setup, gone)
+    if gone is not None:
+        sys.stderr.write(f"note: {gone}\n")
+    prices = load_prices(home)
     secrets = mcp_config_secrets(args.mcp_config)
     limits = limits_from_args(args, parent.run_start.limits)
     if setup.offline_script is not None:
@@ -321,8 +349,34 @@ def _cmd_fork(args: argparse.Namespace) -> int:
     if toolset.stopped is not None:
         sys.stderr.write("  --mock CALL_ID=TEXT mocks a call's result\n")
     if toolset.refused:
-        sys.stderr.write(f"  --allow-side-effects lets {', '.join(toolset.refused)} run\n")
+        names = sorted(set(toolset.refused))
+        sys.stderr.write(
+            f"  refused by the tool policy: {', '.join(names)}; --tool-policy {names[0]}=live "
+            "lets it run (--allow-side-effects: every tool)\n"
+        )
     return STATUS_EXIT[result.status]
+
+
+def _dry_run(
+    args: argparse.Namespace, plan: Any, live: list[Any], setup: Any, gone: str | None
+) -> int:
+    """The fork's plan, printed; nothing is started, nothing written."""
+    from workbench.engine.recording.dry_run import dry_run
+
+    settings = setup.settings
+    model = f"script {settings.script}" if settings.script else settings.model
+    notes = [gone] if gone else []
+    if args.mcp_config is not None:
+        notes.append(
+            f"the MCP servers of {args.mcp_config} are not started in a dry run; their tools "
+            "are planned with the read-only flags the parent run recorded"
+        )
+    plan_of = dry_run(plan, live_toolsets=live, model=model or "none configured", notes=notes)
+    if args.json:
+        print_json(plan_of.to_json())
+    else:
+        sys.stdout.write("\n".join(plan_of.lines()) + "\n")
+    return 0
 
 
 # --- diff ---------------------------------------------------------------------------------
@@ -334,8 +388,13 @@ def _register_diff(subparsers: Any) -> None:
         help="compare two runs: tool schemas and/or decision chains",
         description="Exit 0 when the runs are the same in what is compared, 1 when not.",
     )
-    parser.add_argument("a", help="run id, prefix or .jsonl path")
-    parser.add_argument("b", help="run id, prefix or .jsonl path")
+    parser.add_argument("a", help="run id, prefix, .jsonl path or bundle file")
+    parser.add_argument(
+        "b",
+        nargs="?",
+        help="run id, prefix, .jsonl path or bundle file (left out when A is a bundle: its "
+        "two runs, or its run and that run's fork parent)",
+    )
     what = parser.add_mutually_exclusive_group()
     what.add_argument("--tools", action="store_true", help="only the tool-schema diff")
     what.add_argument("--chain", action="store_true", help="only the decision-chain diff")
@@ -345,6 +404,13 @@ def _register_diff(subparsers: Any) -> None:
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
+    from workbench.cli.bundle_cmds import on_bundles
+
+    opened = on_bundles(args, _cmd_diff, "a", "b")
+    if opened is not None:
+        return opened
+    if args.b is None:
+        raise CliError("diff needs two runs: RUN_A RUN_B (or one bundle file)")
     from workbench.engine.diff.alignment import diff_tools, render_tools
     from workbench.engine.diff.text_changes import compare_runs, render_comparison
 

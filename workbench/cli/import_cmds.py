@@ -1,8 +1,10 @@
-"""`workbench import`: other tools' records of agent runs as imported runs.
+"""`workbench import`: runs recorded elsewhere, brought into the home.
 
 `import claude-code [PATH]` reads Claude Code's transcripts, `import codex [PATH]` Codex
-CLI's rollouts (docs/capture.md, "Importing session files"). The engine is imported inside
-the handlers only.
+CLI's rollouts as imported runs (docs/capture.md, "Importing session files");
+`import bundle FILE` adds the runs of a `workbench bundle` file, its handler in
+`workbench.cli.bundle_cmds` (docs/replay.md). The engine is imported inside the handlers
+only.
 """
 
 from __future__ import annotations
@@ -11,11 +13,14 @@ import argparse
 import sys
 from pathlib import Path
 
+from workbench.cli import bundle_cmds
 from workbench.cli.common import CliError, add_home, print_json, resolve_home
 
 IMPORT_HELP = """\
-Read other tools' records of agent runs into the home as imported runs (read-only, like
-OpenTelemetry imports): they open in the TUI, show, diff, search and feed regression cases.
+Add runs recorded elsewhere to the home. `bundle FILE` adds the runs of a `workbench bundle`
+file. `claude-code` and `codex` read other tools' records of agent runs as imported runs
+(read-only, like OpenTelemetry imports): they open in the TUI, show, diff, search and feed
+regression cases.
 Importing a session again writes nothing. A bad line is reported with its file and line
 number and the rest still goes in; record types the reader does not know are kept in the
 run (`run_start.meta.session`) and counted.
@@ -37,7 +42,7 @@ SESSION_HELP = {
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "import",
-        help="import other tools' session files as runs (claude-code, codex)",
+        help="add runs recorded elsewhere: a bundle, Claude Code or Codex session files",
         description=IMPORT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -49,6 +54,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         sessions.add_argument("--json", action="store_true", help="print the runs as JSON")
         add_home(sessions)
         sessions.set_defaults(func=cmd_import_sessions, session_kind=kind)
+    bundle_cmds.register_import(kinds)
 
 
 def cmd_import_sessions(args: argparse.Namespace) -> int:

@@ -89,7 +89,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     runs.set_defaults(func=cmd_runs)
 
     show = subparsers.add_parser("show", help="show a run's decision chain, turn by turn")
-    show.add_argument("run", metavar="RUN", help="run id or a unique prefix of it")
+    show.add_argument(
+        "run", metavar="RUN", help="run id or a unique prefix of it, or a bundle file"
+    )
     show.add_argument("--json", action="store_true", help="print the chain as JSON")
     show.add_argument(
         "--timeline",
@@ -268,6 +270,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def _tool_json(call: ToolCallNode) -> dict[str, Any]:
+    from workbench.engine.recording.tool_policy import call_outcome
+
     end = call.end
     return {
         "call_id": call.call_id,
@@ -284,6 +288,8 @@ def _tool_json(call: ToolCallNode) -> dict[str, Any]:
         "mocked": end.mocked if end else False,
         "replayed": end.replayed if end else False,
         "observed": end.observed if end else False,
+        # What became of it under a re-run's tool policy (`run_start.meta.tool_policy`).
+        "outcome": call_outcome(end),
         "mcp_frames": [m.model_dump(mode="json") for m in call.mcp],
     }
 
@@ -355,6 +361,11 @@ def _prices(args: argparse.Namespace) -> Any:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from workbench.cli.bundle_cmds import on_bundles
+
+    opened = on_bundles(args, cmd_show, "run")  # a bundle file: each of its runs
+    if opened is not None:
+        return opened
     from traces.tree import build_chain
     from workbench.cli.show_render import chain_lines, turn_figures
     from workbench.engine.views.timeline import build_timeline, render_timeline

@@ -13,6 +13,7 @@ from typing import Any, TypeAlias
 from agent_core.wire.chat import content_text, tool_calls
 from traces.tree import RunChain, TurnNode, answer_label
 from workbench.cli.common import Paint, counted
+from workbench.engine.recording.tool_policy import call_label, recorded_decisions
 from workbench.engine.views.cost import Prices
 from workbench.engine.views.timeline import Timeline, format_ms
 
@@ -96,6 +97,10 @@ def chain_lines(
             client = f" by {start.client}" if start.client else ""
             parent = f", follows run {start.parent_run_id[:12]}" if start.parent_run_id else ""
             lines.append(f"origin: {start.origin}{client}{parent}")
+        policies = recorded_decisions(start.meta)
+        if policies:
+            shown = ", ".join(f"{name}={policy}" for name, policy in sorted(policies.items()))
+            lines.append(f"tool policy: {shown}")
     tokens = {turn.turn: turn for turn in timeline.turns}
     sent: list[Any] = []  # the messages the previous turn sent: --full shows only new ones
     for turn in chain.turns:
@@ -126,6 +131,7 @@ def chain_lines(
 
 def _turn_lines(chain: RunChain, turn: TurnNode, cut: Clip, full: bool) -> list[str]:
     lines: list[str] = []
+    policies = recorded_decisions(chain.start.meta) if chain.start is not None else {}
     request = turn.request
     if request is not None:
         last = request.messages[-1] if request.messages else {}
@@ -163,6 +169,8 @@ def _turn_lines(chain: RunChain, turn: TurnNode, cut: Clip, full: bool) -> list[
             )
             if on
         )
+        label = call_label(policies.get(tool.name), end) if policies else None
+        flags += f", {label}" if label else ""
         lines.append(
             f"  tool {tool.name} [{tool.status}, {timing}, {tool.start.source}{flags}] "
             f"{tool.call_id} {cut(tool.start.arguments_raw, 160)}"

@@ -27,6 +27,7 @@ from workbench.cli.model_flags import (
     model_settings,
     parse_tool_descriptions,
 )
+from workbench.cli.policy_flags import add_tool_policy_flag, tool_policy_rules
 from workbench.cli.progress import StderrProgress
 
 # The regression engine loads the agent, pydantic and DuckDB: handlers import it.
@@ -81,6 +82,7 @@ def _register_test(subparsers: Any) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML to FILE")
+    add_tool_policy_flag(parser)
     add_home(parser)
     parser.set_defaults(func=run_test)
 
@@ -109,6 +111,7 @@ def run_test(args: argparse.Namespace) -> int:
         save_baseline=args.save_baseline,
         model_timeout_s=args.model_timeout,
         secrets=[model_settings(args).api_key],
+        tool_policy=tool_policy_rules(args),
     )
     if args.model_timeout <= 0:
         raise CliError("--model-timeout must be greater than 0")

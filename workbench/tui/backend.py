@@ -37,6 +37,7 @@ from workbench.tui.schema_view import SchemaPair
 if TYPE_CHECKING:  # loaded when first used: each belongs to one screen's task
     from traces.store.regress import RegressTables
     from workbench.engine.diff.text_changes import Comparison
+    from workbench.engine.recording.dry_run import DryRun
     from workbench.engine.regress.stored import SuiteRun
     from workbench.engine.views.export import ExportFormat
     from workbench.engine.views.search import SearchHit
@@ -340,6 +341,14 @@ class Backend:
         """What the fork dialog pre-fills: the history the parent sent at `turn`, and the
         run's offline model when `endpoint` (what the dialog holds) chooses none."""
         return fork_context(self.recording(run_id), turn, endpoint)
+
+    def fork_plan(self, run_id: str, request: ForkRequest, endpoint: Endpoint) -> DryRun:
+        """The fork's plan before it runs (`fork --dry-run`): the turns served from the log,
+        each tool's side-effect policy and whether it may fire live. Writes nothing."""
+        try:
+            return run_service.fork_dry_run(self.recording(run_id), request, endpoint, self.home)
+        except run_service.SetupError as exc:
+            raise NotAvailable(str(exc)) from None
 
     def run_fork(
         self,

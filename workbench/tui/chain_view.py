@@ -20,8 +20,10 @@ from traces.events import (
     ModelResponse,
     RunEnd,
     RunStart,
+    ToolEnd,
 )
 from traces.tree import ModelCallNode, ToolCallNode, build_chain
+from workbench.engine.recording.tool_policy import call_label, call_outcome, recorded_decisions
 from workbench.tui.render import (
     FAIL_ICON,
     OK_ICON,
@@ -139,15 +141,20 @@ def turn_node(turn: int, failed: bool | None = None) -> ChainNode:
     return ChainNode("turn", label, turn=turn, failed=bool(failed))
 
 
-def turn_children(events: list[Event]) -> list[ChainNode]:
+def turn_children(events: list[Event], start: Event | None = None) -> list[ChainNode]:
     """One turn's skeleton events (see SKELETON_TYPES) as nodes: its model calls and tool
     calls as `traces.tree` pairs them, errors and trims, in the order they happened. An
-    error raised while a model call was waiting for its answer sits under that call."""
+    error raised while a model call was waiting for its answer sits under that call.
+    The run's `start` (its run_start) names each tool's side-effect policy in a re-run
+    (`meta.tool_policy`): each call is marked with its policy and what became of it."""
+    policies = recorded_decisions(start.meta) if isinstance(start, RunStart) else {}
     placed: list[tuple[int, ChainNode]] = []
     for turn in build_chain(events).turns:
         calls = [(call, _model_call_node(call)) for call in turn.model_calls]
         placed += [(_started(call), node) for call, node in calls]
-        placed += [(tool.start.seq, _tool_node(tool)) for tool in turn.tool_calls]
+        placed += [
+            (tool.start.seq, _tool_node(tool, policies.get(tool.name))) for tool in turn.tool_calls
+        ]
         placed += [(trim.seq, _trim_node(trim)) for trim in turn.trims]
         for error in (e for e in turn.events if isinstance(e, Error)):
             node = _error_node(error)
@@ -202,7 +209,18 @@ def _turn_of(call: ModelCallNode) -> int | None:
     return event.turn if event is not None else None
 
 
-def _tool_node(tool: ToolCallNode) -> ChainNode:
+# How a call's outcome under its tool policy is marked (`tool_policy.call_outcome`).
+OUTCOME_STYLE = {
+    "recorded": "cyan",
+    "mocked": "magenta",
+    "live": "yellow",
+    "denied": "bold red",
+    "refused": "bold red",
+    "failed": "red",
+}
+
+
+def _tool_node(tool: ToolCallNode, policy: str | None = None) -> ChainNode:
     start, end = tool.start, tool.end
     failed = start.parse_error is not None
     if end is None:
@@ -221,8 +239,9 @@ def _tool_node(tool: ToolCallNode) -> ChainNode:
         (end.name, "bold"),
         (f"({one_line(start.arguments_raw, 40)})", "cyan"),
         (f" {fmt_ms(end.duration_ms)}", "dim"),
-        (" mocked" if end.mocked else "", "magenta"),
+        (" mocked" if end.mocked and policy is None else "", "magenta"),
         (" observed" if end.observed else "", "blue"),
+        _policy_mark(policy, end),
     )
     return ChainNode(
         "tool",
@@ -233,6 +252,13 @@ def _tool_node(tool: ToolCallNode) -> ChainNode:
         failed=failed or not end.ok,
         events=[start, end],
     )
+
+
+def _policy_mark(policy: str | None, end: ToolEnd) -> tuple[str, str]:
+    label = call_label(policy, end)
+    if label is None:
+        return "", ""
+    return f" [{label}]", OUTCOME_STYLE.get(call_outcome(end) or "", "")
 
 
 def _error_node(error: Error) -> ChainNode:

@@ -54,7 +54,9 @@ def _turn_cell(turn: ChainTurn | None) -> Text:
             text.append(f"({_args(call.arguments)})", style="cyan")
             text.append(" → ", style="dim")
             text.append(one_line(call.result, 120) if call.result is not None else missing)
-            if call.mocked:
+            if call.policy:  # a re-run: the tool's policy and what became of the call
+                text.append(f" [{call.policy}]", style="magenta")
+            elif call.mocked:
                 text.append(" (mocked)", style="magenta")
         return text
     if turn.outcome == "answer":

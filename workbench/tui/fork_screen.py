@@ -23,6 +23,7 @@ from textual.widgets import Button, Footer, Header, Input, Label, Select, Static
 
 from agent_core.agent import RunResult, TextDelta
 from traces.events import Event, ModelChunk, RunStart
+from workbench.engine.recording.dry_run import DryRun
 from workbench.engine.recording.fork import ForkContext, ForkRequest, RecordedCall
 from workbench.engine.recording.run_service import CancelFork
 from workbench.tui.backend import Endpoint
@@ -77,6 +78,24 @@ def call_options(context: ForkContext) -> list[tuple[Text, str]]:
     ]
 
 
+def plan_text(plan: DryRun) -> Text:
+    """The fork's plan (`fork --dry-run`) as the dialog shows it before anything runs:
+    the lines of the dry run, each tool on a line of its own narrow enough for the form."""
+    head = [line.strip() for line in plan.lines()[1:] if not line.startswith("  note")]
+    text = Text()
+    text.append("plan: ", style="bold")
+    text.append("\n".join(head[:2]) + "\n")
+    styles = {"refused": "red", "mocked": "magenta", "recorded only": "cyan"}
+    for tool in plan.tools:
+        effect = tool.effect
+        text.append(f"  {tool.name} ", style="bold")
+        text.append(f"{tool.policy} · {effect}", style=styles.get(effect, "yellow"))
+        text.append(f"  {tool.why}\n", style="dim")
+    live = ", ".join(plan.fires_live) or "none"
+    text.append(f"tools that may fire live: {live}", style="yellow" if plan.fires_live else "")
+    return text
+
+
 def changes_text(draft: ForkDraft) -> Text:
     if draft.is_empty():
         return Text("no changes yet: the fork re-runs the turn as recorded", style="dim")
@@ -119,10 +138,17 @@ class ForkOutput(VerticalScroll):
 class ForkScreen(WorkbenchScreen):
     """Fork: change prompts, tool descriptions and tool results, re-run from this turn."""
 
+    # Direct keys for what to change, shown in the footer: one key (pressed again: the
+    # next tool or call) instead of opening a dropdown and walking it.
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+r", "run_fork", "Run fork", priority=True),
         Binding("ctrl+x", "cancel_fork", "Cancel fork", priority=True),
         Binding("ctrl+o", "compare", "Compare with parent", priority=True),
+        Binding("f2", "edit('system')", "System prompt"),
+        Binding("f3", "edit('user')", "User message"),
+        Binding("f4", "next_tool", "Tool description"),
+        Binding("f5", "next_call", "Mock a result"),
+        Binding("ctrl+a", "select_all", "Select all", priority=True),
     ]
 
     class ContextLoaded(Message):
@@ -139,6 +165,11 @@ class ForkScreen(WorkbenchScreen):
         def __init__(self, result: RunResult | None) -> None:
             super().__init__()
             self.result = result
+
+    class Planned(Message):
+        def __init__(self, plan: DryRun) -> None:
+            super().__init__()
+            self.plan = plan
 
     def __init__(self, run_id: str, turn: int, *, mock_call: str | None = None) -> None:
         super().__init__()
@@ -176,6 +207,7 @@ class ForkScreen(WorkbenchScreen):
                 yield Select([], prompt="no mocked result", id="fork-call")
                 yield TextArea("", id="fork-mock", soft_wrap=True)
                 yield Static(changes_text(self.draft), id="fork-changes")
+                yield Static(Text("planning…", style="dim"), id="fork-plan")
                 yield Label("model", classes="field-label")
                 endpoint = self.workbench.fork_endpoint or self.workbench.endpoint
                 with Horizontal(classes="form-row"):
@@ -256,6 +288,7 @@ class ForkScreen(WorkbenchScreen):
         if wanted in known:
             calls.value = wanted
         self._show_changes()
+        self._plan(self.fork_request(), self.endpoint())
         output = self.output
         if context.fork_script is not None:
             # No model chosen yet and the run ships an offline model for its forks: use it.
@@ -275,6 +308,15 @@ class ForkScreen(WorkbenchScreen):
                 "press ctrl+r",
                 "dim",
             )
+
+    # ------------------------------------------------------------------ the plan
+
+    @work(thread=True, exclusive=True, group="plan", exit_on_error=False)
+    def _plan(self, request: ForkRequest, endpoint: Endpoint) -> None:
+        self.post_message(self.Planned(self.backend.fork_plan(self.run_id, request, endpoint)))
+
+    def on_fork_screen_planned(self, message: Planned) -> None:
+        self.query_one("#fork-plan", Static).update(plan_text(message.plan))
 
     @on(Input.Submitted, "#fork-turn")
     def _turn_changed(self, event: Input.Submitted) -> None:
@@ -334,6 +376,47 @@ class ForkScreen(WorkbenchScreen):
         else:
             self.draft.mocks[call.call_id] = text
         self._show_changes()
+
+    # ------------------------------------------------------------------ direct keys
+
+    def action_edit(self, key: str) -> None:
+        """Show `key`'s text (system, user, tool:NAME) in the edit box and focus it."""
+        if self.context is None:
+            return
+        options = [value for _, value in edit_options(self.context)]
+        if key not in options:
+            self.notify("This turn has no user message to edit.", severity="warning")
+            return
+        select = self.query_one("#fork-edit", Select)
+        if select.value != key:
+            select.value = key
+        self.call_after_refresh(self.query_one("#fork-text", TextArea).focus)
+
+    def action_next_tool(self) -> None:
+        """The next tool's description (the first one after any other choice)."""
+        if self.context is None or not self.context.tools:
+            self.notify("The run offered no tools.", severity="warning")
+            return
+        keys = [f"tool:{name}" for name in self.context.tools]
+        current = self.query_one("#fork-edit", Select).value
+        at = keys.index(current) + 1 if current in keys else 0
+        self.action_edit(keys[at % len(keys)])
+
+    def action_next_call(self) -> None:
+        """The next recorded call's result, in the mock box, focused."""
+        if self.context is None or not self.context.calls:
+            self.notify("No tool call was made before this turn.", severity="warning")
+            return
+        ids = [call.call_id for call in self.context.calls]
+        select = self.query_one("#fork-call", Select)
+        at = ids.index(select.value) + 1 if select.value in ids else 0
+        select.value = ids[at % len(ids)]
+        self.call_after_refresh(self.query_one("#fork-mock", TextArea).focus)
+
+    def action_select_all(self) -> None:
+        focused = self.focused
+        if isinstance(focused, TextArea | Input):
+            focused.select_all()
 
     def _recorded_call(self, call_id: object) -> RecordedCall | None:
         if self.context is None or not isinstance(call_id, str):
@@ -398,6 +481,8 @@ class ForkScreen(WorkbenchScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel_fork":
             return self.running  # else ctrl+x stays the text boxes' cut
+        if action == "select_all":  # else ctrl+a stays what the focused widget makes of it
+            return isinstance(self.focused, TextArea | Input)
         return True
 
     @on(Button.Pressed, "#fork-cancel")

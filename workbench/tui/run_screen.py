@@ -268,7 +268,8 @@ class RunScreen(WorkbenchScreen):
     @work(thread=True, group="turns", exit_on_error=False)
     def _load_turn(self, turn: int, focus_seq: int | None) -> None:
         events = self.backend.turn_events(self.run_id, turn, SKELETON_TYPES)
-        self.post_message(self.TurnLoaded(turn, turn_children(events), focus_seq))
+        start = self.outline.start if self.outline is not None else None  # its tool policy
+        self.post_message(self.TurnLoaded(turn, turn_children(events, start), focus_seq))
 
     def on_run_screen_turn_loaded(self, message: TurnLoaded) -> None:
         self._loading.discard(message.turn)

@@ -19,6 +19,7 @@ from agent_core.wire.chat import tool_call
 from traces.text import one_line
 from traces.tree import TurnNode, build_chain
 from workbench.engine.recording.load import Recording
+from workbench.engine.recording.tool_policy import call_label, recorded_decisions
 
 TurnOutcome = Literal["tools", "answer", "model_error", "incomplete"]
 
@@ -44,11 +45,14 @@ class ChainCall:
     call_id: str = ""  # for reference only; ids are not compared
     mocked: bool = False
     result: str | None = None  # the result text itself (the digest is what is compared)
+    # In a re-run: the tool's side-effect policy and what became of the call under it.
+    policy: str | None = field(default=None, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "call_id": self.call_id,
             "mocked": self.mocked,
+            "policy": self.policy,
             "name": self.name,
             "arguments": self.arguments,
             "result_digest": self.result_digest,
@@ -60,10 +64,11 @@ class ChainCall:
         args = json.dumps(self.arguments, ensure_ascii=False, sort_keys=True)
         if len(args) > 60:
             args = args[:59] + "…"
-        mocked = " (mocked)" if self.mocked else ""
+        mocked = " (mocked)" if self.mocked and self.policy is None else ""
+        policy = f" [{self.policy}]" if self.policy else ""
         if self.status == "not_run":
             return f"{self.name}({args}) → not run"
-        return f"{self.name}({args}) → {self.status}: {_shown(self.result)}{mocked}"
+        return f"{self.name}({args}) → {self.status}: {_shown(self.result)}{mocked}{policy}"
 
 
 @dataclass(frozen=True)
@@ -99,10 +104,16 @@ def _shown(text: str | None, width: int = 80) -> str:
 
 def chain_of(recording: Recording) -> list[ChainTurn]:
     """The decision chain per turn, walked from `traces.tree.build_chain`."""
-    return [_chain_turn(node) for node in build_chain(recording.events).turns if node.model_calls]
+    policies = recorded_decisions(recording.run_start.meta)
+    return [
+        _chain_turn(node, policies)
+        for node in build_chain(recording.events).turns
+        if node.model_calls
+    ]
 
 
-def _chain_turn(node: TurnNode) -> ChainTurn:
+def _chain_turn(node: TurnNode, policies: dict[str, str] | None = None) -> ChainTurn:
+    policies = policies or {}
     calls = []
     for call in node.tool_calls:
         start, end = call.start, call.end
@@ -112,8 +123,11 @@ def _chain_turn(node: TurnNode) -> ChainTurn:
         )
         result = end.result if end else None
         mocked = end.mocked if end else False
+        label = call_label(policies.get(start.name), end)
         calls.append(
-            ChainCall(start.name, arguments, digest(result), status, start.call_id, mocked, result)
+            ChainCall(
+                start.name, arguments, digest(result), status, start.call_id, mocked, result, label
+            )
         )
     response = node.response
     content = response.message.get("content") if response is not None else None

@@ -302,6 +302,13 @@ class Workbench:
             mocks=mocks or {},
             allow_side_effects=allow_side_effects,
         )
+        from workbench.engine.recording.dry_run import dry_run as plan_of
+        from workbench.engine.recording.run_service import SetupError, with_home_policy
+
+        try:
+            request = with_home_policy(request, self.home)  # <home>/tool-policy.toml
+        except SetupError as exc:
+            raise ToolError(str(exc)) from None
         parent = await asyncio.to_thread(self._recording, run)
         fork_plan = plan(parent, request)
         if dry_run:
@@ -313,6 +320,9 @@ class Workbench:
                 "messages": len(fork_plan.messages),
                 "last_message": fork_plan.messages[-1] if fork_plan.messages else None,
                 "tools_offered": [spec.name for spec in fork_plan.specs],
+                # Each tool's side-effect policy (the recorded read-only flags: no tool
+                # source is started for a plan).
+                "tool_policy": plan_of(fork_plan).to_json()["tools"],
                 "writes_allowed": self.allow_writes,
             }
         return await run_fork(fork_plan, self.home)

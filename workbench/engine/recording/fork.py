@@ -7,10 +7,11 @@
 The history at the start of turn N is the exact message list the parent sent in turn N, so
 turns before N are never sent to a model again. Edits change that history (system prompt,
 last user message, a tool result) or the tools offered (description, parameter schema).
-In the fork, a tool call the parent already made with the same arguments gets the recorded
-result back; a new call runs live only when the tool is read-only, or when side effects
-are allowed; otherwise the model reads a refusal. The fork is a new run whose run_start
-names the parent, the fork turn and every edit.
+In the fork, each tool's side-effect policy (`recording.tool_policy`) decides its calls: by
+default a call the parent already made with the same arguments gets the recorded result
+back, and a new call runs live only when the tool is read-only; otherwise the model reads a
+refusal. The fork is a new run whose run_start names the parent, the fork turn, every edit
+and each tool's policy.
 """
 
 from __future__ import annotations
@@ -32,11 +33,21 @@ from workbench.engine.recording.replay_model import (
     recorded_specs,
     served_result,
 )
+from workbench.engine.recording.tool_policy import (
+    META_KEY,
+    Decision,
+    ToolPolicy,
+    apply,
+    decide_all,
+    record,
+)
+from workbench.engine.recording.tool_policy import (
+    REFUSED as REFUSED,  # what a refused call's tool_end says; tests and front ends read it
+)
 
 if TYPE_CHECKING:
     from workbench.engine.recording.run_service import ModelSettings
 
-REFUSED = "side_effects_refused"
 # A call to a tool that only the recorded client could run (a captured or imported run),
 # with arguments the recording has no result for: the fork cannot go on without a mock.
 NOT_RECORDED = "not_recorded"
@@ -56,7 +67,8 @@ class ForkRequest:
     tool_descriptions: dict[str, str] = field(default_factory=dict)
     tool_schemas: dict[str, dict[str, Any]] = field(default_factory=dict)
     mocks: dict[str, str] = field(default_factory=dict)  # recorded tool call id -> result
-    allow_side_effects: bool = False
+    allow_side_effects: bool = False  # shorthand for `*=live` when `policy` is not given
+    policy: ToolPolicy | None = None  # each tool's side-effect policy (`tool_policy`)
 
 
 @dataclass
@@ -67,7 +79,7 @@ class ForkPlan:
     specs: list[ToolSpec]  # the tools offered, edits applied
     edits: list[Edit]
     mocks: dict[str, str]
-    allow_side_effects: bool
+    policy: ToolPolicy
     task: str
     system_prompt: str | None
 
@@ -246,7 +258,7 @@ def plan_fork(parent: Recording, request: ForkRequest) -> ForkPlan:
         specs=specs,
         edits=edits,
         mocks=dict(request.mocks),
-        allow_side_effects=request.allow_side_effects,
+        policy=request.policy or ToolPolicy.layered(allow_side_effects=request.allow_side_effects),
         task=task,
         system_prompt=system_prompt,
     )
@@ -263,8 +275,7 @@ class ForkToolset:
         self._live_read_only: dict[str, bool] = {}
         self._specs: list[ToolSpec] = []
         self._read_only: dict[str, bool] = {}
-        self.add_live(live or [])
-        self._allow = plan.allow_side_effects
+        self._policy = plan.policy
         run_start = plan.parent.run_start
         self._client_tools = {
             spec.name
@@ -272,6 +283,10 @@ class ForkToolset:
             if run_start.origin in OBSERVED_ORIGINS
             or run_start.tool_sources.get(spec.name) == "client"
         }
+        self.decisions: dict[str, Decision] = {}
+        # Kept in the fork's run_start (`meta.tool_policy`), updated as live tools join.
+        self.policy_record: dict[str, Any] = {}
+        self.add_live(live or [])
         self.stopped: str | None = None  # why the fork cannot go on, once it cannot
         self.refused: list[str] = []  # tools not run because they may change things
         self._recorded: dict[CallKey, ToolResult] = {}
@@ -309,15 +324,21 @@ class ForkToolset:
             for spec in self._planned
         }
         self._specs = [replace(s, read_only=self._read_only[s.name]) for s in self._planned]
+        self.decisions = decide_all(self._policy, self._read_only, self._client_tools)
+        self.policy_record.clear()
+        self.policy_record.update(record(self.decisions))
 
     def specs(self) -> list[ToolSpec]:
         return list(self._specs)
 
+    def live_names(self) -> set[str]:
+        """Offered tools a live toolset can run here."""
+        return {spec.name for spec in self._planned if spec.name in self._live}
+
     async def call(self, name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
         recorded = self._recorded.get(call_key(name, arguments))
-        if recorded is not None:
-            return recorded
-        if name in self._client_tools:
+        decision = self.decisions.get(name) or self._policy.decide(name, read_only=False)
+        if name in self._client_tools and recorded is None and decision.policy == "recorded":
             shown = json.dumps(arguments, ensure_ascii=False)
             self.stopped = (
                 f"fork stopped at {name}({shown}): the recorded client ran this tool, and "
@@ -325,24 +346,21 @@ class ForkToolset:
                 f"(call id {call_id}) or fork at another turn"
             )
             return ToolResult(ok=False, text=self.stopped, error=NOT_RECORDED)
-        if not self._read_only.get(name, False) and not self._allow:
+
+        async def run_live() -> ToolResult:
+            toolset = self._live.get(name)
+            if toolset is None:
+                return ToolResult(
+                    ok=False,
+                    text=f"{name} is not available in this fork (only recorded results are)",
+                    error="unavailable",
+                )
+            return await toolset.call(self._live_name.get(name, name), arguments, call_id)
+
+        result = await apply(decision, recorded, run_live, "fork")
+        if not result.ok and result.error in (REFUSED, "denied"):
             self.refused.append(name)
-            return ToolResult(
-                ok=False,
-                text=(
-                    f"refused: {name} may change things and the parent run never made this "
-                    "call, so the fork does not run it unless side effects are allowed"
-                ),
-                error=REFUSED,
-            )
-        toolset = self._live.get(name)
-        if toolset is None:
-            return ToolResult(
-                ok=False,
-                text=f"{name} is not available in this fork (only recorded results are)",
-                error="unavailable",
-            )
-        return await toolset.call(self._live_name.get(name, name), arguments, call_id)
+        return result
 
 
 def fork_agent(
@@ -368,7 +386,10 @@ def fork_agent(
 
     hooks = hooks or Hooks()
     hooks = Hooks(model=[stop_when_stuck, *hooks.model], tool=list(hooks.tool))
-    return Agent(model, [toolset], plan.config(**config_overrides), sinks=sinks, hooks=hooks)
+    config = plan.config(**config_overrides)
+    # The same dict the toolset keeps up to date: MCP tools may join before the run starts.
+    config.meta[META_KEY] = toolset.policy_record
+    return Agent(model, [toolset], config, sinks=sinks, hooks=hooks)
 
 
 def fork_toolset(agent: Agent) -> ForkToolset:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from agent_core.tools.base import Toolset
     from traces.events import Event, Limits, RunStart
     from traces.writer import JsonlWriter
+    from workbench.engine.recording.dry_run import DryRun
     from workbench.engine.recording.fork import ForkPlan, ForkRequest
     from workbench.engine.recording.load import Recording
 
@@ -306,6 +307,38 @@ class CancelFork:
                 loop.call_soon_threadsafe(task.cancel)
 
 
+def with_home_policy(request: ForkRequest, home: Path) -> ForkRequest:
+    """The request with the tool policy of `<home>/tool-policy.toml` (and its
+    `allow_side_effects`), unless it brings a policy of its own."""
+    from dataclasses import replace as replaced
+
+    from workbench.engine.recording.tool_policy import PolicyError, ToolPolicy, load_home_rules
+
+    if request.policy is not None:
+        return request
+    try:
+        rules = load_home_rules(home)
+    except PolicyError as exc:
+        raise SetupError(str(exc)) from None
+    policy = ToolPolicy.layered(allow_side_effects=request.allow_side_effects, home=rules)
+    return replaced(request, policy=policy)
+
+
+def fork_dry_run(
+    parent: Recording, request: ForkRequest, settings: ModelSettings, home: Path
+) -> DryRun:
+    """What `run_fork` would do with the same arguments, run nothing and write nothing."""
+    from agent_core.tools.builtin import builtin_tools
+    from workbench.engine.recording.dry_run import dry_run
+    from workbench.engine.recording.fork import plan_fork
+
+    plan = plan_fork(parent, with_home_policy(request, home))
+    setup = fork_setup(parent.run_start, settings)
+    chosen = setup.settings
+    model = f"script {chosen.script}" if chosen.script else chosen.model or "none configured"
+    return dry_run(plan, live_toolsets=[builtin_tools(setup.root)], model=model)
+
+
 def run_fork(
     parent: Recording,
     request: ForkRequest,
@@ -325,7 +358,7 @@ def run_fork(
     from agent_core.tools.builtin import builtin_tools
     from workbench.engine.recording.fork import plan_fork
 
-    plan = plan_fork(parent, request)
+    plan = plan_fork(parent, with_home_policy(request, home))
     setup = fork_setup(parent.run_start, settings, api=parent.api)
     model = build_model(setup.settings, parent.run_start.limits)
     fork = prepare_fork(

@@ -1,9 +1,11 @@
 """Toolsets for regression samples: offer the real schemas, run almost nothing.
 
-A case checks what the model decides, so a sample must never change the world. The guard
-answers a call from the recording when one matches, runs it when the tool is read-only
-(`read_file` and the other built-in file tools), and otherwise refuses it with a short,
-model-readable result naming the tool.
+A case checks what the model decides, so a sample must never change the world. Each tool's
+side-effect policy (`recording.tool_policy`: the suite's `[tool_policy]`, `--tool-policy`,
+`<home>/tool-policy.toml`, else what the tool declares) decides its calls: by default a call
+is answered from the recording when one matches, runs when the tool is read-only (`read_file`
+and the other built-in file tools), and is otherwise refused with a short, model-readable
+result naming the tool.
 """
 
 from __future__ import annotations
@@ -11,11 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_core.tools.base import CallKey, ToolResult, Toolset, ToolSpec, call_key
-
-REFUSED = (
-    "not executed: {name} may change things, and a regression sample runs only read-only "
-    "tools and calls it has a recorded result for"
-)
+from workbench.engine.recording.tool_policy import ToolPolicy, apply, decide_all, record
 
 
 class GuardedToolset:
@@ -25,6 +23,7 @@ class GuardedToolset:
         *,
         specs: list[ToolSpec] | None = None,
         recorded: dict[CallKey, ToolResult] | None = None,
+        policy: ToolPolicy | None = None,
     ) -> None:
         self.inner = inner
         # A suite lists its tools' specs once: building them (JSON Schema generation) costs
@@ -32,15 +31,20 @@ class GuardedToolset:
         self._spec_list = specs if specs is not None else inner.specs()
         self._specs = {spec.name: spec for spec in self._spec_list}
         self.recorded = recorded or {}
+        self._policy = policy or ToolPolicy()
+        self.decisions = decide_all(
+            self._policy, {spec.name: spec.read_only for spec in self._spec_list}
+        )
+        self.policy_record = record(self.decisions)  # kept in the sample's run_start
 
     def specs(self) -> list[ToolSpec]:
         return list(self._spec_list)
 
     async def call(self, name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
-        recorded = self.recorded.get(call_key(name, arguments))
-        if recorded is not None:
-            return recorded
-        spec = self._specs.get(name)
-        if spec is not None and spec.read_only:
+        decision = self.decisions.get(name) or self._policy.decide(name, read_only=False)
+
+        async def run_live() -> ToolResult:
             return await self.inner.call(name, arguments, call_id)
-        return ToolResult(ok=False, text=REFUSED.format(name=name), error="refused")
+
+        recorded = self.recorded.get(call_key(name, arguments))
+        return await apply(decision, recorded, run_live, "regression sample")

@@ -27,6 +27,7 @@ from agent_core.tools.base import Toolset, ToolSpec
 from traces.events import Limits, ModelResponse, RunStart
 from traces.home import open_run_trace
 from workbench.engine.recording.fork import ForkToolset
+from workbench.engine.recording.tool_policy import ToolPolicy
 from workbench.engine.regress.context import (
     RecordedContext,
     ToolCall,
@@ -142,6 +143,7 @@ class RegressOptions:
     model_timeout_s: float = 60.0
     baseline: Baseline | None = None
     secrets: list[str | None] = field(default_factory=list)  # kept out of the sample traces
+    tool_policy: ToolPolicy = field(default_factory=ToolPolicy)  # each tool's side effects
 
 
 Progress = Callable[[int, int, SampleResult], None]
@@ -279,8 +281,9 @@ async def _run_sample(
         recorded_only = ForkToolset(context.plan)  # recorded results only
         listed = [(recorded_only, recorded_only.specs())]
     recorded = context.results if context is not None else {}
-    guarded: list[Toolset] = [
-        GuardedToolset(t, specs=specs, recorded=recorded) for t, specs in listed
+    guarded = [
+        GuardedToolset(t, specs=specs, recorded=recorded, policy=options.tool_policy)
+        for t, specs in listed
     ]
     start_turn = context.turn if context is not None else 1
     limits = Limits(
@@ -288,13 +291,17 @@ async def _run_sample(
         model_timeout_s=options.model_timeout_s,
         **({"max_tools": suite.max_tools} if suite.max_tools else {}),
     )
+    decisions: dict[str, Any] = {}
+    for toolset in guarded:
+        decisions |= toolset.policy_record
     meta = {
+        "tool_policy": decisions,
         "regress": {
             "suite": suite.name,
             "suite_run": suite_run_id,
             "case": case.id,
             "sample": number,
-        }
+        },
     }
     if context is not None:
         config = context.plan.config(
@@ -322,7 +329,7 @@ async def _run_sample(
     # A scripted model answers each sample from the start of its script: shared, the
     # samples would use up its steps one after another.
     sample_model = model.fresh() if isinstance(model, ScriptedModel) else model
-    agent = Agent(sample_model, guarded, config, sinks=sinks)
+    agent = Agent(sample_model, list[Toolset](guarded), config, sinks=sinks)
     turns: dict[int, list[ToolCall]] = {}
     offered: list[dict[str, Any]] = []
     error: str | None = None

@@ -15,6 +15,12 @@ from agent_core.model.base import ChatModel
 from traces.home import RedactionConfigError, redaction_patterns, traces_dir
 from traces.store import StoreError
 from traces.store.regress import RegressTables
+from workbench.engine.recording.tool_policy import (
+    PolicyError,
+    PolicyRule,
+    ToolPolicy,
+    load_home_rules,
+)
 from workbench.engine.regress.context import RecordingError
 from workbench.engine.regress.report import failure_details, store_rows
 from workbench.engine.regress.runner import (
@@ -54,6 +60,8 @@ class SuiteRequest:
     baseline: str | None = None  # compare pass rates with this stored baseline
     save_baseline: str | None = None
     secrets: list[str | None] = field(default_factory=list)  # kept out of the traces
+    # `--tool-policy` rules; they come before the suite's [tool_policy] and the home's file.
+    tool_policy: list[PolicyRule] = field(default_factory=list)
 
 
 @dataclass
@@ -116,6 +124,7 @@ async def run_suite_request(
         model_timeout_s=request.model_timeout_s,
         baseline=baseline,
         secrets=list(request.secrets),
+        tool_policy=suite_policy(request),
     )
     reference = suite.tools_path()
     builtins = request.builtin_tools
@@ -143,6 +152,15 @@ async def run_suite_request(
     label = f"baseline {diff_from.name!r}" if diff_from else None
     details = failure_details(result, diff_from.tool_schemas if diff_from else None, label)
     return SuiteOutcome(result, details, label, saved)
+
+
+def suite_policy(request: SuiteRequest) -> ToolPolicy:
+    """The samples' side-effect policy: the request's rules, the suite's, the home's."""
+    try:
+        home = load_home_rules(request.home)
+    except PolicyError as exc:
+        raise SuiteError(str(exc)) from None
+    return ToolPolicy.layered(cli=request.tool_policy, suite=request.suite.tool_policy, home=home)
 
 
 def _check_redaction(request: SuiteRequest) -> None:

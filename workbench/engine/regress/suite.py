@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from traces.user_files import read_text
+from workbench.engine.recording.tool_policy import PolicyError, PolicyRule, rules_from_table
 
 SUITE_KEYS = {
     "name",
@@ -103,6 +104,8 @@ class Suite:
     # A model script (docs/script-format.md) that answers when the command names no model:
     # a suite that runs offline as it is (the demo's).
     script: str | None = None
+    # `[tool_policy]`: name or glob -> the side-effect policy of its calls in a sample.
+    tool_policy: tuple[PolicyRule, ...] = ()
 
     def samples_for(self, case: Case, override: int | None = None) -> int:
         if override is not None:
@@ -141,11 +144,18 @@ def parse_suite(text: str, path: Path) -> Suite:
     except tomllib.TOMLDecodeError as exc:
         raise SuiteError(f"{path}: not valid TOML: {exc}") from exc
     where = str(path)
-    unknown_top = set(data) - {"suite", "case"}
+    unknown_top = set(data) - {"suite", "case", "tool_policy"}
     if unknown_top:
         raise SuiteError(
             f"{where}: unknown section {sorted(unknown_top)[0]!r}; use [suite]/[[case]]"
         )
+    policy_table = data.get("tool_policy", {})
+    if not isinstance(policy_table, dict):
+        raise SuiteError(f"{where}: [tool_policy] must be a table of name = policy")
+    try:
+        policy = tuple(rules_from_table(policy_table, f"{where} [tool_policy]"))
+    except PolicyError as exc:
+        raise SuiteError(str(exc)) from None
     head = data.get("suite", {})
     if not isinstance(head, dict):
         raise SuiteError(f"{where}: [suite] must be a table")
@@ -174,6 +184,7 @@ def parse_suite(text: str, path: Path) -> Suite:
         max_tools=_opt_int(head, "max_tools", f"{where} [suite]", minimum=1),
         builtin_tools=_opt_names(head, "builtin_tools", f"{where} [suite]"),
         script=_opt_str(head, "script", f"{where} [suite]"),
+        tool_policy=policy,
     )
 
 

@@ -1,0 +1,426 @@
+"""One file that replays runs on another machine: `workbench bundle RUN… -o FILE`.
+
+    manifest = write_bundle([recording], home, Path("issue-123.wbundle"))
+    report = import_bundle(Path("issue-123.wbundle"), other_home)
+
+A bundle is a tar archive in one xz stream (so the history each model request repeats, and
+that a fork shares with its parent, is compressed once), holding:
+
+- `manifest.json`: the bundle version, the workbench and schema versions, the runs asked
+  for and the fork parents that came with them, each member's size and SHA-256, and what
+  was redacted (the placeholders found, the home's patterns applied once more);
+- `traces/<run>.jsonl`: each run's trace as recorded (its tool schemas and MCP frames are in
+  it), redacted again with the home's patterns;
+- `tools.json`: the tool schemas each run offered, for reading without the workbench;
+- `scripts/<run>.<ext>`: the model script of an offline fork (`run_start.meta.fork_script`).
+
+Nothing else from the home goes in. Reading is for hostile input: only regular members
+with the names above, sizes checked against caps before anything is read, every digest
+checked, and nothing is extracted by `tarfile` itself; a bundle that fails any check is a
+`BundleError` with one line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import lzma
+import re
+import tarfile
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from traces.home import home_redactor, traces_dir
+from traces.redact import REDACTION_MARK
+from traces.run_names import is_safe_run_id, run_file_stem
+from traces.versions import SCHEMA_VERSION
+from workbench.engine.recording.load import Recording, RecordingError, read_recording_file
+
+BUNDLE_FORMAT = "workbench-bundle"
+BUNDLE_VERSION = 1
+SUFFIX = ".wbundle"
+XZ_MAGIC = b"\xfd7zXZ\x00"
+# Caps for reading: a bundle is an issue attachment, not an archive of a home.
+MAX_MEMBERS = 4096
+MAX_MEMBER_BYTES = 256 * 1024 * 1024
+MAX_TOTAL_BYTES = 512 * 1024 * 1024
+MAX_SCRIPT_BYTES = 4 * 1024 * 1024
+_TRACE_NAME = re.compile(r"traces/([A-Za-z0-9][A-Za-z0-9_.-]{0,127})\.jsonl")
+_SCRIPT_NAME = re.compile(r"scripts/([A-Za-z0-9][A-Za-z0-9_.-]{0,127})\.(json|toml)")
+_PLACEHOLDER = re.compile(re.escape(REDACTION_MARK) + r"([A-Za-z0-9_-]{1,40})\]")
+IMPORTED_SCRIPTS = "bundle-scripts"  # <home>/bundle-scripts/<run>.<ext>
+
+
+class BundleError(Exception):
+    """A bundle that cannot be written or read; one line saying why."""
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("agent-workbench")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def with_parents(recordings: list[Recording], home: Path) -> tuple[list[Recording], list[str]]:
+    """The recordings and every fork parent they descend from that the home still has;
+    (all of them, oldest ancestor first; parent ids that could not be found)."""
+    by_id = {r.run_id: r for r in recordings}
+    order: dict[str, Recording] = {}
+    missing: list[str] = []
+
+    def visit(recording: Recording, depth: int) -> None:
+        parent_id = recording.run_start.parent_run_id
+        if parent_id and parent_id not in by_id and depth < 64:
+            parent = _find(parent_id, home)
+            if parent is None:
+                missing.append(parent_id)
+            else:
+                by_id[parent_id] = parent
+                visit(parent, depth + 1)
+        order.setdefault(recording.run_id, recording)
+
+    for recording in recordings:
+        visit(recording, 0)
+    asked = {r.run_id for r in recordings}
+    parents = [r for run_id, r in order.items() if run_id not in asked]
+    return [*parents, *[r for run_id, r in order.items() if run_id in asked]], missing
+
+
+def _find(run_id: str, home: Path) -> Recording | None:
+    if not is_safe_run_id(run_id):
+        return None
+    path = traces_dir(home) / f"{run_id}.jsonl"
+    try:
+        return read_recording_file(path) if path.is_file() else None
+    except RecordingError:
+        return None
+
+
+def _schemas(recording: Recording) -> list[dict[str, Any]]:
+    from traces.events import ToolsChanged
+
+    schemas = list(recording.run_start.tools)
+    for event in recording.events:
+        if isinstance(event, ToolsChanged):
+            schemas += [s for s in event.tools if s not in schemas]
+    return schemas
+
+
+@dataclass
+class Manifest:
+    runs: list[str]  # what was asked for
+    parents: list[str]  # fork parents that came with them
+    files: dict[str, dict[str, Any]]  # member -> size, sha256
+    redacted: dict[str, Any]
+    scripts: dict[str, str] = field(default_factory=dict)  # run id -> member
+    missing_parents: list[str] = field(default_factory=list)
+    bundle_version: int = BUNDLE_VERSION
+    schema_version: int = SCHEMA_VERSION
+    workbench_version: str = ""
+    created: str = ""
+    mcp_frames: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": BUNDLE_FORMAT,
+            "bundle_version": self.bundle_version,
+            "workbench_version": self.workbench_version,
+            "schema_version": self.schema_version,
+            "created": self.created,
+            "runs": self.runs,
+            "parents": self.parents,
+            "missing_parents": self.missing_parents,
+            "scripts": self.scripts,
+            "mcp_frames": self.mcp_frames,
+            "redacted": self.redacted,
+            "files": self.files,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> Manifest:
+        if not isinstance(data, dict) or data.get("format") != BUNDLE_FORMAT:
+            raise BundleError("manifest.json is not a workbench bundle manifest")
+        version = data.get("bundle_version")
+        if not isinstance(version, int) or version < 1:
+            raise BundleError("manifest.json has no valid bundle_version")
+        if version > BUNDLE_VERSION:
+            raise BundleError(
+                f"bundle version {version} is newer than this workbench reads "
+                f"({BUNDLE_VERSION}); upgrade agent-workbench to open it"
+            )
+        try:
+            return cls(
+                runs=[str(r) for r in data["runs"]],
+                parents=[str(r) for r in data.get("parents", [])],
+                files={str(k): dict(v) for k, v in data["files"].items()},
+                redacted=dict(data.get("redacted", {})),
+                scripts={str(k): str(v) for k, v in data.get("scripts", {}).items()},
+                missing_parents=[str(r) for r in data.get("missing_parents", [])],
+                bundle_version=version,
+                schema_version=int(data.get("schema_version", SCHEMA_VERSION)),
+                workbench_version=str(data.get("workbench_version", "")),
+                created=str(data.get("created", "")),
+                mcp_frames={str(k): int(v) for k, v in data.get("mcp_frames", {}).items()},
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise BundleError(f"manifest.json is damaged ({type(exc).__name__})") from None
+
+
+def write_bundle(recordings: list[Recording], home: Path, out: Path) -> Manifest:
+    """Write the runs, their fork parents and their offline model scripts to `out`."""
+    if not recordings:
+        raise BundleError("name at least one run to bundle")
+    every, missing = with_parents(recordings, home)
+    redactor = home_redactor(home)
+    members: dict[str, bytes] = {}
+    placeholders: dict[str, int] = {}
+    changed = 0
+    scripts: dict[str, str] = {}
+    frames: dict[str, int] = {}
+    for recording in every:
+        if recording.path is None:
+            raise BundleError(f"run {recording.run_id[:12]} has no trace file to bundle")
+        raw = recording.path.read_text(encoding="utf-8")
+        # The home's patterns once more: a pattern added after the run was recorded.
+        text = "".join(redactor.text(line) for line in raw.splitlines(keepends=True))
+        changed += text != raw
+        for kind in _PLACEHOLDER.findall(text):
+            placeholders[kind] = placeholders.get(kind, 0) + 1
+        stem = run_file_stem(recording.run_id)
+        members[f"traces/{stem}.jsonl"] = text.encode("utf-8")
+        frames[recording.run_id] = sum(1 for e in recording.events if e.type == "mcp_message")
+        script = _script_of(recording)
+        if script is not None:
+            name = f"scripts/{stem}{script.suffix if script.suffix == '.toml' else '.json'}"
+            members[name] = redactor.text(script.read_text(encoding="utf-8")).encode("utf-8")
+            scripts[recording.run_id] = name
+    tools = {r.run_id: _schemas(r) for r in every}
+    members["tools.json"] = json.dumps(tools, indent=1, ensure_ascii=False).encode("utf-8")
+    asked = {r.run_id for r in recordings}
+    manifest = Manifest(
+        runs=[r.run_id for r in recordings],
+        parents=[r.run_id for r in every if r.run_id not in asked],
+        files={
+            name: {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+            for name, data in members.items()
+        },
+        redacted={
+            "placeholders": dict(sorted(placeholders.items())),
+            "home_patterns": len(redactor.patterns),
+            "traces_changed_by_patterns": changed,
+        },
+        scripts=scripts,
+        missing_parents=missing,
+        workbench_version=_version(),
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
+        mcp_frames=frames,
+    )
+    data = json.dumps(manifest.to_json(), indent=1).encode("utf-8")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(out.name + ".partial")
+    try:
+        with tarfile.open(partial, "w:xz", preset=9) as tar:
+            for name, body in [("manifest.json", data), *sorted(members.items())]:
+                info = tarfile.TarInfo(name)
+                info.size, info.mode, info.mtime = len(body), 0o644, 0
+                tar.addfile(info, io.BytesIO(body))
+        partial.replace(out)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise BundleError(f"cannot write {out}: {exc.strerror or exc}") from None
+    return manifest
+
+
+def _script_of(recording: Recording) -> Path | None:
+    script = recording.run_start.meta.get("fork_script")
+    if not isinstance(script, str) or not script:
+        return None
+    path = Path(script)
+    if not path.is_file() or path.stat().st_size > MAX_SCRIPT_BYTES:
+        return None
+    return path
+
+
+@dataclass
+class Bundle:
+    path: Path
+    manifest: Manifest
+    traces: dict[str, bytes]  # file stem -> trace bytes
+    scripts: dict[str, tuple[str, bytes]]  # run id -> (suffix, script bytes)
+
+
+def _checked_name(member: tarfile.TarInfo) -> str:
+    name = member.name
+    if member.issym() or member.islnk():
+        raise BundleError(f"member {name!r} is a link; a bundle holds regular files only")
+    if not member.isfile():
+        raise BundleError(f"member {name!r} is not a regular file")
+    pure = PurePosixPath(name)
+    if name.startswith(("/", "\\")) or pure.is_absolute() or re.match(r"^[A-Za-z]:", name):
+        raise BundleError(f"member {name!r} has an absolute path")
+    if ".." in pure.parts or "\\" in name:
+        raise BundleError(f"member {name!r} points outside the bundle")
+    if name not in ("manifest.json", "tools.json") and not (
+        _TRACE_NAME.fullmatch(name) or _SCRIPT_NAME.fullmatch(name)
+    ):
+        raise BundleError(f"member {name!r} is not part of a workbench bundle")
+    return name
+
+
+def read_bundle(path: Path) -> Bundle:
+    """Read and check every member in memory; nothing is written."""
+    if not path.is_file():
+        raise BundleError(f"no bundle file at {path}")
+    with path.open("rb") as handle:
+        if handle.read(len(XZ_MAGIC)) != XZ_MAGIC:
+            raise BundleError(f"{path} is not a workbench bundle (expected an xz-compressed tar)")
+    members: dict[str, bytes] = {}
+    total = 0
+    try:
+        with tarfile.open(path, "r:xz") as tar:
+            while (member := tar.next()) is not None:
+                name = _checked_name(member)
+                if name in members:
+                    raise BundleError(f"member {name!r} appears twice")
+                if len(members) >= MAX_MEMBERS:
+                    raise BundleError(f"more than {MAX_MEMBERS} members")
+                total += member.size
+                if member.size > MAX_MEMBER_BYTES or total > MAX_TOTAL_BYTES:
+                    raise BundleError(
+                        f"member {name!r} would unpack past the {MAX_TOTAL_BYTES >> 20} MiB a "
+                        "bundle may hold (a zip bomb?)"
+                    )
+                extracted = tar.extractfile(member)
+                body = extracted.read(member.size) if extracted is not None else b""
+                if len(body) != member.size:
+                    raise BundleError(f"member {name!r} is cut short")
+                members[name] = body
+    except (tarfile.TarError, lzma.LZMAError, EOFError, OSError) as exc:
+        raise BundleError(f"{path} is truncated or damaged ({exc})") from None
+    if "manifest.json" not in members:
+        raise BundleError(f"{path} has no manifest.json; it is not a workbench bundle")
+    try:
+        manifest = Manifest.from_json(json.loads(members.pop("manifest.json")))
+    except (ValueError, UnicodeDecodeError):
+        raise BundleError("manifest.json is not valid JSON") from None
+    if manifest.schema_version > SCHEMA_VERSION:
+        raise BundleError(
+            f"the bundle's traces are schema_version {manifest.schema_version}, newer than "
+            f"this workbench reads ({SCHEMA_VERSION}); upgrade agent-workbench to open it"
+        )
+    if set(manifest.files) != set(members):
+        extra = sorted(set(members) ^ set(manifest.files))
+        raise BundleError(f"member {extra[0]!r} is missing or not in the manifest")
+    for name, body in members.items():
+        if hashlib.sha256(body).hexdigest() != manifest.files[name].get("sha256"):
+            raise BundleError(f"member {name!r} does not match its digest in the manifest")
+    traces = {
+        match.group(1): body
+        for name, body in members.items()
+        if (match := _TRACE_NAME.fullmatch(name))
+    }
+    scripts: dict[str, tuple[str, bytes]] = {}
+    for run_id, name in manifest.scripts.items():
+        match = _SCRIPT_NAME.fullmatch(name)
+        if match is None or name not in members or not is_safe_run_id(run_id):
+            raise BundleError(f"the manifest names a script {name!r} the bundle does not hold")
+        scripts[run_id] = (f".{match.group(2)}", members[name])
+    for run_id in [*manifest.runs, *manifest.parents]:
+        if run_file_stem(run_id) not in traces:
+            raise BundleError(f"the manifest names run {run_id!r}, whose trace is not in it")
+    return Bundle(path, manifest, traces, scripts)
+
+
+@dataclass
+class ImportReport:
+    added: list[str]
+    already: list[str]  # the same trace was in the home already
+    runs: list[str]  # the runs the bundle was made for
+    parents: list[str]
+
+
+def import_bundle(path: Path, home: Path) -> ImportReport:
+    """Add a bundle's runs to `home` (traces/ and the offline model scripts); checks every
+    trace reads before anything is written, and never replaces a different trace."""
+    bundle = read_bundle(path)
+    folder = traces_dir(home)
+    texts: dict[str, str] = {}
+    home.mkdir(parents=True, exist_ok=True)
+    # Each trace is read back by the reader before it is kept: in the home, not elsewhere.
+    with tempfile.TemporaryDirectory(prefix=".bundle-check-", dir=home) as scratch:
+        for stem, body in bundle.traces.items():
+            try:
+                text = body.decode("utf-8")
+            except UnicodeDecodeError:
+                raise BundleError(f"trace {stem} is not UTF-8 text") from None
+            text = _with_script(text, stem, bundle, home)
+            check = Path(scratch) / f"{stem}.jsonl"
+            check.write_text(text, encoding="utf-8")
+            try:
+                recording = read_recording_file(check)
+            except RecordingError as exc:
+                raise BundleError(f"trace {stem}: {exc}") from None
+            if run_file_stem(recording.run_id) != stem:
+                raise BundleError(f"trace {stem} holds run {recording.run_id!r}, not {stem}")
+            texts[stem] = text
+    added, already = [], []
+    for stem, text in texts.items():
+        target = folder / f"{stem}.jsonl"
+        if target.exists():
+            if target.read_text(encoding="utf-8") != text:
+                raise BundleError(
+                    f"run {stem} is already in {home} with a different trace; import into "
+                    "another home (--home)"
+                )
+            already.append(stem)
+    for run_id, (suffix, body) in bundle.scripts.items():
+        script = home / IMPORTED_SCRIPTS / f"{run_file_stem(run_id)}{suffix}"
+        script.parent.mkdir(parents=True, exist_ok=True)
+        script.write_bytes(body)
+    folder.mkdir(parents=True, exist_ok=True)
+    for stem, text in texts.items():
+        if stem in already:
+            continue
+        partial = folder / f".{stem}.jsonl.partial"
+        partial.write_text(text, encoding="utf-8")
+        partial.replace(folder / f"{stem}.jsonl")
+        added.append(stem)
+    return ImportReport(added, already, bundle.manifest.runs, bundle.manifest.parents)
+
+
+def _with_script(text: str, stem: str, bundle: Bundle, home: Path) -> str:
+    """The trace with its run_start naming the imported copy of its offline model script."""
+    script = next(
+        (s for run_id, s in bundle.scripts.items() if run_file_stem(run_id) == stem), None
+    )
+    if script is None:
+        return text
+    first, newline, rest = text.partition("\n")
+    try:
+        start = json.loads(first)
+    except ValueError:
+        return text
+    meta = start.get("meta") if isinstance(start, dict) else None
+    if start.get("type") != "run_start" or not isinstance(meta, dict):
+        return text
+    meta["fork_script"] = str((home / IMPORTED_SCRIPTS / f"{stem}{script[0]}").resolve())
+    return json.dumps(start, ensure_ascii=False, separators=(",", ":")) + newline + rest
+
+
+@contextlib.contextmanager
+def opened_bundle(path: Path) -> Iterator[tuple[Path, ImportReport]]:
+    """A throwaway home holding the bundle's runs, for opening a bundle directly (show,
+    replay, diff, the TUI); removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="workbench-bundle-") as folder:
+        home = Path(folder) / "home"
+        home.mkdir()
+        yield home, import_bundle(path, home)
