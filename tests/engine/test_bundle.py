@@ -50,15 +50,16 @@ def test_a_bundle_made_in_one_home_replays_in_a_fresh_home_with_no_model(
     demo_home: Path, tmp_path: Path
 ) -> None:
     parent = _by_status(demo_home)["completed"]
+    before = set(traces_dir(demo_home).glob("*.jsonl"))
     # An offline fork: the demo ships its fork model; no model is configured here.
     code, _, err = _run(
         "--home", str(demo_home), "fork", parent, "--turn", "1", "--system", "Be brief.",
         "--quiet",
     )  # fmt: skip
     assert code == 0, err
-    fork = next(
+    (fork,) = (
         p.stem
-        for p in traces_dir(demo_home).glob("*.jsonl")
+        for p in set(traces_dir(demo_home).glob("*.jsonl")) - before
         if json.loads(p.read_text().splitlines()[0]).get("parent_run_id") == parent
     )
     bundle = tmp_path / "issue.wbundle"
