@@ -249,7 +249,9 @@ def cmd_export_otel(args: argparse.Namespace) -> int:
 
 def _print_run(run: Any) -> None:
     verb = "imported" if run.written else "already imported"
-    print(f"{verb} run {run.run_id[:12]} ({run.status}, {run.turns} turn(s))", flush=True)
+    left_out = run.summary()
+    left_out = f"; {left_out}" if left_out else ""
+    print(f"{verb} run {run.run_id[:12]} ({run.status}, {run.turns} turn(s){left_out})", flush=True)
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
@@ -270,6 +272,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
             on_run=_print_run,
             on_problem=say,
             on_note=say,
+            on_skip=lambda skipped: say(skipped.message),
             max_pending_traces=args.max_pending,
             pending_timeout_s=args.pending_timeout,
             **server_limits(args),
@@ -280,7 +283,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     return serve_until_stopped(
         collector,
         lambda: f"collecting OTLP/HTTP spans on {collector.endpoint} into {home}; Ctrl-C stops",
-        lambda: f"{len(receiver.runs)} run(s) from {receiver.spans_received} span(s)",
+        receiver.summary,
     )
 
 
@@ -296,6 +299,7 @@ def cmd_ingest_otel(args: argparse.Namespace) -> int:
     otel_import = _otel_module("ingest")
     home = resolve_home(args)
     runs = []
+    skipped = []
     problems = 0
     for name in args.files:
         path = Path(name)
@@ -315,10 +319,17 @@ def cmd_ingest_otel(args: argparse.Namespace) -> int:
                 print(f"workbench: {path}: {exc}", file=sys.stderr)
                 problems += 1
                 continue
-            if run is not None:
+            if isinstance(run, otel_import.SkippedTrace):
+                print(f"workbench: {path}: {run.message}", file=sys.stderr)
+                skipped.append(run)
+            else:
                 runs.append(run)
     if args.json:
-        print_json([run.__dict__ | {"path": str(run.path)} for run in runs])
+        # A trace that gave no run is an item too, with `skipped` saying why.
+        print_json(
+            [run.__dict__ | {"path": str(run.path)} for run in runs]
+            + [{"run_id": None, **trace.__dict__, "skipped": trace.reason} for trace in skipped]
+        )
     else:
         for run in runs:
             _print_run(run)
