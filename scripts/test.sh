@@ -6,8 +6,8 @@ cd "$(dirname "$0")/.."
 
 source scripts/lib.sh
 
-echo "== installing (.venv, project with dev, frameworks and otel extras, reference MCP servers)"
-install_venv "[dev,frameworks,otel]"
+echo "== installing (.venv, project with dev, frameworks, otel and otel-producers extras, reference MCP servers)"
+install_venv "[dev,frameworks,otel,otel-producers]"
 quietly bash scripts/install-mcp-servers.sh
 
 echo "== ruff, mypy"

@@ -233,14 +233,15 @@ class OtlpReceiver:
         with self._lock:
             self._bound()
 
-    def take(self, spans: list[SpanRecord], received: Received | None = None) -> None:
+    def take(self, spans: list[SpanRecord], counts: Received | None = None) -> None:
+        """Spans (and log records) received; `counts` says what their request held."""
         with self._lock:
-            if received is None:
+            if counts is None:
                 self.spans_received += len(spans)
             else:
-                self.spans_received += received.span_count
-                self.logs_received += received.log_count
-                self.metric_points += received.metric_points
+                self.spans_received += counts.span_count
+                self.logs_received += counts.log_count
+                self.metric_points += counts.metric_points
             now = time.monotonic()
             complete: list[str] = []
             by_trace: dict[str, list[SpanRecord]] = {}

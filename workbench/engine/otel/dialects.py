@@ -126,7 +126,8 @@ def _event_message(role: str, body: Any) -> dict[str, Any]:
     calls = []
     for call in body.get("tool_calls") or []:
         if isinstance(call, dict):
-            function = call.get("function") if isinstance(call.get("function"), dict) else {}
+            function = call.get("function")
+            function = function if isinstance(function, dict) else {}
             arguments = arguments_text(function.get("arguments"))
             calls.append(
                 {
@@ -199,7 +200,8 @@ def _choice(span: SpanRecord) -> tuple[dict[str, Any] | None, str | None]:
         if event.name == CHOICE_EVENT:
             body = _event_body(event)
             body = body if isinstance(body, dict) else {}
-            inner = body.get("message") if isinstance(body.get("message"), dict) else {}
+            inner = body.get("message")
+            inner = inner if isinstance(inner, dict) else {}
             merged = {**inner, "tool_calls": body.get("tool_calls") or inner.get("tool_calls")}
             return _event_message("assistant", merged), body.get("finish_reason")
         if event.name == "gen_ai.content.completion":

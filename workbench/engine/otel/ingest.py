@@ -25,7 +25,8 @@ from traces.events import RunEnd
 from traces.home import open_run_trace, traces_dir
 from traces.reader import describe_validation_error
 from workbench.engine.otel.logs import fold_logs, metric_points_json, parse_logs_json
-from workbench.engine.otel.otlp import TOO_DEEP, OtlpError, any_value, ids_to_base64
+from workbench.engine.otel.otlp import TOO_DEEP, any_value, ids_to_base64
+from workbench.engine.otel.otlp import OtlpError as OtlpError
 from workbench.engine.otel.otlp import loads as loads
 from workbench.engine.otel.runs import SpanEventRecord, SpanRecord, run_events
 
