@@ -36,7 +36,6 @@ from workbench.engine.otel.runs import SpanEventRecord, SpanRecord
 # The parent a Claude Code record waits under: no span of the trace has it, so the trace
 # waits (there is no root span) until the session goes quiet or the receiver stops.
 SESSION_PARENT = "c1a0de5e55100000"
-CLAUDE_CODE_EVENTS = ("user_prompt", "api_request", "api_error", "tool_result", "tool_decision")
 _CLAUDE_PREFIX = "claude_code."
 
 
@@ -225,18 +224,32 @@ def _span(record: SpanRecord, name: str, attributes: dict[str, Any]) -> SpanReco
     )
 
 
-def _order(record: SpanRecord) -> tuple[int, float]:
+def _order(record: SpanRecord) -> tuple[float, int]:
+    # Claude Code numbers its events; a model call's event comes once its answer has, after
+    # the decisions on the tools it asked for.
     sequence = _number(record.attributes.get("event.sequence"))
-    return record.start_ns, sequence if sequence is not None else 0.0
+    return sequence if sequence is not None else float("inf"), record.start_ns
+
+
+def _answer(span: SpanRecord, parts: list[dict[str, Any]]) -> None:
+    """Add parts to the answer of a model call made from Claude Code's events."""
+    kept = json.loads(span.attributes.get(a.OUTPUT_MESSAGES) or "[]") or [
+        {"role": "assistant", "parts": []}
+    ]
+    kept[0]["parts"] += parts
+    span.attributes[a.OUTPUT_MESSAGES] = json.dumps(kept)
 
 
 def claude_code_spans(records: list[SpanRecord]) -> tuple[list[SpanRecord], int]:
     """A Claude Code session's event records as the spans of one run: a session span,
-    a model call per API request (or error), a tool call per tool result. Returns them
-    and how many records were not turned into any."""
+    a model call per API request (or error), a tool call per tool result. The tool calls
+    a model call asked for (by `tool_use_id`) and the text it answered
+    (`assistant_response`) are its answer. Returns the spans and how many records were
+    not turned into any."""
     spans: list[SpanRecord] = []
     prompts: list[str] = []
     first_prompt: str | None = None
+    last_call: SpanRecord | None = None
     unused = 0
     for record in sorted(records, key=_order):
         name = record.name.removeprefix(_CLAUDE_PREFIX)
@@ -265,17 +278,27 @@ def claude_code_spans(records: list[SpanRecord]) -> tuple[list[SpanRecord], int]
                 span.status_message = str(attributes.get("error") or "the API request failed")
                 span.attributes[a.ERROR_TYPE] = str(attributes.get("status_code") or "error")
             spans.append(span)
+            last_call = span
+        elif name == "assistant_response" and last_call is not None:
+            text = attributes.get("response")
+            if isinstance(text, str):
+                _answer(last_call, [{"type": "text", "content": text}])
         elif name == "tool_result":
             tool = str(attributes.get("tool_name") or "tool")
             arguments = attributes.get("tool_input", attributes.get("tool_parameters"))
+            arguments = arguments if isinstance(arguments, str) else "{}"
             call = {
                 a.OPERATION: "execute_tool",
                 a.TOOL_NAME: tool,
-                a.TOOL_ARGUMENTS: arguments if isinstance(arguments, str) else "{}",
-                a.TOOL_RESULT: "",  # Claude Code does not send a tool's output
+                a.TOOL_ARGUMENTS: arguments,
+                a.TOOL_RESULT: "",  # Claude Code sends a tool's output size, not the output
             }
-            if attributes.get("tool_use_id"):
-                call[a.TOOL_CALL_ID] = str(attributes["tool_use_id"])
+            call_id = attributes.get("tool_use_id")
+            if call_id:
+                call[a.TOOL_CALL_ID] = str(call_id)
+                if last_call is not None:
+                    part = {"type": "tool_call", "id": str(call_id), "name": tool}
+                    _answer(last_call, [part | {"arguments": json_value_or_text(arguments)}])
             span = _span(record, f"claude_code.tool_result {tool}", call)
             if str(attributes.get("success", "true")).lower() != "true":
                 span.error = True
@@ -305,3 +328,10 @@ def claude_code_spans(records: list[SpanRecord]) -> tuple[list[SpanRecord], int]
     for span in spans:
         span.parent_id = session.span_id
     return [session, *spans], unused
+
+
+def json_value_or_text(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
