@@ -47,13 +47,15 @@ redacted. Needs the otel extra: pip install 'agent-workbench[otel]'. See docs/ot
 """
 
 COLLECT_HELP = """\
-Turn spans from agents instrumented with OpenTelemetry (GenAI semantic conventions or
-OpenInference) into runs: one run per trace, marked as imported, that open in the TUI and
-work with show, diff, sql and regression cases. `collect` is an OTLP/HTTP receiver
-(protobuf and JSON, gzip or not, on http://127.0.0.1:4318/v1/traces by default; SIGTERM
-or Ctrl-C stops it); a trace is written when its root span arrives, or as it is after
---pending-timeout without a new span. `ingest-otel` reads OTLP JSON files. Runs get the
-home's redaction patterns. Needs the otel extra. See docs/otel.md.
+Turn spans from agents instrumented with OpenTelemetry (GenAI semantic conventions old and
+new, OpenInference, OpenLLMetry, pydantic-ai) into runs: one run per trace, marked as
+imported, that open in the TUI and work with show, diff, sql and regression cases; a trace
+that gives none says why on stderr. `collect` is an OTLP/HTTP receiver (protobuf and JSON,
+gzip or not, on http://127.0.0.1:4318/v1/traces by default, /v1/logs and /v1/metrics
+beside it; SIGTERM or Ctrl-C stops it); a trace is written when its root span arrives, or
+as it is after --pending-timeout without a new span. Log records join their spans, and
+Claude Code's telemetry events are a run per session. `ingest-otel` reads OTLP JSON files.
+Runs get the home's redaction patterns. Needs the otel extra. See docs/otel.md.
 """
 
 
@@ -140,7 +142,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     ingest = subparsers.add_parser(
         "ingest-otel",
-        help="import OTLP JSON files of GenAI / OpenInference spans as runs",
+        help="import OTLP JSON files of GenAI / OpenInference spans (and logs) as runs",
         description=COLLECT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
