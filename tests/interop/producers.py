@@ -46,11 +46,21 @@ def _chat_loop(client: Any) -> str:
 def genai_latest(base_url: str, tracer_provider: Any, logger_provider: Any) -> None:
     """opentelemetry-instrumentation-openai-v2 with the latest conventions: messages as
     `gen_ai.input.messages` / `gen_ai.output.messages` span attributes."""
+    _openai_v2(base_url, tracer_provider, logger_provider, "SPAN_ONLY")
+
+
+def genai_latest_events(base_url: str, tracer_provider: Any, logger_provider: Any) -> None:
+    """The same with the messages on a `gen_ai.client.inference.operation.details` log
+    event of each call instead of its span."""
+    _openai_v2(base_url, tracer_provider, logger_provider, "EVENT_ONLY")
+
+
+def _openai_v2(base_url: str, tracer_provider: Any, logger_provider: Any, capture: str) -> None:
     import openai
     from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
     os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
-    os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
+    os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = capture
     instrumentor = OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=tracer_provider, logger_provider=logger_provider)
     try:
@@ -142,6 +152,7 @@ def openai_agents(base_url: str, tracer_provider: Any, logger_provider: Any) -> 
 # name -> (the module the producer needs, the producer)
 PRODUCERS: dict[str, tuple[str, Producer]] = {
     "genai-latest": ("opentelemetry.instrumentation.openai_v2", genai_latest),
+    "genai-latest-events": ("opentelemetry.instrumentation.openai_v2", genai_latest_events),
     "openllmetry": ("opentelemetry.instrumentation.openai", openllmetry),
     "genai-events": ("opentelemetry.instrumentation.openai", genai_events),
     "pydantic-ai": ("pydantic_ai", pydantic_ai),

@@ -245,3 +245,51 @@ def test_claude_code_telemetry_becomes_a_run(
     assert main(["ingest-otel", str(FIXTURES / "claude-code.jsonl"), "--json"]) == 0
     (again,) = json.loads(capsys.readouterr().out)
     assert (again["run_id"], again["written"]) == (run.run_id, False)
+
+
+def test_the_first_conventions_content_events_are_read(
+    wb_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Semantic conventions 1.26 put a call's messages on `gen_ai.content.prompt` and
+    `gen_ai.content.completion` span events, as JSON (written by hand: the producers that
+    still do, such as Semantic Kernel, are too heavy to install for a test)."""
+    prompt = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi?"}]
+    completion = [{"role": "assistant", "content": "Hello."}]
+
+    def event(name: str, key: str, value: Any) -> dict[str, Any]:
+        attribute = {"key": key, "value": {"stringValue": json.dumps(value)}}
+        return {"name": name, "timeUnixNano": "1700000000050000000", "attributes": [attribute]}
+
+    span = {
+        "traceId": "0123456789abcdef" * 2,
+        "spanId": "00000000000000b2",
+        "name": "chat gpt-4o",
+        "startTimeUnixNano": "1700000000000000000",
+        "endTimeUnixNano": "1700000000100000000",
+        "attributes": [
+            {"key": "gen_ai.system", "value": {"stringValue": "openai"}},
+            {"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+            {"key": "gen_ai.request.model", "value": {"stringValue": "gpt-4o"}},
+            {"key": "gen_ai.usage.prompt_tokens", "value": {"intValue": "12"}},
+            {"key": "gen_ai.usage.completion_tokens", "value": {"intValue": "3"}},
+        ],
+        "events": [
+            event("gen_ai.content.prompt", "gen_ai.prompt", prompt),
+            event("gen_ai.content.completion", "gen_ai.completion", completion),
+        ],
+    }
+    document = {"resourceSpans": [{"scopeSpans": [{"scope": {"name": "sk"}, "spans": [span]}]}]}
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    assert main(["ingest-otel", str(path), "--json"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)
+
+    from traces.reader import read_trace
+    from traces.tree import build_chain
+
+    chain = build_chain(read_trace(Path(run["path"])).events)
+    (turn,) = chain.turns
+    assert turn.request is not None and turn.request.messages == prompt
+    assert turn.response is not None and turn.response.message["content"] == "Hello."
+    assert turn.response.usage == {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}
+    assert chain.start is not None and chain.start.system_prompt == "Be brief."
