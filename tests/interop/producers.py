@@ -103,7 +103,21 @@ def genai_events(base_url: str, tracer_provider: Any, logger_provider: Any) -> N
 
 
 def pydantic_ai(base_url: str, tracer_provider: Any, logger_provider: Any) -> None:
-    """pydantic-ai's own instrumentation (what Logfire shows)."""
+    """pydantic-ai's own instrumentation (what Logfire shows), its current format."""
+    _pydantic_ai(base_url, tracer_provider, None)
+
+
+def pydantic_ai_v2(base_url: str, tracer_provider: Any, logger_provider: Any) -> None:
+    """pydantic-ai's format version 2 (`tool_arguments` / `tool_response` on its tool
+    spans), which older pydantic-ai and Logfire releases write."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the version is deprecated, not gone
+        _pydantic_ai(base_url, tracer_provider, 2)
+
+
+def _pydantic_ai(base_url: str, tracer_provider: Any, version: int | None) -> None:
     from pydantic_ai import Agent
     from pydantic_ai.models.instrumented import InstrumentationSettings
     from pydantic_ai.models.openai import OpenAIChatModel
@@ -111,7 +125,8 @@ def pydantic_ai(base_url: str, tracer_provider: Any, logger_provider: Any) -> No
 
     provider = OpenAIProvider(base_url=base_url, api_key="sk-test-not-real")
     agent = Agent(OpenAIChatModel("local-model", provider=provider), system_prompt=SYSTEM)
-    agent.instrument = InstrumentationSettings(tracer_provider=tracer_provider)
+    options: dict[str, Any] = {} if version is None else {"version": version}
+    agent.instrument = InstrumentationSettings(tracer_provider=tracer_provider, **options)
 
     @agent.tool_plain
     def count_lines(path: str) -> int:
@@ -156,6 +171,7 @@ PRODUCERS: dict[str, tuple[str, Producer]] = {
     "openllmetry": ("opentelemetry.instrumentation.openai", openllmetry),
     "genai-events": ("opentelemetry.instrumentation.openai", genai_events),
     "pydantic-ai": ("pydantic_ai", pydantic_ai),
+    "pydantic-ai-v2": ("pydantic_ai", pydantic_ai_v2),
     "openai-agents": ("openinference.instrumentation.openai_agents", openai_agents),
 }
 

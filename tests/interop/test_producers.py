@@ -45,6 +45,7 @@ CLIENTS = {
     "openllmetry": "opentelemetry.instrumentation.openai",
     "genai-events": "opentelemetry.instrumentation.openai",
     "pydantic-ai": "pydantic-ai",
+    "pydantic-ai-v2": "pydantic-ai",
     "openai-agents": "openinference.instrumentation.openai_agents",
 }
 
@@ -60,7 +61,8 @@ def check_run(path: Path, name: str, capsys: pytest.CaptureFixture[str]) -> None
         assert start.system_prompt == SYSTEM
     # opentelemetry-instrumentation-openai-v2 writes no `gen_ai.tool.definitions`, and
     # OpenLLMetry writes its `llm.request.functions` only with its attributes on.
-    offered = ["count_lines"] if name in ("openllmetry", "pydantic-ai", "openai-agents") else []
+    sends_tools = ("openllmetry", "pydantic-ai", "pydantic-ai-v2", "openai-agents")
+    offered = ["count_lines"] if name in sends_tools else []
     assert [tool["function"]["name"] for tool in start.tools] == offered
 
     chain = build_chain(events)
