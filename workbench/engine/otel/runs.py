@@ -235,7 +235,11 @@ class _RunBuilder:
             failed = span.status_message or "the tool failed" if span.error else None
             end = {"type": "tool_end", **base, "ok": not span.error}
             end |= {
-                "result": result if isinstance(result, str) else json.dumps(result or ""),
+                "result": result
+                if isinstance(result, str)
+                else json.dumps(result)
+                if result is not None
+                else "",
                 "error": span.attributes.get(a.TOOL_ERROR) or failed,
                 "duration_ms": span.duration_ms,
                 "mocked": bool(span.attributes.get(a.TOOL_MOCKED)),
