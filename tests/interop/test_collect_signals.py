@@ -293,3 +293,50 @@ def test_the_first_conventions_content_events_are_read(
     assert turn.response is not None and turn.response.message["content"] == "Hello."
     assert turn.response.usage == {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}
     assert chain.start is not None and chain.start.system_prompt == "Be brief."
+
+
+def _second_prompt(line: str) -> str:
+    """The fixture's records as a later prompt of the same session would send them."""
+    document = json.loads(line)
+    for resource in document.get("resourceLogs", []):
+        for scope in resource["scopeLogs"]:
+            for record in scope["logRecords"]:
+                for key in ("timeUnixNano", "observedTimeUnixNano"):
+                    record[key] = str(int(record[key]) + 60 * 10**9)
+                for attribute in record["attributes"]:
+                    if attribute["key"] == "prompt.id":
+                        attribute["value"] = {"stringValue": "second-prompt"}
+                    if attribute["key"] == "prompt":
+                        attribute["value"] = {"stringValue": "And words?"}
+    return json.dumps(document)
+
+
+def test_each_claude_code_prompt_is_a_run_written_when_the_next_begins(wb_home: Path) -> None:
+    lines = [
+        line
+        for line in (FIXTURES / "claude-code.jsonl").read_text(encoding="utf-8").splitlines()
+        if "resourceLogs" in line
+    ]
+    with Collector(wb_home) as collector:
+        for line in lines:
+            assert (
+                _post(collector.base_url + "/v1/logs", line.encode(), "application/json")[0] == 200
+            )
+        receiver = collector.receiver
+        assert not receiver.runs  # the prompt may still go on
+        assert _post(
+            collector.base_url + "/v1/logs", _second_prompt(lines[0]).encode(), "application/json"
+        ) == (200, b"{}")
+        (first,) = receiver.runs  # the next prompt began: the first is done
+        assert first.turns == 2
+        for line in lines[1:]:
+            _post(
+                collector.base_url + "/v1/logs", _second_prompt(line).encode(), "application/json"
+            )
+    first, second = receiver.runs
+    assert second.run_id != first.run_id and second.turns == 2
+
+    from traces.reader import read_trace
+
+    start = read_trace(second.path).events[0]
+    assert start.type == "run_start" and start.task == "And words?"

@@ -52,6 +52,7 @@ from workbench.engine.otel.logs import (
     metric_points_protobuf,
     parse_logs_json,
     parse_logs_protobuf,
+    starts_a_prompt,
 )
 from workbench.engine.otel.runs import SpanEventRecord, SpanRecord
 from workbench.engine.serving import (
@@ -219,6 +220,8 @@ class OtlpReceiver:
         self.metric_points = 0
         # Traces written lately, to say so of log records that follow them.
         self._written: OrderedDict[str, None] = OrderedDict()
+        # Claude Code session -> its prompts' traces still waiting: a new prompt ends them.
+        self._sessions: dict[str, list[str]] = {}
         self._lock = threading.Lock()
         self._decoding = asyncio.Semaphore(2)  # made again by `app`, for its event loop
         self._spool = home / PENDING_DIR
@@ -257,6 +260,12 @@ class OtlpReceiver:
                 by_trace.setdefault(span.trace_id, []).append(span)
                 if span.parent_id is None:
                     complete.append(span.trace_id)
+                session = starts_a_prompt(span)
+                if session is not None:
+                    complete += [t for t in self._sessions.pop(session, []) if t != span.trace_id]
+                    self._sessions[session] = [span.trace_id]
+                    if len(self._sessions) > _WRITTEN_EARLY_KEPT:
+                        self._sessions.pop(next(iter(self._sessions)))
             for trace_id, received in by_trace.items():
                 self.pending.setdefault(trace_id, []).extend(received)
                 self.pending.move_to_end(trace_id)
@@ -265,7 +274,8 @@ class OtlpReceiver:
                 if trace_id not in complete:
                     self._keep(trace_id, received)
             for trace_id in dict.fromkeys(complete):
-                self._write(self._pop(trace_id))
+                if trace_id in self.pending:
+                    self._write(self._pop(trace_id))
             self._bound()
             for trace_id, count in late.items():
                 self.logs_late += count

@@ -4,11 +4,13 @@ A log record that names its span (the GenAI instrumentations write message conte
 events: `gen_ai.user.message`, `gen_ai.choice`, `gen_ai.client.inference.operation.details`)
 waits with the spans of its trace and is folded into its span as an event, where `dialects`
 reads it. Claude Code's events (`claude_code.user_prompt`, `api_request`, `api_error`,
-`tool_result`, `tool_decision`, sent when its telemetry is on) carry no trace: a session's
-records are one run, each API request a model call (its model, tokens and time, no message
-content beyond the prompts when `OTEL_LOG_USER_PROMPTS=1`), each tool result a tool call
-(its name, parameters, outcome and time; not its output, which Claude Code does not send).
-Other records are accepted and counted. Metrics are accepted and their points counted.
+`tool_result`, `tool_decision`, `assistant_response`, sent when its telemetry is on) carry
+no trace: a prompt's records (`prompt.id`; a session's, `session.id`, where they name no
+prompt) are one run, each API request a model call (its model, tokens and time; of the
+messages, the prompt when `OTEL_LOG_USER_PROMPTS=1` and the answer's text), each tool
+result a tool call (its name, input, outcome and time; not its output, which Claude Code
+does not send); a new prompt of the session ends the ones before it. Other records are
+accepted and counted. Metrics are accepted and their points counted.
 
 Log records travel as `SpanRecord`s with `signal="log"`, so they wait, spool and expire as
 spans do (`collect`).
@@ -58,9 +60,20 @@ def _event_name(record: Any, attributes: dict[str, Any], body: Any) -> str:
     return body if isinstance(body, str) and body.startswith(_CLAUDE_PREFIX) else ""
 
 
-def session_trace_id(session: str) -> str:
-    """The trace a Claude Code session's records are gathered into."""
-    return hashlib.sha256(f"claude-code-session:{session}".encode()).hexdigest()[:32]
+def session_trace_id(session: str, prompt: str | None = None) -> str:
+    """The trace a Claude Code prompt's records (those of its session, when they name no
+    prompt) are gathered into."""
+    key = f"claude-code-session:{session}" + (f":{prompt}" if prompt else "")
+    return hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+def starts_a_prompt(record: SpanRecord) -> str | None:
+    """The session of a Claude Code record that starts a prompt, else None: the prompts
+    before it in its session are done."""
+    if record.parent_id == SESSION_PARENT and record.name == _CLAUDE_PREFIX + "user_prompt":
+        session = record.attributes.get(a.SESSION_ID)
+        return str(session) if session else None
+    return None
 
 
 def records_of_request(request: ExportLogsServiceRequest) -> LogBatch:
@@ -82,7 +95,10 @@ def records_of_request(request: ExportLogsServiceRequest) -> LogBatch:
                 if len(record.trace_id) == 16 and len(record.span_id) == 8:
                     trace, parent = record.trace_id.hex(), record.span_id.hex()
                 elif name.startswith(_CLAUDE_PREFIX) and attributes.get(a.SESSION_ID):
-                    trace, parent = session_trace_id(str(attributes[a.SESSION_ID])), SESSION_PARENT
+                    prompt = attributes.get("prompt.id")
+                    session = str(attributes[a.SESSION_ID])
+                    trace = session_trace_id(session, str(prompt) if prompt else None)
+                    parent = SESSION_PARENT
                 else:
                     continue  # nothing to join it to: counted, not kept
                 if body is not None:
