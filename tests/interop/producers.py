@@ -140,11 +140,14 @@ def openai_agents(base_url: str, tracer_provider: Any, logger_provider: Any) -> 
     """The OpenAI Agents SDK (Responses API), its traces through OpenInference's
     processor (openinference-instrumentation-openai-agents)."""
     import openai
-    from agents import Agent, OpenAIResponsesModel, Runner, function_tool
+    from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
     from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
 
     instrumentor = OpenAIAgentsInstrumentor()
     instrumentor.instrument(tracer_provider=tracer_provider)
+    # The SDK's tracing is one global switch, which other tests turn off (their runs would
+    # export to the network); on for this run only, off again after.
+    set_tracing_disabled(False)
     try:
 
         @function_tool
@@ -161,6 +164,7 @@ def openai_agents(base_url: str, tracer_provider: Any, logger_provider: Any) -> 
         )
         assert Runner.run_sync(agent, TASK).final_output == "notes.txt has 3 lines."
     finally:
+        set_tracing_disabled(True)
         instrumentor.uninstrument()
 
 
