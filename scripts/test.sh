@@ -6,8 +6,8 @@ cd "$(dirname "$0")/.."
 
 source scripts/lib.sh
 
-echo "== installing (.venv: the project with its dev, frameworks and otel extras; the reference MCP servers)"
-install_venv "[dev,frameworks,otel]"
+echo "== installing (.venv: the project with its dev, frameworks, otel and otel-producers extras; the reference MCP servers)"
+install_venv "[dev,frameworks,otel,otel-producers]"
 bash scripts/install-mcp-servers.sh
 
 echo "== ruff, mypy"

@@ -315,7 +315,13 @@ def _mutations(document: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_odd_attribute_values_import_or_fail_in_one_line(wb_home: Path) -> None:
-    from workbench.engine.otel.ingest import OtlpError, group_traces, parse_json, write_run
+    from workbench.engine.otel.ingest import (
+        ImportedRun,
+        OtlpError,
+        group_traces,
+        parse_json,
+        write_run,
+    )
 
     document = json.loads((FIXTURES / "genai-agent.json").read_text(encoding="utf-8"))
     outcomes = {"imported": 0, "refused": 0}
@@ -327,7 +333,7 @@ def test_odd_attribute_values_import_or_fail_in_one_line(wb_home: Path) -> None:
                 assert str(exc).startswith(f"trace {spans[0].trace_id}: ")
                 outcomes["refused"] += 1
                 continue
-            assert run is not None and read_trace(run.path).problems == []
+            assert isinstance(run, ImportedRun) and read_trace(run.path).problems == []
             outcomes["imported"] += 1
     assert outcomes["imported"] > 50 and outcomes["refused"] > 0
 

@@ -47,13 +47,15 @@ redacted. Needs the otel extra: pip install 'agent-workbench[otel]'. See docs/ot
 """
 
 COLLECT_HELP = """\
-Turn spans from agents instrumented with OpenTelemetry (GenAI semantic conventions or
-OpenInference) into runs: one run per trace, marked as imported, that open in the TUI and
-work with show, diff, sql and regression cases. `collect` is an OTLP/HTTP receiver
-(protobuf and JSON, gzip or not, on http://127.0.0.1:4318/v1/traces by default; SIGTERM
-or Ctrl-C stops it); a trace is written when its root span arrives, or as it is after
---pending-timeout without a new span. `ingest-otel` reads OTLP JSON files. Runs get the
-home's redaction patterns. Needs the otel extra. See docs/otel.md.
+Turn spans from agents instrumented with OpenTelemetry (GenAI semantic conventions old and
+new, OpenInference, OpenLLMetry, pydantic-ai) into runs: one run per trace, marked as
+imported, that open in the TUI and work with show, diff, sql and regression cases; a trace
+that gives none says why on stderr. `collect` is an OTLP/HTTP receiver (protobuf and JSON,
+gzip or not, on http://127.0.0.1:4318/v1/traces by default, /v1/logs and /v1/metrics
+beside it; SIGTERM or Ctrl-C stops it); a trace is written when its root span arrives, or
+as it is after --pending-timeout without a new span. Log records join their spans, and
+Claude Code's telemetry events are a run per session. `ingest-otel` reads OTLP JSON files.
+Runs get the home's redaction patterns. Needs the otel extra. See docs/otel.md.
 """
 
 
@@ -140,7 +142,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     ingest = subparsers.add_parser(
         "ingest-otel",
-        help="import OTLP JSON files of GenAI / OpenInference spans as runs",
+        help="import OTLP JSON files of GenAI / OpenInference spans (and logs) as runs",
         description=COLLECT_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -249,7 +251,9 @@ def cmd_export_otel(args: argparse.Namespace) -> int:
 
 def _print_run(run: Any) -> None:
     verb = "imported" if run.written else "already imported"
-    print(f"{verb} run {run.run_id[:12]} ({run.status}, {run.turns} turn(s))", flush=True)
+    left_out = run.summary()
+    left_out = f"; {left_out}" if left_out else ""
+    print(f"{verb} run {run.run_id[:12]} ({run.status}, {run.turns} turn(s){left_out})", flush=True)
 
 
 def cmd_collect(args: argparse.Namespace) -> int:
@@ -270,6 +274,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
             on_run=_print_run,
             on_problem=say,
             on_note=say,
+            on_skip=lambda skipped: say(skipped.message),
             max_pending_traces=args.max_pending,
             pending_timeout_s=args.pending_timeout,
             **server_limits(args),
@@ -280,7 +285,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     return serve_until_stopped(
         collector,
         lambda: f"collecting OTLP/HTTP spans on {collector.endpoint} into {home}; Ctrl-C stops",
-        lambda: f"{len(receiver.runs)} run(s) from {receiver.spans_received} span(s)",
+        receiver.summary,
     )
 
 
@@ -296,6 +301,7 @@ def cmd_ingest_otel(args: argparse.Namespace) -> int:
     otel_import = _otel_module("ingest")
     home = resolve_home(args)
     runs = []
+    skipped = []
     problems = 0
     for name in args.files:
         path = Path(name)
@@ -315,10 +321,17 @@ def cmd_ingest_otel(args: argparse.Namespace) -> int:
                 print(f"workbench: {path}: {exc}", file=sys.stderr)
                 problems += 1
                 continue
-            if run is not None:
+            if isinstance(run, otel_import.SkippedTrace):
+                print(f"workbench: {path}: {run.message}", file=sys.stderr)
+                skipped.append(run)
+            else:
                 runs.append(run)
     if args.json:
-        print_json([run.__dict__ | {"path": str(run.path)} for run in runs])
+        # A trace that gave no run is an item too, with `skipped` saying why.
+        print_json(
+            [run.__dict__ | {"path": str(run.path)} for run in runs]
+            + [{"run_id": None, **trace.__dict__, "skipped": trace.reason} for trace in skipped]
+        )
     else:
         for run in runs:
             _print_run(run)

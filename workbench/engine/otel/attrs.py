@@ -75,6 +75,22 @@ OI_TOOL_CALL_ID = "tool_call.id"
 OI_AGENT_NAME = "agent.name"
 SESSION_ID = "session.id"
 
+# OpenLLMetry (traceloop), before it wrote the conventions' messages.
+LLM_REQUEST_TYPE = "llm.request.type"
+TRACELOOP_KIND = "traceloop.span.kind"
+PROMPT_PREFIX = "gen_ai.prompt"
+COMPLETION_PREFIX = "gen_ai.completion"
+LLM_FUNCTIONS = "llm.request.functions"
+LLMETRY_TOTAL_TOKENS = "llm.usage.total_tokens"
+# Token counts as the conventions named them before `input_tokens` / `output_tokens`.
+PROMPT_TOKENS_OLD = "gen_ai.usage.prompt_tokens"
+COMPLETION_TOKENS_OLD = "gen_ai.usage.completion_tokens"
+TOTAL_TOKENS = "gen_ai.usage.total_tokens"
+# pydantic-ai's instrumentation before it wrote `gen_ai.tool.call.*` (its version 2).
+PYDANTIC_TOOL_ARGUMENTS = "tool_arguments"
+PYDANTIC_TOOL_RESULT = "tool_response"
+PYDANTIC_FINAL_RESULT = "final_result"
+
 # The workbench's own.
 RUN_ID = "workbench.run_id"
 RUN_STATUS = "workbench.run.status"
@@ -196,13 +212,24 @@ def to_semconv(message: dict[str, Any]) -> dict[str, Any]:
     return {"role": role, "parts": parts}
 
 
-def from_semconv(message: dict[str, Any]) -> dict[str, Any]:
-    """A GenAI semantic-conventions message back as an OpenAI chat message."""
+def _tool_response_text(part: dict[str, Any]) -> str:
+    # The conventions name it `response`; pydantic-ai writes `result`.
+    response = part.get("response", part.get("result"))
+    return response if isinstance(response, str) else json.dumps(response, ensure_ascii=False)
+
+
+def from_semconv_messages(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """A GenAI semantic-conventions message back as OpenAI chat messages: one, except
+    that each `tool_call_response` part is a `tool` message of its own (pydantic-ai sends
+    them in a `user` message, with any retry prompt beside them)."""
     role = message.get("role", "user")
     out: dict[str, Any] = {"role": role}
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
+    answers: list[dict[str, Any]] = []
     for part in message.get("parts") or []:
+        if not isinstance(part, dict):
+            continue
         kind = part.get("type")
         if kind == "text":
             texts.append(str(part.get("content") or ""))
@@ -218,13 +245,16 @@ def from_semconv(message: dict[str, Any]) -> dict[str, Any]:
                 }
             )
         elif kind == "tool_call_response":
-            out["tool_call_id"] = part.get("id")
-            response = part.get("response")
-            texts.append(response if isinstance(response, str) else json.dumps(response))
+            answer = {"role": "tool", "tool_call_id": part.get("id")}
+            answers.append(answer | {"content": _tool_response_text(part)})
+    if role == "tool" and len(answers) == 1 and not texts:
+        return answers
+    if answers and not texts and not calls:
+        return answers
     out["content"] = "".join(texts) if texts or role != "assistant" else None
     if calls:
         out["tool_calls"] = calls
-    return out
+    return [*answers, out]
 
 
 def flatten_messages(prefix: str, messages: list[dict[str, Any]]) -> dict[str, Any]:

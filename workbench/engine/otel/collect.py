@@ -26,20 +26,33 @@ import time
 import zlib
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from traces.home import RedactionConfigError
 from workbench.engine.otel.ingest import (
     ImportedRun,
     OtlpError,
+    SkippedTrace,
     loads,
     parse_json,
     parse_protobuf,
     write_run,
+)
+from workbench.engine.otel.logs import (
+    metric_points_json,
+    metric_points_protobuf,
+    parse_logs_json,
+    parse_logs_protobuf,
+    starts_a_prompt,
 )
 from workbench.engine.otel.runs import SpanEventRecord, SpanRecord
 from workbench.engine.serving import (
@@ -50,6 +63,8 @@ from workbench.engine.serving import (
 )
 
 TRACES_PATH = "/v1/traces"
+LOGS_PATH = "/v1/logs"
+METRICS_PATH = "/v1/metrics"
 # OTLP names the first; some clients send the second.
 PROTOBUF_TYPES = ("application/x-protobuf", "application/protobuf")
 # What OTLP exporters compress with; anything else is refused (415) before it is read.
@@ -64,6 +79,7 @@ PENDING_TIMEOUT_S = 300.0
 _WRITTEN_EARLY_KEPT = 10 * MAX_PENDING_TRACES
 
 RunCallback = Callable[[ImportedRun], None]
+SkipCallback = Callable[[SkippedTrace], None]
 ProblemCallback = Callable[[str], None]
 
 
@@ -117,19 +133,45 @@ def decompressed(body: bytes, encoding: str, limit: int = MAX_BODY) -> bytes:
     return bytes(inflated)
 
 
+@dataclass
+class Received:
+    """What one request brought: spans and the log records kept with them, and counts."""
+
+    spans: list[SpanRecord]
+    span_count: int = 0
+    log_count: int = 0
+    metric_points: int = 0
+
+
+def _read(path: str, data: bytes, protobuf: bool) -> Received:
+    if path == TRACES_PATH:
+        spans = parse_protobuf(data) if protobuf else parse_json(loads(data))
+        return Received(spans, span_count=len(spans))
+    if path == LOGS_PATH:
+        batch = parse_logs_protobuf(data) if protobuf else parse_logs_json(loads(data))
+        return Received(batch.records, log_count=batch.received)
+    points = metric_points_protobuf(data) if protobuf else metric_points_json(loads(data))
+    return Received([], metric_points=points)
+
+
 def spans_of_body(
-    body: bytes, content_type: str, encoding: str, limit: int = MAX_BODY
-) -> list[SpanRecord]:
-    """The spans of a request body; BodyError for one the receiver refuses."""
+    body: bytes, content_type: str, encoding: str, limit: int = MAX_BODY, path: str = TRACES_PATH
+) -> Received:
+    """What a request body to `path` holds; BodyError for one the receiver refuses."""
     data = decompressed(body, encoding, limit)
     try:
-        if content_type in PROTOBUF_TYPES:
-            return parse_protobuf(data)
-        return parse_json(loads(data))
+        return _read(path, data, content_type in PROTOBUF_TYPES)
     except OtlpError as exc:
         refusal = BodyError(400, str(exc))
     del data  # now, not when the refusal's traceback goes
     raise refusal
+
+
+_RESPONSES: dict[str, Any] = {
+    TRACES_PATH: ExportTraceServiceResponse,
+    LOGS_PATH: ExportLogsServiceResponse,
+    METRICS_PATH: ExportMetricsServiceResponse,
+}
 
 
 class OtlpReceiver:
@@ -149,6 +191,7 @@ class OtlpReceiver:
         on_problem: ProblemCallback | None = None,
         *,
         on_note: ProblemCallback | None = None,
+        on_skip: SkipCallback | None = None,
         max_pending_traces: int = MAX_PENDING_TRACES,
         max_pending_spans: int = MAX_PENDING_SPANS,
         pending_timeout_s: float = PENDING_TIMEOUT_S,
@@ -159,6 +202,7 @@ class OtlpReceiver:
         self.on_run = on_run
         self.on_problem = on_problem
         self.on_note = on_note
+        self.on_skip = on_skip
         self.max_pending_traces = max_pending_traces
         self.max_pending_spans = max_pending_spans
         self.pending_timeout_s = pending_timeout_s
@@ -169,7 +213,15 @@ class OtlpReceiver:
         # Traces written before their root came, the latest, to say so of spans that follow.
         self._written_early: OrderedDict[str, None] = OrderedDict()
         self.runs: list[ImportedRun] = []
+        self.skipped: list[SkippedTrace] = []
         self.spans_received = 0
+        self.logs_received = 0  # every log record; those kept wait with their trace's spans
+        self.logs_late = 0  # kept ones that came after their trace's run was written
+        self.metric_points = 0
+        # Traces written lately, to say so of log records that follow them.
+        self._written: OrderedDict[str, None] = OrderedDict()
+        # Claude Code session -> its prompts' traces still waiting: a new prompt ends them.
+        self._sessions: dict[str, list[str]] = {}
         self._lock = threading.Lock()
         self._decoding = asyncio.Semaphore(2)  # made again by `app`, for its event loop
         self._spool = home / PENDING_DIR
@@ -184,16 +236,36 @@ class OtlpReceiver:
         with self._lock:
             self._bound()
 
-    def take(self, spans: list[SpanRecord]) -> None:
+    def take(self, spans: list[SpanRecord], counts: Received | None = None) -> None:
+        """Spans (and log records) received; `counts` says what their request held."""
         with self._lock:
-            self.spans_received += len(spans)
+            if counts is None:
+                self.spans_received += len(spans)
+            else:
+                self.spans_received += counts.span_count
+                self.logs_received += counts.log_count
+                self.metric_points += counts.metric_points
             now = time.monotonic()
             complete: list[str] = []
             by_trace: dict[str, list[SpanRecord]] = {}
+            late: dict[str, int] = {}
             for span in spans:
+                if (
+                    span.signal == "log"
+                    and span.trace_id in self._written
+                    and span.trace_id not in self.pending
+                ):
+                    late[span.trace_id] = late.get(span.trace_id, 0) + 1
+                    continue
                 by_trace.setdefault(span.trace_id, []).append(span)
                 if span.parent_id is None:
                     complete.append(span.trace_id)
+                session = starts_a_prompt(span)
+                if session is not None:
+                    complete += [t for t in self._sessions.pop(session, []) if t != span.trace_id]
+                    self._sessions[session] = [span.trace_id]
+                    if len(self._sessions) > _WRITTEN_EARLY_KEPT:
+                        self._sessions.pop(next(iter(self._sessions)))
             for trace_id, received in by_trace.items():
                 self.pending.setdefault(trace_id, []).extend(received)
                 self.pending.move_to_end(trace_id)
@@ -202,8 +274,15 @@ class OtlpReceiver:
                 if trace_id not in complete:
                     self._keep(trace_id, received)
             for trace_id in dict.fromkeys(complete):
-                self._write(self._pop(trace_id))
+                if trace_id in self.pending:
+                    self._write(self._pop(trace_id))
             self._bound()
+            for trace_id, count in late.items():
+                self.logs_late += count
+                self._note(
+                    f"trace {trace_id[:12]}: {count} log record(s) came after its run was "
+                    "written; counted, not added"
+                )
 
     def expire(self) -> None:
         """Write the traces that have had no new span for `pending_timeout_s`."""
@@ -276,6 +355,14 @@ class OtlpReceiver:
             self._problem(f"trace {trace_id}: not written: {exc}")
             return
         (self._spool / f"{trace_id}.jsonl").unlink(missing_ok=True)
+        self._written[trace_id] = None
+        if len(self._written) > _WRITTEN_EARLY_KEPT:
+            self._written.popitem(last=False)
+        if isinstance(run, SkippedTrace):
+            self.skipped.append(run)
+            if self.on_skip is not None:
+                self.on_skip(run)
+            return
         if run is None:
             return
         self.runs.append(run)
@@ -317,19 +404,36 @@ class OtlpReceiver:
         if encoding not in ENCODINGS:
             raise BodyError(415, f"content encoding {encoding[:40]!r}: send gzip or none")
         body = await request.read()  # read already, within the limits, by the server
+        path = request.path
         # Inflating and parsing take a while for a big body: off the loop, which keeps
         # serving, and two at a time, which bounds the memory they take together.
         async with self._decoding:
-            spans = await asyncio.to_thread(
-                spans_of_body, body, content_type, encoding, self.max_body
+            received = await asyncio.to_thread(
+                spans_of_body, body, content_type, encoding, self.max_body, path
             )
-        await asyncio.to_thread(self.take, spans)
+        if received.spans or path == TRACES_PATH:
+            await asyncio.to_thread(self.take, received.spans, received)
+        else:
+            with self._lock:
+                self.logs_received += received.log_count
+                self.metric_points += received.metric_points
         if content_type == "application/json":
             return web.json_response({})
         return web.Response(
-            body=ExportTraceServiceResponse().SerializeToString(),
+            body=_RESPONSES[path]().SerializeToString(),
             content_type="application/x-protobuf",
         )
+
+    def summary(self) -> str:
+        """What was received, for the line collect ends with."""
+        parts = [f"{len(self.runs)} run(s) from {self.spans_received} span(s)"]
+        if self.skipped:
+            parts.append(f"{len(self.skipped)} trace(s) gave no run")
+        if self.logs_received:
+            parts.append(f"{self.logs_received} log record(s)")
+        if self.metric_points:
+            parts.append(f"{self.metric_points} metric point(s), counted only")
+        return "; ".join(parts)
 
     async def _expire_waiting(self, app: web.Application) -> AsyncIterator[None]:
         # Checks often enough that a trace waits at most about a tenth longer than allowed.
@@ -349,7 +453,8 @@ class OtlpReceiver:
     def app(self) -> web.Application:
         self._decoding = asyncio.Semaphore(2)
         app = web.Application(client_max_size=self.max_body)
-        app.router.add_post(TRACES_PATH, self.handle)
+        for path in (TRACES_PATH, LOGS_PATH, METRICS_PATH):
+            app.router.add_post(path, self.handle)
         app.cleanup_ctx.append(self._expire_waiting)
         return app
 
@@ -387,6 +492,7 @@ class Collector(HttpService):
         on_run: RunCallback | None = None,
         on_problem: ProblemCallback | None = None,
         on_note: ProblemCallback | None = None,
+        on_skip: SkipCallback | None = None,
         **limits: Any,
     ) -> None:
         """`limits`: OtlpReceiver's `max_pending_traces`, `max_pending_spans` and
@@ -396,11 +502,13 @@ class Collector(HttpService):
         self.problems: list[str] = []
         self.notes: list[str] = []
         self._callbacks = (on_run, on_problem, on_note)
+        self._on_skip = on_skip
         self.receiver = OtlpReceiver(
             home,
             on_run=self._ran,
             on_problem=self._problem,
             on_note=self._note,
+            on_skip=self._skip,
             max_body=max_request_bytes,
             **limits,
         )
@@ -427,11 +535,30 @@ class Collector(HttpService):
     def endpoint(self) -> str:
         return f"http://{self._http.address}{TRACES_PATH}"
 
+    @property
+    def base_url(self) -> str:
+        """What OTEL_EXPORTER_OTLP_ENDPOINT takes: /v1/traces, /v1/logs and /v1/metrics
+        are under it."""
+        return f"http://{self._http.address}"
+
     def _ran(self, run: ImportedRun) -> None:
         with self._changed:
             self._changed.notify_all()
         if self._callbacks[0] is not None:
             self._callbacks[0](run)
+
+    def _skip(self, skipped: SkippedTrace) -> None:
+        with self._changed:
+            self._changed.notify_all()
+        if self._on_skip is not None:
+            self._on_skip(skipped)
+
+    def wait_until(self, done: Callable[[OtlpReceiver], bool], timeout_s: float = 30.0) -> None:
+        """Block until `done(receiver)` holds after a run, a skipped trace, a problem or a
+        note; raises TimeoutError otherwise."""
+        with self._changed:
+            if not self._changed.wait_for(lambda: done(self.receiver), timeout_s):
+                raise TimeoutError("the collector never got there")
 
     def _problem(self, message: str) -> None:
         with self._changed:

@@ -9,20 +9,23 @@ Needs the `otel` extra (`opentelemetry-proto`); imported only by the commands th
 
 from __future__ import annotations
 
-import base64
 import json
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from pydantic import ValidationError
 
 from traces.reader import describe_validation_error
+from workbench.engine.otel.logs import fold_logs, metric_points_json, parse_logs_json
+from workbench.engine.otel.otlp import TOO_DEEP, any_value, ids_to_base64
+from workbench.engine.otel.otlp import OtlpError as OtlpError
+from workbench.engine.otel.otlp import loads as loads
 from workbench.engine.otel.runs import SpanEventRecord, SpanRecord, run_events
 
 # Re-exported: the collector names the runs it writes by it.
@@ -30,24 +33,6 @@ from workbench.engine.recording.imported import ImportedRun as ImportedRun
 from workbench.engine.recording.imported import write_imported
 
 _STATUS_ERROR = 2  # opentelemetry.proto.trace.v1.Status.STATUS_CODE_ERROR
-
-
-class OtlpError(ValueError):
-    """The payload is not an OTLP trace export; one line saying why."""
-
-
-# --- reading OTLP ---------------------------------------------------------------------
-
-
-def _value(value: AnyValue) -> Any:
-    kind = value.WhichOneof("value")
-    if kind == "array_value":
-        return [_value(item) for item in value.array_value.values]
-    if kind == "kvlist_value":
-        return {kv.key: _value(kv.value) for kv in value.kvlist_value.values}
-    if kind == "bytes_value":
-        return value.bytes_value.hex()
-    return getattr(value, kind) if kind else None
 
 
 # OTLP ids: a trace id is 16 bytes, a span id 8 (a root span's parent id is empty). Checked
@@ -72,7 +57,7 @@ def spans_of_request(request: ExportTraceServiceRequest) -> list[SpanRecord]:
     """The request's spans; OtlpError for a span whose ids are not OTLP's sizes."""
     spans: list[SpanRecord] = []
     for resource_spans in request.resource_spans:
-        resource = {kv.key: _value(kv.value) for kv in resource_spans.resource.attributes}
+        resource = {kv.key: any_value(kv.value) for kv in resource_spans.resource.attributes}
         service = resource.get("service.name")
         for scope_spans in resource_spans.scope_spans:
             scope = scope_spans.scope.name
@@ -88,7 +73,7 @@ def spans_of_request(request: ExportTraceServiceRequest) -> list[SpanRecord]:
                         name=span.name,
                         start_ns=span.start_time_unix_nano,
                         end_ns=span.end_time_unix_nano,
-                        attributes={kv.key: _value(kv.value) for kv in span.attributes},
+                        attributes={kv.key: any_value(kv.value) for kv in span.attributes},
                         error=span.status.code == _STATUS_ERROR,
                         status_message=span.status.message,
                         scope=scope,
@@ -97,7 +82,7 @@ def spans_of_request(request: ExportTraceServiceRequest) -> list[SpanRecord]:
                             SpanEventRecord(
                                 event.name,
                                 event.time_unix_nano,
-                                {kv.key: _value(kv.value) for kv in event.attributes},
+                                {kv.key: any_value(kv.value) for kv in event.attributes},
                             )
                             for event in span.events
                         ],
@@ -115,39 +100,6 @@ def parse_protobuf(data: bytes) -> list[SpanRecord]:
     return spans_of_request(request)
 
 
-def loads(text: str | bytes) -> Any:
-    """JSON text as a value; OtlpError when it is not JSON or nests too deep to read."""
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise OtlpError(_TOO_DEEP) from None
-    except ValueError:  # also bytes that are not UTF-8
-        raise OtlpError("not valid JSON") from None
-
-
-_TOO_DEEP = "JSON nested too deeply to be an OTLP trace export"
-
-
-_ID_KEYS = ("traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id")
-
-
-def _ids_to_base64(node: Any) -> Any:
-    # OTLP JSON writes ids as hex; protobuf's JSON mapping expects bytes as base64.
-    if isinstance(node, dict):
-        out: dict[str, Any] = {}
-        for key, value in node.items():
-            if key in _ID_KEYS and isinstance(value, str):
-                try:
-                    value = base64.b64encode(bytes.fromhex(value)).decode()
-                except ValueError:
-                    raise OtlpError(f"{key} {value!r} is not a hex id") from None
-            out[key] = _ids_to_base64(value)
-        return out
-    if isinstance(node, list):
-        return [_ids_to_base64(item) for item in node]
-    return node
-
-
 def parse_json(document: Any) -> list[SpanRecord]:
     if not isinstance(document, dict) or not (
         "resourceSpans" in document or "resource_spans" in document
@@ -155,24 +107,38 @@ def parse_json(document: Any) -> list[SpanRecord]:
         raise OtlpError("not an OTLP JSON trace export (no resourceSpans)")
     request = ExportTraceServiceRequest()
     try:
-        json_format.ParseDict(_ids_to_base64(document), request, ignore_unknown_fields=True)
+        json_format.ParseDict(ids_to_base64(document), request, ignore_unknown_fields=True)
     except json_format.ParseError as exc:
         raise OtlpError(f"not an OTLP JSON trace export ({str(exc).splitlines()[0]})") from None
     except RecursionError:  # a document deep enough to read, too deep to walk
-        raise OtlpError(_TOO_DEEP) from None
+        raise OtlpError(TOO_DEEP) from None
     return spans_of_request(request)
+
+
+def parse_any_json(document: Any) -> list[SpanRecord]:
+    """The spans, or the log records kept for runs, of one OTLP JSON export (traces, logs,
+    or metrics, which hold neither)."""
+    if isinstance(document, dict) and ("resourceLogs" in document or "resource_logs" in document):
+        return parse_logs_json(document).records
+    if isinstance(document, dict) and (
+        "resourceMetrics" in document or "resource_metrics" in document
+    ):
+        metric_points_json(document)  # checked, and nothing in it makes a run
+        return []
+    return parse_json(document)
 
 
 def read_json_file(path: Path) -> list[SpanRecord]:
     """An OTLP JSON file: one export request, or one per line (the collector's file
-    exporter writes JSON Lines). Problems name the file and line."""
+    exporter writes JSON Lines), of spans, log records or metrics. Problems name the file
+    and line."""
     text = path.read_text(encoding="utf-8")
     try:
-        return parse_json(json.loads(text))
+        return parse_any_json(json.loads(text))
     except json.JSONDecodeError:
         pass
     except RecursionError:
-        raise OtlpError(f"{path}: {_TOO_DEEP}") from None
+        raise OtlpError(f"{path}: {TOO_DEEP}") from None
     except OtlpError as exc:
         raise OtlpError(f"{path}: {exc}") from None
     spans: list[SpanRecord] = []
@@ -180,13 +146,39 @@ def read_json_file(path: Path) -> list[SpanRecord]:
         if not line.strip():
             continue
         try:
-            spans += parse_json(loads(line))
+            spans += parse_any_json(loads(line))
         except OtlpError as exc:
             raise OtlpError(f"{path}:{number}: {exc}") from None
     return spans
 
 
 # --- writing runs -----------------------------------------------------------------------
+
+
+@dataclass
+class SkippedTrace:
+    """A trace that gave no run, and why."""
+
+    trace_id: str
+    root: str | None  # the root span's name
+    service: str | None
+    spans: int
+    logs: int
+    reason: str
+
+    @property
+    def message(self) -> str:
+        root = repr(self.root) if self.root is not None else "none received"
+        return (
+            f"trace {self.trace_id[:12]} (root span {root}, service {self.service!r}, "
+            f"{self.spans} span(s), {self.logs} log record(s)): no run: {self.reason}"
+        )
+
+
+NO_CALL = (
+    "no span is a model or tool call (none has gen_ai.operation.name chat or "
+    "execute_tool, openinference.span.kind LLM or TOOL, or llm.request.type chat)"
+)
 
 
 def group_traces(spans: Iterable[SpanRecord]) -> dict[str, list[SpanRecord]]:
@@ -196,15 +188,54 @@ def group_traces(spans: Iterable[SpanRecord]) -> dict[str, list[SpanRecord]]:
     return dict(traces)
 
 
-def write_run(home: Path, spans: list[SpanRecord]) -> ImportedRun | None:
-    """Write one trace's spans as a run under `home`, with the home's redaction; None when
-    they hold no model call and no tool call (a trace of something else). Raises
-    RedactionConfigError for a configured pattern that does not compile."""
-    if not any(span.kind in ("LLM", "TOOL") for span in spans):
-        return None
+def _skipped(spans: list[SpanRecord], logs: int) -> SkippedTrace:
+    real = [s for s in spans if s.signal != "log"]
+    ids = {s.span_id for s in real}
+    roots = [s for s in real if s.parent_id not in ids]
+    root = min(roots, key=lambda s: s.start_ns) if roots else None
+    names = sorted({s.name for s in real})
+    reason = NO_CALL
+    if names:
+        shown = ", ".join(repr(name[:40]) for name in names[:5])
+        reason += f"; its spans: {shown}" + (" …" if len(names) > 5 else "")
+    elif logs:
+        reason = "only log records, none naming a span of the trace or a Claude Code event"
+    return SkippedTrace(
+        trace_id=spans[0].trace_id,
+        root=root.name if root and root.parent_id is None else None,
+        service=next((s.service for s in spans if s.service), None),
+        spans=len(real),
+        logs=logs,
+        reason=reason,
+    )
+
+
+def _used_spans(spans: list[SpanRecord]) -> int:
+    """Spans the run is made of: model and tool calls, and the one that is the run."""
+    used = sum(span.kind in ("LLM", "TOOL") for span in spans)
+    agents = [s for s in spans if s.kind == "AGENT"]
+    ids = {s.span_id for s in spans}
+    roots = [s for s in spans if s.parent_id not in ids and s.kind == "OTHER"]
+    return used + bool(agents or roots)
+
+
+def write_run(home: Path, spans: list[SpanRecord]) -> ImportedRun | SkippedTrace:
+    """Write one trace's spans (and log records) as a run under `home`, with the home's
+    redaction; a SkippedTrace saying why when they hold no model call and no tool call.
+    Raises RedactionConfigError for a configured pattern that does not compile."""
+    folded = fold_logs(spans)
+    if not any(span.kind in ("LLM", "TOOL") for span in folded.spans):
+        return _skipped(spans, folded.logs)
+    received = sum(span.signal != "log" for span in spans)
     try:
-        events = run_events(spans)
+        events = run_events(folded.spans)
     except (ValueError, OverflowError) as exc:  # pydantic's ValidationError is a ValueError
         why = describe_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
         raise OtlpError(f"trace {spans[0].trace_id}: its spans do not make a run ({why})") from None
-    return write_imported(home, events)
+    return replace(
+        write_imported(home, events),
+        spans=received,
+        unused_spans=max(0, received - _used_spans(folded.spans)),
+        logs=folded.logs,
+        unused_logs=folded.unused_logs,
+    )

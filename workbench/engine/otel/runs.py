@@ -34,6 +34,14 @@ from traces.events import (
 )
 from traces.totals import RunningTotals
 from workbench.engine.otel import attrs as a
+from workbench.engine.otel.dialects import (
+    input_messages,
+    json_value,
+    offered_tools,
+    output_message,
+    request_params,
+    usage,
+)
 
 _EVENT_TYPES: dict[str, Any] = {
     "model_request": ModelRequest,
@@ -69,16 +77,30 @@ class SpanRecord:
     service: str | None = None
     events: list[SpanEventRecord] = field(default_factory=list)
 
+    signal: str = "span"  # "log": an OTLP log record, kept beside the spans of its trace
+
     @property
     def kind(self) -> str:
-        """LLM, TOOL, AGENT or OTHER, from either vocabulary."""
+        """LLM, TOOL, AGENT or OTHER, from any of the vocabularies; LOG for a log record."""
+        if self.signal == "log":
+            return "LOG"
         oi = str(self.attributes.get(a.SPAN_KIND, "")).upper()
         operation = self.attributes.get(a.OPERATION)
-        if oi == "LLM" or operation in ("chat", "text_completion", "generate_content"):
+        traceloop = self.attributes.get(a.TRACELOOP_KIND)
+        request_type = self.attributes.get(a.LLM_REQUEST_TYPE)
+        if (
+            oi == "LLM"
+            or operation in ("chat", "text_completion", "generate_content")
+            or request_type in ("chat", "completion")
+        ):
             return "LLM"
-        if oi == "TOOL" or operation == "execute_tool":
+        if oi == "TOOL" or operation == "execute_tool" or traceloop == "tool":
             return "TOOL"
-        if oi == "AGENT" or operation in ("invoke_agent", "create_agent"):
+        if (
+            oi == "AGENT"
+            or operation in ("invoke_agent", "create_agent")
+            or traceloop in ("agent", "workflow")
+        ):
             return "AGENT"
         return "OTHER"
 
@@ -106,100 +128,6 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 def _ts(ns: int) -> datetime:
     return _EPOCH + timedelta(microseconds=ns // 1000)
-
-
-def _json_value(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return None
-    return value
-
-
-# --- what a model-call span says --------------------------------------------------------
-
-
-def input_messages(span: SpanRecord) -> list[dict[str, Any]]:
-    messages = a.unflatten_messages(a.LLM_INPUT, span.attributes)
-    if messages:
-        return messages
-    semconv = _json_value(span.attributes.get(a.INPUT_MESSAGES))
-    if isinstance(semconv, list):
-        messages = [a.from_semconv(m) for m in semconv if isinstance(m, dict)]
-    system = _json_value(span.attributes.get(a.SYSTEM_INSTRUCTIONS))
-    if isinstance(system, list) and not any(m["role"] == "system" for m in messages):
-        text = "".join(str(p.get("content", "")) for p in system if isinstance(p, dict))
-        messages.insert(0, {"role": "system", "content": text})
-    return messages
-
-
-def output_message(span: SpanRecord) -> tuple[dict[str, Any] | None, str | None]:
-    """The assistant message the model answered, and the finish reason."""
-    reasons = span.attributes.get(a.FINISH_REASONS)
-    finish = reasons[0] if isinstance(reasons, list) and reasons else None
-    finish = finish or span.attributes.get("llm.finish_reason")
-    messages = a.unflatten_messages(a.LLM_OUTPUT, span.attributes)
-    if messages:
-        message = messages[0]
-    else:
-        semconv = _json_value(span.attributes.get(a.OUTPUT_MESSAGES))
-        if not (isinstance(semconv, list) and semconv and isinstance(semconv[0], dict)):
-            return None, finish
-        message = a.from_semconv(semconv[0])
-        finish = finish or semconv[0].get("finish_reason")
-    message["role"] = "assistant"
-    message.setdefault("content", None)
-    if finish is None:
-        finish = "tool_calls" if message.get("tool_calls") else "stop"
-    return message, finish
-
-
-def offered_tools(span: SpanRecord) -> list[dict[str, Any]]:
-    tools: list[dict[str, Any]] = []
-    for i in range(10_000):
-        schema = span.attributes.get(f"{a.LLM_TOOLS}.{i}.tool.json_schema")
-        if schema is None:
-            break
-        value = _json_value(schema)
-        if isinstance(value, dict):
-            tools.append(value)
-    if tools:
-        return tools
-    definitions = _json_value(span.attributes.get(a.TOOL_DEFINITIONS))
-    for item in definitions if isinstance(definitions, list) else []:
-        if isinstance(item, dict) and "function" in item:
-            tools.append(item)
-        elif isinstance(item, dict):  # the conventions' flat form: type, name, …
-            function = {k: v for k, v in item.items() if k != "type"}
-            tools.append({"type": "function", "function": function})
-    return tools
-
-
-def request_params(span: SpanRecord) -> dict[str, Any]:
-    params = _json_value(span.attributes.get(a.LLM_PARAMS))
-    if not isinstance(params, dict):
-        params = {
-            key: span.attributes[attr]
-            for key, attr in a.REQUEST_PARAMS.items()
-            if attr in span.attributes
-        }
-    return {k: v for k, v in params.items() if k not in ("model", "stream", "stream_options")}
-
-
-def _usage(span: SpanRecord) -> dict[str, int] | None:
-    prompt = span.number(a.LLM_PROMPT_TOKENS)
-    prompt = prompt if prompt is not None else span.number(a.INPUT_TOKENS)
-    completion = span.number(a.LLM_COMPLETION_TOKENS)
-    completion = completion if completion is not None else span.number(a.OUTPUT_TOKENS)
-    if prompt is None and completion is None:
-        return None
-    total = span.number(a.LLM_TOTAL_TOKENS)
-    return {
-        "prompt_tokens": prompt or 0,
-        "completion_tokens": completion or 0,
-        "total_tokens": total if total is not None else (prompt or 0) + (completion or 0),
-    }
 
 
 def _tool_call(raw: str) -> dict[str, Any]:
@@ -277,7 +205,7 @@ class _RunBuilder:
             response |= {
                 "message": message,
                 "finish_reason": finish,
-                "usage": _usage(span),
+                "usage": usage(span),
                 "latency_ms": span.duration_ms,
             }
             self.timeline.add(span.end_ns, span, 1, response)
@@ -289,21 +217,29 @@ class _RunBuilder:
         """The tool calls that have spans; returns their call ids."""
         spanned: set[str] = set()
         for span in sorted((s for s in self.spans if s.kind == "TOOL"), key=lambda s: s.start_ns):
-            call_id = str(span.get(a.TOOL_CALL_ID, a.OI_TOOL_CALL_ID) or span.span_id)
-            spanned.add(call_id)
             name = str(span.get(a.TOOL_NAME, a.OI_TOOL_NAME) or span.name)
-            raw = span.get(a.TOOL_ARGUMENTS, a.INPUT_VALUE)
+            raw = span.get(a.TOOL_ARGUMENTS, a.PYDANTIC_TOOL_ARGUMENTS, a.INPUT_VALUE)
             raw = raw if isinstance(raw, str) else json.dumps(raw if raw is not None else {})
+            call_id = str(
+                span.get(a.TOOL_CALL_ID, a.OI_TOOL_CALL_ID)
+                or self._asked_before(span.start_ns, name, raw, spanned)
+                or span.span_id
+            )
+            spanned.add(call_id)
             turn = span.number(a.TURN) or self.turn_at(span.start_ns)
             base = {"turn": turn, "call_id": call_id, "name": name}
             source = str(span.attributes.get(a.TOOL_SOURCE) or "imported")
             start = {"type": "tool_start", **base, **_tool_call(raw), "source": source}
             self.timeline.add(span.start_ns, span, 0, start)
-            result = span.get(a.TOOL_RESULT, a.OUTPUT_VALUE)
+            result = span.get(a.TOOL_RESULT, a.PYDANTIC_TOOL_RESULT, a.OUTPUT_VALUE)
             failed = span.status_message or "the tool failed" if span.error else None
             end = {"type": "tool_end", **base, "ok": not span.error}
             end |= {
-                "result": result if isinstance(result, str) else json.dumps(result or ""),
+                "result": result
+                if isinstance(result, str)
+                else json.dumps(result)
+                if result is not None
+                else "",
                 "error": span.attributes.get(a.TOOL_ERROR) or failed,
                 "duration_ms": span.duration_ms,
                 "mocked": bool(span.attributes.get(a.TOOL_MOCKED)),
@@ -312,6 +248,25 @@ class _RunBuilder:
             }
             self.timeline.add(span.end_ns, span, 1, end)
         return spanned
+
+    def _asked_before(self, at_ns: int, name: str, raw: str, taken: set[str]) -> str | None:
+        """The call a tool span without a call id ran (the OpenAI Agents SDK's spans name
+        none): the earliest one asked for before it, of its name, not yet matched,
+        with the same arguments when one has them."""
+        candidates: list[tuple[int, str, bool]] = []
+        for span, _ in self.turns:
+            if span.end_ns > at_ns:
+                continue
+            answer, _ = output_message(span)
+            for call in (answer or {}).get("tool_calls") or []:
+                function = call.get("function") or {}
+                call_id = call.get("id")
+                if call_id and call_id not in taken and function.get("name") == name:
+                    asked = parse_arguments(str(function.get("arguments") or "")).value
+                    same = asked == parse_arguments(raw).value
+                    candidates.append((span.end_ns, str(call_id), same))
+        exact = [c for c in candidates if c[2]] or candidates
+        return min(exact)[1] if exact else None
 
     def observed_calls(self, spanned: set[str]) -> None:
         """Calls the client ran without spans: asked for in one answer, answered later."""
@@ -349,6 +304,7 @@ class _RunBuilder:
             system_prompt = a.text_of(system.get("content"))
         client = next((s.scope for s in spans if s.kind == "LLM" and s.scope), None)
         tools = (offered_tools(agent) if agent else []) or (offered_tools(first) if first else [])
+        tools = tools or _tools_of_tool_spans(spans)
         return RunStart(
             run_id=self.run_id,
             seq=0,
@@ -375,7 +331,7 @@ class _RunBuilder:
         status = _status(agent, [span for span, _ in self.turns])
         if status is None:
             return None
-        output = agent.get(a.OUTPUT_VALUE) if agent else None
+        output = agent.get(a.OUTPUT_VALUE, a.PYDANTIC_FINAL_RESULT) if agent else None
         final_answer = output if isinstance(output, str) else None
         responses = [e for e in events if isinstance(e, ModelResponse)]
         if final_answer is None and responses:
@@ -430,6 +386,24 @@ class _RunBuilder:
             events.append(kind(run_id=self.run_id, seq=seq, **item))
         end = self.run_end(events)
         return [*events, end] if end is not None else events
+
+
+def _tools_of_tool_spans(spans: list[SpanRecord]) -> list[dict[str, Any]]:
+    """The tools as their spans describe them (OpenInference's `tool.description` and
+    `tool.parameters`), for a producer whose model-call spans list none."""
+    tools: dict[str, dict[str, Any]] = {}
+    for span in spans:
+        name = span.get(a.OI_TOOL_NAME, a.TOOL_NAME)
+        parameters = json_value(span.attributes.get(a.OI_TOOL_PARAMETERS))
+        if span.kind != "TOOL" or not isinstance(name, str) or not isinstance(parameters, dict):
+            continue
+        function: dict[str, Any] = {"name": name}
+        description = span.get(a.OI_TOOL_DESCRIPTION, a.TOOL_DESCRIPTION)
+        if isinstance(description, str):
+            function["description"] = description
+        function["parameters"] = parameters
+        tools.setdefault(name, {"type": "function", "function": function})
+    return list(tools.values())
 
 
 def _agent_span(spans: list[SpanRecord]) -> SpanRecord | None:

@@ -19,6 +19,20 @@ class ImportedRun:
     turns: int
     path: Path
     written: bool  # False: this run was imported before
+    # What of an OpenTelemetry source the run left out (0 for other sources).
+    spans: int = 0  # the trace's spans
+    unused_spans: int = 0  # of them, those not turned into any event of the run
+    logs: int = 0  # the trace's log records
+    unused_logs: int = 0
+
+    def summary(self) -> str:
+        """What of the source the run left out, for the line that reports it."""
+        parts = []
+        if self.unused_spans:
+            parts.append(f"{self.unused_spans} of {self.spans} span(s) not turned into events")
+        if self.unused_logs:
+            parts.append(f"{self.unused_logs} of {self.logs} log record(s) unused")
+        return "; ".join(parts)
 
 
 def write_imported(home: Path, events: Sequence[Event]) -> ImportedRun:
