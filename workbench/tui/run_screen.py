@@ -465,7 +465,9 @@ class RunScreen(WorkbenchScreen):
 
     def action_back(self) -> None:
         box = self.query_one("#run-search", Input)
-        if box.has_focus:  # escape in the search box closes the box, not the run
+        # Escape closes an open search bar first, focused or not (after enter the tree has
+        # the keys, the bar still shows): the run is left only once the bar is closed.
+        if box.display:
             box.display = False
             self.query_one("#chain-tree").focus()
             return
