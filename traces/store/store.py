@@ -434,6 +434,13 @@ class TraceStore:
             rows = cur.execute(sql.TOOL_SCHEMAS, {"run_id": run_id}).fetchall()
         return [json.loads(row[0]) for row in rows]
 
+    def turn_summaries(self, run_id: str) -> list[tuple[Any, ...]]:
+        """One row per turn of the run, in turn order (see `sql.TURN_SUMMARIES`): turn,
+        wall ms, responses, prompt, completion and estimated prompt tokens, tool calls
+        asked for, started, ended, failed and with bad arguments, errors, last error kind."""
+        with self._cursor() as cur:
+            return list(cur.execute(sql.TURN_SUMMARIES, {"run_id": run_id}).fetchall())
+
     def run_tokens(self, run_ids: Iterable[str]) -> dict[str, tuple[int, int]]:
         """Input and output tokens per run (from run_end; a run without one is left out)."""
         with self._cursor() as cur:

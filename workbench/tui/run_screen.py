@@ -50,6 +50,7 @@ from workbench.tui.render import (
     fmt_ms,
     one_line,
     plural,
+    render_arguments,
     render_chunks,
     render_event,
     render_tool_schema,
@@ -230,8 +231,9 @@ class RunScreen(WorkbenchScreen):
     # ------------------------------------------------------------------ turns
 
     def _add_turns(self, parent: TreeNode[ChainNode], first: int, last: int) -> None:
+        summaries = self.outline.summaries if self.outline is not None else {}
         for number in range(first, last + 1):
-            node = turn_node(number)
+            node = turn_node(number, summaries.get(number))
             self._turns[number] = parent.add(node.label, data=node, allow_expand=True)
 
     def _turn_tree_node(self, turn: int) -> TreeNode[ChainNode] | None:
@@ -265,7 +267,8 @@ class RunScreen(WorkbenchScreen):
     @work(thread=True, group="turns", exit_on_error=False)
     def _load_turn(self, turn: int, focus_seq: int | None) -> None:
         events = self.backend.turn_events(self.run_id, turn, SKELETON_TYPES)
-        self.post_message(self.TurnLoaded(turn, turn_children(events), focus_seq))
+        cost = self.outline.cost_of if self.outline is not None else None
+        self.post_message(self.TurnLoaded(turn, turn_children(events, cost), focus_seq))
 
     def on_run_screen_turn_loaded(self, message: TurnLoaded) -> None:
         self._loading.discard(message.turn)
@@ -278,7 +281,8 @@ class RunScreen(WorkbenchScreen):
             assert parent.data is not None
             parent.data.children = message.children
             parent.data.failed = any(n.failed for n in message.children)
-            parent.set_label(turn_label(message.turn, message.children))
+            summary = self.outline.summaries.get(message.turn) if self.outline else None
+            parent.set_label(turn_label(message.turn, message.children, summary))
             if self.chain_tree.cursor_node is parent:
                 self._show(self._local_detail(parent.data))
         parent.expand()
@@ -338,8 +342,11 @@ class RunScreen(WorkbenchScreen):
                 return Text(f"turn {node.turn}: press enter to open", style="dim")
             return Group(
                 turn_label(node.turn or 0, node.children),
+                *(not_run_detail(c) for c in node.children if c.kind == "not_run"),
                 *(Text("  " + event_summary(e)) for c in node.children for e in c.events),
             )
+        if node.kind == "not_run":
+            return not_run_detail(node)
         if node.kind == "tool_def" and node.schema is not None:
             return render_tool_schema(node.schema, node.source)
         if node.kind == "end" and not node.events:
@@ -562,6 +569,23 @@ class RunScreen(WorkbenchScreen):
             "Decision chains of the fork and its parent",
             self.action_compare_parent,
         )
+
+
+def not_run_detail(node: ChainNode) -> RenderableType:
+    """A call the model asked for that never started, and why that happens."""
+    asked = node.asked or {}
+    function = asked.get("function") if isinstance(asked.get("function"), dict) else {}
+    return Group(
+        node.label,
+        Text(
+            "The model asked for this call and it never ran: the loop refuses a call that "
+            "repeats the previous turn's calls with the same arguments, and a limit (turns, "
+            "tokens, time) can end the run before it starts.",
+            style="dim",
+        ),
+        Text.assemble(("call id ", "bold dim"), str(asked.get("id") or "—")),
+        render_arguments((function or {}).get("arguments")),
+    )
 
 
 def copy_value(node: ChainNode) -> tuple[str, str] | None:
