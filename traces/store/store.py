@@ -459,12 +459,15 @@ class TraceStore:
         return [(row[0], row[1], int(row[2]), row[3], row[4]) for row in rows]
 
     def query(
-        self, statement: str, params: tuple[Any, ...] | list[Any] = ()
+        self, statement: str, params: tuple[Any, ...] | list[Any] | dict[str, Any] = ()
     ) -> tuple[list[str], list[tuple[Any, ...]]]:
-        """Run any SQL; returns the column names and the rows."""
+        """Run any SQL, with `?` parameters from a sequence or `$name` ones from a dict;
+        returns the column names and the rows."""
         with self._cursor() as cur:
             try:
-                result = cur.execute(statement, list(params))
+                result = cur.execute(
+                    statement, params if isinstance(params, dict) else list(params)
+                )
                 if result.description is None:
                     return [], []
                 columns = [column[0] for column in result.description]

@@ -33,6 +33,7 @@ COMMAND_MODULES = (
     "workbench.cli.test_cmds",
     "workbench.cli.tui_cmds",
     "workbench.cli.interop_cmds",
+    "workbench.cli.stats_cmds",
 )
 
 

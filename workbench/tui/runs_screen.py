@@ -28,7 +28,13 @@ from traces.origins import kind_label
 from traces.store import IngestReport, RunRow
 from workbench.engine.views.search import SearchHit
 from workbench.tui.backend import AGENT_AND_FORK, KIND_FILTERS, NotAvailable, RunFilter
-from workbench.tui.navigation import OpenCompare, OpenRegressions, OpenRun, OpenSchemaDiff
+from workbench.tui.navigation import (
+    OpenCompare,
+    OpenOverview,
+    OpenRegressions,
+    OpenRun,
+    OpenSchemaDiff,
+)
 from workbench.tui.paged_list import PagedList
 from workbench.tui.render import short_id
 from workbench.tui.run_rows import (
@@ -90,6 +96,7 @@ class RunsScreen(WorkbenchScreen):
         Binding("e", "first_failed", "First failure"),
         Binding("y", "copy_id", "Copy id"),
         Binding("R", "regressions", "Regressions"),
+        Binding("o", "overview", "Overview"),
         Binding("g", "reload", "Reload", show=False),
         Binding("escape", "clear_filter", "Clear filter", show=False),
         # Reached from the filters only (the list binds its own arrows): back to the list.
@@ -462,6 +469,9 @@ class RunsScreen(WorkbenchScreen):
     def action_regressions(self) -> None:
         self.post_message(OpenRegressions())
 
+    def action_overview(self) -> None:
+        self.post_message(OpenOverview())
+
     @work(thread=True, exclusive=True, group="find", exit_on_error=False)
     def _find_first_failed(self) -> None:
         found = self.backend.runs(RunFilter(failed_only=True, kind=FAILED_RUN_KIND), 0, 1)
@@ -490,6 +500,11 @@ class RunsScreen(WorkbenchScreen):
         yield ("Schema diff of marked runs", "Tool schemas side by side", self.action_schema_diff)
         yield ("Copy the run id", "To the clipboard", self.action_copy_id)
         yield ("Regression results", "Suites, pass rates, what changed", self.action_regressions)
+        yield (
+            "Overview",
+            "Runs, failures, tokens, cost and latency by day and by model",
+            self.action_overview,
+        )
         yield ("Reload runs", "Ingest new traces from the home folder", self.action_reload)
 
 
