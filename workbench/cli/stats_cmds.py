@@ -105,7 +105,7 @@ def stats_lines(stats: RunStats, width: int = 100) -> list[str]:
         return [f"no runs of {kinds} recorded yet; `workbench demo` records some"]
     lines = [
         f"runs from {stats.first_day} to {stats.last_day} (UTC; {kinds})",
-        f"{total.runs} runs · {total.failures} failed ({total.failure_rate:.0%}) · "
+        f"{total.runs:,} runs · {total.failures:,} failed ({total.failure_rate:.0%}) · "
         f"{count(total.tokens)} tokens · "
         + (f"{money(stats, total.cost)} · " if stats.priced else "")
         + f"latency p50 {ms(total.p50_ms)}, p95 {ms(total.p95_ms)}",

@@ -88,6 +88,8 @@ class RunsScreen(WorkbenchScreen):
         Binding("slash", "focus_filter", "Filter", key_display="/"),
         Binding("ctrl+f", "focus_search", "Search contents", priority=True),
         Binding("f", "toggle_failed", "Failed only"),
+        # Early in the list, so a narrow footer still shows it.
+        Binding("o", "overview", "Overview"),
         Binding("s", "sort_next", "Sort"),
         Binding("S", "sort_reverse", "Reverse sort", show=False),
         Binding("space", "mark", "Mark"),
@@ -96,7 +98,6 @@ class RunsScreen(WorkbenchScreen):
         Binding("e", "first_failed", "First failure"),
         Binding("y", "copy_id", "Copy id"),
         Binding("R", "regressions", "Regressions"),
-        Binding("o", "overview", "Overview"),
         Binding("g", "reload", "Reload", show=False),
         Binding("escape", "clear_filter", "Clear filter", show=False),
         # Reached from the filters only (the list binds its own arrows): back to the list.
