@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from textual.widgets import Static
 
-from tests.tui.conftest import GOLDEN, MAX_TURNS, settle
+from tests.tui.conftest import GOLDEN, MAX_TURNS, plain, settle
 from traces.store import TraceStore
 from traces.tree import TOOL_CALL_OUTCOMES
 from workbench.cli import main
@@ -84,9 +85,7 @@ async def test_a_refused_call_is_in_the_tree_and_its_turn_is_not_green(demo_home
         assert label.startswith(refused_mark) and TURN_MARKS["ok"][0] not in label
         screen.chain_tree.move_cursor(refused[0])
         await settle(pilot)
-        from tests.tui.conftest import plain
-
-        detail = plain(screen.query_one("#detail-body"))
+        detail = plain(screen.query_one("#detail-body", Static))
         assert "never ran" in detail and "TODO" in detail
 
 

@@ -70,6 +70,13 @@ async def test_a_chosen_dropdown_value_gives_the_arrows_back_to_the_list(home: P
         await pilot.press("escape")
         await settle(pilot)
         assert app.focused is _runs(app) and status.value == "completed"
+        status.focus()
+        await pilot.press("enter")  # the menu open, then escape: closed, nothing chosen
+        await settle(pilot, lambda: status.expanded)
+        await pilot.press("down", "escape")
+        await settle(pilot)
+        assert app.focused is _runs(app) and status.value == "completed"
+        assert not status.expanded
 
 
 async def test_arrows_on_a_closed_dropdown_move_the_list_not_the_filter(home: Path) -> None:

@@ -30,8 +30,10 @@ async def test_the_runs_list_keeps_turns_tools_and_tokens_at_80_columns(home: Pa
         header = app.screen.query_one("#runs-header", RunsHeader).render().plain.split()
         for title in ("run", "task", "status", "turns", "tools", "tokens"):
             assert title in header, f"{title} folded away at 80 columns: {header}"
-        index = next(i for i in range(8) if runs.row(i).run_id == ERROR)
-        row = runs.row(index)
+        rows = [runs.row(i) for i in range(8)]
+        index = next(i for i, r in enumerate(rows) if r is not None and r.run_id == ERROR)
+        row = rows[index]
+        assert row is not None
         cells = _line(runs, index).split()
         assert ERROR[:8] in cells
         assert str(row.turns) in cells and str(row.tool_calls) in cells

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from textual.widgets import Footer, Sparkline, Static
 
@@ -22,10 +23,11 @@ from workbench.tui.timeline_screen import INPUT_BAR, OUTPUT_BAR, TimelineScreen,
 SIZE = (120, 40)
 
 
-def _cli_stats(home: Path, capsys, *argv: str) -> dict:
+def _cli_stats(home: Path, capsys, *argv: str) -> dict[str, Any]:
     capsys.readouterr()
     assert main(["--home", str(home), "stats", "--json", *argv]) == 0
-    return json.loads(capsys.readouterr().out)
+    found: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return found
 
 
 async def _runs_shown(pilot, app: WorkbenchApp) -> None:
@@ -71,7 +73,7 @@ async def test_the_overview_charts_runs_by_day_and_by_model(tmp_path: Path, caps
         assert "█" in lines[OTHER_MODEL] and "▒" in lines[OTHER_MODEL]  # 1 completed, 2 not
 
         await pilot.press("d")  # the last 7 days
-        await settle(pilot, lambda: len(screen.query_one("#chart-runs", Sparkline).data) == 7)
+        await settle(pilot, lambda: len(screen.query_one("#chart-runs", Sparkline).data or []) == 7)
         runs = list(screen.query_one("#chart-runs", Sparkline).data or [])
         assert runs == [float(day["runs"]) for day in week["by_day"]]
 

@@ -80,6 +80,17 @@ class FilterSelect(Select[str], inherit_bindings=False):
         Binding("enter,space", "show_overlay", "Show menu", show=False),
     ]
 
+    class Closed(Message):
+        """The menu closed (a choice made, or escape): the list takes the keys back."""
+
+        def __init__(self, select: FilterSelect) -> None:
+            super().__init__()
+            self.select = select
+
+    def watch_expanded(self, expanded: bool) -> None:
+        if not expanded:
+            self.post_message(self.Closed(self))
+
 
 class RunsScreen(WorkbenchScreen):
     """Runs: every recorded run, newest first. Filter, search, sort, open, or compare two."""
@@ -350,6 +361,10 @@ class RunsScreen(WorkbenchScreen):
     def _failed_changed(self, event: Checkbox.Changed) -> None:
         self._apply(failed_only=event.value)
         self._back_to_list(event.checkbox)
+
+    @on(FilterSelect.Closed)
+    def _menu_closed(self, message: FilterSelect.Closed) -> None:
+        self._back_to_list(message.select)
 
     def _back_to_list(self, control: Widget) -> None:
         """A filter that was just used hands the keys back to the list (a change made
