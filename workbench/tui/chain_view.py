@@ -7,10 +7,12 @@ one small query per opened turn.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from rich.console import Group, RenderableType
 from rich.text import Text
 
 from traces.events import (
@@ -21,6 +23,8 @@ from traces.events import (
     ModelResponse,
     RunEnd,
     RunStart,
+    ToolEnd,
+    ToolStart,
 )
 from traces.tree import ModelCallNode, ToolCallNode, TurnNode, build_chain
 from workbench.engine.views.outline import TurnGlance, TurnSummary
@@ -34,6 +38,7 @@ from workbench.tui.render import (
     fmt_ms,
     one_line,
     plural,
+    render_arguments,
 )
 
 # What a model call's tokens cost, `$0.0012`; empty when the model has no price.
@@ -426,4 +431,45 @@ def find_node(nodes: list[ChainNode], seq: int) -> ChainNode | None:
             return inner
         if seq in node.seqs():
             return node
+    return None
+
+
+def not_run_detail(node: ChainNode) -> RenderableType:
+    """A call the model asked for that never started, and why that happens."""
+    asked = node.asked or {}
+    function = asked.get("function") if isinstance(asked.get("function"), dict) else {}
+    return Group(
+        node.label,
+        Text(
+            "The model asked for this call and it never ran: the loop refuses a call that "
+            "repeats the previous turn's calls with the same arguments, and a limit (turns, "
+            "tokens, time) can end the run before it starts.",
+            style="dim",
+        ),
+        Text.assemble(("call id ", "bold dim"), str(asked.get("id") or "—")),
+        render_arguments((function or {}).get("arguments")),
+    )
+
+
+def copy_value(node: ChainNode) -> tuple[str, str] | None:
+    """What `y` copies from a node: (what it is, its text), or None for the run id."""
+    for event in reversed(node.events):
+        match event:
+            case ToolEnd():
+                return f"{event.name} result", event.error or event.result
+            case ToolStart():
+                return f"{event.name} arguments", event.arguments_raw
+            case ModelResponse():
+                content = event.message.get("content")
+                if isinstance(content, str) and content:
+                    return "the model's answer", content
+                return "the model's message", json.dumps(event.message, indent=2)
+            case Error():
+                return "the error", f"{event.kind}: {event.message}"
+            case RunEnd():
+                return "the final answer", event.final_answer or event.reason
+            case RunStart():
+                return "the task", event.task
+            case _:
+                pass
     return None

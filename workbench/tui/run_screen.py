@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -19,15 +18,9 @@ from textual.widgets import Footer, Header, Input, Static, Tree
 from textual.widgets.tree import TreeNode
 
 from traces.events import (
-    Error,
     Event,
     McpMessage,
     ModelChunk,
-    ModelResponse,
-    RunEnd,
-    RunStart,
-    ToolEnd,
-    ToolStart,
 )
 from workbench.engine.views.search import SearchHit
 from workbench.tui.backend import Outline
@@ -35,8 +28,10 @@ from workbench.tui.chain_view import (
     SKELETON_TYPES,
     TURNS_PER_GROUP,
     ChainNode,
+    copy_value,
     end_node,
     find_node,
+    not_run_detail,
     start_node,
     turn_children,
     turn_groups,
@@ -50,7 +45,6 @@ from workbench.tui.render import (
     fmt_ms,
     one_line,
     plural,
-    render_arguments,
     render_chunks,
     render_event,
     render_tool_schema,
@@ -569,47 +563,6 @@ class RunScreen(WorkbenchScreen):
             "Decision chains of the fork and its parent",
             self.action_compare_parent,
         )
-
-
-def not_run_detail(node: ChainNode) -> RenderableType:
-    """A call the model asked for that never started, and why that happens."""
-    asked = node.asked or {}
-    function = asked.get("function") if isinstance(asked.get("function"), dict) else {}
-    return Group(
-        node.label,
-        Text(
-            "The model asked for this call and it never ran: the loop refuses a call that "
-            "repeats the previous turn's calls with the same arguments, and a limit (turns, "
-            "tokens, time) can end the run before it starts.",
-            style="dim",
-        ),
-        Text.assemble(("call id ", "bold dim"), str(asked.get("id") or "—")),
-        render_arguments((function or {}).get("arguments")),
-    )
-
-
-def copy_value(node: ChainNode) -> tuple[str, str] | None:
-    """What `y` copies from a node: (what it is, its text), or None for the run id."""
-    for event in reversed(node.events):
-        match event:
-            case ToolEnd():
-                return f"{event.name} result", event.error or event.result
-            case ToolStart():
-                return f"{event.name} arguments", event.arguments_raw
-            case ModelResponse():
-                content = event.message.get("content")
-                if isinstance(content, str) and content:
-                    return "the model's answer", content
-                return "the model's message", json.dumps(event.message, indent=2)
-            case Error():
-                return "the error", f"{event.kind}: {event.message}"
-            case RunEnd():
-                return "the final answer", event.final_answer or event.reason
-            case RunStart():
-                return "the task", event.task
-            case _:
-                pass
-    return None
 
 
 def _walk(node: TreeNode[Any]) -> Iterator[TreeNode[Any]]:
