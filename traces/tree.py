@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias, assert_never
+from typing import Any, Literal, TypeAlias, assert_never, get_args
 
 from traces.events import (
     Error,
@@ -29,6 +29,15 @@ from traces.events import (
 
 CallStatus: TypeAlias = Literal["ok", "error", "running"]
 TurnStatus: TypeAlias = Literal["ok", "tool_error", "error", "running"]
+# What a tool call the model asked for came to, as a tree shows it: how it ended, or where
+# its result came from when it was not run here (mocked by an edit, replayed from a
+# recording, observed in a client's traffic), or `not_run` (asked for, never started: a
+# refused repeat, a limit). Front ends key their marks by TOOL_CALL_OUTCOMES, so a new
+# outcome cannot go unmarked.
+ToolCallOutcome: TypeAlias = Literal[
+    "ok", "error", "running", "not_run", "mocked", "replayed", "observed"
+]
+TOOL_CALL_OUTCOMES: tuple[ToolCallOutcome, ...] = get_args(ToolCallOutcome)
 
 
 @dataclass
@@ -74,6 +83,21 @@ class ToolCallNode:
     @property
     def duration_ms(self) -> float | None:
         return self.end.duration_ms if self.end is not None else None
+
+    @property
+    def outcome(self) -> ToolCallOutcome:
+        """Where the result came from when it was not run here, else how the call ended
+        (a mocked error result is `mocked`; `status` still says it failed)."""
+        end = self.end
+        if end is None:
+            return "running"
+        if end.mocked:
+            return "mocked"
+        if end.replayed:
+            return "replayed"
+        if end.observed:
+            return "observed"
+        return "ok" if end.ok else "error"
 
 
 @dataclass

@@ -278,3 +278,28 @@ FROM event_rows WHERE rowid IN (
     SELECT rowid FROM event_rows
     WHERE type = 'run_end' AND problem IS NULL AND list_contains($run_ids, run_id))
 """
+
+# Each turn of a run in one row, for a tree that shows every turn's status, time and tokens
+# before any is opened: wall time from its first event to its last, the provider's usage
+# (with the loop's estimate of the prompt beside it), the tool calls asked for, started,
+# ended and failed, and the kind of its last error.
+TURN_SUMMARIES = """
+SELECT turn,
+    (epoch_us(max(ts)) - epoch_us(min(ts))) / 1000.0,
+    count(*) FILTER (WHERE type = 'model_response'),
+    sum((event->'usage'->>'prompt_tokens')::BIGINT) FILTER (WHERE type = 'model_response'),
+    sum((event->'usage'->>'completion_tokens')::BIGINT) FILTER (WHERE type = 'model_response'),
+    sum((event->>'estimated_tokens')::BIGINT) FILTER (WHERE type = 'model_request'),
+    sum(coalesce(json_array_length(event->'message'->'tool_calls'), 0))
+        FILTER (WHERE type = 'model_response'),
+    count(*) FILTER (WHERE type = 'tool_start'),
+    count(*) FILTER (WHERE type = 'tool_end'),
+    count(*) FILTER (WHERE type = 'tool_end' AND NOT (event->>'ok')::BOOLEAN),
+    count(*) FILTER (WHERE type = 'tool_start' AND event->>'parse_error' IS NOT NULL),
+    count(*) FILTER (WHERE type = 'error'),
+    arg_max(event->>'kind', seq) FILTER (WHERE type = 'error')
+FROM events
+WHERE run_id = $run_id AND turn IS NOT NULL
+  AND type IN ('model_request', 'model_response', 'tool_start', 'tool_end', 'error')
+GROUP BY turn ORDER BY turn
+"""

@@ -424,6 +424,13 @@ class TraceStore:
             rows = cur.execute(sql.TOOL_SCHEMAS, {"run_id": run_id}).fetchall()
         return [json.loads(row[0]) for row in rows]
 
+    def turn_summaries(self, run_id: str) -> list[tuple[Any, ...]]:
+        """One row per turn of the run, in turn order (see `sql.TURN_SUMMARIES`): turn,
+        wall ms, responses, prompt, completion and estimated prompt tokens, tool calls
+        asked for, started, ended, failed and with bad arguments, errors, last error kind."""
+        with self._cursor() as cur:
+            return list(cur.execute(sql.TURN_SUMMARIES, {"run_id": run_id}).fetchall())
+
     def run_tokens(self, run_ids: Iterable[str]) -> dict[str, tuple[int, int]]:
         """Input and output tokens per run (from run_end; a run without one is left out)."""
         with self._cursor() as cur:
@@ -442,12 +449,15 @@ class TraceStore:
         return [(row[0], row[1], int(row[2]), row[3], row[4]) for row in rows]
 
     def query(
-        self, statement: str, params: tuple[Any, ...] | list[Any] = ()
+        self, statement: str, params: tuple[Any, ...] | list[Any] | dict[str, Any] = ()
     ) -> tuple[list[str], list[tuple[Any, ...]]]:
-        """Run any SQL; returns the column names and the rows."""
+        """Run any SQL, with `?` parameters from a sequence or `$name` ones from a dict;
+        returns the column names and the rows."""
         with self._cursor() as cur:
             try:
-                result = cur.execute(statement, list(params))
+                result = cur.execute(
+                    statement, params if isinstance(params, dict) else list(params)
+                )
                 if result.description is None:
                     return [], []
                 columns = [column[0] for column in result.description]

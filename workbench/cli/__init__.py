@@ -37,6 +37,7 @@ COMMAND_MODULES = (
     "workbench.cli.interop_cmds",
     "workbench.cli.bundle_cmds",
     "workbench.cli.import_cmds",
+    "workbench.cli.stats_cmds",
 )
 
 

@@ -156,6 +156,11 @@ class WorkbenchApp(App[None]):
 
         self.push_screen(RegressScreen())
 
+    def open_overview(self) -> None:
+        from workbench.tui.overview_screen import OverviewScreen
+
+        self.push_screen(OverviewScreen())
+
     def open_timeline(self, run_id: str) -> None:
         from workbench.tui.timeline_screen import TimelineScreen
 
@@ -192,6 +197,9 @@ class WorkbenchApp(App[None]):
 
     def on_open_regressions(self, message: navigation.OpenRegressions) -> None:
         self.open_regressions()
+
+    def on_open_overview(self, message: navigation.OpenOverview) -> None:
+        self.open_overview()
 
     def on_open_timeline(self, message: navigation.OpenTimeline) -> None:
         self.open_timeline(message.run_id)

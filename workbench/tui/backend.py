@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # loaded when first used: each belongs to one screen's task
     from workbench.engine.regress.stored import SuiteRun
     from workbench.engine.views.export import ExportFormat
     from workbench.engine.views.search import SearchHit
+    from workbench.engine.views.stats import RunStats
     from workbench.engine.views.timeline import PricedTimeline
 
 __all__ = [
@@ -255,6 +256,21 @@ class Backend:
         from workbench.engine.views.timeline import TIMELINE_TYPES, priced_timeline
 
         return priced_timeline(self.events(run_id, 0, None, TIMELINE_TYPES), self.home)
+
+    def stats(self, days: int | None) -> tuple[RunStats, str | None]:
+        """Runs, failures, tokens, cost and latency by day and by model (the engine's one
+        aggregate query), and why `<home>/prices.toml` could not be read, if it could not
+        (the figures then come without costs)."""
+        from workbench.engine.views.cost import Prices, PricesError
+        from workbench.engine.views.stats import run_stats
+
+        problem = None
+        try:
+            prices: Prices | None = Prices.load(self.home)
+        except PricesError as exc:
+            prices, problem = None, str(exc)
+        with self._session() as store:
+            return run_stats(store, prices, days=days), problem
 
     # ------------------------------------------------------------------ regressions
 

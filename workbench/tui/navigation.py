@@ -51,6 +51,10 @@ class OpenRegressions(Message):
     """Show the stored regression suite runs."""
 
 
+class OpenOverview(Message):
+    """Show runs, failures, tokens, cost and latency by day and by model."""
+
+
 class OpenTimeline(Message):
     """Show a run's timeline."""
 

@@ -60,6 +60,83 @@ def render_description_diff(pair: SchemaPair, involved: set[str]) -> RenderableT
     return Group(*parts)
 
 
+# Each table's columns in order, with the rank at which a narrow pane folds them away
+# (highest first; 0 never): what folds is still in the detail pane below the tables.
+SUITE_RUN_COLUMNS: tuple[tuple[str, int], ...] = (
+    ("suite", 0),
+    ("started", 0),
+    ("model", 2),
+    ("passed", 0),
+    ("baseline", 1),
+)
+CASE_COLUMNS: tuple[tuple[str, int], ...] = (
+    ("case", 0),
+    ("rate", 0),
+    ("baseline", 1),
+    ("status", 0),
+)
+CELL_PADDING = 2  # a DataTable cell's padding, both sides together
+
+
+def suite_run_line(suite_run: SuiteRun) -> Text:
+    """Every column of a suite run on one line, those a narrow pane folded away included."""
+    run = suite_run.run
+    return Text.assemble(
+        (str(run["suite"]), "bold"),
+        (
+            f"  started {run['started']}  ·  model {run.get('model') or '—'}  ·  "
+            f"baseline {run.get('baseline') or '—'}  ·  "
+            f"{run['passed_cases']}/{run['cases']} cases passed",
+            "dim",
+        ),
+    )
+
+
+def fitting_columns(
+    columns: tuple[tuple[str, int], ...], rows: list[list[Text | str]], width: int
+) -> list[int]:
+    """The indexes of the columns that fit `width` cells: the foldable ones go, highest
+    rank first, until the rest fit (the key columns stay whatever the width)."""
+    widths = [
+        max(
+            [
+                len(title),
+                *(
+                    Text(cell).cell_len if isinstance(cell, str) else cell.cell_len
+                    for cell in (row[i] for row in rows)
+                ),
+            ]
+        )
+        + CELL_PADDING
+        for i, (title, _) in enumerate(columns)
+    ]
+    shown = list(range(len(columns)))
+    for rank in sorted({r for _, r in columns if r}, reverse=True):
+        if sum(widths[i] for i in shown) <= width:
+            break
+        shown = [i for i in shown if columns[i][1] != rank]
+    return shown
+
+
+def fill_table(
+    table: DataTable[Any],
+    columns: tuple[tuple[str, int], ...],
+    rows: list[tuple[str, list[Text | str]]],
+) -> None:
+    """Fill `table` with the columns of `rows` (key, cells) that fit its width, keeping the
+    cursor on the row it was on."""
+    cursor = table.cursor_row
+    width = table.scrollable_content_region.width or table.size.width
+    shown = fitting_columns(columns, [cells for _, cells in rows], width) if width else None
+    keep = shown if shown is not None else list(range(len(columns)))
+    table.clear(columns=True)
+    table.add_columns(*(columns[i][0] for i in keep))
+    for key, cells in rows:
+        table.add_row(*(cells[i] for i in keep), key=key)
+    if rows:
+        table.move_cursor(row=min(cursor, len(rows) - 1))
+
+
 def involved_tools(case: dict[str, Any], names: set[str]) -> set[str]:
     """Tool names the case's expectation or its samples' choices mention."""
     said = f"{case.get('expected') or ''} {case.get('chosen') or ''}"
@@ -103,12 +180,12 @@ class RegressScreen(WorkbenchScreen):
 
     def on_mount(self) -> None:
         self.sub_title = "regressions"
-        runs = self.query_one("#suite-runs", DataTable)
-        runs.add_columns("suite", "started", "model", "passed", "baseline")
-        cases = self.query_one("#suite-cases", DataTable)
-        cases.add_columns("case", "rate", "baseline", "status")
-        runs.focus()
+        self.query_one("#suite-runs", DataTable).focus()
         self._load()
+
+    def on_resize(self) -> None:
+        # The panes have their new widths only once laid out.
+        self.call_after_refresh(self._fill_runs)
 
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def _load(self) -> None:
@@ -116,20 +193,7 @@ class RegressScreen(WorkbenchScreen):
 
     def on_regress_screen_loaded(self, message: Loaded) -> None:
         self.runs = message.runs
-        table = self.query_one("#suite-runs", DataTable)
-        table.clear()
-        for suite_run in message.runs:
-            run = suite_run.run
-            # Text, not str: a DataTable reads a string cell as markup, and these are the
-            # suite's own names.
-            table.add_row(
-                Text(str(run["suite"])),
-                str(run["started"]),
-                Text(str(run.get("model") or "")),
-                f"{run['passed_cases']}/{run['cases']}",
-                Text(str(run.get("baseline") or "—")),
-                key=suite_run.suite_run_id,
-            )
+        self._fill_runs()
         if not message.runs:
             self._show(
                 Text(
@@ -139,29 +203,54 @@ class RegressScreen(WorkbenchScreen):
                 )
             )
 
+    def _fill_runs(self) -> None:
+        rows: list[tuple[str, list[Text | str]]] = []
+        for suite_run in self.runs:
+            run = suite_run.run
+            # Text, not str: a DataTable reads a string cell as markup, and these are the
+            # suite's own names.
+            cells: list[Text | str] = [
+                Text(str(run["suite"])),
+                str(run["started"]),
+                Text(str(run.get("model") or "")),
+                f"{run['passed_cases']}/{run['cases']}",
+                Text(str(run.get("baseline") or "—")),
+            ]
+            rows.append((suite_run.suite_run_id, cells))
+        fill_table(self.query_one("#suite-runs", DataTable), SUITE_RUN_COLUMNS, rows)
+
+    def _fill_cases(self, suite_run: SuiteRun) -> None:
+        rows: list[tuple[str, list[Text | str]]] = [
+            (
+                str(case["case_id"]),
+                [
+                    Text(str(case["case_id"])),
+                    _rate(case.get("pass_rate")),
+                    _rate(case.get("baseline_rate")),
+                    case_status(case),
+                ],
+            )
+            for case in suite_run.cases
+        ]
+        fill_table(self.query_one("#suite-cases", DataTable), CASE_COLUMNS, rows)
+
     @on(DataTable.RowHighlighted, "#suite-runs")
     def _run_highlighted(self, event: DataTable.RowHighlighted) -> None:
         found = next((r for r in self.runs if r.suite_run_id == event.row_key.value), None)
         if found is None:
             return
         self.selected = found
-        cases = self.query_one("#suite-cases", DataTable)
-        cases.clear()
-        for case in found.cases:
-            cases.add_row(
-                Text(str(case["case_id"])),
-                _rate(case.get("pass_rate")),
-                _rate(case.get("baseline_rate")),
-                case_status(case),
-                key=str(case["case_id"]),
-            )
+        self._fill_cases(found)
         failing = sum(1 for case in found.cases if case.get("status") != "pass")
         self._show(
-            Text(
-                f"{found.run['suite']}: {len(found.cases) - failing} of {len(found.cases)} "
-                "cases pass. Select a failing or regressed case to see what changed in the "
-                "tool descriptions since the baseline.",
-                style="dim",
+            Group(
+                suite_run_line(found),
+                Text(
+                    f"{len(found.cases) - failing} of {len(found.cases)} cases pass. Select a "
+                    "failing or regressed case to see what changed in the tool descriptions "
+                    "since the baseline.",
+                    style="dim",
+                ),
             )
         )
 
@@ -186,6 +275,7 @@ class RegressScreen(WorkbenchScreen):
             ),
         )
         lines: list[RenderableType] = [
+            suite_run_line(suite_run),
             head,
             Text.assemble(("expected: ", "bold dim"), str(case.get("expected") or "—")),
             Text.assemble(("chosen:   ", "bold dim"), str(case.get("chosen") or "—")),

@@ -31,8 +31,8 @@ from traces.events import (
     ToolsChanged,
     ToolStart,
 )
-from traces.tree import answer_label
-from workbench.engine.views.outline import event_is_failure
+from traces.tree import ToolCallOutcome, answer_label
+from workbench.engine.views.outline import TurnGlance, event_is_failure
 
 # Readable on dark and light themes: hue carries the meaning, bold marks the failures.
 STATUS_STYLES: dict[str, str] = {
@@ -57,6 +57,27 @@ STATUS_ICONS: dict[str, str] = {
 }
 OK_ICON = "✔"
 FAIL_ICON = "✖"
+NOT_RUN_ICON = "⊘"
+
+# A tool call's mark in the decision chain, its style and the word beside it, for every
+# outcome a call can have (`traces.tree.TOOL_CALL_OUTCOMES`; tests/tui/test_chain_marks.py
+# holds the two together): a new outcome, a fork's per-tool policy say, is one more row.
+TOOL_MARKS: dict[ToolCallOutcome, tuple[str, str, str]] = {
+    "ok": (OK_ICON, "green", ""),
+    "error": (FAIL_ICON, "bold red", "failed"),
+    "running": ("…", "yellow", "no result"),
+    "not_run": (NOT_RUN_ICON, "bold yellow", "not run: refused or stopped by a limit"),
+    "mocked": ("◐", "magenta", "mocked"),
+    "replayed": ("↺", "cyan", "replayed"),
+    "observed": ("◉", "blue", "observed"),
+}
+# A turn's mark, from what its calls came to (`workbench.engine.views.outline.TurnGlance`).
+TURN_MARKS: dict[TurnGlance, tuple[str, str]] = {
+    "ok": (OK_ICON, "green"),
+    "error": (FAIL_ICON, "bold red"),
+    "not_run": (NOT_RUN_ICON, "bold yellow"),
+    "running": ("…", "yellow"),
+}
 
 
 def status_text(status: str | None) -> Text:
@@ -159,14 +180,14 @@ def _message_body(message: dict[str, Any]) -> RenderableType:
             (f"  id={call.get('id')}", "dim"),
         )
         parts.append(title)
-        parts.append(_arguments(function.get("arguments")))
+        parts.append(render_arguments(function.get("arguments")))
     extra = {k: v for k, v in message.items() if k not in {"role", "content", "tool_calls"}}
     if extra:
         parts.append(pretty_json(extra))
     return Group(*parts)
 
 
-def _arguments(arguments: Any) -> RenderableType:
+def render_arguments(arguments: Any) -> RenderableType:
     """A tool call's arguments: pretty JSON when they parse, else the text as sent."""
     if isinstance(arguments, str):
         try:

@@ -30,13 +30,15 @@ RUN_COLUMNS: tuple[RunColumn, ...] = (
     RunColumn("task", 0, "left", "task"),
     RunColumn("model", 14, "left", "model", drop=4),
     RunColumn("status", 22, "left", "status"),
+    # The key figures (drop 0) stay at any width, 80 columns included: the task then has
+    # what is left (about 25 columns at 80).
     RunColumn("turns", 5, "right", "turns"),
-    RunColumn("tools", 5, "right", "tool_calls", drop=2),
-    RunColumn("tokens", 7, "right", "total_tokens", drop=2),
+    RunColumn("tools", 5, "right", "tool_calls"),
+    RunColumn("tokens", 7, "right", "total_tokens"),
     RunColumn("time", 7, "right", "duration_ms", drop=5),
     RunColumn("parent", 12, "left", "parent_run_id", drop=6),
 )
-TASK_MIN_WIDTH = 30  # the task keeps this much before other columns give way
+TASK_MIN_WIDTH = 30  # the task keeps this much before droppable columns give way
 
 
 def visible_columns(width: int) -> list[RunColumn]:

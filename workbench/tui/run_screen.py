@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -19,25 +18,20 @@ from textual.widgets import Footer, Header, Input, Static, Tree
 from textual.widgets.tree import TreeNode
 
 from traces.events import (
-    Error,
     Event,
     McpMessage,
     ModelChunk,
-    ModelResponse,
-    RunEnd,
-    RunStart,
-    ToolEnd,
-    ToolStart,
 )
-from traces.tree import answer_label
 from workbench.engine.views.search import SearchHit
 from workbench.tui.backend import Outline
 from workbench.tui.chain_view import (
     SKELETON_TYPES,
     TURNS_PER_GROUP,
     ChainNode,
+    copy_value,
     end_node,
     find_node,
+    not_run_detail,
     start_node,
     turn_children,
     turn_groups,
@@ -233,8 +227,9 @@ class RunScreen(WorkbenchScreen):
     # ------------------------------------------------------------------ turns
 
     def _add_turns(self, parent: TreeNode[ChainNode], first: int, last: int) -> None:
+        summaries = self.outline.summaries if self.outline is not None else {}
         for number in range(first, last + 1):
-            node = turn_node(number)
+            node = turn_node(number, summaries.get(number))
             self._turns[number] = parent.add(node.label, data=node, allow_expand=True)
 
     def _turn_tree_node(self, turn: int) -> TreeNode[ChainNode] | None:
@@ -268,8 +263,10 @@ class RunScreen(WorkbenchScreen):
     @work(thread=True, group="turns", exit_on_error=False)
     def _load_turn(self, turn: int, focus_seq: int | None) -> None:
         events = self.backend.turn_events(self.run_id, turn, SKELETON_TYPES)
-        start = self.outline.start if self.outline is not None else None  # its tool policy
-        self.post_message(self.TurnLoaded(turn, turn_children(events, start), focus_seq))
+        outline = self.outline
+        start = outline.start if outline is not None else None  # names each tool's policy
+        cost = outline.cost_of if outline is not None else None
+        self.post_message(self.TurnLoaded(turn, turn_children(events, start, cost), focus_seq))
 
     def on_run_screen_turn_loaded(self, message: TurnLoaded) -> None:
         self._loading.discard(message.turn)
@@ -282,7 +279,8 @@ class RunScreen(WorkbenchScreen):
             assert parent.data is not None
             parent.data.children = message.children
             parent.data.failed = any(n.failed for n in message.children)
-            parent.set_label(turn_label(message.turn, message.children))
+            summary = self.outline.summaries.get(message.turn) if self.outline else None
+            parent.set_label(turn_label(message.turn, message.children, summary))
             if self.chain_tree.cursor_node is parent:
                 self._show(self._local_detail(parent.data))
         parent.expand()
@@ -342,8 +340,11 @@ class RunScreen(WorkbenchScreen):
                 return Text(f"turn {node.turn}: press enter to open", style="dim")
             return Group(
                 turn_label(node.turn or 0, node.children),
+                *(not_run_detail(c) for c in node.children if c.kind == "not_run"),
                 *(Text("  " + event_summary(e)) for c in node.children for e in c.events),
             )
+        if node.kind == "not_run":
+            return not_run_detail(node)
         if node.kind == "tool_def" and node.schema is not None:
             return render_tool_schema(node.schema, node.source)
         if node.kind == "end" and not node.events:
@@ -469,7 +470,9 @@ class RunScreen(WorkbenchScreen):
 
     def action_back(self) -> None:
         box = self.query_one("#run-search", Input)
-        if box.has_focus:  # escape in the search box closes the box, not the run
+        # Escape closes an open search bar first, focused or not (after enter the tree has
+        # the keys, the bar still shows): the run is left only once the bar is closed.
+        if box.display:
             box.display = False
             self.query_one("#chain-tree").focus()
             return
@@ -564,30 +567,6 @@ class RunScreen(WorkbenchScreen):
             "Decision chains of the fork and its parent",
             self.action_compare_parent,
         )
-
-
-def copy_value(node: ChainNode) -> tuple[str, str] | None:
-    """What `y` copies from a node: (what it is, its text), or None for the run id."""
-    for event in reversed(node.events):
-        match event:
-            case ToolEnd():
-                return f"{event.name} result", event.error or event.result
-            case ToolStart():
-                return f"{event.name} arguments", event.arguments_raw
-            case ModelResponse():
-                content = event.message.get("content")
-                if isinstance(content, str) and content:
-                    return "the model's answer", content
-                return "the model's message", json.dumps(event.message, indent=2)
-            case Error():
-                return "the error", f"{event.kind}: {event.message}"
-            case RunEnd():
-                return f"the {answer_label(event.status)}", event.final_answer or event.reason
-            case RunStart():
-                return "the task", event.task
-            case _:
-                pass
-    return None
 
 
 def _walk(node: TreeNode[Any]) -> Iterator[TreeNode[Any]]:

@@ -20,6 +20,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.events import Click
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Checkbox, Footer, Header, Input, Select, Static
 
 from traces.events import RUN_STATUSES
@@ -27,7 +28,13 @@ from traces.origins import kind_label
 from traces.store import IngestReport, RunRow
 from workbench.engine.views.search import SearchHit
 from workbench.tui.backend import AGENT_AND_FORK, KIND_FILTERS, NotAvailable, RunFilter
-from workbench.tui.navigation import OpenCompare, OpenRegressions, OpenRun, OpenSchemaDiff
+from workbench.tui.navigation import (
+    OpenCompare,
+    OpenOverview,
+    OpenRegressions,
+    OpenRun,
+    OpenSchemaDiff,
+)
 from workbench.tui.paged_list import PagedList
 from workbench.tui.render import short_id
 from workbench.tui.run_rows import (
@@ -64,6 +71,27 @@ class RunsHeader(Static):
             self.post_message(self.SortBy(column.sort))
 
 
+class FilterSelect(Select[str], inherit_bindings=False):
+    """A filter's dropdown: enter or space opens it; the arrows change it only while it is
+    open. On a closed one they move the runs list (the screen's up and down), so a filter
+    never changes because the focus happened to be on it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter,space", "show_overlay", "Show menu", show=False),
+    ]
+
+    class Closed(Message):
+        """The menu closed (a choice made, or escape): the list takes the keys back."""
+
+        def __init__(self, select: FilterSelect) -> None:
+            super().__init__()
+            self.select = select
+
+    def watch_expanded(self, expanded: bool) -> None:
+        if not expanded:
+            self.post_message(self.Closed(self))
+
+
 class RunsScreen(WorkbenchScreen):
     """Runs: every recorded run, newest first. Filter, search, sort, open, or compare two."""
 
@@ -71,6 +99,8 @@ class RunsScreen(WorkbenchScreen):
         Binding("slash", "focus_filter", "Filter", key_display="/"),
         Binding("ctrl+f", "focus_search", "Search contents", priority=True),
         Binding("f", "toggle_failed", "Failed only"),
+        # Early in the list, so a narrow footer still shows it.
+        Binding("o", "overview", "Overview"),
         Binding("s", "sort_next", "Sort"),
         Binding("S", "sort_reverse", "Reverse sort", show=False),
         Binding("space", "mark", "Mark"),
@@ -81,6 +111,9 @@ class RunsScreen(WorkbenchScreen):
         Binding("R", "regressions", "Regressions"),
         Binding("g", "reload", "Reload", show=False),
         Binding("escape", "clear_filter", "Clear filter", show=False),
+        # Reached from the filters only (the list binds its own arrows): back to the list.
+        Binding("down", "list_cursor(1)", "Down", show=False),
+        Binding("up", "list_cursor(-1)", "Up", show=False),
     ]
 
     class Counted(Message):
@@ -132,9 +165,9 @@ class RunsScreen(WorkbenchScreen):
             yield Input(placeholder="search contents…  (ctrl+f)", id="search-text")
         with Horizontal(id="run-choices"):
             options = [(status, status) for status in RUN_STATUSES]
-            yield Select(options, prompt="any status", id="filter-status")
+            yield FilterSelect(options, prompt="any status", id="filter-status")
             kinds = [(_kind_prompt(k), k) for k in KIND_FILTERS]
-            yield Select(kinds, prompt="any kind", id="filter-kind")
+            yield FilterSelect(kinds, prompt="any kind", id="filter-kind")
             yield Checkbox("failed only (f)", id="filter-failed")
             yield Static("loading…", id="runs-count")
         yield Static(id="read-only-notice")
@@ -316,15 +349,32 @@ class RunsScreen(WorkbenchScreen):
     def _status_changed(self, event: Select.Changed) -> None:
         value = event.value
         self._apply(status=value if isinstance(value, str) else None)
+        self._back_to_list(event.select)
 
     @on(Select.Changed, "#filter-kind")
     def _kind_changed(self, event: Select.Changed) -> None:
         value = event.value
         self._apply(kind=value if isinstance(value, str) else None)
+        self._back_to_list(event.select)
 
     @on(Checkbox.Changed, "#filter-failed")
     def _failed_changed(self, event: Checkbox.Changed) -> None:
         self._apply(failed_only=event.value)
+        self._back_to_list(event.checkbox)
+
+    @on(FilterSelect.Closed)
+    def _menu_closed(self, message: FilterSelect.Closed) -> None:
+        self._back_to_list(message.select)
+
+    def _back_to_list(self, control: Widget) -> None:
+        """A filter that was just used hands the keys back to the list (a change made
+        while the list has the focus, `f` say, leaves the focus where it is)."""
+        if self.focused is control:
+            self.runs_list.focus()
+
+    def action_list_cursor(self, step: int) -> None:
+        self.runs_list.focus()
+        self.runs_list.action_cursor(step)
 
     def action_focus_filter(self) -> None:
         self.query_one("#filter-text", Input).focus()
@@ -333,6 +383,9 @@ class RunsScreen(WorkbenchScreen):
         self.query_one("#search-text", Input).focus()
 
     def action_clear_filter(self) -> None:
+        if not isinstance(self.focused, Input | PagedList):
+            self.runs_list.focus()  # escape on a dropdown or the checkbox only leaves it
+            return
         for box_id in ("#filter-text", "#search-text"):
             box = self.query_one(box_id, Input)
             if box.value:
@@ -432,6 +485,9 @@ class RunsScreen(WorkbenchScreen):
     def action_regressions(self) -> None:
         self.post_message(OpenRegressions())
 
+    def action_overview(self) -> None:
+        self.post_message(OpenOverview())
+
     @work(thread=True, exclusive=True, group="find", exit_on_error=False)
     def _find_first_failed(self) -> None:
         found = self.backend.runs(RunFilter(failed_only=True, kind=FAILED_RUN_KIND), 0, 1)
@@ -460,6 +516,11 @@ class RunsScreen(WorkbenchScreen):
         yield ("Schema diff of marked runs", "Tool schemas side by side", self.action_schema_diff)
         yield ("Copy the run id", "To the clipboard", self.action_copy_id)
         yield ("Regression results", "Suites, pass rates, what changed", self.action_regressions)
+        yield (
+            "Overview",
+            "Runs, failures, tokens, cost and latency by day and by model",
+            self.action_overview,
+        )
         yield ("Reload runs", "Ingest new traces from the home folder", self.action_reload)
 
 

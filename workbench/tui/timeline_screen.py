@@ -25,6 +25,12 @@ from workbench.tui.screens import PaletteCommand, WorkbenchScreen
 
 LABEL_WIDTH = 30
 DURATION_WIDTH = 9
+# Beside the waterfall, each turn's tokens as a bar (input, then output) and a count; left
+# out below this width, where the waterfall needs the room.
+TOKENS_BAR_WIDTH = 12
+TOKENS_COUNT_WIDTH = 7
+TOKENS_FROM_WIDTH = 70
+INPUT_BAR, OUTPUT_BAR = "▆", "█"
 
 
 def cost_text(view: PricedTimeline, input_tokens: int, output_tokens: int) -> str:
@@ -40,10 +46,30 @@ def _bar(start: float, end: float, total: float, width: int) -> tuple[int, int]:
     return first, last
 
 
+def tokens_bar(input_tokens: int, output_tokens: int, most: int, width: int) -> Text:
+    """A turn's tokens beside the waterfall: `▆▆▆▆██ 1.2k`, scaled to the turn with the
+    most, input then output."""
+    total = input_tokens + output_tokens
+    cells = round(total / most * width) if most else 0
+    cells = max(cells, 1) if total else 0
+    out_cells = round(output_tokens / total * cells) if total else 0
+    if output_tokens and cells > 1:
+        out_cells = max(out_cells, 1)
+    bar = Text(no_wrap=True)
+    bar.append(INPUT_BAR * (cells - out_cells), style="cyan")
+    bar.append(OUTPUT_BAR * out_cells, style="magenta")
+    bar.append(" " * (width - cells))
+    bar.append(f" {fmt_count(total):>{TOKENS_COUNT_WIDTH - 1}}", style="dim")
+    return bar
+
+
 def render_timeline(view: PricedTimeline, width: int) -> Text:
-    """The waterfall, `width` cells wide: a line per turn, a bar per call."""
+    """The waterfall, `width` cells wide: a line per turn, a bar per call, and beside each
+    turn its tokens as a bar when the width allows."""
     timeline = view.timeline
-    track = max(10, width - LABEL_WIDTH - DURATION_WIDTH - 3)
+    side = TOKENS_BAR_WIDTH + TOKENS_COUNT_WIDTH + 2 if width >= TOKENS_FROM_WIDTH else 0
+    track = max(10, width - LABEL_WIDTH - DURATION_WIDTH - 3 - side)
+    most = max((t.input_tokens + t.output_tokens for t in timeline.turns), default=0)
     total = max(timeline.end_ms, 1.0)
     out = Text(no_wrap=True, overflow="ellipsis")
     tokens_in, tokens_out = timeline.input_tokens, timeline.output_tokens
@@ -54,14 +80,33 @@ def render_timeline(view: PricedTimeline, width: int) -> Text:
         f"{cost_text(view, tokens_in, tokens_out)}\n",
         style="dim",
     )
+    if side:
+        legend = Text.assemble(
+            (f"{INPUT_BAR} in ", "cyan"), (f"{OUTPUT_BAR} out", "magenta"), (" tokens", "dim")
+        )
+        out.append(" " * (width - side + 2))
+        out.append_text(legend)
+        out.append("\n")
     for turn in timeline.turns:
-        out.append(f"\nturn {turn.turn}", style="bold")
-        out.append(
+        head = Text(no_wrap=True, overflow="ellipsis")
+        head.append(f"turn {turn.turn}", style="bold")
+        head.append(
             f"  {fmt_ms(turn.duration_ms)}  ·  {fmt_count(turn.input_tokens)} in / "
             f"{fmt_count(turn.output_tokens)} out tokens"
-            f"{cost_text(view, turn.input_tokens, turn.output_tokens)}\n",
+            f"{cost_text(view, turn.input_tokens, turn.output_tokens)}",
             style="dim",
         )
+        out.append("\n")
+        if side:
+            head.truncate(width - side, overflow="ellipsis", pad=True)
+            out.append_text(head)
+            out.append("  ")
+            out.append_text(
+                tokens_bar(turn.input_tokens, turn.output_tokens, most, TOKENS_BAR_WIDTH)
+            )
+        else:
+            out.append_text(head)
+        out.append("\n")
         for span in turn.spans:
             lane = "  " * span.lane + ("∥ " if span.lane else "")
             mark = "" if span.ok else " ✖"

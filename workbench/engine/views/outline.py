@@ -7,8 +7,8 @@ both read only the few events they need from the store, however long the run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from traces.events import Error, Event, RunEnd, ToolEnd, ToolStart
 
@@ -18,6 +18,74 @@ if TYPE_CHECKING:  # render.py takes `event_is_failure` from here without loadin
 
 # How many events `first_failure` reads from the store at a time.
 FAILURE_PAGE = 500
+
+
+# A turn at a glance, before its events are read: `error` (an error event, a failed tool
+# call or unparsable arguments), `not_run` (a call it asked for never started), `running`
+# (a call or the model had not answered when the trace ends), else `ok`.
+TurnGlance: TypeAlias = Literal["ok", "error", "not_run", "running"]
+
+
+@dataclass(frozen=True)
+class TurnSummary:
+    """One turn's figures, from one aggregate query over the run (`turn_summaries`)."""
+
+    turn: int
+    status: TurnGlance
+    wall_ms: float
+    input_tokens: int | None  # the provider's usage; None when it gave none
+    output_tokens: int | None
+    estimated_tokens: int  # the loop's estimate of what it sent
+    tools_started: int
+    tools_not_run: int
+    answered: bool  # a model answer without tool calls
+    last_error: str | None  # the kind of the turn's last error
+    cost: str = ""  # what its tokens cost, when <home>/prices.toml prices the model
+
+    @property
+    def tokens(self) -> int | None:
+        if self.input_tokens is None and self.output_tokens is None:
+            return None
+        return (self.input_tokens or 0) + (self.output_tokens or 0)
+
+
+def _summary(row: tuple[Any, ...], cost: str) -> TurnSummary:
+    (turn, wall_ms, responses, prompt, completion, estimated, asked, started, ended) = row[:9]
+    failed, bad_arguments, errors, last_error = row[9:]
+    not_run = max(int(asked or 0) - int(started or 0), 0)
+    status: TurnGlance = "ok"
+    if failed or bad_arguments or errors:
+        status = "error"
+    elif not_run:
+        status = "not_run"
+    elif started > ended or not responses:
+        status = "running"
+    return TurnSummary(
+        turn=int(turn),
+        status=status,
+        wall_ms=float(wall_ms or 0.0),
+        input_tokens=None if prompt is None else int(prompt),
+        output_tokens=None if completion is None else int(completion),
+        estimated_tokens=int(estimated or 0),
+        tools_started=int(started),
+        tools_not_run=not_run,
+        answered=bool(responses) and not asked,
+        last_error=last_error,
+        cost=cost,
+    )
+
+
+def turn_summaries(
+    store: TraceStore, run_id: str, model: str | None, prices: Prices | None = None
+) -> dict[int, TurnSummary]:
+    """Every turn of the run at a glance, in one query whatever the run's length."""
+    found: dict[int, TurnSummary] = {}
+    for row in store.turn_summaries(run_id):
+        cost = ""
+        if prices and model and (row[3] is not None or row[4] is not None):
+            cost = prices.format(prices.cost(model, int(row[3] or 0), int(row[4] or 0)))
+        found[int(row[0])] = _summary(row, cost)
+    return found
 
 
 @dataclass(frozen=True)
@@ -30,6 +98,14 @@ class Outline:
     cost: str = ""  # what the run's tokens cost, when <home>/prices.toml prices its model
     first_turn: int = 1  # a fork's turns go on from its parent's: the first is the fork turn
     prices_problem: str = ""  # why <home>/prices.toml could not be read (no cost shown)
+    summaries: dict[int, TurnSummary] = field(default_factory=dict)  # by turn number
+    prices: Prices | None = None  # the home's prices, to cost each model call
+
+    def cost_of(self, input_tokens: int, output_tokens: int) -> str:
+        """`$0.0012` for these tokens on the run's model; empty when it has no price."""
+        if not self.prices or not self.row.model:
+            return ""
+        return self.prices.format(self.prices.cost(self.row.model, input_tokens, output_tokens))
 
     @property
     def last_turn(self) -> int:
@@ -55,7 +131,10 @@ def run_outline(store: TraceStore, run_id: str, prices: Prices | None = None) ->
         amount = prices.cost(row.model or "", totals.input_tokens, totals.output_tokens)
         cost = prices.format(amount)
     start = first[0] if first else None
-    return Outline(row, start, end, turns, total, cost, first_turn=first_turn)
+    summaries = turn_summaries(store, run_id, row.model, prices)
+    return Outline(
+        row, start, end, turns, total, cost, first_turn, summaries=summaries, prices=prices
+    )
 
 
 def event_is_failure(event: Event) -> bool:

@@ -1,0 +1,206 @@
+"""Overview: runs, failures, tokens, cost and latency by day (sparklines, Textual's own
+`Sparkline`) and by model (a bar per model), from the engine's one aggregate query
+(`workbench.engine.views.stats`, the same `workbench stats` prints).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+from rich.table import Table
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
+from textual.widgets import Footer, Header, Sparkline, Static
+
+from workbench.engine.views.stats import FAILED_BAR, OK_BAR, RunStats, StatsRow, runs_bar
+from workbench.tui.render import fmt_count, fmt_ms
+from workbench.tui.screens import PaletteCommand, WorkbenchScreen
+
+# The windows `d` steps through, in days; None: every day with runs.
+WINDOWS: tuple[int | None, ...] = (30, 7, 90, None)
+# The day charts: id, title, and the figure of a day they draw.
+CHARTS: tuple[tuple[str, str], ...] = (
+    ("runs", "runs"),
+    ("failures", "failed"),
+    ("tokens", "tokens"),
+    ("cost", "cost"),
+    ("p95_ms", "p95 latency"),
+)
+MODEL_BAR_WIDTH = 24
+
+
+def money(stats: RunStats, amount: float | None) -> str:
+    if amount is None:
+        return "—"
+    return f"{stats.currency}{amount:.{4 if amount < 1 else 2}f}"
+
+
+def day_values(stats: RunStats, figure: str) -> list[float]:
+    """One chart's values, a day each, oldest first (a day without any: 0)."""
+    return [float(getattr(day, figure) or 0) for day in stats.by_day]
+
+
+def peak_text(stats: RunStats, figure: str) -> str:
+    top = max(day_values(stats, figure), default=0.0)
+    if figure == "cost":
+        return f"max {money(stats, top)}"
+    if figure == "p95_ms":
+        return f"max {fmt_ms(top)}"
+    return f"max {fmt_count(int(top))}"
+
+
+def totals_text(stats: RunStats) -> Text:
+    total = stats.total
+    if not total.runs:
+        return Text(
+            "No runs recorded yet: `workbench demo` records some, `workbench run` your own.",
+            style="dim",
+        )
+    text = Text.assemble(
+        (f"{total.runs:,} runs", "bold"),
+        "  ·  ",
+        (
+            f"{total.failures:,} failed ({total.failure_rate:.0%})",
+            "bold red" if total.failures else "green",
+        ),
+        f"  ·  {fmt_count(total.tokens)} tokens",
+    )
+    if stats.priced:
+        text.append(f"  ·  {money(stats, total.cost)}")
+    text.append(f"  ·  latency p50 {fmt_ms(total.p50_ms)}, p95 {fmt_ms(total.p95_ms)}")
+    text.append(
+        f"\n{stats.first_day} → {stats.last_day} (UTC)  ·  {', '.join(stats.kinds)}",
+        style="dim",
+    )
+    return text
+
+
+def models_table(stats: RunStats) -> Table:
+    """A row per model, most runs first, with its runs as a bar (failed part apart)."""
+    table = Table(box=None, padding=(0, 1), header_style="bold", expand=False)
+    table.add_column("model", no_wrap=True, overflow="ellipsis", max_width=28)
+    table.add_column("", no_wrap=True)  # the runs as a bar
+    for title in ("runs", "failed", "tokens", *(("cost",) if stats.priced else ()), "p50", "p95"):
+        table.add_column(title, justify="right", no_wrap=True)
+    most = max((row.runs for row in stats.by_model), default=0)
+    for row in stats.by_model:
+        table.add_row(*_model_cells(stats, row, most))
+    return table
+
+
+def _model_cells(stats: RunStats, row: StatsRow, most: int) -> list[Text | str]:
+    bar = runs_bar(row, most, MODEL_BAR_WIDTH)
+    drawn = Text()
+    drawn.append(bar.replace(FAILED_BAR, "").rstrip(), style="green")
+    drawn.append(FAILED_BAR * bar.count(FAILED_BAR), style="red")
+    cells: list[Text | str] = [
+        Text(row.key),
+        drawn,
+        str(row.runs),
+        Text(str(row.failures), style="red" if row.failures else ""),
+        fmt_count(row.tokens),
+    ]
+    if stats.priced:
+        cells.append(money(stats, row.cost))
+    return [*cells, fmt_ms(row.p50_ms), fmt_ms(row.p95_ms)]
+
+
+class OverviewScreen(WorkbenchScreen):
+    """Overview: runs, failures, tokens, cost and latency by day and by model, as charts."""
+
+    DEFAULT_CSS = """
+    OverviewScreen #overview-body { padding: 0 1; }
+    OverviewScreen .chart-row { height: 2; }
+    OverviewScreen .chart-title { width: 13; color: $text-muted; }
+    OverviewScreen .chart-row Sparkline { width: 1fr; height: 2; }
+    OverviewScreen .chart-peak { width: 14; padding-left: 1; color: $text-muted; }
+    OverviewScreen #overview-axis { height: 1; color: $text-muted; }
+    OverviewScreen #overview-models { margin-top: 1; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("d", "next_window", "Days"),
+        Binding("g", "reload", "Reload"),
+    ]
+
+    class Counted(Message):
+        def __init__(self, stats: RunStats, problem: str | None) -> None:
+            super().__init__()
+            self.stats = stats
+            self.problem = problem
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.window = 0  # index into WINDOWS
+        self.stats: RunStats | None = None
+
+    @property
+    def days(self) -> int | None:
+        return WINDOWS[self.window]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static(Text("overview · counting runs…", style="dim"), id="overview-totals")
+        with VerticalScroll(id="overview-body"):
+            for figure, title in CHARTS:
+                with Horizontal(classes="chart-row", id=f"row-{figure}"):
+                    yield Static(Text(title), classes="chart-title")
+                    yield Sparkline([], id=f"chart-{figure}")
+                    yield Static("", classes="chart-peak", id=f"peak-{figure}")
+            yield Static("", id="overview-axis")
+            yield Static("", id="overview-models")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "overview"
+        self.query_one("#overview-body").focus()
+        self._count()
+
+    @work(thread=True, exclusive=True, group="stats", exit_on_error=False)
+    def _count(self) -> None:
+        self.post_message(self.Counted(*self.backend.stats(self.days)))
+
+    def on_overview_screen_counted(self, message: Counted) -> None:
+        stats = self.stats = message.stats
+        window = f"last {self.days} days" if self.days else "every day"
+        self.sub_title = f"overview · {window}"
+        self.query_one("#overview-totals", Static).update(totals_text(stats))
+        for figure, _ in CHARTS:
+            shown = figure != "cost" or stats.priced
+            self.query_one(f"#row-{figure}").display = shown and bool(stats.total.runs)
+            self.query_one(f"#chart-{figure}", Sparkline).data = day_values(stats, figure)
+            self.query_one(f"#peak-{figure}", Static).update(peak_text(stats, figure))
+        axis = self.query_one("#overview-axis", Static)
+        axis.update(self._axis(stats))
+        models = self.query_one("#overview-models", Static)
+        models.update(models_table(stats) if stats.by_model else "")
+        if message.problem:
+            self.notify(f"{message.problem}; costs are left out", severity="warning", timeout=8)
+
+    def _axis(self, stats: RunStats) -> Text:
+        if not stats.total.runs:
+            return Text("")
+        legend = f"   {OK_BAR} completed  {FAILED_BAR} did not complete"
+        return Text.assemble(
+            " " * 13, (f"{stats.first_day} → {stats.last_day}", "dim"), (legend, "dim")
+        )
+
+    def worker_failed(self, worker: Any) -> None:
+        self.query_one("#overview-totals", Static).update(
+            Text("could not count the runs", style="red")
+        )
+
+    def action_next_window(self) -> None:
+        self.window = (self.window + 1) % len(WINDOWS)
+        self._count()
+
+    def action_reload(self) -> None:
+        self._count()
+
+    def palette_commands(self) -> Iterator[PaletteCommand]:
+        yield ("Change the days shown", "Last 30, 7, 90 days or every day", self.action_next_window)
+        yield ("Reload the overview", "Count the runs again", self.action_reload)
