@@ -7,9 +7,12 @@ versus not traced, in the same process.
 appended and flushed per event. "Not traced" runs the same loop with no sink (the events
 are still built, because the loop streams them to its caller). Prints, for each, the best
 of N runs by wall clock and by CPU time (steadier on a shared machine), their ratios
-(target <= 1.3) and the tracing cost per event (target <= 10 µs), next to the limit: the
-same events serialized by the fastest JSON encoder installed (pydantic's own, in Rust) and
-written with one `write` each, no redaction, no history reuse. The median ratio of the
+(target <= 1.3) and the tracing cost per event next to the limit measured in the same run:
+the same events serialized by the fastest JSON encoder installed (pydantic's own, in Rust)
+and written with one `write` each, no redaction, no history reuse. Target: each event costs
+at most 1.3 times what the limit costs it (by wall clock and by CPU time; one of them must
+meet it, as for the ratio). The limit's own figure moves with the machine's load, so the
+target is relative to it rather than an absolute time. The median ratio of the
 interleaved pairs is printed too, as a check on a noisy machine.
 """
 
@@ -105,26 +108,31 @@ def main() -> int:
             least.append((wall, cpu))
     best_off, best_on = min(w for w, _ in off), min(w for w, _ in on)
     cpu_off, cpu_on = min(c for _, c in off), min(c for _, c in on)
+    limit_wall_us = (min(w for w, _ in least) - best_off) / events * 1e6
     limit_us = (min(c for _, c in least) - cpu_off) / events * 1e6
     limit_ratio = min(c for _, c in least) / cpu_off
     ratio, cpu_ratio = best_on / best_off, cpu_on / cpu_off
     per_event_us = (best_on - best_off) / events * 1e6
     cpu_per_event_us = (cpu_on - cpu_off) / events * 1e6
+    # Each event's cost as a multiple of the limit's (by wall clock and by CPU time).
+    to_limit = per_event_us / limit_wall_us if limit_wall_us > 0 else float("inf")
+    cpu_to_limit = cpu_per_event_us / limit_us if limit_us > 0 else float("inf")
     print(f"run: {args.turns} turns, {events:,} events, best of {args.repeats}")
     print(f"not traced: {best_off * 1000:8.1f} ms wall {cpu_off * 1000:8.1f} ms CPU")
     print(f"traced:     {best_on * 1000:8.1f} ms wall {cpu_on * 1000:8.1f} ms CPU")
     print(f"ratio traced/not traced: {ratio:.2f} wall, {cpu_ratio:.2f} CPU   (target <= 1.3)")
     print(
-        f"tracing cost per event:  {per_event_us:.1f} µs wall, {cpu_per_event_us:.1f} µs CPU   "
-        f"(target <= 10 µs)"
+        f"limit (encode + one write of each event, no redaction): {limit_wall_us:.1f} µs wall, "
+        f"{limit_us:.1f} µs CPU per event, ratio {limit_ratio:.2f} CPU"
     )
+    wall_times = f"{to_limit:.2f}x" if to_limit != float("inf") else "n/a (limit <= 0 by wall)"
     print(
-        f"limit (encode + one write of each event, no redaction): {limit_us:.1f} µs CPU per "
-        f"event, ratio {limit_ratio:.2f} CPU"
+        f"tracing cost per event:  {per_event_us:.1f} µs wall, {cpu_per_event_us:.1f} µs CPU = "
+        f"{wall_times}, {cpu_to_limit:.2f}x the limit   (target <= 1.3x)"
     )
     pairs = sorted(traced / plain for (traced, _), (plain, _) in zip(on, off, strict=True))
     print(f"median ratio of pairs:   {pairs[len(pairs) // 2]:.2f}")
-    return 0 if min(ratio, cpu_ratio) <= 1.3 and min(per_event_us, cpu_per_event_us) <= 10 else 1
+    return 0 if min(ratio, cpu_ratio) <= 1.3 and min(to_limit, cpu_to_limit) <= 1.3 else 1
 
 
 if __name__ == "__main__":

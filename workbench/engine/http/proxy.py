@@ -10,32 +10,30 @@ they arrive, errors with their status and body — and each exchange is recorded
 `CaptureBook` into runs (workbench.engine.http.capture, docs/capture.md). Every other path
 (`GET /v1/models`, `/v1/messages/count_tokens`, …) is passed through unrecorded, streamed as
 it comes; a path with a `..` segment is refused. Server and upstream client are aiohttp.
-The request handler forwards and hands each stream piece, with its arrival time, to the
-exchange's recording task, which records the request once it has gone upstream (after the
-exchanges it may continue) and the answer as it comes: whole at the format's last event
-(`data: [DONE]`, `response.completed`, `message_stop`: clients close the connection there,
-upstreams may keep it open), else at the stream's end. The handler waits for the recording
+The request handlers only forward: what they see of each exchange (its request, when it went
+upstream, each stream piece with its arrival time, how it ended) is handed to a
+`RecordingChannel` (workbench.engine.http.recording), which records it in a process of its
+own, at a lower CPU priority, so that recording never delays a chunk; a handler waits for it
 only when it falls far behind, so memory stays bounded.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import time
-from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import unquote
 
 import aiohttp
 from aiohttp import web
 
 from traces.events import ModelApi
-from workbench.engine.http.capture import RUN_HEADER, CaptureBook, Exchange
+from workbench.engine.http.capture import RUN_HEADER
+from workbench.engine.http.recording import Cut, RecordingChannel
 from workbench.engine.http.server import (
     DEFAULT_MAX_REQUEST_BYTES,
     DEFAULT_READ_TIMEOUT_S,
@@ -98,10 +96,8 @@ class RecordingProxy(HttpService):
         self.upstream = upstream.rstrip("/")
         # Anthropic's base URL has no `/v1`: its clients send `/v1/messages` as it is.
         self.anthropic_upstream = anthropic_upstream.rstrip("/") if anthropic_upstream else None
-        self.book = CaptureBook(home, self.upstream, self.anthropic_upstream)
         self.max_request_bytes = max_request_bytes
-        self._recording: set[asyncio.Task[None]] = set()  # exchanges still being recorded
-        self._live: set[_Seen] = set()  # exchanges whose recording has not ended
+        self._channel = RecordingChannel(home, self.upstream, self.anthropic_upstream)
         try:
             self._http = HttpServer(
                 self._app,
@@ -128,6 +124,7 @@ class RecordingProxy(HttpService):
             skip_auto_headers=("Accept-Encoding", "User-Agent", "Content-Type"),
         )
         app.on_cleanup.append(self._cleanup)
+        await self._channel.open()
         for path, api in API_PATHS.items():
             app.router.add_post(path, self._model_call(api))
         app.router.add_route("*", "/{tail:.*}", self._pass_through)
@@ -135,9 +132,8 @@ class RecordingProxy(HttpService):
 
     async def _cleanup(self, app: web.Application) -> None:
         # Handlers have finished or been cancelled by now: what is still open was cut off.
-        if self._recording:
-            await asyncio.wait(set(self._recording))
-        self.book.close()
+        # Recording ends once it has recorded everything sent to it.
+        await self._channel.close()
         await app[_SESSION].close()
 
     def _target(self, request: web.Request) -> str:
@@ -186,302 +182,86 @@ class RecordingProxy(HttpService):
     async def _record_call(self, request: web.Request, api: ModelApi) -> web.StreamResponse:
         try:
             raw = await read_body(request, self.max_request_bytes)
-            body = parse_json_object(raw)
-        except RequestProblem as problem:
-            return problem.response()
+            parse_json_object(raw)
+        except RequestProblem as refused:
+            return refused.response()
+        channel = self._channel
         headers = {name.lower(): value for name, value in request.headers.items()}
-        seen = _Seen(api, body, headers, request.query_string, time.monotonic())
-        # The exchanges before this one that it may continue are recorded first: those whose
-        # answer is over for their client, to its end; the rest, up to their request.
-        earlier = [
-            other.settled if other.answered or other.over.is_set() else other.begun
-            for other in self._live
-        ]
-        self._live.add(seen)
-        self._track(self._record(seen, earlier))
+        key = channel.arrived(api, raw, headers, request.query_string, time.monotonic())
         session = request.app[_SESSION]
+        ended: float | None = None
+        problem: str | None = None
+        cut: Cut | None = None
+        whole = False  # the client has (or is being sent) all of the answer
         try:
             async with session.post(
                 self._target(request),
                 data=raw,
                 headers=_forwarded(request),
-                trace_request_ctx=seen,
+                trace_request_ctx=_Upward(channel, key),
             ) as upstream:
-                seen.status = upstream.status
                 if upstream.status >= 400 or not _is_event_stream(upstream):
-                    seen.whole = await upstream.read()
-                    seen.ended = time.monotonic()
-                    seen.answered = True
+                    body = await upstream.read()
+                    ended = time.monotonic()
+                    channel.whole(key, upstream.status, body, ended)
+                    whole = True
                     return web.Response(
-                        status=upstream.status,
-                        body=seen.whole,
-                        headers=_relayed(upstream.headers),
+                        status=upstream.status, body=body, headers=_relayed(upstream.headers)
                     )
-                return await self._stream(request, upstream, seen)
+                answer = web.StreamResponse(
+                    status=upstream.status, headers=_relayed(upstream.headers)
+                )
+                try:
+                    await answer.prepare(request)
+                    async for piece in upstream.content.iter_any():
+                        # Sent to recording before the client can see it, so that its next
+                        # request, which may continue this answer's run, comes after it.
+                        channel.piece(key, time.monotonic(), piece)
+                        await answer.write(piece)
+                        if channel.full:  # recording is far behind: the only wait for it
+                            await channel.room()
+                    # The whole answer is written: a client that hangs up now had all of it.
+                    whole = True
+                    await answer.write_eof()
+                except ConnectionError:
+                    if not whole:
+                        cut = "hung_up"  # the client went away mid-answer
+                except aiohttp.ClientError as exc:
+                    # The upstream broke off: the client sees the same cut.
+                    problem = f"the upstream stream broke off: {exc}"
+                    if request.transport is not None:
+                        request.transport.abort()
+                ended = time.monotonic()
+                return answer
         except aiohttp.ClientError as exc:
-            seen.problem = f"cannot reach the upstream: {exc}"
+            problem = f"cannot reach the upstream: {exc}"
             return _unreachable(self.upstream, exc)
         except asyncio.CancelledError:
             # The client hung up (its run stays incomplete unless its answer was whole), or
-            # the proxy is stopping (its runs end as cancelled when the book closes).
-            if not seen.whole_answer:
-                seen.cut = "stopped" if self._http.stopping else "hung_up"
+            # the proxy is stopping (its runs end as cancelled when recording ends).
+            if not whole:
+                cut = "stopped" if self._http.stopping else "hung_up"
             raise
         finally:
-            seen.ended = seen.ended or time.monotonic()
-            seen.over.set()
-            seen.pieces.end()
-
-    def _track(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
-        """Run recording work in a task the proxy waits for before it stops."""
-        task = asyncio.create_task(work)
-        self._recording.add(task)
-        task.add_done_callback(self._recording.discard)
-        return task
-
-    async def _stream(
-        self, request: web.Request, upstream: aiohttp.ClientResponse, seen: _Seen
-    ) -> web.StreamResponse:
-        answer = web.StreamResponse(status=upstream.status, headers=_relayed(upstream.headers))
-        try:
-            await answer.prepare(request)
-            tail = b""
-            async for piece in upstream.content.iter_any():
-                arrived = time.monotonic()
-                # Said before the client can see it, so that its next request, which may
-                # continue this answer's run, is recorded after the answer.
-                tail = _watch_for_done(seen, tail, piece)
-                await answer.write(piece)
-                # Recorded as it comes, in the exchange's recording task; the answer waits
-                # only when that task falls far behind, which bounds what is held.
-                await seen.pieces.put(arrived, piece)
-            # The whole answer is written: a client that hangs up now had all of it.
-            seen.answered = seen.whole_answer = True
-            await answer.write_eof()
-        except ConnectionError:
-            if not seen.whole_answer:
-                seen.cut = "hung_up"  # the client went away mid-answer
-        except aiohttp.ClientError as exc:
-            # The upstream broke off: the client sees the same cut.
-            seen.problem = f"the upstream stream broke off: {exc}"
-            if request.transport is not None:
-                request.transport.abort()
-        seen.ended = time.monotonic()
-        return answer
-
-    async def _record(self, seen: _Seen, earlier: list[asyncio.Event]) -> None:
-        """Record one exchange: its request once it has gone upstream (after the exchanges
-        it may continue), then its answer as it comes."""
-        book = self.book
-        try:
-            waits = [asyncio.ensure_future(event.wait()) for event in (seen.went_up, seen.over)]
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-            for wait in waits:
-                wait.cancel()
-            for event in earlier:
-                await event.wait()
-            seen.exchange = book.begin(seen.body, seen.headers, seen.query, seen.sent, seen.api)
-            seen.begun.set()
-            await _record_answer(book, seen)
-        except Exception as exc:  # recording must never take the proxy down
-            book.report(f"could not record an exchange: {type(exc).__name__}: {exc}")
-        finally:
-            seen.pieces.stop()  # the handler never waits for a recording that has stopped
-            seen.begun.set()
-            seen.settled.set()
-            self._live.discard(seen)
-
-
-# How many bytes of a stream may wait to be recorded before the answer waits for them.
-MAX_UNRECORDED_BYTES = 4 * 1024 * 1024
-# `data: [DONE]` (also `data:[DONE]`) on a line of its own.
-_DONE_LINE = re.compile(rb"(?:^|[\r\n])data: ?\[DONE\]")
-# The last event of a stream of the other formats, by the name its payload (and `event:`
-# line) carries.
-_LAST_EVENTS: dict[ModelApi, re.Pattern[bytes]] = {
-    "responses": re.compile(rb'response\.(?:completed|incomplete|failed)\b|"type": ?"error"'),
-    "anthropic": re.compile(rb'\bmessage_stop\b|"type": ?"error"'),
-}
-
-
-def _watch_for_done(seen: _Seen, tail: bytes, piece: bytes) -> bytes:
-    """Mark the answer over when `piece` brings the stream's last event — `data: [DONE]`,
-    or the format's last event — (which may start in the piece before it, whose end is
-    `tail`); returns the new tail."""
-    if not seen.answered:
-        joined = tail + piece[:32]
-        last = _LAST_EVENTS.get(seen.api)
-        if last is not None:
-            seen.answered = bool(last.search(piece) or last.search(joined))
-        elif (b"[DONE]" in piece and _DONE_LINE.search(piece)) or (
-            b"[DONE]" in joined and _DONE_LINE.search(joined)
-        ):
-            seen.answered = True
-    return (tail + piece)[-32:]
-
-
-class _Pieces:
-    """A stream's pieces on their way from the handler to its recording, each with its
-    arrival time (`time.monotonic()`), then an end. The handler waits in `put` while more
-    than MAX_UNRECORDED_BYTES are not yet taken, so a long stream is never held whole."""
-
-    def __init__(self) -> None:
-        self._items: deque[tuple[float, bytes] | None] = deque()
-        self._size = 0
-        self._ready = asyncio.Event()
-        self._room = asyncio.Event()
-        self._room.set()
-        self._stopped = False
-
-    async def put(self, arrived: float, piece: bytes) -> None:
-        if self._stopped:
-            return
-        self._items.append((arrived, piece))
-        self._size += len(piece)
-        self._ready.set()
-        if self._size > MAX_UNRECORDED_BYTES:
-            self._room.clear()
-            await self._room.wait()
-
-    def end(self) -> None:
-        self._items.append(None)
-        self._ready.set()
-
-    async def take(self) -> tuple[float, bytes] | None:
-        """The next piece, or None at the end."""
-        while not self._items:
-            self._ready.clear()
-            await self._ready.wait()
-        item = self._items.popleft()
-        if item is not None:
-            self._size -= len(item[1])
-            if self._size <= MAX_UNRECORDED_BYTES // 2:
-                self._room.set()
-        return item
-
-    def stop(self) -> None:
-        """Nothing more is recorded: drop what waits and never hold the handler again."""
-        self._stopped = True
-        self._items.clear()
-        self._size = 0
-        self._room.set()
+            channel.over(key, ended or time.monotonic(), problem, cut, whole)
 
 
 @dataclass(eq=False)
-class _Seen:
-    """What the proxy saw of one exchange, with `time.monotonic()` times, for recording."""
+class _Upward:
+    """The exchange a request sent upstream belongs to, for aiohttp's request tracing."""
 
-    api: ModelApi
-    body: dict[str, Any]
-    headers: dict[str, str]
-    query: str
-    sent: float
-    status: int | None = None
-    whole: bytes | None = None  # a non-streamed answer (or an error's body)
-    pieces: _Pieces = field(default_factory=_Pieces)  # a stream, as it comes
-    ended: float = 0.0
-    problem: str | None = None  # the upstream could not be reached or broke off
-    cut: Literal["hung_up", "stopped"] | None = None
-    answered: bool = False  # the client has (or is being sent) the whole answer
-    whole_answer: bool = False  # every piece of the stream reached the client
-    went_up: asyncio.Event = field(default_factory=asyncio.Event)  # the request was sent
-    over: asyncio.Event = field(default_factory=asyncio.Event)  # the handler is done
-    begun: asyncio.Event = field(default_factory=asyncio.Event)  # the request is recorded
-    settled: asyncio.Event = field(default_factory=asyncio.Event)  # and its answer's end
-    exchange: Exchange | None = None
+    channel: RecordingChannel
+    key: int
+    sent: bool = False
 
 
 async def _went_up(
     session: aiohttp.ClientSession, context: Any, params: aiohttp.TraceRequestChunkSentParams
 ) -> None:
-    seen = context.trace_request_ctx
-    if isinstance(seen, _Seen) and not seen.went_up.is_set():
-        seen.sent = time.monotonic()
-        seen.went_up.set()
-
-
-async def _record_answer(book: CaptureBook, seen: _Seen) -> None:
-    """Record the answer's pieces as they come. A stream is whole at `[DONE]` or the
-    format's last event: recorded then, whatever the upstream does after it. Without
-    either, its end decides."""
-    exchange = seen.exchange
-    decoder = SseDecoder()
-    while (item := await seen.pieces.take()) is not None:
-        if exchange is None or decoder.done or exchange.closed:
-            continue  # what comes after the last event reached the client; it was whole
-        arrived, piece = item
-        for data in decoder.feed(piece):
-            exchange.chunk(data, arrived)
-            # Other clients' requests and chunks go first, a chunk's recording at most
-            # (a piece can hold a whole answer).
-            await asyncio.sleep(0)
-            if exchange.assembler.done:
-                break
-        if decoder.done or exchange.assembler.done:
-            exchange.finish(arrived)
-            seen.settled.set()
-    if exchange is None or decoder.done or exchange.closed:
-        return
-    if seen.whole is not None and seen.status is not None:
-        if seen.status >= 400:
-            exchange.failed(seen.status, _error_text(seen.status, seen.whole), seen.ended)
-        else:
-            exchange.completion(seen.whole, seen.ended)
-    elif seen.problem is not None:
-        exchange.failed(502, seen.problem, seen.ended, "connection")
-    elif seen.cut is None or exchange.saw_finish:
-        exchange.finish(seen.ended)  # the stream ended, or a chunk said the answer had
-    elif seen.cut == "hung_up":
-        exchange.abandoned()
-
-
-class SseDecoder:
-    """Turns the bytes of a server-sent-event stream into the JSON payloads of its `data:`
-    events, as they complete, up to `data: [DONE]` (then `done`; nothing after it is
-    decoded). Comments, other fields and other non-JSON data are passed over; they reached
-    the client all the same."""
-
-    def __init__(self) -> None:
-        self._parts: list[bytes] = []  # the line begun, in pieces (a line can be long)
-        self._data: list[bytes] = []
-        self.done = False
-
-    def feed(self, piece: bytes) -> list[dict[str, Any]]:
-        found: list[dict[str, Any]] = []
-        if self.done:
-            return found
-        if b"\n" not in piece:
-            self._parts.append(piece)
-            return found
-        if self._parts:
-            piece, self._parts = b"".join([*self._parts, piece]), []
-        *lines, rest = piece.split(b"\n")
-        if rest:
-            self._parts.append(rest)
-        for line in lines:
-            line = line.rstrip(b"\r")
-            if not line:
-                self._dispatch(found)
-            elif line.startswith(b"data:"):
-                value = line[5:]
-                value = value[1:] if value.startswith(b" ") else value
-                if value == b"[DONE]" and not self._data:
-                    # The answer is whole: no blank line needs to follow.
-                    self.done, self._parts = True, []
-                    break
-                self._data.append(value)
-        return found
-
-    def _dispatch(self, found: list[dict[str, Any]]) -> None:
-        if not self._data:
-            return
-        text, self._data = b"\n".join(self._data), []
-        try:
-            value = json.loads(text)
-        except ValueError:
-            return
-        if isinstance(value, dict):
-            found.append(value)
+    upward = context.trace_request_ctx
+    if isinstance(upward, _Upward) and not upward.sent:
+        upward.sent = True
+        upward.channel.went_up(upward.key, time.monotonic())
 
 
 @web.middleware
@@ -514,16 +294,6 @@ def _forwarded(request: web.Request) -> dict[str, str]:
 
 def _relayed(headers: Any) -> dict[str, str]:
     return {k: v for k, v in headers.items() if k.lower() not in _HOP_HEADERS}
-
-
-def _error_text(status: int, body: bytes) -> str:
-    text = body.decode("utf-8", "replace")
-    try:
-        data = json.loads(text)
-        message = data["error"]["message"] if isinstance(data.get("error"), dict) else None
-    except (ValueError, AttributeError, KeyError, TypeError):
-        message = None
-    return f"HTTP {status}: {message or text[:500] or 'no body'}"
 
 
 def _unreachable(upstream: str, exc: BaseException) -> web.Response:

@@ -1,0 +1,146 @@
+"""Many streams at once through `workbench proxy`: each client gets its chunks as the
+upstream sends them (recording never holds one back), and every run is recorded whole and
+in order — also those whose client closed early."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import openai
+from aiohttp import web
+
+from tests.engine.capture_support import runs
+from workbench.engine.http.proxy import RecordingProxy
+from workbench.engine.http.server import HttpServer
+
+STREAMS = 50
+WORDS = 12  # chunks with text, after the first
+
+
+class GatedUpstream:
+    """Streams an answer to `q<N>`: its first chunk, then — once the test says client N
+    has seen that chunk — the rest. A proxy that held the first chunk back (until the
+    answer's end, or until it was recorded) would never let the client see it: the
+    upstream then gives up after a while and answers `too late`, which fails the test."""
+
+    def __init__(self) -> None:
+        self.http = HttpServer(self._app)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._gates: dict[int, asyncio.Event] = {}
+        self.sent_last: set[int] = set()
+
+    async def _app(self) -> web.Application:
+        self._loop = asyncio.get_running_loop()
+        app = web.Application()
+        app.router.add_post("/chat/completions", self._stream)
+        return app
+
+    def release(self, number: int) -> None:
+        """Client `number` saw its first chunk (called from the test's thread)."""
+        assert self._loop is not None
+        self._loop.call_soon_threadsafe(self._gate(number).set)
+
+    def _gate(self, number: int) -> asyncio.Event:
+        return self._gates.setdefault(number, asyncio.Event())
+
+    async def _stream(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        number = int(body["messages"][0]["content"][1:])
+        answer = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await answer.prepare(request)
+        await answer.write(_sse(number, {"role": "assistant", "content": f"{number}:"}))
+        try:
+            await asyncio.wait_for(self._gate(number).wait(), 30)
+            words = [f" w{number}.{i}" for i in range(WORDS)]
+        except TimeoutError:
+            words = [" too late"]
+        try:
+            for word in words:
+                await answer.write(_sse(number, {"content": word}))
+            await answer.write(_sse(number, {}, "stop"))
+            self.sent_last.add(number)
+            await answer.write(b"data: [DONE]\n\n")
+            await answer.write_eof()
+        except ConnectionError:
+            pass  # a client that closed early
+        return answer
+
+
+def _sse(number: int, delta: dict[str, Any], finish: str | None = None) -> bytes:
+    chunk = {
+        "id": f"chatcmpl-{number}",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    return f"data: {json.dumps(chunk)}\n\n".encode()
+
+
+def _early(number: int) -> bool:
+    return number % 5 == 0  # a fifth of the clients close after their first chunk
+
+
+async def test_many_concurrent_streams_pass_unheld_and_are_all_recorded_exactly(
+    tmp_path: Path,
+) -> None:
+    upstream = GatedUpstream()
+    upstream.http.start()
+    home = tmp_path / "home"
+    received: dict[int, list[str]] = {}
+    first_before_last: dict[int, bool] = {}
+    try:
+        with RecordingProxy(upstream.http.base_url.removesuffix("/v1"), home) as proxy:
+            client = openai.AsyncOpenAI(base_url=proxy.base_url, api_key="sk-k", max_retries=0)
+
+            async def one(number: int) -> None:
+                stream = await client.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": f"q{number}"}], stream=True
+                )
+                texts: list[str] = []
+                async for chunk in stream:
+                    if not texts:
+                        # The upstream holds the rest of this answer until told: the first
+                        # chunk got here before the upstream sent the last.
+                        first_before_last[number] = number not in upstream.sent_last
+                    texts.append(chunk.choices[0].delta.content or "")
+                    if _early(number):
+                        # Closed while the upstream still holds the rest: the proxy sees
+                        # the client go away mid-answer.
+                        await stream.close()
+                        break
+                    upstream.release(number)
+                received[number] = texts
+
+            await asyncio.gather(*(one(n) for n in range(STREAMS)))
+            await client.close()
+    finally:
+        for number in range(STREAMS):
+            upstream.release(number)  # the early ones' answers now go nowhere
+        upstream.http.close()
+    assert all(first_before_last.values()) and len(first_before_last) == STREAMS
+    recorded = runs(home)
+    assert len(recorded) == STREAMS
+    by_number = {int(run[0]["task"][1:]): run for run in recorded}
+    assert sorted(by_number) == list(range(STREAMS))
+    for number, events in by_number.items():
+        assert [e["seq"] for e in events] == list(range(len(events)))
+        chunks = [e for e in events if e["type"] == "model_chunk"]
+        assert [c["index"] for c in chunks] == list(range(len(chunks)))
+        assert all(c["data"]["id"] == f"chatcmpl-{number}" for c in chunks)
+        deltas = [c["data"]["choices"][0]["delta"].get("content") or "" for c in chunks]
+        if _early(number):
+            # Closed after its first chunk: what it saw is recorded, the run incomplete.
+            assert [e["type"] for e in events][:3] == ["run_start", "model_request", "model_chunk"]
+            assert deltas[0] == f"{number}:"
+            assert "run_end" not in [e["type"] for e in events]
+            continue
+        text = f"{number}:" + "".join(f" w{number}.{i}" for i in range(WORDS))
+        assert "".join(received[number]) == text
+        assert deltas == received[number]  # every chunk, the finish chunk too, in order
+        assert [e["type"] for e in events][-2:] == ["model_response", "run_end"]
+        assert events[-2]["message"]["content"] == text
+        assert events[-1]["status"] == "completed" and events[-1]["final_answer"] == text

@@ -1,0 +1,497 @@
+"""Where `workbench proxy` records: a process of its own, beside the one that forwards.
+
+The proxy's request handlers only forward. What a handler sees of an exchange — its request
+when it arrives, when it went upstream, each stream piece with its arrival time, a whole
+answer, how it ended — goes as a message, in the order it happened, to a `RecordingChannel`,
+which sends the messages of each turn of the event loop as one frame down a pipe to
+`python -m workbench.engine.http.recording`. That process runs at a lower CPU priority
+(`nice` +10), so on a busy machine forwarding gets the cores first and recording catches up
+after; it sorts the exchanges into runs with a `CaptureBook`
+(workbench.engine.http.capture), decodes only the streams' `data:` payloads, and writes the
+traces. Exchanges are recorded in the order the handlers saw them: a request after the
+exchanges it may continue (those whose answer was over for their client, to its end; the
+rest, up to their request), each answer's chunks as they came.
+
+Memory stays bounded: the proxy's handlers wait (the only time a chunk waits for recording)
+when more than MAX_UNRECORDED_BYTES sit in the pipe unread, and the recording process stops
+reading while more than that is read but not yet recorded. When the proxy stops, it closes
+the pipe and waits for the recording process to record what it was sent and end the runs
+still open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import pickle
+import re
+import signal
+import struct
+import sys
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from traces.events import ModelApi
+
+# How many bytes may wait to be recorded (in the pipe, and read but not yet recorded)
+# before the side that sends them waits.
+MAX_UNRECORDED_BYTES = 4 * 1024 * 1024
+_FRAME = struct.Struct("<I")
+# The recording process's CPU priority below the proxy's.
+NICENESS = 10
+
+Cut = Literal["hung_up", "stopped"]
+
+
+class RecordingChannel:
+    """The forwarding side: messages about exchanges, sent to the recording process."""
+
+    def __init__(self, home: Path, upstream: str, anthropic_upstream: str | None) -> None:
+        self._args = [str(home), upstream, anthropic_upstream or ""]
+        self._process: asyncio.subprocess.Process | None = None
+        self._messages: list[tuple[Any, ...]] = []
+        self._keys = 0
+        self._broken = False
+
+    async def open(self) -> None:
+        """Start the recording process (in the proxy's event loop)."""
+        self._process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "workbench.engine.http.recording",
+            *self._args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.DEVNULL,
+        )
+        assert self._process.stdin is not None
+        self._process.stdin.transport.set_write_buffer_limits(high=MAX_UNRECORDED_BYTES)
+
+    def arrived(
+        self, api: ModelApi, raw: bytes, headers: dict[str, str], query: str, when: float
+    ) -> int:
+        """A model call's request arrived (its body `raw`, a JSON object); returns the key
+        the exchange's other messages name."""
+        self._keys += 1
+        self._send(("arrive", self._keys, api, raw, headers, query, when))
+        return self._keys
+
+    def went_up(self, key: int, when: float) -> None:
+        self._send(("up", key, when))
+
+    def piece(self, key: int, when: float, piece: bytes) -> None:
+        """A stream piece, sent before the client gets it (so that the client's next
+        request, which may continue its run, comes after it)."""
+        self._send(("piece", key, when, piece))
+
+    def whole(self, key: int, status: int, body: bytes, when: float) -> None:
+        """A whole (non-streamed) answer or an error's body, about to reach the client."""
+        self._send(("whole", key, status, body, when))
+
+    def over(
+        self, key: int, when: float, problem: str | None, cut: Cut | None, whole: bool
+    ) -> None:
+        """The handler is done: the upstream could not be reached or broke off (`problem`),
+        the client hung up or the proxy stopped (`cut`), or every piece reached the client
+        (`whole`)."""
+        self._send(("over", key, when, problem, cut, whole))
+
+    @property
+    def full(self) -> bool:
+        """Recording is far behind: the sender should `await room()`."""
+        stdin = self._process.stdin if self._process is not None else None
+        return stdin is not None and stdin.transport.get_write_buffer_size() > MAX_UNRECORDED_BYTES
+
+    async def room(self) -> None:
+        if self._process is not None and self._process.stdin is not None and not self._broken:
+            self._flush()
+            try:
+                await self._process.stdin.drain()
+            except ConnectionError:
+                self._gone()
+
+    def _send(self, message: tuple[Any, ...]) -> None:
+        if self._broken:
+            return
+        self._messages.append(message)
+        if len(self._messages) == 1:
+            # One frame for everything of this turn of the loop: one pickle, one write.
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        if not self._messages or self._process is None or self._process.stdin is None:
+            return
+        data = pickle.dumps(self._messages, protocol=pickle.HIGHEST_PROTOCOL)
+        self._messages = []
+        stdin = self._process.stdin
+        if stdin.is_closing():
+            self._gone()
+            return
+        stdin.writelines([_FRAME.pack(len(data)), data])
+
+    def _gone(self) -> None:
+        if not self._broken:
+            self._broken = True
+            self._messages = []
+            print(
+                "workbench proxy: the recording process stopped; forwarding goes on unrecorded",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    async def close(self) -> None:
+        """Send what is left, end the pipe and wait until everything sent is recorded."""
+        process = self._process
+        if process is None:
+            return
+        self._flush()
+        if process.stdin is not None:
+            with contextlib.suppress(ConnectionError):
+                process.stdin.close()
+                await process.stdin.wait_closed()
+        await process.wait()
+        self._process = None
+
+
+# --- the recording process ---------------------------------------------------------------
+
+
+def main(argv: list[str]) -> int:
+    home, upstream, anthropic_upstream = argv
+    # Ctrl-C reaches the whole process group: the proxy stops first and then closes the
+    # pipe, which is this process's end.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(OSError, AttributeError):
+        os.nice(NICENESS)
+    asyncio.run(_record_all(Path(home), upstream, anthropic_upstream or None))
+    return 0
+
+
+async def _record_all(home: Path, upstream: str, anthropic_upstream: str | None) -> None:
+    from workbench.engine.http.capture import CaptureBook
+
+    book = CaptureBook(home, upstream, anthropic_upstream)
+    sorter = _Sorter(book)
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=2**31)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
+    try:
+        while True:
+            try:
+                size = _FRAME.unpack(await reader.readexactly(_FRAME.size))[0]
+                messages = pickle.loads(await reader.readexactly(size))
+            except asyncio.IncompleteReadError:
+                break
+            for message in messages:
+                sorter.handle(message)
+            await sorter.budget.room()
+    finally:
+        await sorter.finish()
+        book.close()
+
+
+class _Budget:
+    """Bytes read but not yet recorded, of exchanges whose recording has begun (the others
+    wait for messages still to be read, so they must not stop the reading)."""
+
+    def __init__(self) -> None:
+        self.size = 0
+        self._room = asyncio.Event()
+        self._room.set()
+
+    def add(self, amount: int) -> None:
+        self.size += amount
+        if self.size > MAX_UNRECORDED_BYTES:
+            self._room.clear()
+        elif self.size <= MAX_UNRECORDED_BYTES // 2:
+            self._room.set()
+
+    async def room(self) -> None:
+        await self._room.wait()
+
+
+class _Sorter:
+    """The exchanges being recorded, each in a task of its own, fed by the messages."""
+
+    def __init__(self, book: Any) -> None:
+        self.book = book
+        self.budget = _Budget()
+        self._seen: dict[int, _Seen] = {}
+        self._live: set[_Seen] = set()  # exchanges whose recording has not ended
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def handle(self, message: tuple[Any, ...]) -> None:
+        kind, key = message[0], message[1]
+        if kind == "arrive":
+            _, _, api, raw, headers, query, when = message
+            seen = _Seen(api, json.loads(raw), headers, query, when, _Pieces(self.budget))
+            # The exchanges before this one that it may continue are recorded first: those
+            # whose answer is over for their client, to its end; the rest, up to their
+            # request.
+            earlier = [
+                other.settled if other.answered or other.over.is_set() else other.begun
+                for other in self._live
+            ]
+            self._seen[key] = seen
+            self._live.add(seen)
+            task = asyncio.create_task(self._record(seen, earlier))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            return
+        if (found := self._seen.get(key)) is None:
+            return
+        seen = found
+        if kind == "up":
+            if not seen.went_up.is_set():
+                seen.sent = message[2]
+                seen.went_up.set()
+        elif kind == "piece":
+            _, _, when, piece = message
+            seen.tail = _watch_for_done(seen, seen.tail, piece)
+            seen.pieces.put(when, piece)
+        elif kind == "whole":
+            _, _, seen.status, seen.whole, seen.ended = message
+            seen.answered = True
+        elif kind == "over":
+            _, _, when, seen.problem, seen.cut, whole = message
+            seen.ended = seen.ended or when
+            seen.answered = seen.answered or whole
+            seen.over.set()
+            seen.pieces.end()
+            del self._seen[key]
+
+    async def finish(self) -> None:
+        """The pipe ended: an exchange it left open was cut off by the proxy's end."""
+        for seen in self._seen.values():
+            seen.cut = seen.cut or ("stopped" if not seen.answered else None)
+            seen.over.set()
+            seen.pieces.end()
+        self._seen.clear()
+        if self._tasks:
+            await asyncio.wait(set(self._tasks))
+
+    async def _record(self, seen: _Seen, earlier: list[asyncio.Event]) -> None:
+        """Record one exchange: its request once it has gone upstream (after the exchanges
+        it may continue), then its answer as it comes."""
+        book = self.book
+        try:
+            waits = [asyncio.ensure_future(event.wait()) for event in (seen.went_up, seen.over)]
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            for wait in waits:
+                wait.cancel()
+            for event in earlier:
+                await event.wait()
+            seen.exchange = book.begin(seen.body, seen.headers, seen.query, seen.sent, seen.api)
+            seen.begun.set()
+            seen.pieces.counted()
+            await _record_answer(book, seen)
+        except Exception as exc:  # one exchange's failure must not end the others'
+            book.report(f"could not record an exchange: {type(exc).__name__}: {exc}")
+        finally:
+            seen.pieces.stop()
+            seen.begun.set()
+            seen.settled.set()
+            self._live.discard(seen)
+
+
+class _Pieces:
+    """A stream's pieces on their way to its recording, each with its arrival time
+    (`time.monotonic()` of the proxy), then an end."""
+
+    def __init__(self, budget: _Budget) -> None:
+        self._items: deque[tuple[float, bytes] | None] = deque()
+        self._size = 0
+        self._ready = asyncio.Event()
+        self._budget = budget
+        self._counted = False
+        self._stopped = False
+
+    def put(self, arrived: float, piece: bytes) -> None:
+        if self._stopped:
+            return
+        self._items.append((arrived, piece))
+        self._size += len(piece)
+        if self._counted:
+            self._budget.add(len(piece))
+        self._ready.set()
+
+    def counted(self) -> None:
+        """Its recording has begun: what waits here now counts against the budget."""
+        if not self._counted:
+            self._counted = True
+            self._budget.add(self._size)
+
+    def end(self) -> None:
+        self._items.append(None)
+        self._ready.set()
+
+    async def take(self) -> tuple[float, bytes] | None:
+        """The next piece, or None at the end."""
+        while not self._items:
+            self._ready.clear()
+            await self._ready.wait()
+        item = self._items.popleft()
+        if item is not None:
+            self._size -= len(item[1])
+            if self._counted:
+                self._budget.add(-len(item[1]))
+        return item
+
+    def stop(self) -> None:
+        """Nothing more is recorded: drop what waits."""
+        if self._counted:
+            self._budget.add(-self._size)
+        self._stopped = True
+        self._items.clear()
+        self._size = 0
+
+
+@dataclass(eq=False)
+class _Seen:
+    """What the proxy saw of one exchange, with `time.monotonic()` times, for recording."""
+
+    api: ModelApi
+    body: dict[str, Any]
+    headers: dict[str, str]
+    query: str
+    sent: float
+    pieces: _Pieces
+    status: int | None = None
+    whole: bytes | None = None  # a non-streamed answer (or an error's body)
+    ended: float = 0.0
+    problem: str | None = None  # the upstream could not be reached or broke off
+    cut: Cut | None = None
+    answered: bool = False  # the client has (or is being sent) the whole answer
+    tail: bytes = b""  # the end of the last piece, where the last event may begin
+    went_up: asyncio.Event = field(default_factory=asyncio.Event)  # the request was sent
+    over: asyncio.Event = field(default_factory=asyncio.Event)  # the handler is done
+    begun: asyncio.Event = field(default_factory=asyncio.Event)  # the request is recorded
+    settled: asyncio.Event = field(default_factory=asyncio.Event)  # and its answer's end
+    exchange: Any = None
+
+
+# `data: [DONE]` (also `data:[DONE]`) on a line of its own.
+_DONE_LINE = re.compile(rb"(?:^|[\r\n])data: ?\[DONE\]")
+# The last event of a stream of the other formats, by the name its payload (and `event:`
+# line) carries.
+_LAST_EVENTS: dict[ModelApi, re.Pattern[bytes]] = {
+    "responses": re.compile(rb'response\.(?:completed|incomplete|failed)\b|"type": ?"error"'),
+    "anthropic": re.compile(rb'\bmessage_stop\b|"type": ?"error"'),
+}
+
+
+def _watch_for_done(seen: _Seen, tail: bytes, piece: bytes) -> bytes:
+    """Mark the answer over when `piece` brings the stream's last event — `data: [DONE]`,
+    or the format's last event — (which may start in the piece before it, whose end is
+    `tail`); returns the new tail."""
+    if not seen.answered:
+        joined = tail + piece[:32]
+        last = _LAST_EVENTS.get(seen.api)
+        if last is not None:
+            seen.answered = bool(last.search(piece) or last.search(joined))
+        elif (b"[DONE]" in piece and _DONE_LINE.search(piece)) or (
+            b"[DONE]" in joined and _DONE_LINE.search(joined)
+        ):
+            seen.answered = True
+    return (tail + piece)[-32:]
+
+
+async def _record_answer(book: Any, seen: _Seen) -> None:
+    """Record the answer's pieces as they come. A stream is whole at `[DONE]` or the
+    format's last event: recorded then, whatever the upstream does after it. Without
+    either, its end decides."""
+    exchange = seen.exchange
+    decoder = SseDecoder()
+    while (item := await seen.pieces.take()) is not None:
+        if exchange is None or decoder.done or exchange.closed:
+            continue  # what comes after the last event reached the client; it was whole
+        arrived, piece = item
+        for data in decoder.feed(piece):
+            exchange.chunk(data, arrived)
+            # Other exchanges' requests and chunks go first, a chunk's recording at most
+            # (a piece can hold a whole answer).
+            await asyncio.sleep(0)
+            if exchange.assembler.done:
+                break
+        if decoder.done or exchange.assembler.done:
+            exchange.finish(arrived)
+            seen.settled.set()
+    if exchange is None or decoder.done or exchange.closed:
+        return
+    if seen.whole is not None and seen.status is not None:
+        if seen.status >= 400:
+            exchange.failed(seen.status, _error_text(seen.status, seen.whole), seen.ended)
+        else:
+            exchange.completion(seen.whole, seen.ended)
+    elif seen.problem is not None:
+        exchange.failed(502, seen.problem, seen.ended, "connection")
+    elif seen.cut is None or exchange.saw_finish:
+        exchange.finish(seen.ended)  # the stream ended, or a chunk said the answer had
+    elif seen.cut == "hung_up":
+        exchange.abandoned()
+
+
+class SseDecoder:
+    """Turns the bytes of a server-sent-event stream into the JSON payloads of its `data:`
+    events, as they complete, up to `data: [DONE]` (then `done`; nothing after it is
+    decoded). Comments, other fields and other non-JSON data are passed over; they reached
+    the client all the same."""
+
+    def __init__(self) -> None:
+        self._parts: list[bytes] = []  # the line begun, in pieces (a line can be long)
+        self._data: list[bytes] = []
+        self.done = False
+
+    def feed(self, piece: bytes) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        if self.done:
+            return found
+        if b"\n" not in piece:
+            self._parts.append(piece)
+            return found
+        if self._parts:
+            piece, self._parts = b"".join([*self._parts, piece]), []
+        *lines, rest = piece.split(b"\n")
+        if rest:
+            self._parts.append(rest)
+        for line in lines:
+            line = line.rstrip(b"\r")
+            if not line:
+                self._dispatch(found)
+            elif line.startswith(b"data:"):
+                value = line[5:]
+                value = value[1:] if value.startswith(b" ") else value
+                if value == b"[DONE]" and not self._data:
+                    # The answer is whole: no blank line needs to follow.
+                    self.done, self._parts = True, []
+                    break
+                self._data.append(value)
+        return found
+
+    def _dispatch(self, found: list[dict[str, Any]]) -> None:
+        if not self._data:
+            return
+        text, self._data = b"\n".join(self._data), []
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return
+        if isinstance(value, dict):
+            found.append(value)
+
+
+def _error_text(status: int, body: bytes) -> str:
+    text = body.decode("utf-8", "replace")
+    try:
+        data = json.loads(text)
+        message = data["error"]["message"] if isinstance(data.get("error"), dict) else None
+    except (ValueError, AttributeError, KeyError, TypeError):
+        message = None
+    return f"HTTP {status}: {message or text[:500] or 'no body'}"
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
