@@ -12,7 +12,7 @@ from traces.versions import SCHEMA_VERSION
 # Bump when the tables below change shape; an older store file is rebuilt from its traces.
 # A table added needs no bump: it is created in an older store when that opens (the schema
 # text differs, see `SCHEMA_TEXT`), and DROP_ALL drops it for the next rebuild.
-STORE_VERSION = 5
+STORE_VERSION = 6
 # Rows are read back with the current event models, so a store is rebuilt when either the
 # tables or the trace schema it was filled under differ from this workbench's.
 STORE_META = {"store_version": str(STORE_VERSION), "schema_version": str(SCHEMA_VERSION)}
@@ -42,7 +42,11 @@ CREATE TABLE IF NOT EXISTS event_rows (
     line_bytes BIGINT,          -- the line's length in bytes, without its newline
     line_no BIGINT,             -- NULL when read in bulk: see ingest.py
     batch INTEGER NOT NULL,
-    problem VARCHAR             -- why the line was refused; NULL for a good event
+    problem VARCHAR,            -- why the line was refused; NULL for a good event
+    -- What `search` looks in (task, message text, tool arguments and result, error,
+    -- answer), lowered, for the event types it covers: one scan of a column finds the few
+    -- events whose JSON is then read, instead of parsing the JSON of every event.
+    search_text VARCHAR
 );
 CREATE OR REPLACE VIEW events AS
 SELECT run_id, seq, type, turn, ts, event, source_path FROM event_rows WHERE problem IS NULL;
@@ -69,6 +73,10 @@ CREATE TABLE IF NOT EXISTS runs (
     source_path VARCHAR,
     origin VARCHAR              -- run_start.origin: agent, fork, captured, ...
 );
+-- The ingest batches that hold each run's rows. `event_rows` grows a batch at a time, so
+-- its zone maps on `batch` let a read of one run scan only these batches' row groups: a
+-- point lookup in a store of any size (`EVENTS`).
+CREATE TABLE IF NOT EXISTS run_batches (run_id VARCHAR PRIMARY KEY, batches INTEGER[]);
 CREATE OR REPLACE VIEW model_calls AS
 SELECT run_id, turn, seq, ts,
     (event->>'attempt')::INTEGER AS attempt,
@@ -128,6 +136,7 @@ SCHEMA_TEXT_SET = "INSERT OR REPLACE INTO store_meta VALUES ('schema_text', $tex
 DROP_ALL = """
 DROP VIEW IF EXISTS tool_schemas; DROP VIEW IF EXISTS tool_calls; DROP VIEW IF EXISTS model_calls;
 DROP VIEW IF EXISTS events; DROP TABLE IF EXISTS runs; DROP TABLE IF EXISTS event_rows;
+DROP TABLE IF EXISTS run_batches;
 DROP TABLE IF EXISTS trace_files; DROP TABLE IF EXISTS listings;
 DROP TABLE IF EXISTS store_meta;
 """
@@ -208,21 +217,27 @@ RUN = f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = $run_id"
 RUNS_BY_PREFIX = """
 SELECT run_id FROM runs WHERE starts_with(run_id, $prefix) ORDER BY run_id LIMIT 6
 """
-EVENTS = """
-SELECT event, seq FROM events
-WHERE run_id = $run_id AND ($types IS NULL OR list_contains($types, type))
-  AND ($turn IS NULL OR turn = $turn)
+# One run's rows: only the row groups of its batches are read (see `run_batches`).
+_RUN_ROWS = """
+FROM event_rows
+WHERE batch IN (SELECT unnest(batches) FROM run_batches WHERE run_id = $run_id)
+  AND run_id = $run_id AND problem IS NULL"""
+EVENTS = f"""
+SELECT event, seq {_RUN_ROWS}
+  AND ($types IS NULL OR list_contains($types, type)) AND ($turn IS NULL OR turn = $turn)
 ORDER BY seq LIMIT $limit OFFSET $offset
 """
-COUNT_EVENTS = "SELECT count(*) FROM events WHERE run_id = $run_id"
+COUNT_EVENTS = f"SELECT count(*) {_RUN_ROWS}"
 TOOL_SCHEMAS = "SELECT schema FROM tool_schemas WHERE run_id = $run_id ORDER BY position"
 
 # Text search over what a run said and did: one row per matching field, with a snippet
 # around the first match. `instr` on lowered text, so the search text needs no escaping.
+# `search_text` picks the events first; only theirs is read from the JSON.
 SEARCH = """
 WITH scoped AS (
-    SELECT run_id, turn, seq, type, event FROM events
-    WHERE ($run_id IS NULL OR run_id = $run_id)
+    SELECT run_id, turn, seq, type, event FROM event_rows
+    WHERE problem IS NULL AND contains(search_text, lower($text))
+      AND ($run_id IS NULL OR run_id = $run_id)
       AND type IN ('run_start', 'model_response', 'tool_start', 'tool_end', 'error', 'run_end')
 ), fields AS (
     SELECT run_id, turn, seq, 'task' AS place, event->>'task' AS body
