@@ -225,9 +225,31 @@ WHERE batch IN (SELECT unnest(batches) FROM run_batches WHERE run_id = $run_id)
 EVENTS = f"""
 SELECT event, seq {_RUN_ROWS}
   AND ($types IS NULL OR list_contains($types, type)) AND ($turn IS NULL OR turn = $turn)
+  AND ($turn_from IS NULL OR turn IS NULL OR turn BETWEEN $turn_from AND $turn_to)
 ORDER BY seq LIMIT $limit OFFSET $offset
 """
 COUNT_EVENTS = f"SELECT count(*) {_RUN_ROWS}"
+# A run whose seqs are 0..n-1 (every run the recorder wrote whole) has the event at
+# position k at seq k: a page far into a long run is then read by seq, without an OFFSET
+# that sorts and skips every event before it.
+EVENT_SPAN = f"SELECT count(*), min(seq), max(seq) {_RUN_ROWS}"
+EVENTS_FROM_SEQ = f"""
+SELECT event, seq {_RUN_ROWS} AND seq >= $seq
+ORDER BY seq LIMIT $limit
+"""
+# The run's first failure (`workbench.engine.views.outline.event_is_failure`): an error, a
+# failed tool call, unparsable arguments, or an end that is not `completed`; one query,
+# reading the JSON of those event types only.
+FIRST_FAILURE = f"""
+SELECT event, seq {_RUN_ROWS}
+  AND type IN ('error', 'tool_end', 'tool_start', 'run_end')
+  AND CASE type
+      WHEN 'error' THEN true
+      WHEN 'tool_end' THEN NOT coalesce(try_cast(event->>'ok' AS BOOLEAN), true)
+      WHEN 'tool_start' THEN event->>'parse_error' IS NOT NULL
+      ELSE coalesce(event->>'status', '') <> 'completed' END
+ORDER BY seq LIMIT 1
+"""
 TOOL_SCHEMAS = "SELECT schema FROM tool_schemas WHERE run_id = $run_id ORDER BY position"
 
 # Text search over what a run said and did: one row per matching field, with a snippet
