@@ -222,11 +222,16 @@ _RUN_ROWS = """
 FROM event_rows
 WHERE batch IN (SELECT unnest(batches) FROM run_batches WHERE run_id = $run_id)
   AND run_id = $run_id AND problem IS NULL"""
-EVENTS = f"""
-SELECT event, seq {_RUN_ROWS}
+_EVENT_FILTER = """
   AND ($types IS NULL OR list_contains($types, type)) AND ($turn IS NULL OR turn = $turn)
-  AND ($turn_from IS NULL OR turn IS NULL OR turn BETWEEN $turn_from AND $turn_to)
-ORDER BY seq LIMIT $limit OFFSET $offset
+  AND ($turn_from IS NULL OR turn IS NULL OR turn BETWEEN $turn_from AND $turn_to)"""
+EVENTS = f"SELECT event, seq {_RUN_ROWS} {_EVENT_FILTER} ORDER BY seq OFFSET $offset"
+# A page: its rows are picked by seq first and only their JSON is read (sorting the run's
+# rows with their JSON to keep a few read every event's text).
+EVENTS_PAGE = f"""
+SELECT event, seq FROM event_rows WHERE rowid IN (
+    SELECT rowid {_RUN_ROWS} {_EVENT_FILTER} ORDER BY seq LIMIT $limit OFFSET $offset)
+ORDER BY seq
 """
 COUNT_EVENTS = f"SELECT count(*) {_RUN_ROWS}"
 # A run whose seqs are 0..n-1 (every run the recorder wrote whole) has the event at
@@ -234,8 +239,9 @@ COUNT_EVENTS = f"SELECT count(*) {_RUN_ROWS}"
 # that sorts and skips every event before it.
 EVENT_SPAN = f"SELECT count(*), min(seq), max(seq) {_RUN_ROWS}"
 EVENTS_FROM_SEQ = f"""
-SELECT event, seq {_RUN_ROWS} AND seq >= $seq
-ORDER BY seq LIMIT $limit
+SELECT event, seq FROM event_rows WHERE rowid IN (
+    SELECT rowid {_RUN_ROWS} AND seq >= $seq ORDER BY seq LIMIT $limit)
+ORDER BY seq
 """
 # The run's first failure (`workbench.engine.views.outline.event_is_failure`): an error, a
 # failed tool call, unparsable arguments, or an end that is not `completed`; one query,

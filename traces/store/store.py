@@ -409,13 +409,17 @@ class TraceStore:
             "turn_to": turns[1] if turns is not None else None,
         }
         with self._cursor() as cur:
-            statement = sql.EVENTS
-            if offset > 0 and types is None and turn is None and turns is None:
-                span = cur.execute(sql.EVENT_SPAN, {"run_id": run_id}).fetchone()
-                count, lowest, highest = span or (0, None, None)
-                if lowest == 0 and highest == count - 1:
-                    statement = sql.EVENTS_FROM_SEQ
-                    params = {"run_id": run_id, "seq": offset, "limit": limit}
+            if limit is None:
+                del params["limit"]
+                statement = sql.EVENTS
+            else:
+                statement = sql.EVENTS_PAGE
+                if offset > 0 and types is None and turn is None and turns is None:
+                    span = cur.execute(sql.EVENT_SPAN, {"run_id": run_id}).fetchone()
+                    count, lowest, highest = span or (0, None, None)
+                    if lowest == 0 and highest == count - 1:
+                        statement = sql.EVENTS_FROM_SEQ
+                        params = {"run_id": run_id, "seq": offset, "limit": limit}
             rows = cur.execute(statement, params).fetchall()
         return self._typed(run_id, rows)
 
