@@ -146,8 +146,10 @@ def main() -> int:
         home = home.with_name(f"{home.name}-l{args.long}")
     print(f"home {home}")
     written = build_traces(home, args.runs, args.events_per_run, args.long)
-    print(f"traces: {written['runs']:,} runs + 1 of {args.long:,} events (written in "
-          f"{written['seconds']} s)")
+    print(
+        f"traces: {written['runs']:,} runs + 1 of {args.long:,} events (written in "
+        f"{written['seconds']} s)"
+    )
     ingest = first_ingest(home)
     long_run = str(written["long_run"])
     events = int(written["events"])  # type: ignore[call-overload]
@@ -198,13 +200,19 @@ def main() -> int:
         rows.append((f"`{label}`, whole process", f"{wall:.3f} s wall, {cpu:.3f} s CPU", target))
     rows.append(("  (load while timing the commands)", f"{quiet} .. {load()}", ""))
     baseline = timed([sys.executable, "-c", "pass"], home, args.rounds)
-    rows.append(("  `python -c pass` beside them", f"{baseline[0]:.3f} s wall, "
-                 f"{baseline[1]:.3f} s CPU", ""))
+    rows.append(
+        ("  `python -c pass` beside them", f"{baseline[0]:.3f} s wall, {baseline[1]:.3f} s CPU", "")
+    )
 
     counted = output(
-        [WORKBENCH, "sql", "--json", "SELECT (SELECT count(*) FROM events) AS events, "
-         "(SELECT count(*) FROM runs) AS runs, "
-         f"(SELECT count(*) FROM runs WHERE task LIKE '%{SEARCH_WORD}%') AS found"],
+        [
+            WORKBENCH,
+            "sql",
+            "--json",
+            "SELECT (SELECT count(*) FROM events) AS events, "
+            "(SELECT count(*) FROM runs) AS runs, "
+            f"(SELECT count(*) FROM runs WHERE task LIKE '%{SEARCH_WORD}%') AS found",
+        ],
         home,
     )
     got = json.loads(counted)[0]

@@ -5,12 +5,21 @@ all of the run's events answers."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
 
-from traces.events import ModelRequest, ModelResponse, RunEnd, RunStart, ToolEnd, ToolStart
+from traces.events import (
+    ModelRequest,
+    ModelResponse,
+    RunEnd,
+    RunStart,
+    ToolEnd,
+    ToolStart,
+    Totals,
+)
 from traces.recorder import Recorder
 from traces.store import TraceStore
 from traces.writer import JsonlWriter
@@ -35,7 +44,7 @@ def long_run(folder: Path, turns: int, failing_turn: int | None = None) -> Path:
         rec.emit(ToolStart, call_id=f"c{turn}", name="f", arguments_raw="{}")
         ok = turn != failing_turn
         rec.emit(ToolEnd, call_id=f"c{turn}", name="f", ok=ok, result="done" if ok else "")
-    rec.emit(RunEnd, turn=None, status="completed")
+    rec.emit(RunEnd, turn=None, status="completed", totals=Totals(turns=turns))
     rec.close()
     return writer.path
 
@@ -65,9 +74,7 @@ def test_a_run_is_read_from_the_batches_that_hold_it(home: Path) -> None:
         events = store.events(LONG)
         assert store.count_events(LONG) == len(lines)
         # Every run has its row, and its batches are exactly those its rows are in.
-        _, unindexed = store.query(
-            "SELECT count(*) FROM runs ANTI JOIN run_batches USING (run_id)"
-        )
+        _, unindexed = store.query("SELECT count(*) FROM runs ANTI JOIN run_batches USING (run_id)")
     assert first == [([1],)]
     assert rows == held and len(rows[0][0]) == 2
     assert [event.seq for event in events] == list(range(len(lines)))
@@ -123,7 +130,26 @@ def test_search_finds_text_as_written_in_any_case(home: Path) -> None:
         store.ingest_home(home)
         hits = store.search("STEP 17 said")
         none = store.search("step 17 said nothing")
-    assert [(run_id, turn, place) for run_id, turn, _, place, _ in hits] == [
-        (LONG, 17, "message")
-    ]
+    assert [(run_id, turn, place) for run_id, turn, _, place, _ in hits] == [(LONG, 17, "message")]
     assert none == []
+
+
+def test_show_pages_a_run_of_many_turns(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from workbench.cli import main
+
+    long_run(home / "traces", turns=130)
+    argv = ["--home", str(home)]
+    assert main(["show", LONG[:8], *argv]) == 0
+    first = capsys.readouterr().out
+    assert "── turn 100 [" in first and "── turn 101 [" not in first
+    assert "(turns 1-100 of 130 shown; the next ones: `workbench show 111111111111 --turns" in first
+    assert "end: completed" in first
+    assert main(["show", LONG[:8], "--turns", "101-200", "--json", *argv]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [turn["turn"] for turn in doc["chain"]["turns"]] == list(range(101, 131))
+    assert doc["turns_shown"] == [101, 200] and doc["chain"]["end"]["status"] == "completed"
+    with pytest.raises(SystemExit) as bad:
+        main(["show", LONG[:8], "--turns", "5-2", *argv])
+    assert bad.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'5-2' is not a turn range like 1-100" in err[0]

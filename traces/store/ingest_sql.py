@@ -103,8 +103,12 @@ def search_text(event_type: str, field: str, content: str) -> str:
         WHEN 'run_end' THEN {field.format("final_answer")} END)"""
 
 
-_SEARCH_TEXT = search_text("f.type", 'f."{}"', """CASE WHEN f.type = 'model_response'
-    THEN json_extract_string(f.message, '$.content') END""")
+_SEARCH_TEXT = search_text(
+    "f.type",
+    'f."{}"',
+    """CASE WHEN f.type = 'model_response'
+    THEN json_extract_string(f.message, '$.content') END""",
+)
 
 # The columns of `event_rows`, from `path`, `line_no`, `raw`, `nbytes` and `f` of the inner
 # query; `RECHECK` says why a line that passes must still be read again carefully.

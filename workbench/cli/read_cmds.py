@@ -378,7 +378,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     timeline = build_timeline(events)
     model = row.model or ""
     if args.json:
-        document = {"run": row.to_json(), "chain": chain_json(chain)}
+        document: dict[str, Any] = {"run": row.to_json(), "chain": chain_json(chain)}
         document["tokens"] = turn_figures(timeline, model, prices)
         if window is not None:
             document["turns_shown"] = list(window)

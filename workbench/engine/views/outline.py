@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # render.py takes `event_is_failure` from here without loadin
     from traces.store import RunRow, TraceStore
     from workbench.engine.views.cost import Prices
 
+
 @dataclass(frozen=True)
 class Outline:
     row: RunRow
