@@ -153,3 +153,14 @@ def test_show_pages_a_run_of_many_turns(home: Path, capsys: pytest.CaptureFixtur
     assert bad.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "'5-2' is not a turn range like 1-100" in err[0]
+
+
+def test_search_finds_text_in_a_line_read_on_its_own(home: Path) -> None:
+    from tests.support.big_traces import MIB, run_with_big_result
+
+    # A line over `ingest_batch.LONG_LINE` goes in one at a time, its search text with it.
+    run_with_big_result(home / "traces", "big" * 10 + "ab", 5 * MIB)
+    with TraceStore.for_home(home) as store:
+        store.ingest_home(home)
+        hits = store.search("CDEF0123", run_id="big" * 10 + "ab", limit=5)
+    assert [(place, turn) for _, turn, _, place, _ in hits] == [("tool_result", 1)]
