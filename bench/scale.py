@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -52,14 +53,14 @@ def load() -> str:
     return "load " + " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def _kept(path: Path) -> dict | None:
+def _kept(path: Path) -> dict[str, Any] | None:
     try:
         return dict(json.loads(path.read_text().splitlines()[-1]))
     except (OSError, ValueError, IndexError):
         return None
 
 
-def first_ingest(home: Path, reference: bool) -> dict[str, dict | None]:
+def first_ingest(home: Path, reference: bool) -> dict[str, dict[str, Any] | None]:
     """The first ingest of the home and DuckDB's reader of the same files, each measured
     once and kept in the home (ingest.json, raw.json); the reader is left out, for now,
     when not `reference`."""

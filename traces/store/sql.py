@@ -200,14 +200,23 @@ RUN_SORT_COLUMNS = (
 )
 
 
-def runs_sorted(column: str, descending: bool) -> str:
-    """RUNS ordered by one of RUN_SORT_COLUMNS (ties newest first)."""
-    if column not in RUN_SORT_COLUMNS:
+def runs_sorted(column: str | None, descending: bool, reverse: bool = False) -> str:
+    """RUNS ordered by one of RUN_SORT_COLUMNS (ties newest first), or newest first when
+    `column` is None; `reverse` reads the same order from its other end (NULLs first), so
+    a page near the end of a long listing skips a few rows instead of nearly all."""
+    if column is not None and column not in RUN_SORT_COLUMNS:
         raise ValueError(f"cannot sort runs by {column!r}")
-    direction = "DESC" if descending else "ASC"
+    keys = [(column, "DESC" if descending else "ASC")] if column is not None else []
+    keys += [("started_at", "DESC"), ("run_id", "ASC")]
+    flip = {"ASC": "DESC", "DESC": "ASC"}
+    order = ", ".join(
+        f"{name} {flip[way] if reverse else way}"
+        + ("" if name == "run_id" else " NULLS FIRST" if reverse else " NULLS LAST")
+        for name, way in keys
+    )
     return f"""
 SELECT {RUN_COLUMNS} FROM runs {_RUN_FILTER}
-ORDER BY {column} {direction} NULLS LAST, started_at DESC NULLS LAST, run_id
+ORDER BY {order}
 LIMIT $limit OFFSET $offset
 """
 

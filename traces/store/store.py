@@ -140,6 +140,11 @@ def _check_writable(path: Path) -> None:
         raise StoreReadOnlyError(f"{path} cannot be written (a read-only disk or folder)")
 
 
+# A runs page this far down a listing is read from the listing's other end when that is
+# nearer: an OFFSET sorts and skips every row before it (1.4 s for the last page of
+# 1,000,000 runs).
+_FAR_OFFSET = 10_000
+
 # How long commands wait for another workbench process (an open TUI) to let go of the file.
 LOCK_WAIT_S = 5.0
 
@@ -346,6 +351,16 @@ class TraceStore:
         params = self._run_filter(status, text, failed_only, origins, run_ids)
         statement = sql.RUNS if sort is None else sql.runs_sorted(sort, descending)
         with self._cursor() as cur:
+            if offset > _FAR_OFFSET:
+                total = int((cur.execute(sql.COUNT_RUNS, params).fetchone() or (0,))[0])
+                if offset > total // 2:
+                    # Far down the list: read it from its other end, and turn the page round.
+                    end = min(total, offset + limit)
+                    page = {"limit": max(0, end - offset), "offset": total - end}
+                    rows = cur.execute(
+                        sql.runs_sorted(sort, descending, reverse=True), params | page
+                    )
+                    return [RunRow(*row) for row in reversed(rows.fetchall())]
             rows = cur.execute(statement, params | {"limit": limit, "offset": offset})
             return [RunRow(*row) for row in rows.fetchall()]
 
