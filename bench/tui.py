@@ -1,6 +1,7 @@
 """TUI benchmark: time until each screen is interactive on a big store, driven by Pilot.
 
     .venv/bin/python bench/tui.py [--runs 100000 --events 20000] [--data bench/.data]
+    .venv/bin/python bench/tui.py --home HOME --big RUN   # a home already built and ingested
 
 Builds (once per size, under bench/.data/) a home folder with `--runs` small runs and one
 run of `--events` events, ingests it with the store's bulk ingest, then opens the App
@@ -142,7 +143,7 @@ async def measure(home: Path, big: str, trace_files: int) -> list[tuple[str, flo
         t = time.perf_counter()
         app.open_run(big)
         await until(
-            "run screen: 20k-event run outline",
+            "run screen: the long run's outline",
             lambda: isinstance(app.screen, RunScreen) and app.screen.outline is not None,
             t,
         )
@@ -203,9 +204,18 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=100_000)
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--data", type=Path, default=ROOT / "bench" / ".data")
+    parser.add_argument("--home", type=Path, help="measure this home (built and ingested)")
+    parser.add_argument("--big", help="the long run of --home")
     args = parser.parse_args()
-    home, big = build(args.data, args.runs, args.events)
-    results = asyncio.run(measure(home, big, args.runs))
+    if args.home is not None:
+        if not args.big:
+            parser.error("--home needs --big RUN")
+        home, big = args.home, args.big
+        trace_files = sum(1 for _ in (home / "traces").iterdir())
+    else:
+        home, big = build(args.data, args.runs, args.events)
+        trace_files = args.runs + 1
+    results = asyncio.run(measure(home, big, trace_files))
     print(f"\n{'screen':<46} {'time to interactive':>20}")
     worst = 0.0
     for label, seconds in results:

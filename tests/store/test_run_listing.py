@@ -75,3 +75,23 @@ def test_failed_is_one_rule_over_every_kind(tmp_path: Path) -> None:
         )
         assert store.runs(failed_only=True, origins=["regression_sample"]) == []
         assert store.count_runs(origins=["regression_sample"]) == 1  # still listed
+
+
+@pytest.mark.parametrize("sort", [None, "task", "total_tokens", "parent_run_id"])
+@pytest.mark.parametrize("descending", [True, False])
+def test_a_page_far_down_is_the_same_read_from_the_other_end(
+    sort: str | None, descending: bool
+) -> None:
+    # Ties, NULLs and all: the reversed order is the same order, read backwards.
+    store = TraceStore.open(":memory:")
+    store.query(
+        "INSERT INTO runs (run_id, started_at, task, total_tokens, parent_run_id, status) "
+        "SELECT printf('%05d', i), CASE WHEN i % 7 = 0 THEN NULL "
+        "ELSE TIMESTAMPTZ '2026-01-01' + to_seconds(i % 50) END, "
+        "CASE WHEN i % 5 = 0 THEN NULL ELSE 'task ' || (i % 3) END, i % 4, "
+        "CASE WHEN i % 2 = 0 THEN 'p' END, 'completed' FROM range(12000) t(i)"
+    )
+    whole = [row.run_id for row in store.runs(limit=12000, sort=sort, descending=descending)]
+    for offset in (10_001, 11_990, 11_999, 12_000):
+        page = store.runs(limit=25, offset=offset, sort=sort, descending=descending)
+        assert [row.run_id for row in page] == whole[offset : offset + 25]

@@ -88,8 +88,9 @@ def read_batch(
     for path, line, problem in cur.execute(sql.BATCH_PROBLEMS, {"batch": batch}).fetchall():
         problems.append(f"{path}:{line}: {problem}")
     record_files(cur, items)
-    cur.execute(sql.DELETE_TOUCHED_RUNS, {"batch": batch})
-    cur.execute(sql.INSERT_TOUCHED_RUNS, {"batch": batch})
+    cur.execute(sql.TOUCHED, {"batch": batch})
+    cur.execute(sql.DELETE_TOUCHED_RUNS)
+    cur.execute(sql.INSERT_TOUCHED_RUNS)
     return [item for item in more if item.refused is None]
 
 

@@ -39,8 +39,9 @@ _BULKY = frozenset({"messages", "data", "frame"})
 # (a check must tell a missing field from one of the wrong type). `from_json` walks the
 # line's keys once, where a list of paths looks each one up in turn; a line that is not an
 # object gives a struct of NULLs.
+# `error` and `final_answer` are optional fields `search_text` reads.
 FIELDS: list[str] = list(ENVELOPE) + sorted(
-    {name for names in REQUIRED.values() for name in names} - _BULKY
+    {name for names in REQUIRED.values() for name in names} - _BULKY | {"error", "final_answer"}
 )
 EVENT_TYPE_NAMES = tuple(REQUIRED)
 
@@ -88,10 +89,31 @@ PROBLEM_EXPR = f"""CASE
     ELSE {_required_checks()}
 END"""
 
+
+def search_text(event_type: str, field: str, content: str) -> str:
+    """`event_rows.search_text` from a line's type and the text of its fields (`field`
+    formats a field's name into its value) and of its message's content: what `sql.SEARCH`
+    looks in, lowered; NULL for the event types it does not look at."""
+    return f"""lower(CASE {event_type}
+        WHEN 'run_start' THEN {field.format("task")}
+        WHEN 'model_response' THEN {content}
+        WHEN 'tool_start' THEN {field.format("arguments_raw")}
+        WHEN 'tool_end' THEN concat_ws(chr(10), {field.format("result")}, {field.format("error")})
+        WHEN 'error' THEN {field.format("message")}
+        WHEN 'run_end' THEN {field.format("final_answer")} END)"""
+
+
+_SEARCH_TEXT = search_text(
+    "f.type",
+    'f."{}"',
+    """CASE WHEN f.type = 'model_response'
+    THEN json_extract_string(f.message, '$.content') END""",
+)
+
 # The columns of `event_rows`, from `path`, `line_no`, `raw`, `nbytes` and `f` of the inner
 # query; `RECHECK` says why a line that passes must still be read again carefully.
 _ROW = f"""f.run_id, seq, f.type, turn, ts, raw, path, nbytes, line_no, $batch,
-    coalesce({PROBLEM_EXPR}, RECHECK)
+    coalesce({PROBLEM_EXPR}, RECHECK), {_SEARCH_TEXT}
 FROM (
     SELECT *, try_cast(f.seq AS BIGINT) AS seq, try_cast(f.ts AS TIMESTAMPTZ) AS ts,
         try_cast(f.turn AS INTEGER) AS turn
@@ -143,9 +165,11 @@ INSERT INTO event_rows SELECT {_ROW.replace("RECHECK", "NULL")}
 
 # A long line, one at a time (`ingest_batch._insert_long_lines`), with the values the reader
 # read, or NULLs and the reader's reason when it refused it.
-INSERT_LONG_LINE = """
+_LONG_CONTENT = "json_extract_string($event, '$.message.content')"
+INSERT_LONG_LINE = f"""
 INSERT INTO event_rows VALUES ($run_id, $seq, $type, $turn, $ts, try_cast($event AS JSON),
-    $path, $nbytes, $line_no, $batch, $problem)
+    $path, $nbytes, $line_no, $batch, $problem,
+    {search_text("$type", "json_extract_string($event, '$.{}')", _LONG_CONTENT)})
 """
 
 # --- checks on one batch, after its lines are in `event_rows` -------------------------------
@@ -256,22 +280,33 @@ SELECT unnest($path::VARCHAR[]), unnest($run_id::VARCHAR[]), unnest($bytes_done:
     unnest($lines_done::BIGINT[]), unnest($size_seen::BIGINT[]), unnest($refused::VARCHAR[])
 """
 
-# Rebuild the `runs` rows of the runs this batch touched. Totals come from run_end when
-# the run ended, else they are counted from its events (an incomplete run). The CASEs keep
-# JSON parsing to the few rows each figure needs.
+# Rebuild the `runs` rows of the runs this batch touched. `touched` is each one with the
+# batches that hold its rows (`run_batches`), this one added; its events are read from those
+# batches only, so a batch of new runs costs the same in a store of any size. Totals come
+# from run_end when the run ended, else they are counted from its events (an incomplete
+# run). The CASEs keep JSON parsing to the few rows each figure needs.
+TOUCHED = """
+CREATE OR REPLACE TEMP TABLE touched AS
+SELECT t.run_id, list_sort(list_distinct(list_append(coalesce(b.batches, []), $batch))) AS batches
+FROM (SELECT DISTINCT run_id FROM event_rows WHERE batch = $batch AND run_id IS NOT NULL) t
+LEFT JOIN run_batches b USING (run_id)
+"""
 DELETE_TOUCHED_RUNS = """
-DELETE FROM runs WHERE run_id IN (SELECT DISTINCT run_id FROM event_rows WHERE batch = $batch)
+DELETE FROM runs WHERE run_id IN (SELECT run_id FROM touched);
+DELETE FROM run_batches WHERE run_id IN (SELECT run_id FROM touched);
+INSERT INTO run_batches SELECT run_id, batches FROM touched;
 """
 INSERT_TOUCHED_RUNS = """
 INSERT INTO runs
-WITH touched AS (
+WITH touched_rows AS (
     SELECT run_id, seq, type, turn, ts, source_path,
         CASE WHEN type IN ('run_start', 'run_end') THEN event END AS event,
         CASE WHEN type = 'tool_end' THEN event->>'ok' = 'false' END AS tool_failed,
         CASE WHEN type = 'model_response'
             THEN try_cast(event->'usage'->>'total_tokens' AS BIGINT) END AS tokens
-    FROM events
-    WHERE run_id IN (SELECT DISTINCT run_id FROM event_rows WHERE batch = $batch)
+    FROM event_rows
+    WHERE batch IN (SELECT DISTINCT unnest(batches) FROM touched)
+        AND run_id IN (SELECT run_id FROM touched) AND problem IS NULL
 ), agg AS (
     SELECT run_id, count(*) AS n, min(ts) AS first_ts, max(ts) AS last_ts,
         max(turn) AS turns,
@@ -284,7 +319,7 @@ WITH touched AS (
         min(ts) FILTER (WHERE type = 'run_start') AS started_at,
         max(ts) FILTER (WHERE type = 'run_end') AS ended_at,
         min(source_path) AS source_path
-    FROM touched GROUP BY run_id
+    FROM touched_rows GROUP BY run_id
 )
 SELECT run_id, coalesce(started_at, first_ts), ended_at, s->>'task', s->>'model',
     coalesce(e->>'status', 'incomplete'),

@@ -12,7 +12,9 @@ from traces.versions import SCHEMA_VERSION
 # Bump when the tables below change shape; an older store file is rebuilt from its traces.
 # A table added needs no bump: it is created in an older store when that opens (the schema
 # text differs, see `SCHEMA_TEXT`), and DROP_ALL drops it for the next rebuild.
-STORE_VERSION = 6  # 6: runs.duration_ms is the trace's own span
+# 6: events clustered by ingest batch (run_batches), search_text; runs.duration_ms is the
+# trace's own span
+STORE_VERSION = 6
 # Rows are read back with the current event models, so a store is rebuilt when either the
 # tables or the trace schema it was filled under differ from this workbench's.
 STORE_META = {"store_version": str(STORE_VERSION), "schema_version": str(SCHEMA_VERSION)}
@@ -59,7 +61,11 @@ CREATE TABLE IF NOT EXISTS event_rows (
     line_bytes BIGINT,          -- the line's length in bytes, without its newline
     line_no BIGINT,             -- NULL when read in bulk: see ingest.py
     batch INTEGER NOT NULL,
-    problem VARCHAR             -- why the line was refused; NULL for a good event
+    problem VARCHAR,            -- why the line was refused; NULL for a good event
+    -- What `search` looks in (task, message text, tool arguments and result, error,
+    -- answer), lowered, for the event types it covers: one scan of a column finds the few
+    -- events whose JSON is then read, instead of parsing the JSON of every event.
+    search_text VARCHAR
 );
 CREATE OR REPLACE VIEW events AS
 SELECT run_id, seq, type, turn, ts, event, source_path FROM event_rows WHERE problem IS NULL;
@@ -86,6 +92,10 @@ CREATE TABLE IF NOT EXISTS runs (
     source_path VARCHAR,
     origin VARCHAR              -- run_start.origin: agent, fork, captured, ...
 );
+-- The ingest batches that hold each run's rows. `event_rows` grows a batch at a time, so
+-- its zone maps on `batch` let a read of one run scan only these batches' row groups: a
+-- point lookup in a store of any size (`EVENTS`).
+CREATE TABLE IF NOT EXISTS run_batches (run_id VARCHAR PRIMARY KEY, batches INTEGER[]);
 CREATE OR REPLACE VIEW model_calls AS
 SELECT run_id, turn, seq, ts,
     (event->>'attempt')::INTEGER AS attempt,
@@ -145,6 +155,7 @@ SCHEMA_TEXT_SET = "INSERT OR REPLACE INTO store_meta VALUES ('schema_text', $tex
 DROP_ALL = """
 DROP VIEW IF EXISTS tool_schemas; DROP VIEW IF EXISTS tool_calls; DROP VIEW IF EXISTS model_calls;
 DROP VIEW IF EXISTS events; DROP TABLE IF EXISTS runs; DROP TABLE IF EXISTS event_rows;
+DROP TABLE IF EXISTS run_batches;
 DROP TABLE IF EXISTS trace_files; DROP TABLE IF EXISTS listings;
 DROP TABLE IF EXISTS store_meta;
 """
@@ -195,16 +206,23 @@ RUN_SORT_COLUMNS = (
 )
 
 
-def runs_select(where: str, sort: str | None = None, descending: bool = True) -> str:
-    """The runs `where` keeps (`run_filter.RunQuery.where`), newest first or ordered by one
-    of RUN_SORT_COLUMNS (ties newest first)."""
-    if sort is None:
-        order = "started_at DESC NULLS LAST, run_id"
-    elif sort in RUN_SORT_COLUMNS:
-        direction = "DESC" if descending else "ASC"
-        order = f"{sort} {direction} NULLS LAST, started_at DESC NULLS LAST, run_id"
-    else:
+def runs_select(
+    where: str, sort: str | None = None, descending: bool = True, reverse: bool = False
+) -> str:
+    """The runs `where` keeps (`run_filter.RunQuery.where`), ordered by one of
+    RUN_SORT_COLUMNS (ties newest first), or newest first when `sort` is None; `reverse`
+    reads the same order from its other end (NULLs first), so a page near the end of a long
+    listing skips a few rows instead of nearly all."""
+    if sort is not None and sort not in RUN_SORT_COLUMNS:
         raise ValueError(f"cannot sort runs by {sort!r}")
+    keys = [(sort, "DESC" if descending else "ASC")] if sort is not None else []
+    keys += [("started_at", "DESC"), ("run_id", "ASC")]
+    flip = {"ASC": "DESC", "DESC": "ASC"}
+    order = ", ".join(
+        f"{name} {flip[way] if reverse else way}"
+        + ("" if name == "run_id" else " NULLS FIRST" if reverse else " NULLS LAST")
+        for name, way in keys
+    )
     return f"""
 SELECT {RUN_COLUMNS} FROM runs {where}
 ORDER BY {order}
@@ -220,21 +238,55 @@ RUN = f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = $run_id"
 RUNS_BY_PREFIX = """
 SELECT run_id FROM runs WHERE starts_with(run_id, $prefix) ORDER BY run_id LIMIT 6
 """
-EVENTS = """
-SELECT event, seq FROM events
-WHERE run_id = $run_id AND ($types IS NULL OR list_contains($types, type))
-  AND ($turn IS NULL OR turn = $turn)
-ORDER BY seq LIMIT $limit OFFSET $offset
+# One run's rows: only the row groups of its batches are read (see `run_batches`).
+_RUN_ROWS = """
+FROM event_rows
+WHERE batch IN (SELECT unnest(batches) FROM run_batches WHERE run_id = $run_id)
+  AND run_id = $run_id AND problem IS NULL"""
+_EVENT_FILTER = """
+  AND ($types IS NULL OR list_contains($types, type)) AND ($turn IS NULL OR turn = $turn)
+  AND ($turn_from IS NULL OR turn IS NULL OR turn BETWEEN $turn_from AND $turn_to)"""
+EVENTS = f"SELECT event, seq {_RUN_ROWS} {_EVENT_FILTER} ORDER BY seq OFFSET $offset"
+# A page: its rows are picked by seq first and only their JSON is read (sorting the run's
+# rows with their JSON to keep a few read every event's text).
+EVENTS_PAGE = f"""
+SELECT event, seq FROM event_rows WHERE rowid IN (
+    SELECT rowid {_RUN_ROWS} {_EVENT_FILTER} ORDER BY seq LIMIT $limit OFFSET $offset)
+ORDER BY seq
 """
-COUNT_EVENTS = "SELECT count(*) FROM events WHERE run_id = $run_id"
+COUNT_EVENTS = f"SELECT count(*) {_RUN_ROWS}"
+# A run whose seqs are 0..n-1 (every run the recorder wrote whole) has the event at
+# position k at seq k: a page far into a long run is then read by seq, without an OFFSET
+# that sorts and skips every event before it.
+EVENT_SPAN = f"SELECT count(*), min(seq), max(seq) {_RUN_ROWS}"
+EVENTS_FROM_SEQ = f"""
+SELECT event, seq FROM event_rows WHERE rowid IN (
+    SELECT rowid {_RUN_ROWS} AND seq >= $seq ORDER BY seq LIMIT $limit)
+ORDER BY seq
+"""
+# The run's first failure (`workbench.engine.views.outline.event_is_failure`): an error, a
+# failed tool call, unparsable arguments, or an end that is not `completed`; one query,
+# reading the JSON of those event types only.
+FIRST_FAILURE = f"""
+SELECT event, seq {_RUN_ROWS}
+  AND type IN ('error', 'tool_end', 'tool_start', 'run_end')
+  AND CASE type
+      WHEN 'error' THEN true
+      WHEN 'tool_end' THEN NOT coalesce(try_cast(event->>'ok' AS BOOLEAN), true)
+      WHEN 'tool_start' THEN event->>'parse_error' IS NOT NULL
+      ELSE coalesce(event->>'status', '') <> 'completed' END
+ORDER BY seq LIMIT 1
+"""
 TOOL_SCHEMAS = "SELECT schema FROM tool_schemas WHERE run_id = $run_id ORDER BY position"
 
 # Text search over what a run said and did: one row per matching field, with a snippet
 # around the first match. `instr` on lowered text, so the search text needs no escaping.
+# `search_text` picks the events first; only theirs is read from the JSON.
 SEARCH = """
 WITH scoped AS (
-    SELECT run_id, turn, seq, type, event FROM events
-    WHERE ($run_id IS NULL OR run_id = $run_id)
+    SELECT run_id, turn, seq, type, event FROM event_rows
+    WHERE problem IS NULL AND contains(search_text, lower($text))
+      AND ($run_id IS NULL OR run_id = $run_id)
       AND type IN ('run_start', 'model_response', 'tool_start', 'tool_end', 'error', 'run_end')
 ), fields AS (
     SELECT run_id, turn, seq, 'task' AS place, event->>'task' AS body

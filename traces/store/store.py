@@ -141,6 +141,11 @@ def _check_writable(path: Path) -> None:
         raise StoreReadOnlyError(f"{path} cannot be written (a read-only disk or folder)")
 
 
+# A runs page this far down a listing is read from the listing's other end when that is
+# nearer: an OFFSET sorts and skips every row before it (1.4 s for the last page of
+# 1,000,000 runs).
+_FAR_OFFSET = 10_000
+
 # How long commands wait for another workbench process (an open TUI) to let go of the file.
 LOCK_WAIT_S = 5.0
 
@@ -334,6 +339,16 @@ class TraceStore:
         clause, params = query.where()
         statement = sql.runs_select(clause, sort, descending)
         with self._cursor() as cur:
+            if offset > _FAR_OFFSET:
+                total = int((cur.execute(sql.runs_count(clause), params).fetchone() or (0,))[0])
+                if offset > total // 2:
+                    # Far down the list: read it from its other end, and turn the page round.
+                    end = min(total, offset + limit)
+                    page = {"limit": max(0, end - offset), "offset": total - end}
+                    rows = cur.execute(
+                        sql.runs_select(clause, sort, descending, reverse=True), params | page
+                    )
+                    return [RunRow(*row) for row in reversed(rows.fetchall())]
             rows = cur.execute(statement, params | {"limit": limit, "offset": offset})
             return [RunRow(*row) for row in rows.fetchall()]
 
@@ -384,22 +399,48 @@ class TraceStore:
         limit: int | None = None,
         types: Iterable[str] | None = None,
         turn: int | None = None,
+        turns: tuple[int, int] | None = None,
     ) -> list[Event]:
         """The run's events in seq order, typed; `offset`/`limit` page through them, and
-        `types`/`turn` keep only those event types or that turn's events."""
-        params = {
+        `types`/`turn` keep only those event types or that turn's events; `turns` (first,
+        last) keeps those turns' events and the run's own (of no turn)."""
+        params: dict[str, Any] = {
             "run_id": run_id,
             "offset": offset,
             "limit": limit,
             "types": list(types) if types is not None else None,
             "turn": turn,
+            "turn_from": turns[0] if turns is not None else None,
+            "turn_to": turns[1] if turns is not None else None,
         }
+        with self._cursor() as cur:
+            if limit is None:
+                del params["limit"]
+                statement = sql.EVENTS
+            else:
+                statement = sql.EVENTS_PAGE
+                if offset > 0 and types is None and turn is None and turns is None:
+                    span = cur.execute(sql.EVENT_SPAN, {"run_id": run_id}).fetchone()
+                    count, lowest, highest = span or (0, None, None)
+                    if lowest == 0 and highest == count - 1:
+                        statement = sql.EVENTS_FROM_SEQ
+                        params = {"run_id": run_id, "seq": offset, "limit": limit}
+            rows = cur.execute(statement, params).fetchall()
+        return self._typed(run_id, rows)
+
+    def first_failure(self, run_id: str) -> Event | None:
+        """The run's first error, failed tool call or call with unparsable arguments, else
+        its end when that is not `completed`; None when there is none."""
+        with self._cursor() as cur:
+            rows = cur.execute(sql.FIRST_FAILURE, {"run_id": run_id}).fetchall()
+        found = self._typed(run_id, rows)
+        return found[0] if found else None
+
+    def _typed(self, run_id: str, rows: list[tuple[Any, ...]]) -> list[Event]:
         from pydantic import ValidationError
 
         from traces.reader import describe_validation_error, validate_line
 
-        with self._cursor() as cur:
-            rows = cur.execute(sql.EVENTS, params).fetchall()
         events: list[Event] = []
         for text, seq in rows:
             try:

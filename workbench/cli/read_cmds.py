@@ -103,6 +103,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="the whole system prompt and every message as sent, nothing cut",
     )
+    show.add_argument(
+        "--turns",
+        metavar="A-B",
+        type=turn_window,
+        help=f"only turns A to B (a run of more than {SHOW_TURNS} turns shows its first "
+        f"{SHOW_TURNS} unless told)",
+    )
     add_no_color(show)
     add_home(show)
     show.set_defaults(func=cmd_show)
@@ -360,6 +367,23 @@ def _prices(args: argparse.Namespace) -> Any:
         raise CliError(str(exc)) from None
 
 
+# A run of more turns than this shows a page of them (`show --turns` picks another): the
+# store reads only that page's events, however long the run.
+SHOW_TURNS = 100
+
+
+def turn_window(text: str) -> tuple[int, int]:
+    """`--turns A-B` (or `A` for one turn): the first and last turn shown."""
+    first, _, last = text.partition("-")
+    try:
+        window = (int(first), int(last or first))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a turn range like 1-100") from None
+    if window[0] < 1 or window[1] < window[0]:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a turn range like 1-100")
+    return window
+
+
 def cmd_show(args: argparse.Namespace) -> int:
     from workbench.cli.bundle_cmds import on_bundles
 
@@ -371,16 +395,23 @@ def cmd_show(args: argparse.Namespace) -> int:
     from workbench.engine.views.timeline import build_timeline, render_timeline
 
     prices = _prices(args)
+    window: tuple[int, int] | None = args.turns
     with _store(args) as store:
         run_id = store.resolve_run(args.run)
         row = store.run(run_id)
-        events = store.events(run_id)
+        if window is None and row.turns > SHOW_TURNS:
+            first = store.events(run_id, 0, 1, ["model_request"])
+            start = first[0].turn if first and first[0].turn else 1
+            window = (start, start + SHOW_TURNS - 1)
+        events = store.events(run_id, turns=window)
     chain = build_chain(events)
     timeline = build_timeline(events)
     model = row.model or ""
     if args.json:
-        document = {"run": row.to_json(), "chain": chain_json(chain)}
+        document: dict[str, Any] = {"run": row.to_json(), "chain": chain_json(chain)}
         document["tokens"] = turn_figures(timeline, model, prices)
+        if window is not None:
+            document["turns_shown"] = list(window)
         if args.timeline:
             document["timeline"] = timeline_json(timeline)
         print_json(document)
@@ -397,6 +428,14 @@ def cmd_show(args: argparse.Namespace) -> int:
         lines = chain_lines(
             chain, timeline, prices, full=args.full, paint=Paint(color_wanted(args))
         )
+    if window is not None:
+        shown = [turn.turn for turn in chain.turns]
+        if shown and shown[-1] < row.turns:
+            after = shown[-1] + 1
+            lines.append(
+                f"(turns {shown[0]:,}-{shown[-1]:,} of {row.turns:,} shown; the next ones: "
+                f"`workbench show {run_id[:12]} --turns {after}-{after + SHOW_TURNS - 1}`)"
+            )
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
 
