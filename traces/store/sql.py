@@ -335,7 +335,7 @@ FROM event_rows WHERE rowid IN (
 # before any is opened: wall time from its first event to its last, the provider's usage
 # (with the loop's estimate of the prompt beside it), the tool calls asked for, started,
 # ended and failed, and the kind of its last error.
-TURN_SUMMARIES = """
+TURN_SUMMARIES = f"""
 SELECT turn,
     (epoch_us(max(ts)) - epoch_us(min(ts))) / 1000.0,
     count(*) FILTER (WHERE type = 'model_response'),
@@ -350,8 +350,8 @@ SELECT turn,
     count(*) FILTER (WHERE type = 'tool_start' AND event->>'parse_error' IS NOT NULL),
     count(*) FILTER (WHERE type = 'error'),
     arg_max(event->>'kind', seq) FILTER (WHERE type = 'error')
-FROM events
-WHERE run_id = $run_id AND turn IS NOT NULL
+{_RUN_ROWS}
+  AND turn IS NOT NULL
   AND type IN ('model_request', 'model_response', 'tool_start', 'tool_end', 'error')
 GROUP BY turn ORDER BY turn
 """
