@@ -282,6 +282,25 @@ def flatten_messages(prefix: str, messages: list[dict[str, Any]]) -> dict[str, A
 
 def unflatten_messages(prefix: str, attributes: dict[str, Any]) -> list[dict[str, Any]]:
     """OpenInference's flattened messages under `prefix` back as OpenAI chat messages."""
+    return unflatten_chat(
+        prefix,
+        attributes,
+        "message.",
+        ("role", "content", "tool_call_id", "name"),
+        ("tool_call.id", "tool_call.function.name", "tool_call.function.arguments"),
+    )
+
+
+def unflatten_chat(
+    prefix: str,
+    attributes: dict[str, Any],
+    message_part: str,
+    fields: tuple[str, ...],
+    call_keys: tuple[str, str, str],
+) -> list[dict[str, Any]]:
+    """Messages flattened as `PREFIX.N.[message_part]FIELD` and
+    `PREFIX.N.[message_part]tool_calls.M.KEY` (OpenInference, OpenLLMetry) back as OpenAI
+    chat messages; `call_keys` name a call's id, function name and arguments."""
     found: dict[int, dict[str, Any]] = {}
     calls: dict[tuple[int, int], dict[str, Any]] = {}
     start = prefix + "."
@@ -289,33 +308,34 @@ def unflatten_messages(prefix: str, attributes: dict[str, Any]) -> list[dict[str
         if not key.startswith(start):
             continue
         index, _, rest = key[len(start) :].partition(".")
-        if not index.isdigit() or not rest.startswith("message."):
+        if not index.isdigit() or not rest.startswith(message_part):
             continue
         message = found.setdefault(int(index), {})
-        field = rest[len("message.") :]
+        field = rest[len(message_part) :]
         if field.startswith("tool_calls."):
             number, _, call_field = field[len("tool_calls.") :].partition(".")
             if number.isdigit():
                 calls.setdefault((int(index), int(number)), {})[call_field] = value
-        elif field in ("role", "content", "tool_call_id", "name"):
+        elif field in fields:
             message[field] = value
+    id_key, name_key, arguments_key = call_keys
     messages: list[dict[str, Any]] = []
     for position in sorted(found):
         message = found[position]
         out: dict[str, Any] = {"role": message.get("role", "user")}
         out["content"] = message.get("content")
-        for field in ("tool_call_id", "name"):
-            if field in message:
+        for field in fields:
+            if field not in ("role", "content") and field in message:
                 out[field] = message[field]
         message_calls = [calls[key] for key in sorted(calls) if key[0] == position]
         if message_calls:
             out["tool_calls"] = [
                 {
-                    "id": call.get("tool_call.id"),
+                    "id": call.get(id_key),
                     "type": "function",
                     "function": {
-                        "name": call.get("tool_call.function.name", ""),
-                        "arguments": call.get("tool_call.function.arguments", ""),
+                        "name": call.get(name_key, ""),
+                        "arguments": call.get(arguments_key, ""),
                     },
                 }
                 for call in message_calls

@@ -76,45 +76,13 @@ def _from_semconv_list(value: Any) -> list[dict[str, Any]]:
 def _unflatten_openllmetry(prefix: str, attributes: dict[str, Any]) -> list[dict[str, Any]]:
     """OpenLLMetry's `gen_ai.prompt.N.role` / `.content` / `.tool_calls.M.name` … as
     OpenAI chat messages."""
-    found: dict[int, dict[str, Any]] = {}
-    calls: dict[tuple[int, int], dict[str, Any]] = {}
-    start = prefix + "."
-    for key, value in attributes.items():
-        if not key.startswith(start):
-            continue
-        index, _, field = key[len(start) :].partition(".")
-        if not index.isdigit():
-            continue
-        message = found.setdefault(int(index), {})
-        if field.startswith("tool_calls."):
-            number, _, call_field = field[len("tool_calls.") :].partition(".")
-            if number.isdigit():
-                calls.setdefault((int(index), int(number)), {})[call_field] = value
-        elif field in ("role", "content", "tool_call_id", "name", "finish_reason"):
-            message[field] = value
-    messages: list[dict[str, Any]] = []
-    for position in sorted(found):
-        message = found[position]
-        out: dict[str, Any] = {"role": message.get("role", "user")}
-        out["content"] = message.get("content")
-        for field in ("tool_call_id", "name", "finish_reason"):
-            if field in message:
-                out[field] = message[field]
-        message_calls = [calls[key] for key in sorted(calls) if key[0] == position]
-        if message_calls:
-            out["tool_calls"] = [
-                {
-                    "id": call.get("id"),
-                    "type": "function",
-                    "function": {
-                        "name": call.get("name", ""),
-                        "arguments": call.get("arguments", ""),
-                    },
-                }
-                for call in message_calls
-            ]
-        messages.append(out)
-    return messages
+    return a.unflatten_chat(
+        prefix,
+        attributes,
+        "",
+        ("role", "content", "tool_call_id", "name", "finish_reason"),
+        ("id", "name", "arguments"),
+    )
 
 
 def _event_message(role: str, body: Any) -> dict[str, Any]:
