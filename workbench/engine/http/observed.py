@@ -48,18 +48,9 @@ def record_results(
     for call in map(tool_call, calls):
         _start(recorder, turn, at, call.id, call.name, call.arguments_raw, CLIENT_SOURCE, call)
         result = results.get(call.id)
-        recorder.emit(
-            ToolEnd,
-            turn=turn,
-            at=at,
-            call_id=call.id,
-            name=call.name,
-            ok=result is not None,
-            result=content_text(result.get("content")) if result else "",
-            error=None if result else "the client sent no result for this call",
-            duration_ms=waited_ms,
-            observed=True,
-        )
+        text = content_text(result.get("content")) if result is not None else ""
+        missed = None if result is not None else "the client sent no result for this call"
+        _end(recorder, turn, at, call.id, call.name, text, missed, waited_ms)
         missing += result is None
     return missing
 
@@ -73,19 +64,8 @@ def record_provider_calls(
     failed = 0
     for call in calls:
         _start(recorder, turn, at, call.id, call.name, call.arguments_raw, SERVER_SOURCE)
-        ok = call.error is None
-        recorder.emit(
-            ToolEnd,
-            turn=turn,
-            at=at,
-            call_id=call.id,
-            name=call.name,
-            ok=ok,
-            result=call.result or "",
-            error=call.error,
-            observed=True,
-        )
-        failed += not ok
+        _end(recorder, turn, at, call.id, call.name, call.result or "", call.error)
+        failed += call.error is not None
     return failed
 
 
@@ -106,16 +86,32 @@ def record_final_answer(
     """The final-answer calls, each returning the answer (as smolagents' tool does)."""
     for call in map(tool_call, calls):
         _start(recorder, turn, at, call.id, call.name, call.arguments_raw, CLIENT_SOURCE, call)
-        recorder.emit(
-            ToolEnd,
-            turn=turn,
-            at=at,
-            call_id=call.id,
-            name=call.name,
-            ok=True,
-            result=answer,
-            observed=True,
-        )
+        _end(recorder, turn, at, call.id, call.name, answer)
+
+
+def _end(
+    recorder: Recorder,
+    turn: int,
+    at: datetime,
+    call_id: str,
+    name: str,
+    result: str,
+    error: str | None = None,
+    duration_ms: float = 0.0,
+) -> None:
+    """An observed call's end: what the client or the provider said became of it."""
+    recorder.emit(
+        ToolEnd,
+        turn=turn,
+        at=at,
+        call_id=call_id,
+        name=name,
+        ok=error is None,
+        result=result,
+        error=error,
+        duration_ms=duration_ms,
+        observed=True,
+    )
 
 
 def _start(
