@@ -11,6 +11,7 @@ import argparse
 import shutil
 from typing import TYPE_CHECKING
 
+from traces.text import short_count, short_ms
 from workbench.cli.common import add_home, load_prices, positive_int, print_json, read_home
 from workbench.cli.read_cmds import run_kind
 
@@ -70,22 +71,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- charts
 
 
-def count(n: int) -> str:
-    if n < 10_000:
-        return str(n)
-    if n < 1_000_000:
-        return f"{n / 1000:.1f}k"
-    return f"{n / 1_000_000:.1f}M"
+count = short_count
 
 
 def ms(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if value < 1000:
-        return f"{value:.0f}ms"
-    if value < 60_000:
-        return f"{value / 1000:.1f}s"
-    return f"{int(value // 60_000)}m{int(value % 60_000 // 1000):02d}s"
+    return "-" if value is None else short_ms(value)
 
 
 def money(stats: RunStats, amount: float | None) -> str:

@@ -31,6 +31,7 @@ from traces.events import (
     ToolsChanged,
     ToolStart,
 )
+from traces.text import short_count, short_ms
 from traces.tree import ToolCallOutcome, answer_label
 from workbench.engine.views.outline import TurnGlance, event_is_failure
 
@@ -104,23 +105,11 @@ def fmt_time(value: datetime | str | None) -> str:
 
 
 def fmt_ms(ms: float | None) -> str:
-    if ms is None:
-        return "—"
-    if ms < 1000:
-        return f"{ms:.0f}ms"
-    if ms < 60_000:
-        return f"{ms / 1000:.1f}s"
-    return f"{int(ms // 60_000)}m{int(ms % 60_000 // 1000):02d}s"
+    return "—" if ms is None else short_ms(ms)
 
 
 def fmt_count(n: int | None) -> str:
-    if n is None:
-        return "—"
-    if n < 10_000:
-        return str(n)
-    if n < 1_000_000:
-        return f"{n / 1000:.1f}k"
-    return f"{n / 1_000_000:.1f}M"
+    return "—" if n is None else short_count(n)
 
 
 def plural(n: int | None, noun: str) -> str:
