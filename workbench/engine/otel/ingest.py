@@ -16,14 +16,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from google.protobuf import json_format
-from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from pydantic import ValidationError
 
 from traces.reader import describe_validation_error
 from workbench.engine.otel.logs import fold_logs, metric_points_json, parse_logs_json
-from workbench.engine.otel.otlp import TOO_DEEP, any_value, ids_to_base64
+from workbench.engine.otel.otlp import TOO_DEEP, any_value, read_json, read_protobuf
 from workbench.engine.otel.otlp import OtlpError as OtlpError
 from workbench.engine.otel.otlp import loads as loads
 from workbench.engine.otel.runs import SpanEventRecord, SpanRecord, run_events
@@ -92,26 +90,11 @@ def spans_of_request(request: ExportTraceServiceRequest) -> list[SpanRecord]:
 
 
 def parse_protobuf(data: bytes) -> list[SpanRecord]:
-    request = ExportTraceServiceRequest()
-    try:
-        request.ParseFromString(data)
-    except DecodeError as exc:  # also a message nested past protobuf's depth limit
-        raise OtlpError(f"not an OTLP protobuf trace export ({exc})") from None
-    return spans_of_request(request)
+    return spans_of_request(read_protobuf(ExportTraceServiceRequest(), data, "trace"))
 
 
 def parse_json(document: Any) -> list[SpanRecord]:
-    if not isinstance(document, dict) or not (
-        "resourceSpans" in document or "resource_spans" in document
-    ):
-        raise OtlpError("not an OTLP JSON trace export (no resourceSpans)")
-    request = ExportTraceServiceRequest()
-    try:
-        json_format.ParseDict(ids_to_base64(document), request, ignore_unknown_fields=True)
-    except json_format.ParseError as exc:
-        raise OtlpError(f"not an OTLP JSON trace export ({str(exc).splitlines()[0]})") from None
-    except RecursionError:  # a document deep enough to read, too deep to walk
-        raise OtlpError(TOO_DEEP) from None
+    request = read_json(ExportTraceServiceRequest(), document, "resourceSpans", "trace")
     return spans_of_request(request)
 
 

@@ -23,8 +23,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from google.protobuf import json_format
-from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
@@ -32,7 +30,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 
 from workbench.engine.otel import attrs as a
 from workbench.engine.otel.dialects import EVENT_BODY, READ_EVENTS
-from workbench.engine.otel.otlp import OtlpError, any_value, ids_to_base64
+from workbench.engine.otel.otlp import any_value, read_json, read_protobuf
 from workbench.engine.otel.runs import SpanEventRecord, SpanRecord
 
 # The parent a Claude Code record waits under: no span of the trace has it, so the trace
@@ -122,26 +120,11 @@ def records_of_request(request: ExportLogsServiceRequest) -> LogBatch:
 
 
 def parse_logs_protobuf(data: bytes) -> LogBatch:
-    request = ExportLogsServiceRequest()
-    try:
-        request.ParseFromString(data)
-    except DecodeError as exc:
-        raise OtlpError(f"not an OTLP protobuf logs export ({exc})") from None
-    return records_of_request(request)
+    return records_of_request(read_protobuf(ExportLogsServiceRequest(), data, "logs"))
 
 
 def parse_logs_json(document: Any) -> LogBatch:
-    if not isinstance(document, dict) or not (
-        "resourceLogs" in document or "resource_logs" in document
-    ):
-        raise OtlpError("not an OTLP JSON logs export (no resourceLogs)")
-    request = ExportLogsServiceRequest()
-    try:
-        json_format.ParseDict(ids_to_base64(document), request, ignore_unknown_fields=True)
-    except json_format.ParseError as exc:
-        raise OtlpError(f"not an OTLP JSON logs export ({str(exc).splitlines()[0]})") from None
-    except RecursionError:
-        raise OtlpError("JSON nested too deeply to be an OTLP logs export") from None
+    request = read_json(ExportLogsServiceRequest(), document, "resourceLogs", "logs")
     return records_of_request(request)
 
 
@@ -158,26 +141,11 @@ def _points(request: ExportMetricsServiceRequest) -> int:
 
 def metric_points_protobuf(data: bytes) -> int:
     """How many data points an OTLP protobuf metrics export holds."""
-    request = ExportMetricsServiceRequest()
-    try:
-        request.ParseFromString(data)
-    except DecodeError as exc:
-        raise OtlpError(f"not an OTLP protobuf metrics export ({exc})") from None
-    return _points(request)
+    return _points(read_protobuf(ExportMetricsServiceRequest(), data, "metrics"))
 
 
 def metric_points_json(document: Any) -> int:
-    if not isinstance(document, dict) or not (
-        "resourceMetrics" in document or "resource_metrics" in document
-    ):
-        raise OtlpError("not an OTLP JSON metrics export (no resourceMetrics)")
-    request = ExportMetricsServiceRequest()
-    try:
-        json_format.ParseDict(document, request, ignore_unknown_fields=True)
-    except json_format.ParseError as exc:
-        raise OtlpError(f"not an OTLP JSON metrics export ({str(exc).splitlines()[0]})") from None
-    except RecursionError:
-        raise OtlpError("JSON nested too deeply to be an OTLP metrics export") from None
+    request = read_json(ExportMetricsServiceRequest(), document, "resourceMetrics", "metrics")
     return _points(request)
 
 

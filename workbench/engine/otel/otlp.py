@@ -1,13 +1,18 @@
 """What every OTLP signal shares: the error for a payload that is not OTLP, attribute
-values as Python values, ids in OTLP JSON, and reading JSON within bounds."""
+values as Python values, ids in OTLP JSON, reading JSON within bounds, and reading an
+export request from protobuf or OTLP JSON."""
 
 from __future__ import annotations
 
 import base64
 import json
-from typing import Any
+from typing import Any, TypeVar
 
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+
+Request = TypeVar("Request", bound=Message)
 
 
 class OtlpError(ValueError):
@@ -56,3 +61,29 @@ def ids_to_base64(node: Any) -> Any:
     if isinstance(node, list):
         return [ids_to_base64(item) for item in node]
     return node
+
+
+def read_protobuf(request: Request, data: bytes, signal: str) -> Request:
+    """`request` (an empty export request of `signal`: trace, logs, metrics) read from
+    protobuf bytes."""
+    try:
+        request.ParseFromString(data)
+    except DecodeError as exc:  # also a message nested past protobuf's depth limit
+        raise OtlpError(f"not an OTLP protobuf {signal} export ({exc})") from None
+    return request
+
+
+def read_json(request: Request, document: Any, key: str, signal: str) -> Request:
+    """`request` read from an OTLP JSON document whose top-level list is `key`
+    (`resourceSpans`, …; the protobuf field name is accepted too), its hex ids as OTLP JSON
+    writes them."""
+    snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in key)
+    if not isinstance(document, dict) or not (key in document or snake in document):
+        raise OtlpError(f"not an OTLP JSON {signal} export (no {key})")
+    try:
+        json_format.ParseDict(ids_to_base64(document), request, ignore_unknown_fields=True)
+    except json_format.ParseError as exc:
+        raise OtlpError(f"not an OTLP JSON {signal} export ({str(exc).splitlines()[0]})") from None
+    except RecursionError:  # a document deep enough to read, too deep to walk
+        raise OtlpError(f"JSON nested too deeply to be an OTLP {signal} export") from None
+    return request
