@@ -255,6 +255,7 @@ SELECT event, seq FROM event_rows WHERE rowid IN (
 ORDER BY seq
 """
 COUNT_EVENTS = f"SELECT count(*) {_RUN_ROWS}"
+TURN_NUMBERS = f"SELECT DISTINCT turn {_RUN_ROWS} AND turn IS NOT NULL ORDER BY turn"
 # A run whose seqs are 0..n-1 (every run the recorder wrote whole) has the event at
 # position k at seq k: a page far into a long run is then read by seq, without an OFFSET
 # that sorts and skips every event before it.

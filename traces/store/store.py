@@ -460,6 +460,12 @@ class TraceStore:
             row = cur.execute(sql.COUNT_EVENTS, {"run_id": run_id}).fetchone()
         return int((row or (0,))[0])
 
+    def turn_numbers(self, run_id: str) -> list[int]:
+        """The run's turn numbers, in order (a fork's start at its fork turn)."""
+        with self._cursor() as cur:
+            rows = cur.execute(sql.TURN_NUMBERS, {"run_id": run_id}).fetchall()
+        return [int(turn) for (turn,) in rows]
+
     def tool_schemas(self, run_id: str) -> list[dict[str, Any]]:
         with self._cursor() as cur:
             rows = cur.execute(sql.TOOL_SCHEMAS, {"run_id": run_id}).fetchall()

@@ -171,13 +171,7 @@ class Workbench:
                     "events": [event.model_dump(mode="json") for event in page],
                     "next_events_from": shown if shown < count else None,
                 }
-            numbers = sorted(
-                int(n)
-                for (n,) in store.query(
-                    "SELECT DISTINCT turn FROM events WHERE run_id = ? AND turn IS NOT NULL",
-                    [run_id],
-                )[1]
-            )
+            numbers = store.turn_numbers(run_id)
             if numbers and turn_from > numbers[-1]:
                 raise ToolError(
                     f"run {run_id[:12]} has turns {numbers[0]} to {numbers[-1]}; "
