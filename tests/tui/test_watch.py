@@ -1,6 +1,7 @@
 """The TUI's watch of the traces folder: each folder watched on its own (a recursive watch
 walks every entry, holding the interpreter, which froze the screen with 1,000,000 runs), new
-traces seen in the folder and in a folder made after the watch began."""
+traces seen in the folder, in folders under it (a folder without subfolders is not read:
+its link count says so) and in a folder made after the watch began."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def _until_seen(seen: threading.Event, folder: Path, name: str) -> bool:
 
 def test_new_traces_are_seen_also_in_a_folder_made_meanwhile(tmp_path: Path) -> None:
     traces = tmp_path / "traces"
-    (traces / "old").mkdir(parents=True)
+    (traces / "old" / "deeper").mkdir(parents=True)
     backend = Backend(tmp_path)
     stop, seen = threading.Event(), threading.Event()
     watcher = threading.Thread(target=backend.watch_traces, args=(stop, seen.set))
@@ -31,6 +32,8 @@ def test_new_traces_are_seen_also_in_a_folder_made_meanwhile(tmp_path: Path) -> 
         assert _until_seen(seen, traces, "top")
         seen.clear()
         assert _until_seen(seen, traces / "old", "old")
+        seen.clear()
+        assert _until_seen(seen, traces / "old" / "deeper", "deeper")
         (traces / "new").mkdir()
         assert seen.wait(10)  # the new folder itself may already hold traces
         seen.clear()

@@ -404,7 +404,12 @@ def _folders(root: Path) -> list[Path]:
     """`root` and every folder under it (symlinks not followed)."""
     found, pending = [root], [root]
     while pending:
-        with os.scandir(pending.pop()) as entries:
+        folder = pending.pop()
+        # A folder's link count is 2 plus its subfolders on the file systems that count them
+        # (1 where they do not): a folder of 1,000,000 traces and no subfolder is not read.
+        if os.stat(folder).st_nlink == 2:
+            continue
+        with os.scandir(folder) as entries:
             for entry in entries:
                 if entry.is_dir(follow_symlinks=False):
                     found.append(Path(entry.path))
