@@ -111,6 +111,7 @@ class _State:
     fields: `dataclasses.replace` of 20,000 files a batch cost a tenth of a second)."""
 
     fields: dict[str, object]
+    bytes_done: int
 
 
 class _Batches:
@@ -175,7 +176,7 @@ class _Batches:
     def _read(self, batch: list[Work], cost: int, count: int) -> None:
         """One batch in its own transaction. After a batch DuckDB cannot take, batches are
         halved; a file that fails alone is reported and left where it was."""
-        before = [_State(vars(item).copy()) for item in batch]
+        before = [_State(vars(item).copy(), item.bytes_done) for item in batch]
         problems: list[str] = []
         more: list[Work] = []
         share = cost / self._total
@@ -201,8 +202,7 @@ class _Batches:
             return
         self._report.problems.extend(problems)
         self._done += sum(
-            item.bytes_done - state.fields["bytes_done"]
-            for item, state in zip(batch, before, strict=True)
+            item.bytes_done - state.bytes_done for item, state in zip(batch, before, strict=True)
         )
         self._queue.extendleft(reversed(more))
 
