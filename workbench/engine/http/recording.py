@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from traces.events import ModelApi
+from workbench.engine.serving import run_loop
 
 # How many bytes may wait to be recorded (in the pipe, and read but not yet recorded)
 # before the side that sends them waits.
@@ -166,7 +167,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     with contextlib.suppress(OSError, AttributeError):
         os.nice(NICENESS)
-    asyncio.run(_record_all(Path(home), upstream, anthropic_upstream or None))
+    run_loop(_record_all(Path(home), upstream, anthropic_upstream or None))
     return 0
 
 
