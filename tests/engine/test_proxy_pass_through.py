@@ -55,3 +55,41 @@ def test_a_stream_reaches_the_client_as_it_comes(tmp_path: Path, path: str) -> N
         upstream.http.close()
     assert first == b"data: first\n\n"
     assert rest == b"data: second\n\n"
+
+
+class CookieSetter:
+    """An upstream that sets a cookie on every answer and tells which cookies it was sent,
+    as a provider's edge does (`__cf_bm` on api.openai.com)."""
+
+    def __init__(self) -> None:
+        self.http = HttpServer(self._app)
+
+    async def _app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", self._answer)
+        return app
+
+    async def _answer(self, request: web.Request) -> web.Response:
+        answer = web.json_response({"cookie_sent": request.headers.get("Cookie")})
+        answer.set_cookie("edge_session", f"for-{request.headers.get('X-Client', '?')}")
+        return answer
+
+
+@pytest.mark.parametrize("path", ["/models", "/chat/completions"])
+def test_a_cookie_one_client_got_is_never_sent_for_another(tmp_path: Path, path: str) -> None:
+    upstream = CookieSetter()
+    upstream.http.start()
+    try:
+        # By host name: cookies of an IP address would not be kept anyway.
+        base = upstream.http.base_url.replace("127.0.0.1", "localhost")
+        with RecordingProxy(base, tmp_path / "home") as proxy:
+            url = f"{proxy.base_url}{path}"
+            body = b'{"model": "m", "messages": []}'
+            first = httpx.post(url, content=body, headers={"X-Client": "a"}, timeout=30)
+            second = httpx.post(url, content=body, headers={"X-Client": "b"}, timeout=30)
+            own = httpx.post(url, content=body, headers={"Cookie": "mine=1"}, timeout=30)
+    finally:
+        upstream.http.close()
+    assert first.cookies.get("edge_session") == "for-a"  # the client gets its cookie
+    assert second.json() == {"cookie_sent": None}  # ... and the next client not a's
+    assert own.json() == {"cookie_sent": "mine=1"}  # a client's own cookies still go up

@@ -121,6 +121,9 @@ class RecordingProxy(HttpService):
             # No pool limit: every client stream gets its own upstream connection at once.
             connector=aiohttp.TCPConnector(limit=0),
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=30),
+            # Cookies an upstream sets belong to the client that got them, never to the
+            # next client's request: none are kept (nor looked up for each request).
+            cookie_jar=aiohttp.DummyCookieJar(),
             skip_auto_headers=("Accept-Encoding", "User-Agent", "Content-Type"),
         )
         app.on_cleanup.append(self._cleanup)
