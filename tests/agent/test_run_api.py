@@ -91,3 +91,69 @@ def test_the_agent_speaks_another_wire_format(
     assert "It is a tiny demo project." in printed.out
     [replayed] = (tmp_path / "again" / "traces").glob("*.jsonl")
     assert read_trace(replayed).events[-1].final_answer == end.final_answer  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("front", ["cli", "mcp", "tui"])
+def test_a_fork_of_an_anthropic_run_reads_the_anthropic_settings(
+    tmp_path: Path,
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    front: str,
+) -> None:
+    """A fork speaks its parent's wire format, so with no --api it reads that format's
+    settings: ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY, not the OpenAI ones."""
+    import asyncio
+
+    from workbench.engine.mcp_server.forking import run_fork
+    from workbench.engine.recording.fork import ForkRequest, plan_fork
+    from workbench.engine.recording.load import load_recording
+
+    home = tmp_path / "home"
+    with ModelServer(ScriptResponder(STEPS)) as parent_server:
+        args = [
+            "run", "What is in README.md?", "--api", "anthropic", "--model", "scripted",
+            "--base-url", parent_server.base_url.removesuffix("/v1"), "--api-key", SECRET,
+            "--root", str(project), "--home", str(home),
+        ]  # fmt: skip
+        assert main(args) == 0, capsys.readouterr().err
+    [trace] = (home / "traces").glob("*.jsonl")
+    fork_key = "sk-ant-fork-0123456789abcdefFORKKEY"
+    with ModelServer(ScriptResponder([{"content": "Forked."}])) as fork_server:
+        # Only the Anthropic variables lead to the fork's model; the OpenAI ones lead nowhere.
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fork_server.base_url.removesuffix("/v1"))
+        monkeypatch.setenv("ANTHROPIC_API_KEY", fork_key)
+        monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-not-this-one")
+        monkeypatch.setenv("WORKBENCH_MODEL", "scripted")
+        if front == "cli":
+            code = main(["fork", trace.stem, "--turn", "2", "--home", str(home)])
+            printed = capsys.readouterr()
+            assert code == 0, printed.err
+            assert "Forked." in printed.out
+        elif front == "mcp":
+            plan = plan_fork(load_recording(trace.stem, home), ForkRequest(turn=2))
+            result = asyncio.run(run_fork(plan, home))
+            assert (result["status"], result["final_answer"]) == ("completed", "Forked.")
+        else:
+            assert asyncio.run(_fork_in_the_dialog(home, trace.stem)) is not None
+        sent = fork_server.requests
+    assert [r.path for r in sent] == ["/v1/messages"]
+    assert sent[0].headers["x-api-key"] == fork_key
+    assert_no_key_in(home, fork_key)
+
+
+async def _fork_in_the_dialog(home: Path, run_id: str) -> str | None:
+    """Run a fork at turn 2 from the TUI's fork dialog, its model the environment's."""
+    from tests.tui.conftest import settle
+    from workbench.tui import Endpoint, WorkbenchApp
+    from workbench.tui.fork_screen import ForkScreen
+
+    app = WorkbenchApp(home, endpoint=Endpoint.from_env(), watch=False)
+    async with app.run_test(size=(160, 45)) as pilot:
+        dialog = ForkScreen(run_id, 2)
+        await app.push_screen(dialog)
+        await settle(pilot, lambda: dialog.context is not None)
+        await pilot.press("ctrl+r")
+        await settle(pilot, lambda: dialog.fork_run_id is not None and not dialog.running)
+        return dialog.fork_run_id

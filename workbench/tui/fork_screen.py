@@ -448,12 +448,13 @@ class ForkScreen(WorkbenchScreen):
             return self.query_one(widget_id, Input).value.strip() or None
 
         script = value("#fork-script")
-        return Endpoint(
+        # The App's endpoint the boxes were filled from: what came from the environment and
+        # is unchanged is read again for the fork's wire format.
+        return self.workbench.endpoint.edited(
             base_url=value("#fork-base-url"),
             model=value("#fork-model"),
             api_key=value("#fork-api-key"),
             script=Path(script) if script else None,
-            stream=self.workbench.endpoint.stream,
         )
 
     @on(Button.Pressed, "#fork-run")

@@ -27,20 +27,19 @@ async def run_fork(fork_plan: ForkPlan, home: Path) -> dict[str, Any]:
     policy refused."""
     from agent_core.tools.base import Toolset
     from agent_core.tools.builtin import builtin_tools
-    from workbench.engine.recording.fork import fork_toolset, offline_fork_script, recorded_root
+    from workbench.engine.recording.fork import fork_toolset, recorded_root
     from workbench.engine.recording.run_service import (
         ModelSettings,
         SetupError,
         build_model,
         drive,
+        fork_setup,
         prepare_fork,
     )
 
     start = fork_plan.parent.run_start
-    settings = ModelSettings.from_env()
-    script = offline_fork_script(start)
-    if not settings.model and settings.script is None and script is not None:
-        settings = ModelSettings(script=script)
+    # The environment's model in the parent's wire format, else the run's offline script.
+    settings = fork_setup(start, ModelSettings.from_env(), api=fork_plan.parent.api).settings
     root = recorded_root(start)
     live: list[Toolset] = [builtin_tools(root)] if root is not None else []
     try:

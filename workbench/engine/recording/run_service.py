@@ -14,7 +14,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +59,9 @@ class ModelSettings:
     stream: bool = True
     # The wire format, one of MODEL_APIS; None: chat, or for a fork the parent run's own.
     api: str | None = None
+    # The fields (base_url, model, api_key) the caller left to the environment (`from_env`),
+    # read again by `for_api` when the wire format is known only later (a fork's).
+    from_environment: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
     @classmethod
     def from_env(
@@ -73,17 +76,48 @@ class ModelSettings:
         """The values given, else OPENAI_BASE_URL, WORKBENCH_MODEL and OPENAI_API_KEY (for
         Anthropic Messages, ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY first)."""
         env = os.environ.get
-        if api == "anthropic":
-            base_url = base_url or env("ANTHROPIC_BASE_URL")
-            api_key = api_key or env("ANTHROPIC_API_KEY")
-        return cls(
-            base_url=base_url or env("OPENAI_BASE_URL") or None,
-            model=model or env("WORKBENCH_MODEL") or None,
-            api_key=api_key or env("OPENAI_API_KEY") or None,
-            script=script,
-            stream=stream,
-            api=api,
+        prefixes = ("ANTHROPIC", "OPENAI") if api == "anthropic" else ("OPENAI",)
+        given = {"base_url": base_url, "model": model, "api_key": api_key}
+        names = {
+            "base_url": [f"{prefix}_BASE_URL" for prefix in prefixes],
+            "model": ["WORKBENCH_MODEL"],
+            "api_key": [f"{prefix}_API_KEY" for prefix in prefixes],
+        }
+        left = frozenset(name for name, value in given.items() if not value)
+        values = {
+            name: next(filter(None, map(env, names[name])), None) if name in left else value
+            for name, value in given.items()
+        }
+        return cls(**values, script=script, stream=stream, api=api, from_environment=left)
+
+    def edited(
+        self, base_url: str | None, model: str | None, api_key: str | None, script: Path | None
+    ) -> ModelSettings:
+        """These settings with the values a form holds (the TUI's fork dialog, filled in from
+        them): a value the environment gave that is still there is still the environment's."""
+        held = {"base_url": base_url, "model": model, "api_key": api_key}
+        left = frozenset(
+            name for name in self.from_environment if held[name] == (getattr(self, name) or None)
         )
+        return replace(
+            self,
+            base_url=base_url,
+            model=model,
+            api_key=api_key,
+            script=script,
+            from_environment=left,
+        )
+
+    def for_api(self, api: str | None) -> ModelSettings:
+        """These settings for the wire format `api`, what was left to the environment read
+        again for it (a fork of an Anthropic run reads ANTHROPIC_BASE_URL, not OpenAI's)."""
+        if not self.from_environment:
+            return replace(self, api=api)
+        given = {
+            name: None if name in self.from_environment else getattr(self, name)
+            for name in ("base_url", "model", "api_key")
+        }
+        return ModelSettings.from_env(**given, script=self.script, stream=self.stream, api=api)
 
 
 def build_model(settings: ModelSettings, limits: Limits | None = None) -> ChatModel:
@@ -278,7 +312,7 @@ def fork_setup(
     if script is not None:
         settings = replace(settings, script=script)
     if settings.api is None and api is not None:
-        settings = replace(settings, api=api)
+        settings = settings.for_api(api)
     return ForkSetup(settings, root, script, missing_root)
 
 
@@ -333,7 +367,7 @@ def fork_dry_run(
     from workbench.engine.recording.fork import plan_fork
 
     plan = plan_fork(parent, with_home_policy(request, home))
-    setup = fork_setup(parent.run_start, settings)
+    setup = fork_setup(parent.run_start, settings, api=parent.api)
     chosen = setup.settings
     model = f"script {chosen.script}" if chosen.script else chosen.model or "none configured"
     return dry_run(plan, live_toolsets=[builtin_tools(setup.root)], model=model)
@@ -366,7 +400,7 @@ def run_fork(
         model,
         home,
         live_toolsets=[builtin_tools(setup.root)],
-        secrets=[settings.api_key],
+        secrets=[setup.settings.api_key],
     )
 
     async def run() -> RunResult | None:
