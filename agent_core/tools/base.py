@@ -49,8 +49,16 @@ class ToolSpec:
     source: str = "builtin"  # builtin | user | mcp:<server>
     # The tool's own name at its source, when it is offered under another (a clash).
     source_name: str | None = None
+    # A tool that is not a JSON function (a Responses `custom` tool, an Anthropic server
+    # tool), exactly as a recorded client offered it: a fork offers it unchanged.
+    wire: dict[str, Any] | None = None
 
     def to_openai(self) -> dict[str, Any]:
+        if self.wire is not None:
+            schema = dict(self.wire)
+            if self.description != schema.get("description", ""):
+                schema["description"] = self.description  # a fork's edit of it
+            return schema
         return {
             "type": "function",
             "function": {

@@ -124,7 +124,7 @@ class ToolBox:
     def schema(self, spec: ToolSpec) -> dict[str, Any]:
         """The spec in OpenAI format, with the optional reasoning argument when offered."""
         schema = spec.to_openai()
-        if self._adds_reasoning(spec):
+        if spec.wire is None and self._adds_reasoning(spec):
             parameters = dict(spec.parameters)
             properties = dict(parameters.get("properties") or {})
             properties[REASONING_ARG] = REASONING_SCHEMA

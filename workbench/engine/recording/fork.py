@@ -174,12 +174,7 @@ def fork_context(parent: Recording, turn: int, settings: ModelSettings) -> ForkC
         for n, start, end in parent.tool_calls()
         if start.call_id in mockable
     ]
-    tools = {
-        str((t.get("function") or {}).get("name")): str(
-            (t.get("function") or {}).get("description") or ""
-        )
-        for t in parent.run_start.tools
-    }
+    tools = {spec.name: spec.description for spec in recorded_specs(parent)}
     return ForkContext(
         run_id=parent.run_id,
         turn=turn,
@@ -241,6 +236,11 @@ def plan_fork(parent: Recording, request: ForkRequest) -> ForkPlan:
         specs = [replace(s, description=text) if s.name == name else s for s in specs]
         edits.append(Edit(kind="tool_description", target=name, value=text))
     for name, schema in request.tool_schemas.items():
+        if any(s.wire is not None for s in specs if s.name == name):
+            raise ForkError(
+                f"tool {name!r} is not a JSON function (a hosted or custom tool of the "
+                "client's wire format): it has no parameter schema to replace"
+            )
         specs = [replace(s, parameters=schema) if s.name == name else s for s in specs]
         edits.append(Edit(kind="tool_schema", target=name, value=schema))
     for call_id, text in request.mocks.items():

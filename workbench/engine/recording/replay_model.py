@@ -221,16 +221,22 @@ def specs_of(
 ) -> list[ToolSpec]:
     specs = []
     for schema in schemas:
-        function = schema.get("function", {})
-        name = function.get("name", "")
+        function = schema.get("function")
+        # A tool with no `function` (a Responses custom tool, an Anthropic server tool) is
+        # kept as the client sent it, under its own name.
+        wire = None if isinstance(function, dict) else schema
+        fields = function if isinstance(function, dict) else schema
+        name = str(fields.get("name") or "")
+        parameters = fields.get("parameters") if wire is None else fields.get("input_schema")
         specs.append(
             ToolSpec(
                 name=name,
-                description=function.get("description", ""),
-                parameters=function.get("parameters") or {"type": "object", "properties": {}},
+                description=str(fields.get("description") or ""),
+                parameters=parameters or {"type": "object", "properties": {}},
                 read_only=name in read_only,
                 source=sources.get(name, "builtin"),
                 source_name=renamed.get(name),
+                wire=wire,
             )
         )
     return specs
