@@ -278,21 +278,13 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 def _tool_json(call: ToolCallNode) -> dict[str, Any]:
     from workbench.engine.recording.tool_policy import call_outcome
+    from workbench.engine.views.tool_calls import tool_call_json
 
     end = call.end
+    arguments = {"arguments_raw": call.start.arguments_raw, "arguments": call.arguments}
     return {
-        "call_id": call.call_id,
-        "name": call.name,
-        "source": call.start.source,
-        "arguments_raw": call.start.arguments_raw,
-        "arguments": call.arguments,
-        "parse_error": call.start.parse_error,
+        **tool_call_json(call, arguments),
         "reasoning": call.start.reasoning,
-        "status": call.status,
-        "result": end.result if end else None,
-        "error": end.error if end else None,
-        "duration_ms": call.duration_ms,
-        "mocked": end.mocked if end else False,
         "replayed": end.replayed if end else False,
         "observed": end.observed if end else False,
         # What became of it under a re-run's tool policy (`run_start.meta.tool_policy`).
@@ -301,12 +293,9 @@ def _tool_json(call: ToolCallNode) -> dict[str, Any]:
     }
 
 
-def _tool_name(schema: dict[str, Any]) -> Any:
-    function = schema.get("function", schema)
-    return function.get("name") if isinstance(function, dict) else None
-
-
 def _turn_json(turn: TurnNode) -> dict[str, Any]:
+    from workbench.engine.views.tool_calls import tool_name
+
     request = turn.request
     response = turn.response
     return {
@@ -317,7 +306,7 @@ def _turn_json(turn: TurnNode) -> dict[str, Any]:
         else {
             "messages": len(request.messages),
             "last_message": request.messages[-1] if request.messages else None,
-            "tools": [_tool_name(t) for t in request.tools],
+            "tools": [tool_name(t) for t in request.tools],
             "params": request.params,
             "estimated_tokens": request.estimated_tokens,
         },

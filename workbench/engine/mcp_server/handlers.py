@@ -25,6 +25,7 @@ from workbench.engine.mcp_server.tools import (
     ToolError,
     checked_arguments,
 )
+from workbench.engine.views.tool_calls import tool_call_json, tool_name
 
 READ_ONLY_SUITE = (
     "run_suite records each sample as a run, and this server is read-only: start it with "
@@ -186,7 +187,7 @@ class Workbench:
         return {
             "run": _run_json(row),
             "system_prompt": chain.start.system_prompt if chain.start else None,
-            "tools_offered": [_tool_name(t) for t in chain.start.tools] if chain.start else [],
+            "tools_offered": [tool_name(t) for t in chain.start.tools] if chain.start else [],
             "turns_total": len(numbers),
             "turns": [_turn_json(turn) for turn in chain.turns],
             "next_turn": later[0] if later else None,
@@ -358,25 +359,10 @@ def _run_json(row: RunRow) -> dict[str, Any]:
     }
 
 
-def _tool_name(schema: dict[str, Any]) -> Any:
-    function = schema.get("function", schema)
-    return function.get("name") if isinstance(function, dict) else None
-
-
 def _tool_json(call: ToolCallNode) -> dict[str, Any]:
-    end = call.end
-    return {
-        "call_id": call.call_id,
-        "name": call.name,
-        "source": call.start.source,
-        "arguments": call.arguments if call.arguments is not None else call.start.arguments_raw,
-        "parse_error": call.start.parse_error,
-        "status": call.status,
-        "result": end.result if end else None,
-        "error": end.error if end else None,
-        "duration_ms": call.duration_ms,
-        "mocked": end.mocked if end else False,
-    }
+    # One field of arguments: the parsed ones, else the raw text the model sent.
+    arguments = call.arguments if call.arguments is not None else call.start.arguments_raw
+    return tool_call_json(call, {"arguments": arguments})
 
 
 def _turn_json(turn: TurnNode) -> dict[str, Any]:
