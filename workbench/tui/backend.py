@@ -263,11 +263,13 @@ class Backend:
         with self._session() as store:
             return first_failure(store, run_id)
 
-    def timeline(self, run_id: str) -> PricedTimeline:
-        """The engine's timeline of the run, priced from the home's prices."""
-        from workbench.engine.views.timeline import TIMELINE_TYPES, priced_timeline
+    def timeline(self, run_id: str, start: int = 0) -> PricedTimeline:
+        """The engine's timeline of the run's turns from position `start` on (a window of
+        `TIMELINE_TURNS`: only their events are read), priced from the home's prices."""
+        from workbench.engine.views.timeline import stored_timeline
 
-        return priced_timeline(self.events(run_id, 0, None, TIMELINE_TYPES), self.home)
+        with self._session() as store:
+            return stored_timeline(store, run_id, self.home, start)
 
     def stats(self, days: int | None) -> tuple[RunStats, str | None]:
         """Runs, failures, tokens, cost and latency by day and by model (the engine's one

@@ -1,0 +1,122 @@
+"""The timeline of a long run: a window of turns at a time, read from the store by turn,
+with the whole run's figures in its header."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.tui.conftest import COMPLETED, settle
+from traces.events import ModelRequest, ModelResponse, RunEnd, RunStart, ToolEnd, ToolStart, Totals
+from traces.recorder import Recorder
+from traces.writer import JsonlWriter
+from workbench.tui import WorkbenchApp
+from workbench.tui.paged_list import PagedList
+from workbench.tui.timeline_screen import TimelineScreen, Waterfall
+
+LONG = "7" * 32
+TURNS = 130  # more than a window of TIMELINE_TURNS (100)
+
+
+def long_run(folder: Path, turns: int, ended: bool = True) -> None:
+    """A completed run of `turns` turns, each a model call that asks for one tool call;
+    turn n's call was billed n prompt and 2n completion tokens. Not `ended`: the trace
+    stops after its last turn, without a run_end."""
+    writer = JsonlWriter(folder, LONG)
+    rec = Recorder(LONG, [writer])
+    rec.emit(RunStart, turn=None, task="a long task", model="gpt-4o-mini")
+    for turn in range(1, turns + 1):
+        rec.turn = turn
+        rec.emit(ModelRequest, messages=[{"role": "user", "content": f"step {turn}"}])
+        call = {"id": f"c{turn}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        message = {"role": "assistant", "content": f"step {turn}", "tool_calls": [call]}
+        usage = {"prompt_tokens": turn, "completion_tokens": 2 * turn}
+        rec.emit(ModelResponse, message=message, usage=usage)
+        rec.emit(ToolStart, call_id=f"c{turn}", name=f"tool_of_turn_{turn}", arguments_raw="{}")
+        rec.emit(ToolEnd, call_id=f"c{turn}", name=f"tool_of_turn_{turn}", ok=True, result="ok")
+    if ended:
+        rec.emit(RunEnd, turn=None, status="completed", totals=Totals(turns=turns))
+    rec.close()
+
+
+@pytest.fixture
+def long_home(home: Path) -> Path:
+    long_run(home / "traces", TURNS)
+    (home / "prices.toml").write_text('[models."gpt-4o-mini"]\ninput = 10.0\noutput = 10.0\n')
+    return home
+
+
+def shown(app: WorkbenchApp) -> str:
+    return str(app.screen.query_one("#timeline", Waterfall).render())
+
+
+async def open_timeline(pilot, app: WorkbenchApp, run_id: str, runs: int) -> TimelineScreen:
+    """Once the home's `runs` runs are listed (ingested), the timeline of `run_id`."""
+    await settle(pilot, lambda: app.screen.query_one("#runs-list", PagedList).total >= runs)
+    app.open_timeline(run_id)
+    await settle(pilot, lambda: isinstance(app.screen, TimelineScreen) and app.screen.view)
+    assert isinstance(app.screen, TimelineScreen)
+    return app.screen
+
+
+async def test_a_long_run_opens_on_its_first_window_and_moves_with_the_keys(
+    long_home: Path,
+) -> None:
+    app = WorkbenchApp(long_home)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await open_timeline(pilot, app, LONG, 9)
+        text = shown(app)
+        assert "turns 1-100 of 130 shown" in text and "] next" in text
+        assert "turn 1 " in text and "turn 100 " in text and "turn 101 " not in text
+        assert "tool_of_turn_100" in text and "tool_of_turn_101" not in text
+        # The whole run's figures: 130 turns, the sum of n in and of 2n out (8,515 and
+        # 17,030 tokens), at $10 a million tokens.
+        assert "130 turns  ·  8515 in / 17.0k out tokens  · $0.255" in text
+
+        first = screen.view
+        await pilot.press("right_square_bracket")
+        await settle(pilot, lambda: screen.view is not first)
+        text = shown(app)
+        assert "turns 101-130 of 130 shown" in text and "[ previous" in text
+        assert "turn 101 " in text and "turn 130 " in text and "turn 100 " not in text
+        assert "130 turns  ·  8515 in / 17.0k out tokens  · $0.255" in text
+
+        second = screen.view
+        await pilot.press("right_square_bracket")  # nothing after the last window
+        await settle(pilot, lambda: any("No later turns" in n.message for n in app.notifications))
+        assert screen.view is second
+
+        await pilot.press("left_square_bracket")
+        await settle(pilot, lambda: screen.view is not second)
+        assert "turns 1-100 of 130 shown" in shown(app)
+
+
+async def test_a_short_run_shows_every_turn_and_says_so_on_the_window_keys(home: Path) -> None:
+    app = WorkbenchApp(home)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await open_timeline(pilot, app, COMPLETED, 8)
+        assert screen.view is not None and screen.view.window is None
+        assert " shown" not in shown(app)
+        await pilot.press("right_square_bracket")
+        await settle(pilot, lambda: any("Every turn" in n.message for n in app.notifications))
+
+
+@pytest.mark.parametrize("ended", [True, False], ids=["ended", "cut off before run_end"])
+def test_a_window_holds_the_same_turns_as_the_whole_timeline(home: Path, ended: bool) -> None:
+    from traces.store import TraceStore
+    from workbench.engine.views.timeline import TIMELINE_TYPES, build_timeline, stored_timeline
+
+    long_run(home / "traces", TURNS, ended)
+    with TraceStore.for_home(home) as store:
+        store.ingest_home(home)
+        whole = build_timeline(store.events(LONG, types=TIMELINE_TYPES))
+        first = stored_timeline(store, LONG, home)
+        second = stored_timeline(store, LONG, home, start=100)
+    assert first.window is not None and first.window.shown == (1, 100)
+    assert first.timeline.turns == whole.turns[:100]
+    assert second.window is not None and second.window.shown == (101, 130)
+    assert second.timeline.turns == whole.turns[100:]
+    # The whole run's duration, also when its last event is in a turn not shown.
+    assert first.timeline.end_ms == pytest.approx(whole.end_ms, abs=0.001)
+    assert (second.input_tokens, second.output_tokens) == (whole.input_tokens, whole.output_tokens)
