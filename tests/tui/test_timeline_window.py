@@ -8,36 +8,10 @@ from pathlib import Path
 import pytest
 
 from tests.tui.conftest import COMPLETED, settle
-from traces.events import ModelRequest, ModelResponse, RunEnd, RunStart, ToolEnd, ToolStart, Totals
-from traces.recorder import Recorder
-from traces.writer import JsonlWriter
+from tests.tui.long_runs import LONG, TURNS, long_run
 from workbench.tui import WorkbenchApp
 from workbench.tui.paged_list import PagedList
 from workbench.tui.timeline_screen import TimelineScreen, Waterfall
-
-LONG = "7" * 32
-TURNS = 130  # more than a window of TIMELINE_TURNS (100)
-
-
-def long_run(folder: Path, turns: int, ended: bool = True) -> None:
-    """A completed run of `turns` turns, each a model call that asks for one tool call;
-    turn n's call was billed n prompt and 2n completion tokens. Not `ended`: the trace
-    stops after its last turn, without a run_end."""
-    writer = JsonlWriter(folder, LONG)
-    rec = Recorder(LONG, [writer])
-    rec.emit(RunStart, turn=None, task="a long task", model="gpt-4o-mini")
-    for turn in range(1, turns + 1):
-        rec.turn = turn
-        rec.emit(ModelRequest, messages=[{"role": "user", "content": f"step {turn}"}])
-        call = {"id": f"c{turn}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
-        message = {"role": "assistant", "content": f"step {turn}", "tool_calls": [call]}
-        usage = {"prompt_tokens": turn, "completion_tokens": 2 * turn}
-        rec.emit(ModelResponse, message=message, usage=usage)
-        rec.emit(ToolStart, call_id=f"c{turn}", name=f"tool_of_turn_{turn}", arguments_raw="{}")
-        rec.emit(ToolEnd, call_id=f"c{turn}", name=f"tool_of_turn_{turn}", ok=True, result="ok")
-    if ended:
-        rec.emit(RunEnd, turn=None, status="completed", totals=Totals(turns=turns))
-    rec.close()
 
 
 @pytest.fixture

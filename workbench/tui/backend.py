@@ -32,6 +32,7 @@ from workbench.engine.recording.fork import ForkContext, ForkRequest, fork_conte
 from workbench.engine.recording.load import Recording, load_recording
 from workbench.engine.recording.replay import NotReplayable, ReplayOutcome, replay_run
 from workbench.engine.recording.run_service import CancelFork, ModelSettings
+from workbench.engine.recording.window import TurnWindow
 from workbench.engine.views.outline import Outline, first_failure, run_outline
 from workbench.tui.schema_view import SchemaPair
 
@@ -345,11 +346,13 @@ class Backend:
         self.check_writable("export the run")
         return export_to_home(self.events(run_id, 0, None), run_id, fmt, self.home)
 
-    def comparison(self, run_a: str, run_b: str) -> Comparison:
-        """The two chains, the texts that differ and the fork's edits."""
-        from workbench.engine.diff.text_changes import compare_runs
+    def comparison(self, run_a: str, run_b: str, start: int = 0) -> tuple[Comparison, TurnWindow]:
+        """The two chains, the texts that differ and the fork's edits, over the window of
+        their turns from position `start` on (only those turns' events are read)."""
+        from workbench.engine.diff.text_changes import compare_stored
 
-        return compare_runs(self.recording(run_a), self.recording(run_b))
+        with self._session() as store:
+            return compare_stored(store, run_a, run_b, start)
 
     def verify_replay(self, run_id: str) -> ReplayOutcome:
         """The outcome of an offline replay, run to completion.

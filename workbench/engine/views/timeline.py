@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 from agent_core.tokens import estimate_message
 from traces.events import Error, Event, ModelRequest, ModelResponse, ToolEnd, ToolStart
 from traces.tree import run_duration_ms
+from workbench.engine.recording.window import TURN_WINDOW, TurnWindow
 from workbench.engine.views.cost import Prices, PricesError
 
 if TYPE_CHECKING:
@@ -199,55 +200,31 @@ TIMELINE_TYPES = [
 ]
 
 
-# A run of more turns than this shows a window of them (`stored_timeline`): the store reads
-# only those turns' events, however long the run (`workbench show` pages its turns alike).
-TIMELINE_TURNS = 100
-
-
-@dataclass(frozen=True)
-class TimelineWindow:
-    """Which of the run's turns a timeline shows, and the whole run's tokens (one aggregate
-    query of the store: the provider's usage, else the loop's estimate of the prompt)."""
-
-    turn_numbers: tuple[int, ...]  # every turn of the run, in order
-    start: int  # the position in `turn_numbers` of the first turn shown
-    size: int  # how many turns a window holds
-    input_tokens: int
-    output_tokens: int
-
-    @property
-    def shown(self) -> tuple[int, int] | None:
-        """The first and last turn shown; None for a run of no turns."""
-        window = self.turn_numbers[self.start : self.start + self.size]
-        return (window[0], window[-1]) if window else None
-
-    def moved(self, step: int) -> int | None:
-        """Where the window `step` windows on starts; None past either end of the run."""
-        start = self.start + step * self.size
-        return start if 0 <= start < len(self.turn_numbers) else None
-
-
 @dataclass(frozen=True)
 class PricedTimeline:
     """A timeline with the home's prices to cost its turns, or why they could not be read;
-    `window` says which turns of a longer run it holds."""
+    `window` says which turns of a longer run it holds, and `run_tokens` are then the whole
+    run's (one aggregate query of the store: the provider's usage, else the loop's estimate
+    of the prompt)."""
 
     timeline: Timeline
     prices: Prices
     problem: str | None = None  # why <home>/prices.toml could not be read
-    window: TimelineWindow | None = None  # None: the timeline holds every turn
+    window: TurnWindow | None = None  # None: the timeline holds every turn
+    run_tokens: tuple[int, int] | None = None  # in and out, when `window` is set
 
     @property
     def input_tokens(self) -> int:
         """The whole run's, whether or not every turn is shown."""
-        return self.window.input_tokens if self.window else self.timeline.input_tokens
+        return self.run_tokens[0] if self.run_tokens else self.timeline.input_tokens
 
     @property
     def output_tokens(self) -> int:
-        return self.window.output_tokens if self.window else self.timeline.output_tokens
+        return self.run_tokens[1] if self.run_tokens else self.timeline.output_tokens
 
     @property
     def turn_count(self) -> int:
+        """How many turns the run has."""
         return len(self.window.turn_numbers) if self.window else len(self.timeline.turns)
 
     def cost(self, input_tokens: int, output_tokens: int) -> float | None:
@@ -272,18 +249,16 @@ def priced_timeline(events: Sequence[Event], home: Path) -> PricedTimeline:
 
 
 def stored_timeline(
-    store: TraceStore, run_id: str, home: Path, start: int = 0, size: int = TIMELINE_TURNS
+    store: TraceStore, run_id: str, home: Path, start: int = 0, size: int = TURN_WINDOW
 ) -> PricedTimeline:
-    """The timeline of the stored run's turns from position `start` on, `size` of them,
-    priced from `<home>/prices.toml`. Only those turns' events are read (and the run's
-    own, its start and end), so the duration is the whole run's; a run of more turns has
-    its whole tokens from one aggregate query (`TraceStore.turn_summaries`)."""
-    numbers = tuple(store.turn_numbers(run_id))
-    start = max(0, min(start, len(numbers) - 1))
-    shown = numbers[start : start + size]
-    if len(shown) == len(numbers):
-        return priced_timeline(store.events(run_id, types=TIMELINE_TYPES), home)
-    events = store.events(run_id, types=TIMELINE_TYPES, turns=(shown[0], shown[-1]))
+    """The timeline of the stored run's turns from position `start` on, `size` of them
+    (a `TurnWindow`), priced from `<home>/prices.toml`. Only those turns' events are read,
+    and the run's own (its start and end), so the duration is the whole run's; a run of
+    more turns has its whole tokens from one aggregate query (`TraceStore.turn_summaries`)."""
+    window = TurnWindow(tuple(store.turn_numbers(run_id)), start, size)
+    events = store.events(run_id, types=TIMELINE_TYPES, turns=window.turns)
+    if window.whole:
+        return priced_timeline(events, home)
     timeline = build_timeline(events)
     if not any(event.type == "run_end" for event in events):
         # A trace cut off before its end: its last event may sit in a turn not shown.
@@ -293,9 +268,8 @@ def stored_timeline(
         prompt, completion, estimated = row[3], row[4], row[5]
         tokens_in += int(prompt if prompt is not None else estimated or 0)
         tokens_out += int(completion or 0)
-    window = TimelineWindow(numbers, start, size, tokens_in, tokens_out)
     prices, problem = _load_prices(home)
-    return PricedTimeline(timeline, prices, problem, window)
+    return PricedTimeline(timeline, prices, problem, window, (tokens_in, tokens_out))
 
 
 def _bar(span_start: float, span_end: float, total: float, width: int) -> str:

@@ -1,0 +1,47 @@
+"""Comparing two long runs: a window of turns at a time, read from the store by turn."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.tui.conftest import plain, settle
+from tests.tui.long_runs import LONG, TURNS, long_run
+from workbench.tui import WorkbenchApp
+from workbench.tui.diff_screens import ChainCompareScreen
+from workbench.tui.paged_list import PagedList
+
+OTHER = "8" * 32
+
+
+async def test_two_long_runs_compare_a_window_of_turns_at_a_time(home: Path) -> None:
+    long_run(home / "traces", TURNS)
+    # The same run but for turn 120's tool result.
+    long_run(
+        home / "traces", TURNS, run_id=OTHER, result=lambda turn: "changed" if turn == 120 else "ok"
+    )
+    app = WorkbenchApp(home)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot, lambda: app.screen.query_one("#runs-list", PagedList).total >= 10)
+        app.open_compare(LONG, OTHER)
+        screen = app.screen
+        assert isinstance(screen, ChainCompareScreen)
+
+        def result() -> str:
+            return plain(screen.query_one("#pair-result"))
+
+        await settle(pilot, lambda: "compared" in result())
+        shown = result()
+        assert "turns 1-100 of 130 compared" in shown and "] next 100" in shown
+        assert "The decision chains are the same." in shown  # turns 1-100 are
+        assert "tool_of_turn_100" in shown and "tool_of_turn_101" not in shown
+
+        await pilot.press("right_square_bracket")
+        await settle(pilot, lambda: "turns 101-130" in result())
+        shown = result()
+        assert "[ previous 100" in shown and "tool_of_turn_100 " not in shown
+        assert "First divergence at turn 120." in shown
+
+        await pilot.press("right_square_bracket")
+        await settle(pilot, lambda: any("No later turns" in n.message for n in app.notifications))
+        await pilot.press("left_square_bracket")
+        await settle(pilot, lambda: "turns 1-100 of 130" in result())
