@@ -272,6 +272,13 @@ class Backend:
         with self._session() as store:
             return stored_timeline(store, run_id, self.home, start)
 
+    def run_tokens(self, run_id: str) -> tuple[int, int]:
+        """The whole run's input and output tokens (one aggregate query over its turns)."""
+        from workbench.engine.views.timeline import run_tokens
+
+        with self._session() as store:
+            return run_tokens(store, run_id)
+
     def stats(self, days: int | None) -> tuple[RunStats, str | None]:
         """Runs, failures, tokens, cost and latency by day and by model (the engine's one
         aggregate query), and why `<home>/prices.toml` could not be read, if it could not

@@ -286,8 +286,8 @@ class ChainCompareScreen(PairScreen):
             if window.moved(step) is not None
         ]
         note = Text(
-            f"turns {first:,}-{last:,} of {len(window.turn_numbers):,} compared (what follows is of "
-            "these turns)" + (f"  ({', '.join(keys)} {window.size})" if keys else ""),
+            f"turns {first:,}-{last:,} of {len(window.turn_numbers):,} compared (what follows "
+            "is of these turns)" + (f"  ({', '.join(keys)} {window.size})" if keys else ""),
             style="yellow",
         )
         return Group(note, Text(""), shown)

@@ -7,6 +7,7 @@ the width the terminal has. Calls that ran side by side sit on their own lanes (
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -76,12 +77,16 @@ def render_timeline(view: PricedTimeline, width: int) -> Text:
         origin = min(turn.start_ms for turn in timeline.turns)
         total = max(max(turn.end_ms for turn in timeline.turns) - origin, 1.0)
     out = Text(no_wrap=True, overflow="ellipsis")
-    tokens_in, tokens_out = view.input_tokens, view.output_tokens
     out.append(f"run {short_id(timeline.run_id)}", style="bold")
+    tokens = "counting tokens…"
+    if view.tokens is not None:
+        tokens_in, tokens_out = view.tokens
+        tokens = (
+            f"{fmt_count(tokens_in)} in / {fmt_count(tokens_out)} out tokens"
+            f"{cost_text(view, tokens_in, tokens_out)}"
+        )
     out.append(
-        f"  {fmt_ms(timeline.end_ms)}  ·  {fmt_count(view.turn_count)} turns  ·  "
-        f"{fmt_count(tokens_in)} in / {fmt_count(tokens_out)} out tokens"
-        f"{cost_text(view, tokens_in, tokens_out)}\n",
+        f"  {fmt_ms(timeline.end_ms)}  ·  {fmt_count(view.turn_count)} turns  ·  {tokens}\n",
         style="dim",
     )
     shown = view.window.shown if view.window is not None else None
@@ -175,6 +180,8 @@ class TimelineScreen(WorkbenchScreen):
         super().__init__()
         self.run_id = run_id
         self.view: PricedTimeline | None = None
+        self.run_tokens: tuple[int, int] | None = None  # a long run's, once counted
+        self._counting = False
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -191,20 +198,48 @@ class TimelineScreen(WorkbenchScreen):
         self.query_one("#timeline-body").focus()
         self._build(0)
 
+    class Counted(Message):
+        def __init__(self, tokens: tuple[int, int]) -> None:
+            super().__init__()
+            self.tokens = tokens
+
     @work(thread=True, exclusive=True, group="timeline", exit_on_error=False)
     def _build(self, start: int) -> None:
         self.post_message(self.Built(self.backend.timeline(self.run_id, start)))
 
+    @work(thread=True, exclusive=True, group="tokens", exit_on_error=False)
+    def _count_tokens(self) -> None:
+        self.post_message(self.Counted(self.backend.run_tokens(self.run_id)))
+
     def on_timeline_screen_built(self, message: Built) -> None:
-        self.view = message.view
+        view = message.view
+        if view.window is not None:
+            # The whole run's tokens read every turn: counted once, after the first window.
+            if self.run_tokens is None and not self._counting:
+                self._counting = True
+                self._count_tokens()
+            view = dataclasses.replace(view, run_tokens=self.run_tokens)
+        self._show(view)
+
+    def on_timeline_screen_counted(self, message: Counted) -> None:
+        self.run_tokens = message.tokens
+        if self.view is not None:
+            self._show(dataclasses.replace(self.view, run_tokens=message.tokens), scroll=False)
+
+    def _show(self, view: PricedTimeline, scroll: bool = True) -> None:
+        self.view = view
         widget = self.query_one("#timeline", Waterfall)
-        widget.view = message.view
+        widget.view = view
         widget.refresh(layout=True)
-        self.query_one("#timeline-body", VerticalScroll).scroll_home(animate=False)
-        if message.view.problem:
-            self.notify(message.view.problem, severity="warning", timeout=8)
+        if scroll:
+            self.query_one("#timeline-body", VerticalScroll).scroll_home(animate=False)
+            if view.problem:
+                self.notify(view.problem, severity="warning", timeout=8)
 
     def worker_failed(self, worker: Any) -> None:
+        if worker.group == "tokens":
+            self._counting = False  # the app said why; the next window tries again
+            return
         widget = self.query_one("#timeline", Waterfall)
         widget.failed = True
         widget.refresh(layout=True)

@@ -8,6 +8,7 @@ up to the run's totals).
         for span in turn.spans: ...     # span.lane > 0: ran beside an earlier span
     lines = render_timeline(timeline, width=100)
     view = stored_timeline(store, run_id, home, start=100)   # turns 101-200 of a long run
+    tokens_in, tokens_out = run_tokens(store, run_id)        # the whole run's
 """
 
 from __future__ import annotations
@@ -203,24 +204,21 @@ TIMELINE_TYPES = [
 @dataclass(frozen=True)
 class PricedTimeline:
     """A timeline with the home's prices to cost its turns, or why they could not be read;
-    `window` says which turns of a longer run it holds, and `run_tokens` are then the whole
-    run's (one aggregate query of the store: the provider's usage, else the loop's estimate
-    of the prompt)."""
+    `window` says which turns of a longer run it holds, and `run_tokens` (once counted) are
+    then the whole run's."""
 
     timeline: Timeline
     prices: Prices
     problem: str | None = None  # why <home>/prices.toml could not be read
     window: TurnWindow | None = None  # None: the timeline holds every turn
-    run_tokens: tuple[int, int] | None = None  # in and out, when `window` is set
+    run_tokens: tuple[int, int] | None = None  # the whole run's in and out (`run_tokens`)
 
     @property
-    def input_tokens(self) -> int:
-        """The whole run's, whether or not every turn is shown."""
-        return self.run_tokens[0] if self.run_tokens else self.timeline.input_tokens
-
-    @property
-    def output_tokens(self) -> int:
-        return self.run_tokens[1] if self.run_tokens else self.timeline.output_tokens
+    def tokens(self) -> tuple[int, int] | None:
+        """The whole run's input and output tokens; None while a window's are not counted."""
+        if self.window is None:
+            return self.timeline.input_tokens, self.timeline.output_tokens
+        return self.run_tokens
 
     @property
     def turn_count(self) -> int:
@@ -253,8 +251,8 @@ def stored_timeline(
 ) -> PricedTimeline:
     """The timeline of the stored run's turns from position `start` on, `size` of them
     (a `TurnWindow`), priced from `<home>/prices.toml`. Only those turns' events are read,
-    and the run's own (its start and end), so the duration is the whole run's; a run of
-    more turns has its whole tokens from one aggregate query (`TraceStore.turn_summaries`)."""
+    and the run's own (its start and end), so the duration is the whole run's; the whole
+    tokens of a run of more turns are `run_tokens`, asked for apart (they read every turn)."""
     window = TurnWindow(tuple(store.turn_numbers(run_id)), start, size)
     events = store.events(run_id, types=TIMELINE_TYPES, turns=window.turns)
     if window.whole:
@@ -263,13 +261,20 @@ def stored_timeline(
     if not any(event.type == "run_end" for event in events):
         # A trace cut off before its end: its last event may sit in a turn not shown.
         timeline.end_ms = max(timeline.end_ms, store.run(run_id).duration_ms or 0.0)
+    prices, problem = _load_prices(home)
+    return PricedTimeline(timeline, prices, problem, window)
+
+
+def run_tokens(store: TraceStore, run_id: str) -> tuple[int, int]:
+    """The whole run's input and output tokens, from one aggregate query of the store
+    (`TraceStore.turn_summaries`): per turn the provider's usage, else the loop's estimate
+    of the prompt (an answer without usage counts no output tokens here)."""
     tokens_in = tokens_out = 0
     for row in store.turn_summaries(run_id):
         prompt, completion, estimated = row[3], row[4], row[5]
         tokens_in += int(prompt if prompt is not None else estimated or 0)
         tokens_out += int(completion or 0)
-    prices, problem = _load_prices(home)
-    return PricedTimeline(timeline, prices, problem, window, (tokens_in, tokens_out))
+    return tokens_in, tokens_out
 
 
 def _bar(span_start: float, span_end: float, total: float, width: int) -> str:
