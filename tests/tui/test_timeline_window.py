@@ -79,6 +79,7 @@ async def test_a_short_run_shows_every_turn_and_says_so_on_the_window_keys(home:
 @pytest.mark.parametrize("ended", [True, False], ids=["ended", "cut off before run_end"])
 def test_a_window_holds_the_same_turns_as_the_whole_timeline(home: Path, ended: bool) -> None:
     from traces.store import TraceStore
+    from workbench.engine.views.outline import turn_summaries
     from workbench.engine.views.timeline import (
         TIMELINE_TYPES,
         build_timeline,
@@ -92,7 +93,7 @@ def test_a_window_holds_the_same_turns_as_the_whole_timeline(home: Path, ended: 
         whole = build_timeline(store.events(LONG, types=TIMELINE_TYPES))
         first = stored_timeline(store, LONG, home)
         second = stored_timeline(store, LONG, home, start=100)
-        tokens = run_tokens(store, LONG)
+        tokens = run_tokens(turn_summaries(store, LONG, None).values())
     assert first.window is not None and first.window.shown == (1, 100)
     assert first.timeline.turns == whole.turns[:100]
     assert second.window is not None and second.window.shown == (101, 130)
@@ -101,3 +102,19 @@ def test_a_window_holds_the_same_turns_as_the_whole_timeline(home: Path, ended: 
     assert first.timeline.end_ms == pytest.approx(whole.end_ms, abs=0.001)
     assert second.tokens is None  # counted apart: they read every turn
     assert tokens == (whole.input_tokens, whole.output_tokens)
+
+
+async def test_the_timeline_of_the_run_screen_takes_its_tokens_from_the_outline(
+    long_home: Path,
+) -> None:
+    from workbench.tui.run_screen import RunScreen
+
+    app = WorkbenchApp(long_home)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot, lambda: app.screen.query_one("#runs-list", PagedList).total >= 9)
+        app.open_run(LONG)
+        await settle(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.outline)
+        await pilot.press("t")
+        await settle(pilot, lambda: isinstance(app.screen, TimelineScreen) and app.screen.view)
+        assert isinstance(app.screen, TimelineScreen) and app.screen.run_tokens == (8515, 17030)
+        assert "130 turns  ·  8515 in / 17.0k out tokens  · $0.255" in shown(app)

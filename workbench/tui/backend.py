@@ -274,10 +274,11 @@ class Backend:
 
     def run_tokens(self, run_id: str) -> tuple[int, int]:
         """The whole run's input and output tokens (one aggregate query over its turns)."""
+        from workbench.engine.views.outline import turn_summaries
         from workbench.engine.views.timeline import run_tokens
 
         with self._session() as store:
-            return run_tokens(store, run_id)
+            return run_tokens(turn_summaries(store, run_id, None).values())
 
     def stats(self, days: int | None) -> tuple[RunStats, str | None]:
         """Runs, failures, tokens, cost and latency by day and by model (the engine's one

@@ -148,17 +148,21 @@ def render_timeline(view: PricedTimeline, width: int) -> Text:
 
 
 class Waterfall(Static):
-    """Redraws the waterfall to its width."""
+    """Redraws the waterfall to its width (once per view and width: layout asks often)."""
 
     view: PricedTimeline | None = None
     failed = False
+    _drawn: tuple[PricedTimeline, int, Text] | None = None
 
     def render(self) -> Text:
         if self.failed:
             return Text("could not build the timeline", style="red")
         if self.view is None:
             return Text("building the timeline…", style="dim")
-        return render_timeline(self.view, self.size.width or 100)
+        width = self.size.width or 100
+        if self._drawn is None or self._drawn[0] is not self.view or self._drawn[1] != width:
+            self._drawn = (self.view, width, render_timeline(self.view, width))
+        return self._drawn[2]
 
 
 class TimelineScreen(WorkbenchScreen):
@@ -176,11 +180,12 @@ class TimelineScreen(WorkbenchScreen):
             super().__init__()
             self.view = view
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(self, run_id: str, tokens: tuple[int, int] | None = None) -> None:
         super().__init__()
         self.run_id = run_id
         self.view: PricedTimeline | None = None
-        self.run_tokens: tuple[int, int] | None = None  # a long run's, once counted
+        # A long run's whole tokens: from the run screen's outline, else counted once.
+        self.run_tokens = tokens
         self._counting = False
 
     def compose(self) -> ComposeResult:

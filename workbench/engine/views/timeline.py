@@ -8,12 +8,12 @@ up to the run's totals).
         for span in turn.spans: ...     # span.lane > 0: ran beside an earlier span
     lines = render_timeline(timeline, width=100)
     view = stored_timeline(store, run_id, home, start=100)   # turns 101-200 of a long run
-    tokens_in, tokens_out = run_tokens(store, run_id)        # the whole run's
+    tokens_in, tokens_out = run_tokens(turn_summaries(store, run_id, model).values())
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -27,6 +27,7 @@ from workbench.engine.views.cost import Prices, PricesError
 
 if TYPE_CHECKING:
     from traces.store import TraceStore
+    from workbench.engine.views.outline import TurnSummary
 
 SpanKind: TypeAlias = Literal["model", "tool"]
 
@@ -252,7 +253,7 @@ def stored_timeline(
     """The timeline of the stored run's turns from position `start` on, `size` of them
     (a `TurnWindow`), priced from `<home>/prices.toml`. Only those turns' events are read,
     and the run's own (its start and end), so the duration is the whole run's; the whole
-    tokens of a run of more turns are `run_tokens`, asked for apart (they read every turn)."""
+    tokens of a run of more turns are `run_tokens` of its turn summaries, asked for apart."""
     window = TurnWindow(tuple(store.turn_numbers(run_id)), start, size)
     events = store.events(run_id, types=TIMELINE_TYPES, turns=window.turns)
     if window.whole:
@@ -265,15 +266,14 @@ def stored_timeline(
     return PricedTimeline(timeline, prices, problem, window)
 
 
-def run_tokens(store: TraceStore, run_id: str) -> tuple[int, int]:
-    """The whole run's input and output tokens, from one aggregate query of the store
-    (`TraceStore.turn_summaries`): per turn the provider's usage, else the loop's estimate
-    of the prompt (an answer without usage counts no output tokens here)."""
+def run_tokens(summaries: Iterable[TurnSummary]) -> tuple[int, int]:
+    """The whole run's input and output tokens from its turns at a glance (the outline's
+    `turn_summaries`, one aggregate query of the store): per turn the provider's usage,
+    else the loop's estimate of the prompt (an answer without usage counts no output here)."""
     tokens_in = tokens_out = 0
-    for row in store.turn_summaries(run_id):
-        prompt, completion, estimated = row[3], row[4], row[5]
-        tokens_in += int(prompt if prompt is not None else estimated or 0)
-        tokens_out += int(completion or 0)
+    for turn in summaries:
+        tokens_in += turn.input_tokens if turn.input_tokens is not None else turn.estimated_tokens
+        tokens_out += turn.output_tokens or 0
     return tokens_in, tokens_out
 
 
