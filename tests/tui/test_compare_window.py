@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual.widgets import Static
+
 from tests.tui.conftest import plain, settle
 from tests.tui.long_runs import LONG, TURNS, long_run
 from workbench.tui import WorkbenchApp
@@ -27,7 +29,7 @@ async def test_two_long_runs_compare_a_window_of_turns_at_a_time(home: Path) -> 
         assert isinstance(screen, ChainCompareScreen)
 
         def result() -> str:
-            return plain(screen.query_one("#pair-result"))
+            return plain(screen.query_one("#pair-result", Static))
 
         await settle(pilot, lambda: "compared" in result())
         shown = result()
