@@ -6,7 +6,7 @@ from pathlib import Path
 
 from textual.widgets import Static
 
-from tests.tui.conftest import plain, settle
+from tests.tui.conftest import COMPLETED, plain, settle
 from tests.tui.long_runs import LONG, TURNS, long_run
 from workbench.tui import WorkbenchApp
 from workbench.tui.diff_screens import ChainCompareScreen
@@ -47,3 +47,13 @@ async def test_two_long_runs_compare_a_window_of_turns_at_a_time(home: Path) -> 
         await settle(pilot, lambda: any("No later turns" in n.message for n in app.notifications))
         await pilot.press("left_square_bracket")
         await settle(pilot, lambda: "turns 1-100 of 130" in result())
+
+
+async def test_comparing_with_a_run_the_store_does_not_hold_names_it(home: Path) -> None:
+    app = WorkbenchApp(home)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await settle(pilot, lambda: app.screen.query_one("#runs-list", PagedList).total >= 8)
+        app.open_compare(COMPLETED, OTHER)
+        await settle(pilot, lambda: any(OTHER in n.message for n in app.notifications))
+        assert "could not compute the diff" in plain(app.screen.query_one("#pair-result", Static))
+        assert any(f"no run {OTHER}" in n.message for n in app.notifications)

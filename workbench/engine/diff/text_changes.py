@@ -168,6 +168,8 @@ def compare_stored(
     """`compare_runs` of the two stored runs' turns from position `start` on, `size` of
     them (a `TurnWindow` over the turns either run has): only those turns' events are read,
     and each run's own (its start and end), however long the runs."""
+    for run in (run_a, run_b):
+        store.run(run)  # a run the store does not hold is named (`UnknownRunError`)
     numbers = sorted(set(store.turn_numbers(run_a)) | set(store.turn_numbers(run_b)))
     window = TurnWindow(tuple(numbers), start, size)
     a, b = (index_events(store.events(run, turns=window.turns)) for run in (run_a, run_b))
