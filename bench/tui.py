@@ -9,6 +9,15 @@ headless and prints, per screen, the time from the keypress to the first useful 
 (rows on screen, tree filled, event shown). Target: < 1 s each. It also prints how much the
 process grows while the replay stepper walks the whole big run, next to the same walk on a
 small run: memory should stay at the page cache, not grow with the run.
+
+Then every other screen a user opens on the big run, each timed the same way with how much
+the process grew while it opened: the timeline (its first and next window of turns), the
+schema diff and the chain comparison with a small run and with itself, the fork dialog and
+its dry-run plan, export, search inside the run (`/`, `n`), and verify replay (until its
+notice shows, and the longest the screen went without a frame while it ran).
+`--no-screens` leaves those out, `--no-walk` the stepper's walk. With `--copy-store`, `--home`
+is measured on a copy of its store (made once under `--data`, without the traces folder, so
+there is no startup ingest check to time): the home itself is then only read.
 """
 
 from __future__ import annotations
@@ -16,20 +25,24 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shutil
 import sys
 import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.ingest import template_run  # noqa: E402
 from traces.store import TraceStore  # noqa: E402
+from workbench.tui.backend import RunFilter  # noqa: E402
 
 TARGET_S = 1.0
+SCREEN_CAP_S = 120.0  # a screen not ready by then is reported and left
 STATUSES = ("completed", "completed", "completed", "error", "max_turns", "timeout")
 
 
@@ -93,7 +106,13 @@ def rss_mb() -> float:
     return pages * 4096 / 1e6
 
 
-async def measure(home: Path, big: str, trace_files: int) -> list[tuple[str, float]]:
+# (screen, MB the process grew while it opened), filled by `measure_screens`
+memory: list[tuple[str, float]] = []
+
+
+async def measure(
+    home: Path, big: str, trace_files: int, screens: bool = True, walk: bool = True
+) -> list[tuple[str, float]]:
     from workbench.tui import WorkbenchApp
     from workbench.tui.paged_list import PagedList
     from workbench.tui.replay_screen import ReplayScreen
@@ -180,19 +199,183 @@ async def measure(home: Path, big: str, trace_files: int) -> list[tuple[str, flo
             t,
         )
 
-        # Walk the whole run page by page, as scrolling would, and watch the process size.
-        before = rss_mb()
-        timeline = replay.timeline
-        for index in range(0, timeline.total, timeline.page_size):
-            timeline.move_to(index)
-            while timeline.row(index) is None:
-                await pilot.pause()
-        grown = rss_mb() - before
-        print(
-            f"RSS {rss_mb():.0f} MB; walking all {timeline.total:,} events "
-            f"grew it by {grown:.1f} MB"
-        )
+        if walk:
+            # Walk the whole run page by page, as scrolling would, and watch the process size.
+            before = rss_mb()
+            timeline = replay.timeline
+            for index in range(0, timeline.total, timeline.page_size):
+                timeline.move_to(index)
+                while timeline.row(index) is None:
+                    await pilot.pause()
+            grown = rss_mb() - before
+            print(
+                f"RSS {rss_mb():.0f} MB; walking all {timeline.total:,} events "
+                f"grew it by {grown:.1f} MB"
+            )
+        app.pop_screen()
+        await pilot.pause()
+        if screens:
+            await measure_screens(app, pilot, big, results)
     return results
+
+
+def shown(screen: Any, selector: str) -> str | None:
+    """What a Static of the screen shows now, as plain text; None before it is mounted."""
+    from textual.css.query import NoMatches
+    from textual.widgets import Static
+
+    try:
+        return str(screen.query_one(selector, Static).content)
+    except NoMatches:
+        return None
+
+
+async def measure_screens(app: Any, pilot: Any, big: str, results: list[tuple[str, float]]) -> None:
+    """Every other screen a user can open on the long run: the time from the key press to
+    its first useful frame, and how much the process grew while it opened."""
+    from workbench.tui.diff_screens import PairScreen
+    from workbench.tui.fork_screen import ForkScreen
+    from workbench.tui.replay_screen import ReplayScreen
+    from workbench.tui.run_screen import RunScreen
+    from workbench.tui.timeline_screen import TimelineScreen
+
+    run = app.screen
+    assert isinstance(run, RunScreen)
+    small = next(r.run_id for r in app.backend.runs(RunFilter(), 0, 2) if r.run_id != big)
+
+    async def timed(
+        label: str, press: Callable[[], object], ready: Callable[[], bool], back: bool = True
+    ) -> None:
+        before, started = rss_mb(), time.perf_counter()
+        press()
+        while not ready():
+            if time.perf_counter() - started > SCREEN_CAP_S:
+                break
+            await pilot.pause()
+        seconds = time.perf_counter() - started
+        results.append((label, seconds))
+        memory.append((label, rss_mb() - before))
+        print(f"{label}: {seconds * 1000:.0f} ms, RSS +{memory[-1][1]:.1f} MB", flush=True)
+        if seconds > SCREEN_CAP_S:
+            print(f"{label}: not ready after {SCREEN_CAP_S:.0f} s, left behind")
+        if back and app.screen is not run:
+            app.pop_screen()
+            await pilot.pause()
+
+    def notified(*words: str) -> Callable[[], bool]:
+        seen = len(app._notifications)
+        return lambda: (
+            len(app._notifications) > seen
+            and any(word in n.message for n in list(app._notifications)[seen:] for word in words)
+        )
+
+    def timeline_ready() -> bool:
+        screen = app.screen
+        return isinstance(screen, TimelineScreen) and screen.view is not None
+
+    await timed("timeline: first window", lambda: run.action_timeline(), timeline_ready, False)
+    timeline = app.screen
+    if isinstance(timeline, TimelineScreen) and hasattr(timeline, "action_window"):
+        first = timeline.view
+        await timed(
+            "timeline: next window",
+            lambda: timeline.action_window(1),
+            lambda: timeline.view is not first,
+        )
+    elif app.screen is not run:
+        app.pop_screen()
+        await pilot.pause()
+
+    def pair_ready(loading: str) -> Callable[[], bool]:
+        def ready() -> bool:
+            screen = app.screen
+            text = shown(screen, "#pair-result") if isinstance(screen, PairScreen) else None
+            return text is not None and text != loading
+
+        return ready
+
+    schemas, chains = "diffing tool schemas…", "aligning decision chains…"
+    for label, opener, loading, other in (
+        ("schema diff (d): long run vs a small one", app.open_schema_diff, schemas, small),
+        ("compare (c): long run vs a small one", app.open_compare, chains, small),
+        ("compare (c): long run vs itself", app.open_compare, chains, big),
+    ):
+        await timed(label, lambda o=opener, b=other: o(big, b), pair_ready(loading))
+
+    def fork_ready() -> bool:
+        screen = app.screen
+        return isinstance(screen, ForkScreen) and screen.context is not None
+
+    def plan_ready() -> bool:
+        screen = app.screen
+        text = shown(screen, "#fork-plan") if isinstance(screen, ForkScreen) else None
+        return text is not None and text != "planning…"
+
+    last_turn = run.outline.last_turn if run.outline else 1
+    started = time.perf_counter()
+    await timed(
+        "fork dialog (f): history of the last turn",
+        lambda: app.open_fork(big, last_turn),
+        fork_ready,
+        False,
+    )
+    while not plan_ready() and time.perf_counter() - started < SCREEN_CAP_S:
+        await pilot.pause()
+    results.append(("fork dialog: its dry-run plan", time.perf_counter() - started))
+    if app.screen is not run:
+        app.pop_screen()
+        await pilot.pause()
+
+    await timed(
+        "export (x): the run as Markdown", run.action_export, notified("Exported", "cannot")
+    )
+    for notice in list(app._notifications):  # the home keeps no export of the bench
+        if notice.message.startswith("Exported the run as Markdown to "):
+            os.unlink(notice.message.removeprefix("Exported the run as Markdown to "))
+
+    search = run.query_one("#run-search")
+
+    def search_for(text: str) -> Callable[[], object]:
+        def press() -> None:
+            run.action_search()
+            search.value = text
+            search.post_message(search.Submitted(search, text))
+
+        return press
+
+    await timed(
+        "search in the run (/): first match",
+        search_for("zanzibar"),
+        notified("match 1 of", "is not in"),
+    )
+    await timed(
+        "search in the run: next match (n)",
+        lambda: run.action_next_match(1),
+        notified("match 2 of", "match 1 of 1"),
+    )
+
+    # Verify may take long; it must show that it runs and never freeze the screen.
+    def verify_shown() -> bool:
+        screen = app.screen
+        return isinstance(screen, ReplayScreen) and bool(shown(screen, "#replay-verify"))
+
+    await timed("verify replay (v): its progress shown", run.action_verify, verify_shown, False)
+    replay = app.screen
+    started, stall, last = time.perf_counter(), 0.0, time.perf_counter()
+    while isinstance(replay, ReplayScreen) and "re-running" in (
+        shown(replay, "#replay-verify") or ""
+    ):
+        if time.perf_counter() - started > SCREEN_CAP_S:
+            break
+        await pilot.pause()
+        now = time.perf_counter()
+        stall, last = max(stall, now - last), now
+    done = time.perf_counter() - started
+    print(
+        f"verify replay: {done:.1f} s to its outcome; the screen stalled "
+        f"{stall * 1000:.0f} ms at most"
+    )
+    results.append(("verify replay: longest frozen frame", stall))
 
 
 def main() -> int:
@@ -206,16 +389,31 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=ROOT / "bench" / ".data")
     parser.add_argument("--home", type=Path, help="measure this home (built and ingested)")
     parser.add_argument("--big", help="the long run of --home")
+    parser.add_argument(
+        "--no-screens",
+        action="store_true",
+        help="only the runs list, run screen and stepper (not timeline, diffs, fork, export…)",
+    )
+    parser.add_argument(
+        "--no-walk", action="store_true", help="do not walk the stepper through the whole run"
+    )
+    parser.add_argument(
+        "--copy-store",
+        action="store_true",
+        help="measure a copy of --home's store (no traces folder), leaving --home only read",
+    )
     args = parser.parse_args()
     if args.home is not None:
         if not args.big:
             parser.error("--home needs --big RUN")
         home, big = args.home, args.big
-        trace_files = sum(1 for _ in (home / "traces").iterdir())
+        if args.copy_store:
+            home = scratch_copy(args.home, args.data)
+        trace_files = sum(1 for _ in (home / "traces").iterdir()) if not args.copy_store else 0
     else:
         home, big = build(args.data, args.runs, args.events)
         trace_files = args.runs + 1
-    results = asyncio.run(measure(home, big, trace_files))
+    results = asyncio.run(measure(home, big, trace_files, not args.no_screens, not args.no_walk))
     print(f"\n{'screen':<46} {'time to interactive':>20}")
     worst = 0.0
     for label, seconds in results:
@@ -223,7 +421,32 @@ def main() -> int:
         flag = "" if seconds < TARGET_S else "  over target"
         print(f"{label:<46} {seconds * 1000:>17.0f} ms{flag}")
     print(f"\nworst {worst * 1000:.0f} ms (target < {TARGET_S * 1000:.0f} ms)")
+    if memory:
+        print(f"\n{'screen':<46} {'RSS growth':>20}")
+        for label, grown in memory:
+            print(f"{label:<46} {grown:>17.1f} MB")
     return 0 if worst < TARGET_S else 1
+
+
+def scratch_copy(home: Path, data: Path) -> Path:
+    """A home holding a copy of `home`'s store and no traces folder: the screens that write
+    (export, the startup ingest check) write there, and `home` is only read (the runs' trace
+    files are found from the store's `source_path`, where the engine reads a recording)."""
+    source = home / "workbench.duckdb"
+    if not source.is_file():
+        raise SystemExit(f"{home} has no workbench.duckdb: build and ingest it first")
+    copy = data / f"copy-of-{home.name}"
+    target = copy / "workbench.duckdb"
+    stamp = copy / ".copied-from"
+    wanted = f"{source.resolve()} {source.stat().st_size} {source.stat().st_mtime_ns}"
+    if not target.is_file() or not stamp.is_file() or stamp.read_text() != wanted:
+        shutil.rmtree(copy, ignore_errors=True)
+        copy.mkdir(parents=True)
+        shutil.copyfile(source, target)
+        stamp.write_text(wanted)
+    shutil.rmtree(copy / "traces", ignore_errors=True)
+    shutil.rmtree(copy / "exports", ignore_errors=True)
+    return copy
 
 
 if __name__ == "__main__":

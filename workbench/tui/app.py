@@ -161,10 +161,10 @@ class WorkbenchApp(App[None]):
 
         self.push_screen(OverviewScreen())
 
-    def open_timeline(self, run_id: str) -> None:
+    def open_timeline(self, run_id: str, tokens: tuple[int, int] | None = None) -> None:
         from workbench.tui.timeline_screen import TimelineScreen
 
-        self.push_screen(TimelineScreen(run_id))
+        self.push_screen(TimelineScreen(run_id, tokens))
 
     def copy(self, text: str, what: str) -> None:
         """Put `text` on the clipboard (the terminal's, through OSC 52) and say so."""
@@ -202,7 +202,7 @@ class WorkbenchApp(App[None]):
         self.open_overview()
 
     def on_open_timeline(self, message: navigation.OpenTimeline) -> None:
-        self.open_timeline(message.run_id)
+        self.open_timeline(message.run_id, message.tokens)
 
     def on_open_fork(self, message: navigation.OpenFork) -> None:
         self.open_fork(message.run_id, message.turn, mock_call=message.mock_call)

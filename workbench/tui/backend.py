@@ -32,6 +32,7 @@ from workbench.engine.recording.fork import ForkContext, ForkRequest, fork_conte
 from workbench.engine.recording.load import Recording, load_recording
 from workbench.engine.recording.replay import NotReplayable, ReplayOutcome, replay_run
 from workbench.engine.recording.run_service import CancelFork, ModelSettings
+from workbench.engine.recording.window import TurnWindow
 from workbench.engine.views.outline import Outline, first_failure, run_outline
 from workbench.tui.schema_view import SchemaPair
 
@@ -263,11 +264,21 @@ class Backend:
         with self._session() as store:
             return first_failure(store, run_id)
 
-    def timeline(self, run_id: str) -> PricedTimeline:
-        """The engine's timeline of the run, priced from the home's prices."""
-        from workbench.engine.views.timeline import TIMELINE_TYPES, priced_timeline
+    def timeline(self, run_id: str, start: int = 0) -> PricedTimeline:
+        """The engine's timeline of the run's turns from position `start` on (a window of
+        `TIMELINE_TURNS`: only their events are read), priced from the home's prices."""
+        from workbench.engine.views.timeline import stored_timeline
 
-        return priced_timeline(self.events(run_id, 0, None, TIMELINE_TYPES), self.home)
+        with self._session() as store:
+            return stored_timeline(store, run_id, self.home, start)
+
+    def run_tokens(self, run_id: str) -> tuple[int, int]:
+        """The whole run's input and output tokens (one aggregate query over its turns)."""
+        from workbench.engine.views.outline import turn_summaries
+        from workbench.engine.views.timeline import run_tokens
+
+        with self._session() as store:
+            return run_tokens(turn_summaries(store, run_id, None).values())
 
     def stats(self, days: int | None) -> tuple[RunStats, str | None]:
         """Runs, failures, tokens, cost and latency by day and by model (the engine's one
@@ -343,11 +354,13 @@ class Backend:
         self.check_writable("export the run")
         return export_to_home(self.events(run_id, 0, None), run_id, fmt, self.home)
 
-    def comparison(self, run_a: str, run_b: str) -> Comparison:
-        """The two chains, the texts that differ and the fork's edits."""
-        from workbench.engine.diff.text_changes import compare_runs
+    def comparison(self, run_a: str, run_b: str, start: int = 0) -> tuple[Comparison, TurnWindow]:
+        """The two chains, the texts that differ and the fork's edits, over the window of
+        their turns from position `start` on (only those turns' events are read)."""
+        from workbench.engine.diff.text_changes import compare_stored
 
-        return compare_runs(self.recording(run_a), self.recording(run_b))
+        with self._session() as store:
+            return compare_stored(store, run_a, run_b, start)
 
     def verify_replay(self, run_id: str) -> ReplayOutcome:
         """The outcome of an offline replay, run to completion.

@@ -22,6 +22,7 @@ from textual.widgets import Footer, Header, Static
 from traces.events import Edit
 from workbench.engine.diff.alignment import CallStatus, ChainDiff, ChainTurn
 from workbench.engine.diff.text_changes import Comparison, TextChange
+from workbench.engine.recording.window import TurnWindow
 from workbench.tui.navigation import OpenCompare, OpenRun, OpenSchemaDiff
 from workbench.tui.render import one_line, short_id, status_badge
 from workbench.tui.schema_view import render_schema_diff
@@ -257,13 +258,52 @@ class SchemaDiffScreen(PairScreen):
 
 
 class ChainCompareScreen(PairScreen):
-    """Compare: two runs turn by turn, their differing texts word by word, the fork's edits."""
+    """Compare: two runs turn by turn, their differing texts word by word, the fork's edits;
+    long runs a window of turns at a time."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("d", "schemas", "Schema diff")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("d", "schemas", "Schema diff"),
+        Binding("right_square_bracket", "window(1)", "Next turns", key_display="]"),
+        Binding("left_square_bracket", "window(-1)", "Previous turns", key_display="["),
+    ]
     loading_text = "aligning decision chains…"
 
+    def __init__(self, run_a: str, run_b: str) -> None:
+        super().__init__(run_a, run_b)
+        self.start = 0  # the position of the first turn compared among either run's turns
+        self.window: TurnWindow | None = None  # the turns the result shows
+
     def compute_rendered(self) -> RenderableType:
-        return render_comparison(self.backend.comparison(self.run_a, self.run_b))
+        comparison, window = self.backend.comparison(self.run_a, self.run_b, self.start)
+        self.window = window
+        shown = render_comparison(comparison)
+        if window.whole or window.shown is None:
+            return shown
+        first, last = window.shown
+        keys = [
+            text
+            for text, step in (("] next", 1), ("[ previous", -1))
+            if window.moved(step) is not None
+        ]
+        note = Text(
+            f"turns {first:,}-{last:,} of {len(window.turn_numbers):,} compared (what follows "
+            "is of these turns)" + (f"  ({', '.join(keys)} {window.size})" if keys else ""),
+            style="yellow",
+        )
+        return Group(note, Text(""), shown)
+
+    def action_window(self, step: int) -> None:
+        """The next (`step` 1) or previous (-1) window of the runs' turns."""
+        if self.window is None or self.window.whole:
+            self.notify("Every turn of these runs is compared.")
+            return
+        start = self.window.moved(step)
+        if start is None:
+            self.notify("No later turns." if step > 0 else "No earlier turns.")
+            return
+        self.start = start
+        self.query_one("#pair-result", Static).update(Text(self.loading_text, style="dim"))
+        self._load()
 
     def action_schemas(self) -> None:
         self.post_message(OpenSchemaDiff(self.run_a, self.run_b))

@@ -56,11 +56,12 @@ class OpenOverview(Message):
 
 
 class OpenTimeline(Message):
-    """Show a run's timeline."""
+    """Show a run's timeline; `tokens`, the whole run's in and out, when known already."""
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(self, run_id: str, tokens: tuple[int, int] | None = None) -> None:
         super().__init__()
         self.run_id = run_id
+        self.tokens = tokens
 
 
 class OpenFork(Message):

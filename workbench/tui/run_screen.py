@@ -23,6 +23,7 @@ from traces.events import (
     ModelChunk,
 )
 from workbench.engine.views.search import SearchHit
+from workbench.engine.views.timeline import run_tokens
 from workbench.tui.backend import Outline
 from workbench.tui.chain_view import (
     SKELETON_TYPES,
@@ -542,7 +543,10 @@ class RunScreen(WorkbenchScreen):
         self.notify(f"Exported the run as Markdown to {message.path}", timeout=8)
 
     def action_timeline(self) -> None:
-        self.post_message(OpenTimeline(self.run_id))
+        # The outline's turn summaries hold the whole run's tokens: not counted again.
+        summaries = self.outline.summaries if self.outline is not None else None
+        tokens = run_tokens(summaries.values()) if summaries else None
+        self.post_message(OpenTimeline(self.run_id, tokens))
 
     def palette_commands(self) -> Iterator[PaletteCommand]:
         yield ("Search this run", "Messages, tool calls, results, errors (/)", self.action_search)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 from traces.events import Edit
 from traces.schema_diff import SpanOp
@@ -28,7 +28,11 @@ from workbench.engine.diff.alignment import (
     diff_chains,
     render_chain,
 )
-from workbench.engine.recording.load import Recording
+from workbench.engine.recording.load import Recording, index_events
+from workbench.engine.recording.window import TURN_WINDOW, TurnWindow
+
+if TYPE_CHECKING:
+    from traces.store import TraceStore
 
 # Unchanged stretches longer than this are cut to their ends in the rendered word diff.
 CONTEXT_CHARS = 60
@@ -156,6 +160,20 @@ def compare_runs(a: Recording, b: Recording) -> Comparison:
     forks = [f for f in (_fork_edits("A", a), _fork_edits("B", b)) if f is not None]
     changes = {row.turn: text_changes(row) for row in diff.rows if not row.same}
     return Comparison(diff, forks, {turn: found for turn, found in changes.items() if found})
+
+
+def compare_stored(
+    store: TraceStore, run_a: str, run_b: str, start: int = 0, size: int = TURN_WINDOW
+) -> tuple[Comparison, TurnWindow]:
+    """`compare_runs` of the two stored runs' turns from position `start` on, `size` of
+    them (a `TurnWindow` over the turns either run has): only those turns' events are read,
+    and each run's own (its start and end), however long the runs."""
+    for run in (run_a, run_b):
+        store.run(run)  # a run the store does not hold is named (`UnknownRunError`)
+    numbers = sorted(set(store.turn_numbers(run_a)) | set(store.turn_numbers(run_b)))
+    window = TurnWindow(tuple(numbers), start, size)
+    a, b = (index_events(store.events(run, turns=window.turns)) for run in (run_a, run_b))
+    return compare_runs(a, b), window
 
 
 def marked(spans: list[tuple[SpanOp, str]], context: int = CONTEXT_CHARS) -> str:

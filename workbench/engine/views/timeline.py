@@ -7,20 +7,27 @@ up to the run's totals).
     for turn in timeline.turns:
         for span in turn.spans: ...     # span.lane > 0: ran beside an earlier span
     lines = render_timeline(timeline, width=100)
+    view = stored_timeline(store, run_id, home, start=100)   # turns 101-200 of a long run
+    tokens_in, tokens_out = run_tokens(turn_summaries(store, run_id, model).values())
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from agent_core.tokens import estimate_message
 from traces.events import Error, Event, ModelRequest, ModelResponse, ToolEnd, ToolStart
 from traces.tree import run_duration_ms
+from workbench.engine.recording.window import TURN_WINDOW, TurnWindow
 from workbench.engine.views.cost import Prices, PricesError
+
+if TYPE_CHECKING:
+    from traces.store import TraceStore
+    from workbench.engine.views.outline import TurnSummary
 
 SpanKind: TypeAlias = Literal["model", "tool"]
 
@@ -197,11 +204,27 @@ TIMELINE_TYPES = [
 
 @dataclass(frozen=True)
 class PricedTimeline:
-    """A timeline with the home's prices to cost its turns, or why they could not be read."""
+    """A timeline with the home's prices to cost its turns, or why they could not be read;
+    `window` says which turns of a longer run it holds, and `run_tokens` (once counted) are
+    then the whole run's."""
 
     timeline: Timeline
     prices: Prices
     problem: str | None = None  # why <home>/prices.toml could not be read
+    window: TurnWindow | None = None  # None: the timeline holds every turn
+    run_tokens: tuple[int, int] | None = None  # the whole run's in and out (`run_tokens`)
+
+    @property
+    def tokens(self) -> tuple[int, int] | None:
+        """The whole run's input and output tokens; None while a window's are not counted."""
+        if self.window is None:
+            return self.timeline.input_tokens, self.timeline.output_tokens
+        return self.run_tokens
+
+    @property
+    def turn_count(self) -> int:
+        """How many turns the run has."""
+        return len(self.window.turn_numbers) if self.window else len(self.timeline.turns)
 
     def cost(self, input_tokens: int, output_tokens: int) -> float | None:
         """What these tokens cost on the run's model; None when it has no price."""
@@ -210,14 +233,48 @@ class PricedTimeline:
         return self.prices.cost(self.timeline.model, input_tokens, output_tokens)
 
 
+def _load_prices(home: Path) -> tuple[Prices, str | None]:
+    try:
+        return Prices.load(home), None
+    except PricesError as exc:
+        return Prices(), str(exc)
+
+
 def priced_timeline(events: Sequence[Event], home: Path) -> PricedTimeline:
     """The timeline of `events` priced from `<home>/prices.toml`; a bad file is named, and
     the timeline shown without costs."""
+    prices, problem = _load_prices(home)
+    return PricedTimeline(build_timeline(events), prices, problem)
+
+
+def stored_timeline(
+    store: TraceStore, run_id: str, home: Path, start: int = 0, size: int = TURN_WINDOW
+) -> PricedTimeline:
+    """The timeline of the stored run's turns from position `start` on, `size` of them
+    (a `TurnWindow`), priced from `<home>/prices.toml`. Only those turns' events are read,
+    and the run's own (its start and end), so the duration is the whole run's; the whole
+    tokens of a run of more turns are `run_tokens` of its turn summaries, asked for apart."""
+    window = TurnWindow(tuple(store.turn_numbers(run_id)), start, size)
+    events = store.events(run_id, types=TIMELINE_TYPES, turns=window.turns)
+    if window.whole:
+        return priced_timeline(events, home)
     timeline = build_timeline(events)
-    try:
-        return PricedTimeline(timeline, Prices.load(home))
-    except PricesError as exc:
-        return PricedTimeline(timeline, Prices(), str(exc))
+    if not any(event.type == "run_end" for event in events):
+        # A trace cut off before its end: its last event may sit in a turn not shown.
+        timeline.end_ms = max(timeline.end_ms, store.run(run_id).duration_ms or 0.0)
+    prices, problem = _load_prices(home)
+    return PricedTimeline(timeline, prices, problem, window)
+
+
+def run_tokens(summaries: Iterable[TurnSummary]) -> tuple[int, int]:
+    """The whole run's input and output tokens from its turns at a glance (the outline's
+    `turn_summaries`, one aggregate query of the store): per turn the provider's usage,
+    else the loop's estimate of the prompt (an answer without usage counts no output here)."""
+    tokens_in = tokens_out = 0
+    for turn in summaries:
+        tokens_in += turn.input_tokens if turn.input_tokens is not None else turn.estimated_tokens
+        tokens_out += turn.output_tokens or 0
+    return tokens_in, tokens_out
 
 
 def _bar(span_start: float, span_end: float, total: float, width: int) -> str:
