@@ -34,6 +34,7 @@ from workbench.cli.common import (
 )
 from workbench.cli.progress import StderrProgress
 from workbench.cli.run_filters import add_run_filters, filters_given, run_query
+from workbench.engine.recording.window import TURN_WINDOW
 
 if TYPE_CHECKING:  # the store loads DuckDB and the event models pydantic: handlers import them
     from traces.store import IngestReport, TraceStore
@@ -357,8 +358,8 @@ def _prices(args: argparse.Namespace) -> Any:
 
 
 # A run of more turns than this shows a page of them (`show --turns` picks another): the
-# store reads only that page's events, however long the run.
-SHOW_TURNS = 100
+# store reads only that page's events, however long the run. The TUI's windows hold as many.
+SHOW_TURNS = TURN_WINDOW
 
 
 def turn_window(text: str) -> tuple[int, int]:
