@@ -24,6 +24,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.ingest import TEMPLATE_ID, template_run  # noqa: E402
+from traces.versions import SCHEMA_VERSION  # noqa: E402
 
 # Every run starts a second after the one before, from here; the long run is the newest.
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
@@ -84,15 +85,26 @@ def _write_long(folder: str, events: int, index: int) -> str:
     return run_id
 
 
+def _written_version(folder: Path) -> object:
+    """The schema version the traces were written in (an older workbench's would be migrated
+    line by line on the careful path, not measured on the bulk one)."""
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name.endswith(".jsonl"):
+                with open(entry.path, "rb") as handle:
+                    return json.loads(handle.readline()).get("schema_version")
+    return None
+
+
 def build_traces(
     home: Path, runs: int, events_per_run: int, long_events: int, workers: int = 2
 ) -> dict[str, object]:
     """Write the traces of the home once (`<home>/.traces-complete` says they are whole);
     returns what was written: the long run's id, the counts, the seconds it took."""
     marker = home / ".traces-complete"
-    if marker.exists():
-        return dict(json.loads(marker.read_text()))
     folder = home / "traces"
+    if marker.exists() and _written_version(folder) == SCHEMA_VERSION:
+        return dict(json.loads(marker.read_text()))
     shutil.rmtree(home, ignore_errors=True)
     folder.mkdir(parents=True)
     started = time.perf_counter()
