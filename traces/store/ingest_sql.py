@@ -111,9 +111,10 @@ _SEARCH_TEXT = search_text(
 )
 
 # The columns of `event_rows`, from `path`, `line_no`, `raw`, `nbytes` and `f` of the inner
-# query; `RECHECK` says why a line that passes must still be read again carefully.
+# query; `PROBLEM` says why a line is refused, `RECHECK` why a line that passes must still be
+# read again carefully.
 _ROW = f"""f.run_id, seq, f.type, turn, ts, raw, path, nbytes, line_no, $batch,
-    coalesce({PROBLEM_EXPR}, RECHECK), {_SEARCH_TEXT}
+    coalesce(PROBLEM, RECHECK), {_SEARCH_TEXT}
 FROM (
     SELECT *, try_cast(f.seq AS BIGINT) AS seq, try_cast(f.ts AS TIMESTAMPTZ) AS ts,
         try_cast(f.turn AS INTEGER) AS turn
@@ -137,7 +138,7 @@ _BULK_FIELDS_STRUCT = _quote("{" + ", ".join(f'"{name}": "VARCHAR"' for name in 
 _UNREADABLE = """CASE WHEN raw IS NULL OR f.type IS NULL OR f.run_id IS NULL OR seq IS NULL
     OR seq < 0 OR ts IS NULL OR (f.turn IS NOT NULL AND coalesce(turn, 0) < 1)
     THEN 'not read by DuckDB as the reader reads it' END"""
-_BULK_ROW = _ROW.replace(PROBLEM_EXPR, _UNREADABLE).replace("RECHECK", _OTHER_VERSION)
+_BULK_ROW = _ROW.replace("PROBLEM", _UNREADABLE).replace("RECHECK", _OTHER_VERSION)
 INSERT_BULK = f"""
 INSERT INTO event_rows SELECT {_BULK_ROW}
         SELECT filename AS path, NULL::BIGINT AS line_no, json AS raw,
@@ -152,7 +153,7 @@ INSERT INTO event_rows SELECT {_BULK_ROW}
 # lines to a scratch file; `$map` says which trace each scratch file stands for and how many
 # of its lines came before.
 INSERT_LINES = f"""
-INSERT INTO event_rows SELECT {_ROW.replace("RECHECK", "NULL")}
+INSERT INTO event_rows SELECT {_ROW.replace("PROBLEM", PROBLEM_EXPR).replace("RECHECK", "NULL")}
         SELECT path, line_no, CASE WHEN json_valid(line) THEN line::JSON END AS raw,
             strlen(line) AS nbytes,
             from_json(CASE WHEN json_valid(line) THEN line END, {_FIELDS_STRUCT}) AS f
