@@ -124,6 +124,10 @@ def test_non_string_run_id_on_the_first_line_loses_only_that_line(
         (3, {"turn": 2**31}, "turn: Input should be less than 2147483648"),
         (2, {"data": {"x": json.loads("[" * 150 + "]" * 150)}}, None),
         (0, {"limits": {"max_turns": 4, "zz": 1}}, "unknown field 'limits.zz'"),
+        # a message that is not JSON text once read as a string: the search text of a
+        # response reads its content, which must not fail the whole file
+        (8, {"message": "maybe"}, "message: Input should be an object"),
+        (8, {"message": ""}, "message: Input should be an object"),
     ],
 )
 def test_rows_the_event_models_refuse_are_not_admitted(

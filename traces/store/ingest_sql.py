@@ -103,10 +103,12 @@ def search_text(event_type: str, field: str, content: str) -> str:
         WHEN 'run_end' THEN {field.format("final_answer")} END)"""
 
 
+# A refused line's message may be a string, which `f` holds as bare text: reading a content
+# out of text that is not JSON would fail the whole file's insert.
 _SEARCH_TEXT = search_text(
     "f.type",
     'f."{}"',
-    """CASE WHEN f.type = 'model_response'
+    """CASE WHEN f.type = 'model_response' AND json_valid(f.message)
     THEN json_extract_string(f.message, '$.content') END""",
 )
 
