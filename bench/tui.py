@@ -3,9 +3,9 @@
     .venv/bin/python bench/tui.py [--runs 100000 --events 20000] [--data bench/.data]
     .venv/bin/python bench/tui.py --home HOME --big RUN   # a home already built and ingested
 
-Builds (once per size, under bench/.data/) a home folder with `--runs` small runs and one
-run of `--events` events, ingests it with the store's bulk ingest, then opens the App
-headless and prints, per screen, the time from the keypress to the first useful frame
+Builds (once per size and schema version, under bench/.data/) a home folder with `--runs`
+small runs and one run of `--events` events, ingests it with the store's bulk ingest, then
+opens the App headless and prints, per screen, the time from the keypress to the first useful frame
 (rows on screen, tree filled, event shown). Target: < 1 s each. It also prints how much the
 process grows while the replay stepper walks the whole big run, next to the same walk on a
 small run: memory should stay at the page cache, not grow with the run.
@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.ingest import template_run  # noqa: E402
 from traces.store import TraceStore  # noqa: E402
+from traces.versions import SCHEMA_VERSION  # noqa: E402
 from workbench.tui.backend import RunFilter  # noqa: E402
 
 TARGET_S = 1.0
@@ -55,7 +56,7 @@ def small_run(run_id: str, index: int) -> str:
         "ts": f"2026-01-01T00:00:00.{index % 1_000_000:06d}Z",
         "turn": None,
         "type": "run_start",
-        "schema_version": 1,
+        "schema_version": SCHEMA_VERSION,
         "task": f"task {index}: find the bug in module {index % 97}",
         "model": "gpt-4o-mini",
     }
@@ -73,7 +74,8 @@ def small_run(run_id: str, index: int) -> str:
 
 
 def build(data: Path, runs: int, events: int) -> tuple[Path, str]:
-    home = data / f"tui-{runs}-{events}"
+    # Per schema version: runs an older workbench wrote would be migrated line by line.
+    home = data / f"tui-{runs}-{events}-v{SCHEMA_VERSION}"
     marker = home / ".complete"
     if marker.exists():
         return home, marker.read_text().strip()
