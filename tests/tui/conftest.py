@@ -3,6 +3,7 @@ for workers and their messages instead of sleeping."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from rich.console import Console
 from textual.pilot import Pilot
 from textual.widgets import Static
+from textual.worker import WorkerCancelled, WorkerFailed
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "v1"
 
@@ -33,9 +35,12 @@ def home(tmp_path: Path) -> Path:
 async def settle(
     pilot: Pilot[Any], until: Callable[[], object] | None = None, tries: int = 200
 ) -> None:
-    """Let workers finish and their messages land, until `until()` holds."""
+    """Let workers finish and their messages land, until `until()` holds. A worker that
+    fails is the app's to show (what it shows is what the tests look at), and one that a
+    newer one replaced (`exclusive`) was cancelled."""
     for _ in range(tries):
-        await pilot.app.workers.wait_for_complete()
+        with contextlib.suppress(WorkerFailed, WorkerCancelled):
+            await pilot.app.workers.wait_for_complete()
         await pilot.pause()
         if until is None or until():
             return
