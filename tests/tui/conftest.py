@@ -15,6 +15,8 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 from textual.worker import WorkerCancelled, WorkerFailed
 
+from workbench.tui.document import Document
+
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "v1"
 
 # Golden runs by status (tests/fixtures/traces/make_v1.py).
@@ -48,7 +50,7 @@ async def settle(
     raise AssertionError("the app did not reach the expected state")
 
 
-def plain(widget: Static, width: int = 160) -> str:
+def plain(widget: Static | Document, width: int = 160) -> str:
     console = Console(width=width, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
     console.print(widget.content)
     return console.export_text()
