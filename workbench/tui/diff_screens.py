@@ -16,13 +16,14 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 
 from traces.events import Edit
 from workbench.engine.diff.alignment import CallStatus, ChainDiff, ChainTurn
 from workbench.engine.diff.text_changes import Comparison, TextChange
 from workbench.engine.recording.window import TurnWindow
 from workbench.tui.document import Document
+from workbench.tui.footer import Footer
 from workbench.tui.navigation import OpenCompare, OpenRun, OpenSchemaDiff
 from workbench.tui.render import one_line, short_id, status_badge
 from workbench.tui.schema_view import render_schema_diff

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType
+from rich.segment import Segment
 from textual import work
 from textual.geometry import Size
 from textual.message import Message
@@ -35,7 +36,7 @@ class Document(ScrollView, can_focus=True):
             self,
             key: tuple[int, int, int],
             line_width: int,
-            lines: list[Strip],
+            lines: list[list[Segment]],
             complete: bool,
         ) -> None:
             super().__init__()
@@ -48,7 +49,10 @@ class Document(ScrollView, can_focus=True):
         super().__init__(id=id)
         self._content = content
         self._generation = 0
-        self._lines: list[Strip] = []
+        # The rendered lines as segments; a line becomes a Strip when it is on screen (a
+        # Strip carries a dozen caches: thousands of them would be garbage to collect).
+        self._lines: list[list[Segment]] = []
+        self._strips: dict[int, Strip] = {}
         self._shown: tuple[int, int] | None = None  # (generation, width) of those lines
         # (generation, width, height) of the render on its way; an older one is dropped.
         self._rendering: tuple[int, int, int] | None = None
@@ -99,17 +103,17 @@ class Document(ScrollView, can_focus=True):
         # those lines are shown while the rest renders.
         worker = get_current_worker()
         narrow = max(width - scrollbar, 1)
-        lines: list[Strip] = []
+        lines: list[list[Segment]] = []
         shown = False
         for part in _parts(content):
             if worker.is_cancelled:
                 return  # a newer render (new content or size) took its place
-            lines += _strips(console, part, options.update_width(narrow))
+            lines += console.render_lines(part, options.update_width(narrow), pad=False)
             if not shown and len(lines) > height:
                 self.post_message(self.Rendered(key, narrow, list(lines), complete=False))
                 shown = True
         if len(lines) <= height and narrow != width:
-            lines = _strips(console, content, options.update_width(width))
+            lines = console.render_lines(content, options.update_width(width), pad=False)
             narrow = width
         self.post_message(self.Rendered(key, narrow, lines, complete=True))
 
@@ -121,6 +125,7 @@ class Document(ScrollView, can_focus=True):
             self._rendering = None
         generation, width, _ = message.key
         self._lines = message.lines
+        self._strips = {}
         self._shown = (generation, width)
         self.virtual_size = Size(message.line_width, len(self._lines))
         self.refresh()
@@ -131,7 +136,11 @@ class Document(ScrollView, can_focus=True):
         index = round(self.scroll_offset.y) + y
         if index >= len(self._lines):
             return Strip([])
-        line = self._lines[index]
+        line = self._strips.get(index)
+        if line is None:
+            if len(self._strips) > 4 * max(self.size.height, 1):
+                self._strips.clear()  # scrolled on: keep about a screen's worth
+            line = self._strips[index] = Strip(self._lines[index])
         width = self.scrollable_content_region.width or self.size.width
         if line.cell_length > width:  # resized narrower: cut until it is rendered again
             line = line.crop(0, width)
@@ -143,10 +152,6 @@ class Document(ScrollView, can_focus=True):
             report = getattr(self.app, "report_error", None)
             if report is not None:
                 report(event.worker.error)
-
-
-def _strips(console: Console, content: RenderableType, options: ConsoleOptions) -> list[Strip]:
-    return [Strip(line) for line in console.render_lines(content, options, pad=False)]
 
 
 def _parts(content: RenderableType) -> Iterator[RenderableType]:

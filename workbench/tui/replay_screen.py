@@ -14,12 +14,13 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.timer import Timer
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 
 from traces.events import Event
 from workbench.engine.recording.replay import ReplayOutcome
 from workbench.engine.recording.replay_process import ReplayProgress
 from workbench.tui.backend import NotAvailable
+from workbench.tui.footer import Footer
 from workbench.tui.paged_list import PagedList
 from workbench.tui.render import event_line, render_event, short_id
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
