@@ -22,9 +22,15 @@ class Footer(TextualFooter):
 
     def bindings_changed(self, screen: Screen[Any]) -> None:
         if self.is_attached and screen is self.screen and screen.app.app_focus:
-            keys = tuple(
-                (binding, enabled, tooltip)
-                for (_, binding, enabled, tooltip) in screen.active_bindings.values()
+            # What `compose` shows: the bindings shown, and the command palette's key.
+            active = screen.active_bindings
+            keys = (
+                *(
+                    (binding, enabled, tooltip)
+                    for (_, binding, enabled, tooltip) in active.values()
+                    if binding.show
+                ),
+                active.get(screen.app.COMMAND_PALETTE_BINDING, (None,))[1:],
             )
             if keys == self._shown_keys:
                 return  # the same keys: rebuilding them would look the same
