@@ -1,10 +1,10 @@
 """The key footer, rebuilt only when the keys it shows change.
 
 Textual's `Footer` rebuilds its keys (a widget each, styled anew) whenever the screen says
-its bindings may have changed: on mount, on every focus change, after each worker's
-messages. Opening a screen does that about ten times with the same keys, a third of a
-second of styling on the event loop on a busy machine (bench/tui.py, the diff screens).
-This one rebuilds only when the keys, their state or their labels differ from those shown.
+its bindings may have changed: on mount, on each focus change, whenever a widget asks.
+Opening a screen did that about ten times with the same keys, a third of a second of
+styling on the event loop of a busy machine (bench/tui.py, the diff screens). This one
+rebuilds only when the keys it shows, their state or their labels differ.
 """
 
 from __future__ import annotations
