@@ -222,14 +222,19 @@ async def measure(
 
 
 def shown(screen: Any, selector: str) -> str | None:
-    """What a Static of the screen shows now, as plain text; None before it is mounted."""
+    """What a Static of the screen shows now, as plain text; None before it is mounted. Of
+    a Document (the diff screens' result), what it was given once its lines are drawn."""
     from textual.css.query import NoMatches
-    from textual.widgets import Static
+
+    from workbench.tui.document import Document
 
     try:
-        return str(screen.query_one(selector, Static).content)
+        widget = screen.query_one(selector)
     except NoMatches:
         return None
+    if isinstance(widget, Document) and not widget.rendered:
+        return None
+    return str(widget.content)
 
 
 async def measure_screens(app: Any, pilot: Any, big: str, results: list[tuple[str, float]]) -> None:

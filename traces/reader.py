@@ -10,7 +10,7 @@ shared with the store's ingest; the reader adds building the events.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,9 +44,15 @@ def validate_line(text: str | bytes) -> Event:
     return EVENT_ADAPTER.validate_json(text, strict=True)
 
 
-def _iter(path: Path, result: ReadResult) -> Iterator[tuple[int, Event]]:
+# Hears how many bytes of the file were read so far, after each line.
+Progress = Callable[[int], object]
+
+
+def _iter(
+    path: Path, result: ReadResult, progress: Progress | None = None
+) -> Iterator[tuple[int, Event]]:
     with open_regular(path) as handle:  # a FIFO or device named .jsonl is refused
-        lines = check_lines(_track_tail(handle, result), validate_line)
+        lines = check_lines(_track_tail(handle, result, progress), validate_line)
         try:
             for line in lines:
                 if line.event is None:
@@ -59,11 +65,17 @@ def _iter(path: Path, result: ReadResult) -> Iterator[tuple[int, Event]]:
             raise NewerSchemaError(path, exc.version) from None
 
 
-def _track_tail(handle: Iterable[bytes], result: ReadResult) -> Iterator[bytes]:
+def _track_tail(
+    handle: Iterable[bytes], result: ReadResult, progress: Progress | None = None
+) -> Iterator[bytes]:
+    read = 0
     for raw in handle:
         if not raw.endswith(b"\n"):
             result.truncated_tail = True
         yield raw
+        if progress is not None:
+            read += len(raw)
+            progress(read)
 
 
 def iter_trace(path: Path | str, problems: list[str] | None = None) -> Iterator[Event]:
@@ -73,11 +85,12 @@ def iter_trace(path: Path | str, problems: list[str] | None = None) -> Iterator[
         yield event
 
 
-def read_trace(path: Path | str) -> ReadResult:
-    """Read a whole trace. Raises `NewerSchemaError` for a trace from a newer workbench."""
+def read_trace(path: Path | str, progress: Progress | None = None) -> ReadResult:
+    """Read a whole trace; `progress` hears how far (in bytes) after each line. Raises
+    `NewerSchemaError` for a trace from a newer workbench."""
     result = ReadResult()
     seen: set[tuple[str, int]] = set()
-    for number, event in _iter(Path(path), result):
+    for number, event in _iter(Path(path), result, progress):
         key = (event.run_id, event.seq)
         if key in seen:
             result.problems.append(f"{path}:{number}: duplicate seq {event.seq}")

@@ -3,6 +3,7 @@ for workers and their messages instead of sleeping."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +13,9 @@ import pytest
 from rich.console import Console
 from textual.pilot import Pilot
 from textual.widgets import Static
+from textual.worker import WorkerCancelled, WorkerFailed
+
+from workbench.tui.document import Document
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "v1"
 
@@ -33,9 +37,12 @@ def home(tmp_path: Path) -> Path:
 async def settle(
     pilot: Pilot[Any], until: Callable[[], object] | None = None, tries: int = 200
 ) -> None:
-    """Let workers finish and their messages land, until `until()` holds."""
+    """Let workers finish and their messages land, until `until()` holds. A worker that
+    fails is the app's to show (what it shows is what the tests look at), and one that a
+    newer one replaced (`exclusive`) was cancelled."""
     for _ in range(tries):
-        await pilot.app.workers.wait_for_complete()
+        with contextlib.suppress(WorkerFailed, WorkerCancelled):
+            await pilot.app.workers.wait_for_complete()
         await pilot.pause()
         if until is None or until():
             return
@@ -43,7 +50,7 @@ async def settle(
     raise AssertionError("the app did not reach the expected state")
 
 
-def plain(widget: Static, width: int = 160) -> str:
+def plain(widget: Static | Document, width: int = 160) -> str:
     console = Console(width=width, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
     console.print(widget.content)
     return console.export_text()

@@ -9,7 +9,6 @@ import io
 from pathlib import Path
 
 import pytest
-from textual.widgets import Static
 
 from tests.tui.conftest import plain, settle
 from traces.store import TraceStore
@@ -17,6 +16,7 @@ from workbench.cli import main
 from workbench.engine.diff.alignment import CALL_STATUSES
 from workbench.tui import WorkbenchApp
 from workbench.tui.diff_screens import CALL_MARKS, ChainCompareScreen
+from workbench.tui.document import Document
 
 
 def test_every_call_status_has_a_mark() -> None:
@@ -41,8 +41,8 @@ async def test_compare_a_run_with_a_refused_call(demo_home: Path) -> None:
         await settle(pilot, lambda: isinstance(app.screen, ChainCompareScreen))
         screen = app.screen
         await settle(
-            pilot, lambda: "aligning" not in plain(screen.query_one("#pair-result", Static))
+            pilot, lambda: "aligning" not in plain(screen.query_one("#pair-result", Document))
         )
-        shown = plain(screen.query_one("#pair-result", Static))
+        shown = plain(screen.query_one("#pair-result", Document))
         assert "could not" not in shown
         assert '⊘ search_files({"query": "TODO"}) → not run' in shown

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import Static
-
 from tests.tui.conftest import COMPLETED, plain, settle
 from tests.tui.long_runs import LONG, TURNS, long_run
 from workbench.tui import WorkbenchApp
 from workbench.tui.diff_screens import ChainCompareScreen
+from workbench.tui.document import Document
 from workbench.tui.paged_list import PagedList
 
 OTHER = "8" * 32
@@ -29,7 +28,7 @@ async def test_two_long_runs_compare_a_window_of_turns_at_a_time(home: Path) -> 
         assert isinstance(screen, ChainCompareScreen)
 
         def result() -> str:
-            return plain(screen.query_one("#pair-result", Static))
+            return plain(screen.query_one("#pair-result", Document))
 
         await settle(pilot, lambda: "compared" in result())
         shown = result()
@@ -55,5 +54,5 @@ async def test_comparing_with_a_run_the_store_does_not_hold_names_it(home: Path)
         await settle(pilot, lambda: app.screen.query_one("#runs-list", PagedList).total >= 8)
         app.open_compare(COMPLETED, OTHER)
         await settle(pilot, lambda: any(OTHER in n.message for n in app.notifications))
-        assert "could not compute the diff" in plain(app.screen.query_one("#pair-result", Static))
+        assert "could not compute the diff" in plain(app.screen.query_one("#pair-result", Document))
         assert any(f"no run {OTHER}" in n.message for n in app.notifications)

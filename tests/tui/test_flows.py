@@ -14,6 +14,7 @@ from workbench.engine.http.model_server import ModelServer, ScriptResponder
 from workbench.tui import Endpoint, WorkbenchApp
 from workbench.tui.backend import Backend
 from workbench.tui.diff_screens import ChainCompareScreen, SchemaDiffScreen
+from workbench.tui.document import Document
 from workbench.tui.fork_screen import ForkScreen
 from workbench.tui.paged_list import PagedList
 from workbench.tui.replay_screen import ReplayScreen
@@ -120,9 +121,9 @@ async def test_schema_diff_of_two_marked_runs(home: Path) -> None:
         await settle(pilot, lambda: isinstance(app.screen, SchemaDiffScreen))
         screen = app.screen
         await settle(
-            pilot, lambda: "diffing" not in plain(screen.query_one("#pair-result", Static))
+            pilot, lambda: "diffing" not in plain(screen.query_one("#pair-result", Document))
         )
-        shown = plain(screen.query_one("#pair-result", Static))
+        shown = plain(screen.query_one("#pair-result", Document))
         assert "could not" not in shown
         assert "read_file" in shown
 
@@ -139,9 +140,9 @@ async def test_schema_diff_shows_a_change_inside_a_nested_parameter(tmp_path: Pa
         await settle(pilot, lambda: isinstance(app.screen, SchemaDiffScreen))
         screen = app.screen
         await settle(
-            pilot, lambda: "diffing" not in plain(screen.query_one("#pair-result", Static))
+            pilot, lambda: "diffing" not in plain(screen.query_one("#pair-result", Document))
         )
-        shown = plain(screen.query_one("#pair-result", Static))
+        shown = plain(screen.query_one("#pair-result", Document))
         assert "0 added, 0 removed, 1 changed" in shown, shown
         assert "~ search" in shown and "filters (type)" in shown
 
@@ -177,9 +178,9 @@ async def test_fork_a_turn_with_a_mocked_result_and_compare(home: Path) -> None:
             compare = app.screen
             assert isinstance(compare, ChainCompareScreen)
             await settle(
-                pilot, lambda: "aligning" not in plain(compare.query_one("#pair-result", Static))
+                pilot, lambda: "aligning" not in plain(compare.query_one("#pair-result", Document))
             )
-            shown = plain(compare.query_one("#pair-result", Static))
+            shown = plain(compare.query_one("#pair-result", Document))
             assert "First divergence" in shown and "answer" in shown
             assert compare.run_a == ERROR and compare.run_b == fork.fork_run_id
 

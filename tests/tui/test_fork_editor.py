@@ -19,6 +19,7 @@ from traces.store import TraceStore
 from workbench.cli import main
 from workbench.tui import Endpoint, WorkbenchApp
 from workbench.tui.diff_screens import ChainCompareScreen
+from workbench.tui.document import Document
 from workbench.tui.fork_screen import ForkScreen
 
 SIZE = (160, 45)
@@ -81,9 +82,9 @@ async def test_direct_keys_edit_a_tool_description_and_the_fork_answers_differen
         await settle(pilot, lambda: isinstance(app.screen, ChainCompareScreen), tries=400)
         compare = app.screen
         await settle(
-            pilot, lambda: "aligning" not in plain(compare.query_one("#pair-result", Static))
+            pilot, lambda: "aligning" not in plain(compare.query_one("#pair-result", Document))
         )
-        shown = plain(compare.query_one("#pair-result", Static), width=300)
+        shown = plain(compare.query_one("#pair-result", Document), width=300)
         assert "A tool's description was edited" in shown
 
 

@@ -15,6 +15,7 @@ from tests.tui.conftest import COMPLETED, ERROR, GOLDEN, MAX_TURNS, plain, settl
 from workbench.engine.http.model_server import ModelServer, ScriptResponder
 from workbench.tui import Endpoint, WorkbenchApp
 from workbench.tui.diff_screens import ChainCompareScreen
+from workbench.tui.document import Document
 from workbench.tui.fork_screen import ForkScreen
 from workbench.tui.paged_list import PagedList
 from workbench.tui.replay_screen import ReplayScreen
@@ -154,7 +155,7 @@ async def test_one_fork_carries_several_edits_and_a_mock(home: Path) -> None:
             await pilot.press("ctrl+r")
             await settle(pilot, lambda: isinstance(app.screen, ChainCompareScreen))
             compare = app.screen
-            result = compare.query_one("#pair-result", Static)
+            result = compare.query_one("#pair-result", Document)
             await settle(pilot, lambda: "aligning" not in plain(result))
             shown = plain(result, 200)
             # The comparison shows what the fork changed and the texts, not digests.

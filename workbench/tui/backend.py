@@ -1,8 +1,9 @@
 """The one door from the TUI to the store and the engine.
 
-Screens call these methods from thread workers only. Each is a direct call into
-`traces.store` or `workbench.engine`, whose errors it turns into `NotAvailable` where the
-user has something to set up; the TUI adds no logic of its own. Nothing here imports
+Screens call these methods from thread workers only (`verify_replay`, a coroutine, from an
+async one). Each is a direct call into `traces.store` or `workbench.engine`, whose errors
+it turns into `NotAvailable` where the user has something to set up; the TUI adds no logic
+of its own. Nothing here imports
 Textual or a screen, so the door is typed and tested on its own (tests/tui/test_backend_*).
 
 DuckDB lets one process at a time open the database, so the backend holds it only while it
@@ -25,12 +26,14 @@ from agent_core.agent import RunResult, TextDelta
 from traces.events import Event
 from traces.home import traces_dir
 from traces.origins import RUN_KINDS
+from traces.run_names import is_safe_run_id
 from traces.schema_diff import diff_tool_schemas
 from traces.store import IngestReport, RunRow, TraceStore, UnknownRunError
 from workbench.engine.recording import run_service
 from workbench.engine.recording.fork import ForkContext, ForkRequest, fork_context
 from workbench.engine.recording.load import Recording, load_recording
-from workbench.engine.recording.replay import NotReplayable, ReplayOutcome, replay_run
+from workbench.engine.recording.replay import NotReplayable, ReplayOutcome
+from workbench.engine.recording.replay_process import ReplayProgress, replay_in_process
 from workbench.engine.recording.run_service import CancelFork, ModelSettings
 from workbench.engine.recording.window import TurnWindow
 from workbench.engine.views.outline import Outline, first_failure, run_outline
@@ -362,19 +365,34 @@ class Backend:
         with self._session() as store:
             return compare_stored(store, run_a, run_b, start)
 
-    def verify_replay(self, run_id: str) -> ReplayOutcome:
-        """The outcome of an offline replay, run to completion.
+    def trace_file(self, run_id: str) -> Path:
+        """The run's trace file, where the engine reads its recording (`load_recording`):
+        the home's `traces/<run_id>.jsonl`, else the file the store ingested it from."""
+        direct = traces_dir(self.home) / f"{run_id}.jsonl"
+        if is_safe_run_id(run_id) and direct.is_file():
+            return direct
+        source = self.run(run_id).source_path
+        return Path(source) if source else direct  # a file that is gone: the replay says so
 
-        Called from a thread worker, so the replay gets its own event loop there. A run the
-        workbench agent did not drive raises `NotAvailable` with the engine's explanation.
+    async def verify_replay(
+        self, run_id: str, on_progress: Callable[[ReplayProgress], object] | None = None
+    ) -> ReplayOutcome:
+        """The outcome of an offline replay, run to completion in a process of its own
+        (`replay_process`): a long run's replay is seconds of CPU-bound Python, which in
+        this process would freeze the screen. `on_progress` hears how far it is.
+
+        A coroutine, for an async worker: cancelling it (leaving the screen, quitting)
+        kills the process. A run the workbench agent did not drive raises `NotAvailable`
+        with the engine's explanation; a recording it cannot use or a replay process that
+        ends without an outcome, `ReplayProcessError` (one line).
         """
         import asyncio
 
-        recording = self.recording(run_id)
+        path = await asyncio.to_thread(self.trace_file, run_id)
         try:
-            return asyncio.run(replay_run(recording, pace="fast"))
+            return await replay_in_process(path, on_progress)
         except NotReplayable as exc:
-            raise NotAvailable(str(exc)) from exc
+            raise NotAvailable(str(exc)) from None
 
     # ------------------------------------------------------------------ fork
 

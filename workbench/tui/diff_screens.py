@@ -15,14 +15,15 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
 from textual.message import Message
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 
 from traces.events import Edit
 from workbench.engine.diff.alignment import CallStatus, ChainDiff, ChainTurn
 from workbench.engine.diff.text_changes import Comparison, TextChange
 from workbench.engine.recording.window import TurnWindow
+from workbench.tui.document import Document
+from workbench.tui.footer import Footer
 from workbench.tui.navigation import OpenCompare, OpenRun, OpenSchemaDiff
 from workbench.tui.render import one_line, short_id, status_badge
 from workbench.tui.schema_view import render_schema_diff
@@ -196,8 +197,7 @@ class PairScreen(WorkbenchScreen):
     def compose(self) -> ComposeResult:
         yield Header()
         yield Static(self._title(), classes="summary", id="pair-title")
-        with VerticalScroll(id="pair-body"):
-            yield Static(Text(self.loading_text, style="dim"), id="pair-result")
+        yield Document(Text(self.loading_text, style="dim"), id="pair-result")
         yield Footer()
 
     def _title(self) -> Text:
@@ -209,8 +209,12 @@ class PairScreen(WorkbenchScreen):
             (short_id(self.run_b), "bold"),
         )
 
+    @property
+    def result(self) -> Document:
+        return self.query_one("#pair-result", Document)
+
     def on_mount(self) -> None:
-        self.query_one("#pair-body").focus()
+        self.result.focus()
         self._load()
 
     @work(thread=True, exclusive=True, group="pair", exit_on_error=False)
@@ -223,10 +227,10 @@ class PairScreen(WorkbenchScreen):
         raise NotImplementedError
 
     def on_pair_screen_loaded(self, message: Loaded) -> None:
-        self.query_one("#pair-result", Static).update(message.result)
+        self.result.update(message.result)
 
     def worker_failed(self, worker: Any) -> None:
-        self.query_one("#pair-result", Static).update(Text("could not compute the diff", "red"))
+        self.result.update(Text("could not compute the diff", "red"))
 
     def action_open_a(self) -> None:
         self.post_message(OpenRun(self.run_a))
@@ -237,7 +241,7 @@ class PairScreen(WorkbenchScreen):
     def action_swap(self) -> None:
         self.run_a, self.run_b = self.run_b, self.run_a
         self.query_one("#pair-title", Static).update(self._title())
-        self.query_one("#pair-result", Static).update(Text(self.loading_text, style="dim"))
+        self.result.update(Text(self.loading_text, style="dim"))
         self._load()
 
 
@@ -302,7 +306,7 @@ class ChainCompareScreen(PairScreen):
             self.notify("No later turns." if step > 0 else "No earlier turns.")
             return
         self.start = start
-        self.query_one("#pair-result", Static).update(Text(self.loading_text, style="dim"))
+        self.result.update(Text(self.loading_text, style="dim"))
         self._load()
 
     def action_schemas(self) -> None:

@@ -14,11 +14,13 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.timer import Timer
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 
 from traces.events import Event
 from workbench.engine.recording.replay import ReplayOutcome
+from workbench.engine.recording.replay_process import ReplayProgress
 from workbench.tui.backend import NotAvailable
+from workbench.tui.footer import Footer
 from workbench.tui.paged_list import PagedList
 from workbench.tui.render import event_line, render_event, short_id
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
@@ -40,6 +42,21 @@ def position_text(
         state,
         (f"  ·  pacing: {pacing}", "dim"),
     )
+
+
+VERIFY_STARTED = "verify replay: re-running offline from the recording…"
+
+
+def progress_text(progress: ReplayProgress) -> Text:
+    """How far a verify replay running in its own process is."""
+    if progress.stage == "reading":
+        if progress.total and progress.done >= progress.total:
+            how = "read, preparing the replay"
+        else:
+            how = f"reading it, {100 * progress.done // max(progress.total, 1)}%"
+    else:
+        how = f"{progress.done:,} of {progress.total:,} events matched"
+    return Text(f"{VERIFY_STARTED} {how}", style="dim")
 
 
 def render_outcome(outcome: ReplayOutcome) -> RenderableType:
@@ -105,6 +122,14 @@ class ReplayScreen(WorkbenchScreen):
 
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, type(self))  # only the newest count matters
+
+    class Progressed(Message):
+        def __init__(self, progress: ReplayProgress) -> None:
+            super().__init__()
+            self.progress = progress
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, type(self))  # only how far it is now matters
 
     class Verified(Message):
         def __init__(self, outcome: ReplayOutcome) -> None:
@@ -240,14 +265,21 @@ class ReplayScreen(WorkbenchScreen):
             self.timeline.move_to(message.seq)
 
     def action_verify(self) -> None:
-        self.query_one("#replay-verify", Static).update(
-            Text("verify replay: re-running offline from the recording…", style="dim")
-        )
+        self.query_one("#replay-verify", Static).update(Text(VERIFY_STARTED, style="dim"))
         self._verify()
 
-    @work(thread=True, exclusive=True, group="verify", exit_on_error=False)
-    def _verify(self) -> None:
-        self.post_message(self.Verified(self.backend.verify_replay(self.run_id)))
+    @work(exclusive=True, group="verify", exit_on_error=False)
+    async def _verify(self) -> None:
+        # The replay runs in a process of its own (the backend's door to the engine): this
+        # worker only waits for its reports, and cancelling it (leaving the screen,
+        # quitting, a new `v`) kills that process.
+        outcome = await self.backend.verify_replay(
+            self.run_id, lambda progress: self.post_message(self.Progressed(progress))
+        )
+        self.post_message(self.Verified(outcome))
+
+    def on_replay_screen_progressed(self, message: Progressed) -> None:
+        self.query_one("#replay-verify", Static).update(progress_text(message.progress))
 
     def on_replay_screen_verified(self, message: Verified) -> None:
         self.query_one("#replay-verify", Static).update(render_outcome(message.outcome))
@@ -263,7 +295,8 @@ class ReplayScreen(WorkbenchScreen):
             shown = Text.assemble(("verify replay does not apply: ", "bold"), str(worker.error))
             shown.stylize("yellow")
         else:
-            shown = Text("verify replay failed", style="red")
+            shown = Text(f"verify replay failed: {' '.join(str(worker.error).split())[:240]}")
+            shown.stylize("red")
         self.query_one("#replay-verify", Static).update(shown)
 
     def palette_commands(self) -> Iterator[PaletteCommand]:

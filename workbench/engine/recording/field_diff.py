@@ -43,6 +43,17 @@ class FieldDiff:
             data["absent"] = self.absent
         return data
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> FieldDiff:
+        """The diff `to_json` wrote (its values as JSON has them)."""
+        absent = data.get("absent")
+        return cls(
+            str(data["path"]),
+            data.get("recorded"),
+            data.get("replayed"),
+            absent if absent in ("recorded", "replayed") else None,
+        )
+
     def render(self, width: int = 160) -> str:
         left = "<absent>" if self.absent == "recorded" else describe(self.recorded, width)
         right = "<absent>" if self.absent == "replayed" else describe(self.replayed, width)

@@ -8,7 +8,7 @@ so replay sees exactly what was written. Anything that makes a recording unusabl
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -136,8 +136,11 @@ def config_from_run_start(
     return replace(config, **changes)
 
 
-def read_recording_file(path: Path | str) -> Recording:
-    """Read one trace file; a bad line before the last one makes it corrupt."""
+def read_recording_file(
+    path: Path | str, progress: Callable[[int], object] | None = None
+) -> Recording:
+    """Read one trace file; a bad line before the last one makes it corrupt. `progress`
+    hears how many of its bytes were read, line by line."""
     from traces.reader import read_trace
     from traces.versions import NewerSchemaError
 
@@ -145,7 +148,7 @@ def read_recording_file(path: Path | str) -> Recording:
     if not path.is_file():
         raise RecordingError(f"no trace file at {path}")
     try:
-        result = read_trace(path)
+        result = read_trace(path, progress)
     except NewerSchemaError as exc:
         raise RecordingError(f"{path.name}: {exc}; upgrade the workbench to replay it") from exc
     except (OSError, ValueError) as exc:

@@ -88,6 +88,17 @@ class Divergence:
             "diffs": [d.to_json() for d in self.diffs],
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Divergence:
+        """The divergence `to_json` wrote, without the two events themselves."""
+        return cls(
+            turn=data.get("turn"),
+            event_type=str(data["event_type"]),
+            recorded_seq=data.get("recorded_seq"),
+            reason=str(data["reason"]),
+            diffs=[FieldDiff.from_json(diff) for diff in data.get("diffs", [])],
+        )
+
 
 @dataclass(frozen=True)
 class ReplayOutcome:
@@ -115,6 +126,21 @@ class ReplayOutcome:
             "divergence": self.divergence.to_json() if self.divergence else None,
             "note": self.note,
         }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ReplayOutcome:
+        """The outcome `to_json` wrote (in another process: `replay_process`)."""
+        divergence = data.get("divergence")
+        return cls(
+            run_id=str(data["run_id"]),
+            status=data["status"],
+            events_compared=int(data["events_compared"]),
+            events_recorded=int(data["events_recorded"]),
+            turns_replayed=int(data["turns_replayed"]),
+            wall_s=float(data["wall_s"]),
+            divergence=Divergence.from_json(divergence) if divergence else None,
+            note=str(data.get("note", "")),
+        )
 
 
 ReplayItem = ReplayStep | TextDelta | ReplayOutcome
