@@ -280,6 +280,70 @@ ORDER BY seq LIMIT 1
 """
 TOOL_SCHEMAS = "SELECT schema FROM tool_schemas WHERE run_id = $run_id ORDER BY position"
 
+# What a fork reads of the run it forks, without reading the run's other turns
+# (`workbench.engine.recording.parent.StoredParent`).
+# The turns that hold an event of one of $types (a model request: the turns a fork can
+# start at).
+TURNS_WITH = f"""
+SELECT DISTINCT turn {_RUN_ROWS} AND turn IS NOT NULL AND list_contains($types, type)
+ORDER BY turn
+"""
+# The tool_start and tool_end events of the calls named, in seq order.
+TOOL_CALL_EVENTS = f"""
+SELECT event, seq {_RUN_ROWS}
+  AND type IN ('tool_start', 'tool_end') AND list_contains($call_ids, event->>'call_id')
+ORDER BY seq
+"""
+# Every call of tool $name made in a turn: its seq, call id and parsed arguments (JSON, null
+# when they did not parse), in seq order; only these columns of the JSON are read.
+TOOL_ARGUMENTS = f"""
+SELECT seq, event->>'call_id', event->'arguments' {_RUN_ROWS}
+  AND type = 'tool_start' AND turn IS NOT NULL AND event->>'name' = $name
+ORDER BY seq
+"""
+# How many calls of each tool (made in a turn) have a recorded result: the k-th start of a
+# call id is paired with its k-th end, as `traces.tree` pairs them in a trace whose ends
+# each follow their start.
+TOOL_RESULT_COUNTS = f"""
+WITH tool AS (
+    SELECT seq, type, turn, event->>'call_id' AS call_id, event->>'name' AS name,
+        row_number() OVER (PARTITION BY event->>'call_id', type ORDER BY seq) AS nth
+    {_RUN_ROWS} AND type IN ('tool_start', 'tool_end')
+)
+SELECT s.name, count(*) FROM tool s JOIN tool e
+    ON e.type = 'tool_end' AND e.call_id = s.call_id AND e.nth = s.nth AND e.seq > s.seq
+WHERE s.type = 'tool_start' AND s.turn IS NOT NULL
+GROUP BY s.name
+"""
+# Each turn before $before in one row: how many model calls it made and the tools it
+# called, in order. `traces.tree` makes a model call of each request, and of a chunk or a
+# response that follows no unanswered call of its attempt (the one before it answered, or
+# was another attempt, or there was none).
+TURN_CALLS = f"""
+WITH scoped AS (
+    SELECT seq, type, turn,
+        CASE WHEN type IN ('model_request', 'model_chunk', 'model_response')
+            THEN coalesce((event->>'attempt')::INTEGER, 1) END AS attempt,
+        CASE WHEN type = 'tool_start' THEN event->>'name' END AS name
+    {_RUN_ROWS} AND turn IS NOT NULL AND turn < $before
+), model AS (
+    SELECT turn, seq, type, attempt,
+        lag(type) OVER w AS type_before, lag(attempt) OVER w AS attempt_before
+    FROM scoped WHERE attempt IS NOT NULL
+    WINDOW w AS (PARTITION BY turn ORDER BY seq)
+)
+SELECT turn,
+    count(*) FILTER (WHERE attempt IS NOT NULL AND (type = 'model_request'
+        OR type_before IS NULL OR type_before = 'model_response' OR attempt <> attempt_before)),
+    coalesce(list(name ORDER BY seq) FILTER (WHERE name IS NOT NULL), []::VARCHAR[])
+FROM (
+    SELECT turn, seq, type, attempt, type_before, attempt_before, NULL AS name FROM model
+    UNION ALL
+    SELECT turn, seq, type, NULL, NULL, NULL, name FROM scoped WHERE attempt IS NULL
+)
+GROUP BY turn ORDER BY turn
+"""
+
 # Text search over what a run said and did: one row per matching field, with a snippet
 # around the first match. `instr` on lowered text, so the search text needs no escaping.
 # `search_text` picks the events first; only theirs is read from the JSON.

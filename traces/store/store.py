@@ -466,6 +466,44 @@ class TraceStore:
             rows = cur.execute(sql.TURN_NUMBERS, {"run_id": run_id}).fetchall()
         return [int(turn) for (turn,) in rows]
 
+    # --- what a fork reads of its parent, by turn and by call ---------------------------
+
+    def turns_with(self, run_id: str, types: Iterable[str]) -> list[int]:
+        """The run's turns that hold an event of one of `types`, in order."""
+        with self._cursor() as cur:
+            rows = cur.execute(sql.TURNS_WITH, {"run_id": run_id, "types": list(types)})
+            return [int(turn) for (turn,) in rows.fetchall()]
+
+    def tool_call_events(self, run_id: str, call_ids: Iterable[str]) -> list[Event]:
+        """The tool_start and tool_end events of the calls with these ids, in seq order."""
+        params = {"run_id": run_id, "call_ids": list(call_ids)}
+        with self._cursor() as cur:
+            rows = cur.execute(sql.TOOL_CALL_EVENTS, params).fetchall()
+        return self._typed(run_id, rows)
+
+    def tool_arguments(self, run_id: str, name: str) -> list[tuple[int, str, Any]]:
+        """Every call of tool `name` made in a turn, in order: its seq, call id and parsed
+        arguments (None when they did not parse). No other part of the events is read."""
+        with self._cursor() as cur:
+            rows = cur.execute(sql.TOOL_ARGUMENTS, {"run_id": run_id, "name": name}).fetchall()
+        return [
+            (int(seq), str(call_id), json.loads(arguments) if arguments is not None else None)
+            for seq, call_id, arguments in rows
+        ]
+
+    def tool_result_counts(self, run_id: str) -> dict[str, int]:
+        """How many calls of each tool (made in a turn) have a recorded result."""
+        with self._cursor() as cur:
+            rows = cur.execute(sql.TOOL_RESULT_COUNTS, {"run_id": run_id}).fetchall()
+        return {str(name): int(count) for name, count in rows}
+
+    def turn_calls(self, run_id: str, before: int) -> list[tuple[int, int, list[str]]]:
+        """Each turn before `before`, in order: its number, how many model calls it made
+        (as `traces.tree` counts them) and the names of the tools it called."""
+        with self._cursor() as cur:
+            rows = cur.execute(sql.TURN_CALLS, {"run_id": run_id, "before": before}).fetchall()
+        return [(int(turn), int(calls), [str(n) for n in names]) for turn, calls, names in rows]
+
     def tool_schemas(self, run_id: str) -> list[dict[str, Any]]:
         with self._cursor() as cur:
             rows = cur.execute(sql.TOOL_SCHEMAS, {"run_id": run_id}).fetchall()

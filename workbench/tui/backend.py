@@ -30,6 +30,7 @@ from traces.store import IngestReport, RunRow, TraceStore, UnknownRunError
 from workbench.engine.recording import run_service
 from workbench.engine.recording.fork import ForkContext, ForkRequest, fork_context
 from workbench.engine.recording.load import Recording, load_recording
+from workbench.engine.recording.parent import StoredParent
 from workbench.engine.recording.replay import NotReplayable, ReplayOutcome, replay_run
 from workbench.engine.recording.run_service import CancelFork, ModelSettings
 from workbench.engine.recording.window import TurnWindow
@@ -378,16 +379,21 @@ class Backend:
 
     # ------------------------------------------------------------------ fork
 
+    def fork_parent(self, run_id: str) -> StoredParent:
+        """The run as a fork reads it: from the store, a turn or a call at a time, each
+        read in a session of its own (a long run is never loaded whole)."""
+        return StoredParent.load(self._session, run_id)
+
     def fork_context(self, run_id: str, turn: int, endpoint: Endpoint) -> ForkContext:
         """What the fork dialog pre-fills: the history the parent sent at `turn`, and the
         run's offline model when `endpoint` (what the dialog holds) chooses none."""
-        return fork_context(self.recording(run_id), turn, endpoint)
+        return fork_context(self.fork_parent(run_id), turn, endpoint)
 
     def fork_plan(self, run_id: str, request: ForkRequest, endpoint: Endpoint) -> DryRun:
         """The fork's plan before it runs (`fork --dry-run`): the turns served from the log,
         each tool's side-effect policy and whether it may fire live. Writes nothing."""
         try:
-            return run_service.fork_dry_run(self.recording(run_id), request, endpoint, self.home)
+            return run_service.fork_dry_run(self.fork_parent(run_id), request, endpoint, self.home)
         except run_service.SetupError as exc:
             raise NotAvailable(str(exc)) from None
 
@@ -405,7 +411,7 @@ class Backend:
         self.check_writable("run a fork")
         try:
             result = run_service.run_fork(
-                self.recording(run_id), request, endpoint, self.home, on_item, cancel
+                self.fork_parent(run_id), request, endpoint, self.home, on_item, cancel
             )
         except run_service.SetupError as exc:
             raise NotAvailable(str(exc)) from None

@@ -16,13 +16,10 @@ from typing import Any
 
 from agent_core.tools.base import Toolset
 from workbench.engine.recording.fork import ForkPlan, ForkToolset
+from workbench.engine.recording.parent import PrefixTurn
 
-
-@dataclass(frozen=True)
-class PrefixTurn:
-    turn: int
-    model_calls: int
-    tool_calls: list[str]  # tool names, in order
+# A longer prefix is named on its line by its first and last few turns (the JSON lists all).
+PREFIX_NAMED = 3
 
 
 @dataclass(frozen=True)
@@ -96,13 +93,11 @@ class DryRun:
             "(nothing run, nothing written)"
         ]
         if self.prefix:
-            served = ", ".join(
-                f"{p.turn} ({p.model_calls} model call{'s' if p.model_calls != 1 else ''}"
-                + (f"; {', '.join(p.tool_calls)}" if p.tool_calls else "")
-                + ")"
-                for p in self.prefix
-            )
-            out.append(f"  served from the log, not run again: turn {served}")
+            named = [_prefix_turn(p) for p in self.prefix]
+            if len(named) > 3 * PREFIX_NAMED:
+                left = len(named) - 2 * PREFIX_NAMED
+                named[PREFIX_NAMED:-PREFIX_NAMED] = [f"… {left:,} turns more …"]
+            out.append(f"  served from the log, not run again: turn {', '.join(named)}")
         else:
             out.append("  served from the log: nothing (the fork starts at the first turn)")
         edits = f"; edits: {', '.join(self.edits)}" if self.edits else "; no edits"
@@ -121,6 +116,12 @@ class DryRun:
         return out
 
 
+def _prefix_turn(turn: PrefixTurn) -> str:
+    calls = f"{turn.model_calls} model call{'s' if turn.model_calls != 1 else ''}"
+    tools = f"; {', '.join(turn.tool_calls)}" if turn.tool_calls else ""
+    return f"{turn.turn} ({calls}{tools})"
+
+
 def _edit_label(kind: str, target: str | None) -> str:
     return f"{kind} {target}" if target else kind
 
@@ -135,15 +136,8 @@ def dry_run(
     """The plan of a fork: its toolset is built as the real fork's would be, never called."""
     parent = plan.parent
     toolset = ForkToolset(plan, live_toolsets)
-    prefix = [
-        PrefixTurn(n, len(node.model_calls), [call.start.name for call in node.tool_calls])
-        for n, node in sorted(parent.turns.items())
-        if n < plan.turn
-    ]
-    counts: dict[str, int] = {}
-    for _, start, end in parent.tool_calls():
-        if end is not None:
-            counts[start.name] = counts.get(start.name, 0) + 1
+    prefix = parent.turns_before(plan.turn)
+    counts = parent.result_counts()
     live_names = toolset.live_names()
     tools = [
         PlannedTool(

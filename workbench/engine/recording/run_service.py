@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from workbench.engine.recording.dry_run import DryRun
     from workbench.engine.recording.fork import ForkPlan, ForkRequest
     from workbench.engine.recording.load import Recording
+    from workbench.engine.recording.parent import ParentRun
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -359,7 +360,7 @@ def with_home_policy(request: ForkRequest, home: Path) -> ForkRequest:
 
 
 def fork_dry_run(
-    parent: Recording, request: ForkRequest, settings: ModelSettings, home: Path
+    parent: Recording | ParentRun, request: ForkRequest, settings: ModelSettings, home: Path
 ) -> DryRun:
     """What `run_fork` would do with the same arguments, run nothing and write nothing."""
     from agent_core.tools.builtin import builtin_tools
@@ -374,7 +375,7 @@ def fork_dry_run(
 
 
 def run_fork(
-    parent: Recording,
+    parent: Recording | ParentRun,
     request: ForkRequest,
     settings: ModelSettings,
     home: Path,
