@@ -247,6 +247,14 @@ _EVENT_FILTER = """
   AND ($types IS NULL OR list_contains($types, type)) AND ($turn IS NULL OR turn = $turn)
   AND ($turn_from IS NULL OR turn IS NULL OR turn BETWEEN $turn_from AND $turn_to)"""
 EVENTS = f"SELECT event, seq {_RUN_ROWS} {_EVENT_FILTER} ORDER BY seq OFFSET $offset"
+# The same, with each model_request's messages, tools and wire body left out (`events`).
+EVENTS_UNSENT = f"""
+SELECT CASE WHEN type = 'model_request'
+        THEN json_merge_patch(event, '{{"messages": [], "tools": [], "body": null}}')
+        ELSE event END,
+    seq
+{_RUN_ROWS} {_EVENT_FILTER} ORDER BY seq OFFSET $offset
+"""
 # A page: its rows are picked by seq first and only their JSON is read (sorting the run's
 # rows with their JSON to keep a few read every event's text).
 EVENTS_PAGE = f"""
@@ -255,6 +263,8 @@ SELECT event, seq FROM event_rows WHERE rowid IN (
 ORDER BY seq
 """
 COUNT_EVENTS = f"SELECT count(*) {_RUN_ROWS}"
+# When the run's first and last events happened (`traces.tree.run_duration_ms`).
+TIME_SPAN = f"SELECT min(ts), max(ts) {_RUN_ROWS}"
 TURN_NUMBERS = f"SELECT DISTINCT turn {_RUN_ROWS} AND turn IS NOT NULL ORDER BY turn"
 # A run whose seqs are 0..n-1 (every run the recorder wrote whole) has the event at
 # position k at seq k: a page far into a long run is then read by seq, without an OFFSET
@@ -317,31 +327,26 @@ GROUP BY s.name
 """
 # Each turn before $before in one row: how many model calls it made and the tools it
 # called, in order. `traces.tree` makes a model call of each request, and of a chunk or a
-# response that follows no unanswered call of its attempt (the one before it answered, or
-# was another attempt, or there was none).
+# response that follows no unanswered call (the first of its turn, or after an answer); it
+# also counts one whose attempt differs from the call before it, which only a trace whose
+# attempts do not each start with their request (none the workbench writes) shows.
 TURN_CALLS = f"""
-WITH scoped AS (
-    SELECT seq, type, turn,
-        CASE WHEN type IN ('model_request', 'model_chunk', 'model_response')
-            THEN coalesce((event->>'attempt')::INTEGER, 1) END AS attempt,
-        CASE WHEN type = 'tool_start' THEN event->>'name' END AS name
-    {_RUN_ROWS} AND turn IS NOT NULL AND turn < $before
-), model AS (
-    SELECT turn, seq, type, attempt,
-        lag(type) OVER w AS type_before, lag(attempt) OVER w AS attempt_before
-    FROM scoped WHERE attempt IS NOT NULL
-    WINDOW w AS (PARTITION BY turn ORDER BY seq)
-)
-SELECT turn,
-    count(*) FILTER (WHERE attempt IS NOT NULL AND (type = 'model_request'
-        OR type_before IS NULL OR type_before = 'model_response' OR attempt <> attempt_before)),
-    coalesce(list(name ORDER BY seq) FILTER (WHERE name IS NOT NULL), []::VARCHAR[])
-FROM (
-    SELECT turn, seq, type, attempt, type_before, attempt_before, NULL AS name FROM model
-    UNION ALL
-    SELECT turn, seq, type, NULL, NULL, NULL, name FROM scoped WHERE attempt IS NULL
-)
-GROUP BY turn ORDER BY turn
+WITH model AS (
+    SELECT turn, type, lag(type) OVER (PARTITION BY turn ORDER BY seq) AS type_before
+    {_RUN_ROWS} AND turn < $before AND type IN ('model_request', 'model_chunk', 'model_response')
+), calls AS (
+    SELECT turn, count(*) FILTER (
+        WHERE type = 'model_request' OR type_before IS NULL OR type_before = 'model_response'
+    ) AS calls
+    FROM model GROUP BY turn
+), tools AS (
+    SELECT turn, list(event->>'name' ORDER BY seq) AS names
+    {_RUN_ROWS} AND turn < $before AND type = 'tool_start'
+    GROUP BY turn
+), turns AS (SELECT DISTINCT turn {_RUN_ROWS} AND turn < $before)
+SELECT turn, coalesce(calls, 0), coalesce(names, []::VARCHAR[])
+FROM turns LEFT JOIN calls USING (turn) LEFT JOIN tools USING (turn)
+ORDER BY turn
 """
 
 # Text search over what a run said and did: one row per matching field, with a snippet

@@ -400,10 +400,14 @@ class TraceStore:
         types: Iterable[str] | None = None,
         turn: int | None = None,
         turns: tuple[int, int] | None = None,
+        sent: bool = True,
     ) -> list[Event]:
         """The run's events in seq order, typed; `offset`/`limit` page through them, and
         `types`/`turn` keep only those event types or that turn's events; `turns` (first,
-        last) keeps those turns' events and the run's own (of no turn)."""
+        last) keeps those turns' events and the run's own (of no turn). `sent=False` reads
+        the model requests without what they sent (their messages, tools and wire body are
+        empty; most of a long run's bytes), for a read of when and which attempt each was
+        (not with `limit`)."""
         params: dict[str, Any] = {
             "run_id": run_id,
             "offset": offset,
@@ -416,7 +420,7 @@ class TraceStore:
         with self._cursor() as cur:
             if limit is None:
                 del params["limit"]
-                statement = sql.EVENTS
+                statement = sql.EVENTS if sent else sql.EVENTS_UNSENT
             else:
                 statement = sql.EVENTS_PAGE
                 if offset > 0 and types is None and turn is None and turns is None:
@@ -459,6 +463,14 @@ class TraceStore:
         with self._cursor() as cur:
             row = cur.execute(sql.COUNT_EVENTS, {"run_id": run_id}).fetchone()
         return int((row or (0,))[0])
+
+    def time_span(self, run_id: str) -> tuple[datetime, datetime] | None:
+        """When the run's earliest and latest events happened; None for a run of none."""
+        with self._cursor() as cur:
+            row = cur.execute(sql.TIME_SPAN, {"run_id": run_id}).fetchone()
+        if row is None or row[0] is None:
+            return None
+        return row[0], row[1]
 
     def turn_numbers(self, run_id: str) -> list[int]:
         """The run's turn numbers, in order (a fork's start at its fork turn)."""

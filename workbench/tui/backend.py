@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # loaded when first used: each belongs to one screen's task
     from workbench.engine.diff.text_changes import Comparison
     from workbench.engine.recording.dry_run import DryRun
     from workbench.engine.regress.stored import SuiteRun
-    from workbench.engine.views.export import ExportFormat
+    from workbench.engine.views.export import ExportFormat, ExportProgress
     from workbench.engine.views.search import SearchHit
     from workbench.engine.views.stats import RunStats
     from workbench.engine.views.timeline import PricedTimeline
@@ -107,6 +107,9 @@ class Backend:
         # Why the home cannot be written, once its store was found read-only: it is then
         # browsed as it is, and what would write there is refused (`check_writable`).
         self.read_only: str | None = None
+        # The run the fork dialog reads (its run_start and model turns), until the next
+        # ingest: its context, each plan and the fork itself read it again.
+        self._fork_parent: StoredParent | None = None
 
     @contextmanager
     def _session(self) -> Iterator[TraceStore]:
@@ -157,6 +160,7 @@ class Backend:
     def ingest(self, progress: Callable[[str, float], None] | None = None) -> IngestReport:
         """Load new traces from the home folder (every read starts with this); `progress`
         hears how far a long load is (`traces.store.progress`)."""
+        self._fork_parent = None  # the run may have grown
         with self._session() as store:
             if store.read_only:
                 return IngestReport()  # new traces cannot be stored: browse what is there
@@ -348,12 +352,16 @@ class Backend:
         tools_a, tools_b = self.tool_schemas(run_a), self.tool_schemas(run_b)
         return SchemaPair(run_a, run_b, tools_a, tools_b, diff_tool_schemas(tools_a, tools_b))
 
-    def export(self, run_id: str, fmt: ExportFormat) -> Path:
-        """Write the run as one document (`workbench.engine.views.export`) to <home>/exports/."""
-        from workbench.engine.views.export import export_to_home
+    def export(
+        self, run_id: str, fmt: ExportFormat, progress: ExportProgress | None = None
+    ) -> Path:
+        """Write the run as one document (`workbench.engine.views.export`) to <home>/exports/,
+        read from the store a window of turns at a time; `progress(done, total)` hears how
+        far it is (turns for Markdown, events for JSON)."""
+        from workbench.engine.views.export import export_stored
 
         self.check_writable("export the run")
-        return export_to_home(self.events(run_id, 0, None), run_id, fmt, self.home)
+        return export_stored(self._session, run_id, fmt, self.home, progress)
 
     def comparison(self, run_a: str, run_b: str, start: int = 0) -> tuple[Comparison, TurnWindow]:
         """The two chains, the texts that differ and the fork's edits, over the window of
@@ -382,7 +390,10 @@ class Backend:
     def fork_parent(self, run_id: str) -> StoredParent:
         """The run as a fork reads it: from the store, a turn or a call at a time, each
         read in a session of its own (a long run is never loaded whole)."""
-        return StoredParent.load(self._session, run_id)
+        parent = self._fork_parent
+        if parent is None or parent.run_id != run_id:
+            parent = self._fork_parent = StoredParent.load(self._session, run_id)
+        return parent
 
     def fork_context(self, run_id: str, turn: int, endpoint: Endpoint) -> ForkContext:
         """What the fork dialog pre-fills: the history the parent sent at `turn`, and the

@@ -174,9 +174,10 @@ class StoredParent:
                 run_id = store.resolve_run(run_id)
             except (UnknownRunError, AmbiguousRunError) as exc:
                 raise RecordingError(str(exc)) from None
-            starts = store.events(run_id, types=["run_start"])
+            # The first, as a recording's (MCP servers may have framed lines before it).
+            starts = store.events(run_id, types=["run_start"], limit=1)
             model_turns = store.turns_with(run_id, ["model_request"])
-        start = next((e for e in reversed(starts) if isinstance(e, RunStart)), None)
+        start = next((e for e in starts if isinstance(e, RunStart)), None)
         if start is None:
             raise RecordingError(f"run {run_id} has no run_start event in the store")
         return cls(open_store, run_id, start, model_turns)
