@@ -43,6 +43,11 @@ from workbench.tui.backend import RunFilter  # noqa: E402
 
 TARGET_S = 1.0
 SCREEN_CAP_S = 120.0  # a screen not ready by then is reported and left
+# How often a screen is looked at while it gets ready. Pilot's bare `pause()` waits for the
+# whole process to go idle (up to a second): a screen whose worker still computes once it
+# is ready was timed up to a second late, and that second counted as a frozen frame. A
+# pause of a delay waits for the screen's messages to be handled, then that long.
+POLL_S = 0.01
 STATUSES = ("completed", "completed", "completed", "error", "max_turns", "timeout")
 
 
@@ -123,7 +128,7 @@ async def measure(
 
     async def until(label: str, ready: Callable[[], bool], started: float) -> None:
         while not ready():
-            await pilot.pause()
+            await pilot.pause(POLL_S)
         results.append((label, time.perf_counter() - started))
 
     started = time.perf_counter()
@@ -138,7 +143,7 @@ async def measure(
         # The startup ingest check runs behind the list; time it, then measure the screens.
         t = time.perf_counter()
         while app.screen._ingest_pending:  # it starts once the first rows have settled
-            await pilot.pause()
+            await pilot.pause(POLL_S)
         await app.workers.wait_for_complete()
         checked = time.perf_counter() - t
         print(f"background ingest check of {trace_files:,} trace files: {checked:.1f}s")
@@ -206,14 +211,14 @@ async def measure(
             for index in range(0, timeline.total, timeline.page_size):
                 timeline.move_to(index)
                 while timeline.row(index) is None:
-                    await pilot.pause()
+                    await pilot.pause(POLL_S)
             grown = rss_mb() - before
             print(
                 f"RSS {rss_mb():.0f} MB; walking all {timeline.total:,} events "
                 f"grew it by {grown:.1f} MB"
             )
         app.pop_screen()
-        await pilot.pause()
+        await pilot.pause(POLL_S)
         if screens:
             await measure_screens(app, pilot, big, results)
     return results
@@ -251,7 +256,7 @@ async def measure_screens(app: Any, pilot: Any, big: str, results: list[tuple[st
         while not ready():
             if time.perf_counter() - started > SCREEN_CAP_S:
                 break
-            await pilot.pause()
+            await pilot.pause(POLL_S)
         seconds = time.perf_counter() - started
         results.append((label, seconds))
         memory.append((label, rss_mb() - before))
@@ -260,7 +265,7 @@ async def measure_screens(app: Any, pilot: Any, big: str, results: list[tuple[st
             print(f"{label}: not ready after {SCREEN_CAP_S:.0f} s, left behind")
         if back and app.screen is not run:
             app.pop_screen()
-            await pilot.pause()
+            await pilot.pause(POLL_S)
 
     def notified(*words: str) -> Callable[[], bool]:
         seen = len(app._notifications)
@@ -284,7 +289,7 @@ async def measure_screens(app: Any, pilot: Any, big: str, results: list[tuple[st
         )
     elif app.screen is not run:
         app.pop_screen()
-        await pilot.pause()
+        await pilot.pause(POLL_S)
 
     def pair_ready(loading: str) -> Callable[[], bool]:
         def ready() -> bool:
@@ -320,11 +325,11 @@ async def measure_screens(app: Any, pilot: Any, big: str, results: list[tuple[st
         False,
     )
     while not plan_ready() and time.perf_counter() - started < SCREEN_CAP_S:
-        await pilot.pause()
+        await pilot.pause(POLL_S)
     results.append(("fork dialog: its dry-run plan", time.perf_counter() - started))
     if app.screen is not run:
         app.pop_screen()
-        await pilot.pause()
+        await pilot.pause(POLL_S)
 
     # Export writes a long run a window of turns at a time: its notice shows at once, its
     # progress as it goes, and the screen keeps drawing frames until it is written.
@@ -333,7 +338,7 @@ async def measure_screens(app: Any, pilot: Any, big: str, results: list[tuple[st
     await timed("export (x): its notice shown", run.action_export, notified("Exporting"), False)
     stall, last = 0.0, time.perf_counter()
     while not done() and time.perf_counter() - started < SCREEN_CAP_S:
-        await pilot.pause()
+        await pilot.pause(POLL_S)
         now = time.perf_counter()
         stall, last = max(stall, now - last), now
     results.append(("export (x): the run as Markdown", time.perf_counter() - started))
@@ -381,7 +386,7 @@ async def measure_screens(app: Any, pilot: Any, big: str, results: list[tuple[st
     ):
         if time.perf_counter() - started > SCREEN_CAP_S:
             break
-        await pilot.pause()
+        await pilot.pause(POLL_S)
         now = time.perf_counter()
         stall, last = max(stall, now - last), now
     done = time.perf_counter() - started

@@ -60,6 +60,8 @@ def test_every_turn_forks_the_same_from_the_store_as_from_the_recording(tmp_path
             )
             assert stored.parent.request(turn) == recording.turns[turn].request
             assert dry_run(stored).to_json() == dry_run(recorded).to_json()
+            # A screen's plan reads only the turns its lines name, and reads the same.
+            assert dry_run(stored, whole_prefix=False).lines() == dry_run(recorded).lines()
             tools = ForkToolset(stored), ForkToolset(recorded)
             for name, path in [("read_file", f"file{n}.txt") for n in range(3)] + [
                 ("save_note", "file1.txt"),
@@ -89,7 +91,7 @@ def test_forking_the_last_turn_of_a_long_run_reads_that_turn_not_the_run(tmp_pat
             parent = StoredParent.load(counting.session, run_id)
             context = fork_context(parent, turns, ModelSettings())
             plan = plan_fork(parent, ForkRequest(turn=turns, mocks={f"call_{turns - 1}": "x"}))
-            planned = dry_run(plan)
+            planned, shown = dry_run(plan), dry_run(plan, whole_prefix=False)
             read[turns] = counting.events_read
             # What the dialog shows: the history of the turn, the calls it holds, the plan.
             assert [c.call_id for c in context.calls] == [
@@ -97,6 +99,8 @@ def test_forking_the_last_turn_of_a_long_run_reads_that_turn_not_the_run(tmp_pat
             ]
             assert len(planned.prefix) == turns - 1
             assert f"… {turns - 1 - 6:,} turns more …" in planned.lines()[1]
+            assert shown.lines() == planned.lines() and len(shown.prefix) == 6
+            assert shown.to_json()["prefix_turns"] == turns - 1
     # The fork turn's request, the three calls its history holds, the run_start: the same
     # for a run of 400 turns as for one of 20.
     assert read[400] == read[20] <= 12

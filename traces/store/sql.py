@@ -325,15 +325,16 @@ SELECT s.name, count(*) FROM tool s JOIN tool e
 WHERE s.type = 'tool_start' AND s.turn IS NOT NULL
 GROUP BY s.name
 """
-# Each turn before $before in one row: how many model calls it made and the tools it
-# called, in order. `traces.tree` makes a model call of each request, and of a chunk or a
+# Each turn from $turn_from to $turn_to in one row: how many model calls it made and the
+# tools it called, in order. `traces.tree` makes a model call of each request, and of a chunk or a
 # response that follows no unanswered call (the first of its turn, or after an answer); it
 # also counts one whose attempt differs from the call before it, which only a trace whose
 # attempts do not each start with their request (none the workbench writes) shows.
 TURN_CALLS = f"""
 WITH model AS (
     SELECT turn, type, lag(type) OVER (PARTITION BY turn ORDER BY seq) AS type_before
-    {_RUN_ROWS} AND turn < $before AND type IN ('model_request', 'model_chunk', 'model_response')
+    {_RUN_ROWS} AND turn BETWEEN $turn_from AND $turn_to
+        AND type IN ('model_request', 'model_chunk', 'model_response')
 ), calls AS (
     SELECT turn, count(*) FILTER (
         WHERE type = 'model_request' OR type_before IS NULL OR type_before = 'model_response'
@@ -341,9 +342,9 @@ WITH model AS (
     FROM model GROUP BY turn
 ), tools AS (
     SELECT turn, list(event->>'name' ORDER BY seq) AS names
-    {_RUN_ROWS} AND turn < $before AND type = 'tool_start'
+    {_RUN_ROWS} AND turn BETWEEN $turn_from AND $turn_to AND type = 'tool_start'
     GROUP BY turn
-), turns AS (SELECT DISTINCT turn {_RUN_ROWS} AND turn < $before)
+), turns AS (SELECT DISTINCT turn {_RUN_ROWS} AND turn BETWEEN $turn_from AND $turn_to)
 SELECT turn, coalesce(calls, 0), coalesce(names, []::VARCHAR[])
 FROM turns LEFT JOIN calls USING (turn) LEFT JOIN tools USING (turn)
 ORDER BY turn

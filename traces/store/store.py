@@ -509,11 +509,12 @@ class TraceStore:
             rows = cur.execute(sql.TOOL_RESULT_COUNTS, {"run_id": run_id}).fetchall()
         return {str(name): int(count) for name, count in rows}
 
-    def turn_calls(self, run_id: str, before: int) -> list[tuple[int, int, list[str]]]:
-        """Each turn before `before`, in order: its number, how many model calls it made
-        (as `traces.tree` counts them) and the names of the tools it called."""
+    def turn_calls(self, run_id: str, turns: tuple[int, int]) -> list[tuple[int, int, list[str]]]:
+        """Each of the turns from `turns[0]` to `turns[1]`, in order: its number, how many
+        model calls it made (as `traces.tree` counts them) and the tools it called."""
+        params = {"run_id": run_id, "turn_from": turns[0], "turn_to": turns[1]}
         with self._cursor() as cur:
-            rows = cur.execute(sql.TURN_CALLS, {"run_id": run_id, "before": before}).fetchall()
+            rows = cur.execute(sql.TURN_CALLS, params).fetchall()
         return [(int(turn), int(calls), [str(n) for n in names]) for turn, calls, names in rows]
 
     def tool_schemas(self, run_id: str) -> list[dict[str, Any]]:

@@ -110,6 +110,7 @@ class Backend:
         # The run the fork dialog reads (its run_start and model turns), until the next
         # ingest: its context, each plan and the fork itself read it again.
         self._fork_parent: StoredParent | None = None
+        self._fork_lock = threading.Lock()
 
     @contextmanager
     def _session(self) -> Iterator[TraceStore]:
@@ -390,10 +391,11 @@ class Backend:
     def fork_parent(self, run_id: str) -> StoredParent:
         """The run as a fork reads it: from the store, a turn or a call at a time, each
         read in a session of its own (a long run is never loaded whole)."""
-        parent = self._fork_parent
-        if parent is None or parent.run_id != run_id:
-            parent = self._fork_parent = StoredParent.load(self._session, run_id)
-        return parent
+        with self._fork_lock:  # the dialog asks for its context and its plan at once
+            parent = self._fork_parent
+            if parent is None or parent.run_id != run_id:
+                parent = self._fork_parent = StoredParent.load(self._session, run_id)
+            return parent
 
     def fork_context(self, run_id: str, turn: int, endpoint: Endpoint) -> ForkContext:
         """What the fork dialog pre-fills: the history the parent sent at `turn`, and the
@@ -401,10 +403,14 @@ class Backend:
         return fork_context(self.fork_parent(run_id), turn, endpoint)
 
     def fork_plan(self, run_id: str, request: ForkRequest, endpoint: Endpoint) -> DryRun:
-        """The fork's plan before it runs (`fork --dry-run`): the turns served from the log,
-        each tool's side-effect policy and whether it may fire live. Writes nothing."""
+        """The fork's plan before it runs (`fork --dry-run`): the turns served from the log
+        (of a long run, the first and last its line names), each tool's side-effect policy
+        and whether it may fire live. Writes nothing."""
         try:
-            return run_service.fork_dry_run(self.fork_parent(run_id), request, endpoint, self.home)
+            parent = self.fork_parent(run_id)
+            return run_service.fork_dry_run(
+                parent, request, endpoint, self.home, whole_prefix=False
+            )
         except run_service.SetupError as exc:
             raise NotAvailable(str(exc)) from None
 

@@ -59,12 +59,18 @@ class PlannedTool:
 class DryRun:
     parent_run_id: str
     turn: int
-    prefix: list[PrefixTurn]
+    prefix: list[PrefixTurn]  # every turn before the fork turn, or its first and last few
     messages: int  # in the history sent at the fork turn
     edits: list[str]
     tools: list[PlannedTool]
     model: str | None = None
     notes: list[str] = field(default_factory=list)
+    prefix_turns: int | None = None  # how many turns come before it: None, as many as prefix
+
+    @property
+    def served_turns(self) -> int:
+        """How many turns are served from the log."""
+        return len(self.prefix) if self.prefix_turns is None else self.prefix_turns
 
     @property
     def fires_live(self) -> list[str]:
@@ -85,7 +91,7 @@ class DryRun:
             "tools": [tool.to_json() for tool in self.tools],
             "fires_live": self.fires_live,
             "notes": self.notes,
-        }
+        } | ({"prefix_turns": self.served_turns} if self.served_turns > len(self.prefix) else {})
 
     def lines(self) -> list[str]:
         out = [
@@ -94,8 +100,8 @@ class DryRun:
         ]
         if self.prefix:
             named = [_prefix_turn(p) for p in self.prefix]
-            if len(named) > 3 * PREFIX_NAMED:
-                left = len(named) - 2 * PREFIX_NAMED
+            if self.served_turns > 3 * PREFIX_NAMED:
+                left = self.served_turns - 2 * PREFIX_NAMED
                 named[PREFIX_NAMED:-PREFIX_NAMED] = [f"… {left:,} turns more …"]
             out.append(f"  served from the log, not run again: turn {', '.join(named)}")
         else:
@@ -132,11 +138,14 @@ def dry_run(
     live_toolsets: list[Toolset] | None = None,
     model: str | None = None,
     notes: list[str] | None = None,
+    whole_prefix: bool = True,
 ) -> DryRun:
-    """The plan of a fork: its toolset is built as the real fork's would be, never called."""
+    """The plan of a fork: its toolset is built as the real fork's would be, never called.
+    Not `whole_prefix`: of a long prefix only the turns its lines name are read (a screen's
+    plan of a fork late in a long run; `prefix_turns` counts them all)."""
     parent = plan.parent
     toolset = ForkToolset(plan, live_toolsets)
-    prefix = parent.turns_before(plan.turn)
+    prefix, served = parent.turns_before(plan.turn, None if whole_prefix else PREFIX_NAMED)
     counts = parent.result_counts()
     live_names = toolset.live_names()
     tools = [
@@ -161,4 +170,5 @@ def dry_run(
         tools=tools,
         model=model,
         notes=list(notes or []),
+        prefix_turns=None if served == len(prefix) else served,
     )

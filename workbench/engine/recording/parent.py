@@ -81,8 +81,10 @@ class ParentRun(Protocol):
         """How many calls of each tool (made in a turn) have a recorded result."""
         ...
 
-    def turns_before(self, turn: int) -> list[PrefixTurn]:
-        """Every turn before `turn`, in order, with what it called."""
+    def turns_before(self, turn: int, ends: int | None = None) -> tuple[list[PrefixTurn], int]:
+        """The turns before `turn`, in order, with what they called, and how many there
+        are: every one, or (`ends`) only the first and last `ends` of more than three
+        times as many (what a plan's line names)."""
         ...
 
 
@@ -130,12 +132,15 @@ class RecordedParent:
                 counts[start.name] = counts.get(start.name, 0) + 1
         return counts
 
-    def turns_before(self, turn: int) -> list[PrefixTurn]:
-        return [
+    def turns_before(self, turn: int, ends: int | None = None) -> tuple[list[PrefixTurn], int]:
+        before = [
             PrefixTurn(n, len(node.model_calls), [call.start.name for call in node.tool_calls])
             for n, node in sorted(self.recording.turns.items())
             if n < turn
         ]
+        if ends is not None and len(before) > 3 * ends:
+            return before[:ends] + before[-ends:], len(before)
+        return before, len(before)
 
 
 def as_parent(run: Recording | ParentRun) -> ParentRun:
@@ -236,7 +241,14 @@ class StoredParent:
         with self._open() as store:
             return store.tool_result_counts(self.run_id)
 
-    def turns_before(self, turn: int) -> list[PrefixTurn]:
+    def turns_before(self, turn: int, ends: int | None = None) -> tuple[list[PrefixTurn], int]:
         with self._open() as store:
-            rows = store.turn_calls(self.run_id, turn)
-        return [PrefixTurn(number, calls, names) for number, calls, names in rows]
+            before = [n for n in store.turn_numbers(self.run_id) if n < turn]
+            if not before:
+                return [], 0
+            if ends is not None and len(before) > 3 * ends:
+                spans = [(before[0], before[ends - 1]), (before[-ends], before[-1])]
+            else:
+                spans = [(before[0], before[-1])]
+            rows = [row for span in spans for row in store.turn_calls(self.run_id, span)]
+        return [PrefixTurn(number, calls, names) for number, calls, names in rows], len(before)

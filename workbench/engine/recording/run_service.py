@@ -360,9 +360,15 @@ def with_home_policy(request: ForkRequest, home: Path) -> ForkRequest:
 
 
 def fork_dry_run(
-    parent: Recording | ParentRun, request: ForkRequest, settings: ModelSettings, home: Path
+    parent: Recording | ParentRun,
+    request: ForkRequest,
+    settings: ModelSettings,
+    home: Path,
+    *,
+    whole_prefix: bool = True,
 ) -> DryRun:
-    """What `run_fork` would do with the same arguments, run nothing and write nothing."""
+    """What `run_fork` would do with the same arguments, run nothing and write nothing
+    (`dry_run.dry_run`; not `whole_prefix`: only the turns its lines name are read)."""
     from agent_core.tools.builtin import builtin_tools
     from workbench.engine.recording.dry_run import dry_run
     from workbench.engine.recording.fork import plan_fork
@@ -371,7 +377,8 @@ def fork_dry_run(
     setup = fork_setup(parent.run_start, settings, api=parent.api)
     chosen = setup.settings
     model = f"script {chosen.script}" if chosen.script else chosen.model or "none configured"
-    return dry_run(plan, live_toolsets=[builtin_tools(setup.root)], model=model)
+    live: list[Toolset] = [builtin_tools(setup.root)]
+    return dry_run(plan, live_toolsets=live, model=model, whole_prefix=whole_prefix)
 
 
 def run_fork(
