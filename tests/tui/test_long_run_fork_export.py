@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import Static
+from textual.widgets import Input, Static
 
 from tests.engine.stored_runs import varied_run
 from tests.tui.conftest import plain, settle
@@ -55,6 +55,13 @@ async def test_the_fork_dialog_of_a_long_runs_last_turn_reads_the_store(tmp_path
         assert "1 (1 model call; read_file), 2 (2 model calls; read_file)" in shown
         assert "… 293 turns more …" in shown and "299 (1 model call; read_file)" in shown
         assert "turn 300 is sent with 8 messages" in shown
+
+        turn = fork.query_one("#fork-turn", Input)  # a turn the run does not have
+        turn.value = "301"
+        turn.focus()
+        await pilot.press("enter")
+        await settle(pilot, lambda: "no model call" in fork.output.text.plain)
+        assert "pick one of its 300 model turns, 1 to 300" in fork.output.text.plain
 
 
 async def test_exporting_a_long_run_says_so_and_writes_it_whole(tmp_path: Path) -> None:

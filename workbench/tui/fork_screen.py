@@ -96,6 +96,13 @@ def plan_text(plan: DryRun) -> Text:
     return text
 
 
+def turns_text(turns: list[int]) -> str:
+    """The turns a fork can start at, as a line can hold them (a long run has thousands)."""
+    if len(turns) <= 12:
+        return str(turns)
+    return f"its {len(turns):,} model turns, {turns[0]} to {turns[-1]}"
+
+
 def changes_text(draft: ForkDraft) -> Text:
     if draft.is_empty():
         return Text("no changes yet: the fork re-runs the turn as recorded", style="dim")
@@ -307,7 +314,8 @@ class ForkScreen(WorkbenchScreen):
             )
         if context.turn not in context.turns:
             output.write_line(
-                f"turn {context.turn} has no model call; pick one of {context.turns}", "yellow"
+                f"turn {context.turn} has no model call; pick one of {turns_text(context.turns)}",
+                "yellow",
             )
         else:
             output.write_line(
