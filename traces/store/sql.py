@@ -247,6 +247,14 @@ _EVENT_FILTER = """
   AND ($types IS NULL OR list_contains($types, type)) AND ($turn IS NULL OR turn = $turn)
   AND ($turn_from IS NULL OR turn IS NULL OR turn BETWEEN $turn_from AND $turn_to)"""
 EVENTS = f"SELECT event, seq {_RUN_ROWS} {_EVENT_FILTER} ORDER BY seq OFFSET $offset"
+# The same, with each model_request's messages, tools and wire body left out (`events`).
+EVENTS_UNSENT = f"""
+SELECT CASE WHEN type = 'model_request'
+        THEN json_merge_patch(event, '{{"messages": [], "tools": [], "body": null}}')
+        ELSE event END,
+    seq
+{_RUN_ROWS} {_EVENT_FILTER} ORDER BY seq OFFSET $offset
+"""
 # A page: its rows are picked by seq first and only their JSON is read (sorting the run's
 # rows with their JSON to keep a few read every event's text).
 EVENTS_PAGE = f"""
@@ -255,6 +263,8 @@ SELECT event, seq FROM event_rows WHERE rowid IN (
 ORDER BY seq
 """
 COUNT_EVENTS = f"SELECT count(*) {_RUN_ROWS}"
+# When the run's first and last events happened (`traces.tree.run_duration_ms`).
+TIME_SPAN = f"SELECT min(ts), max(ts) {_RUN_ROWS}"
 TURN_NUMBERS = f"SELECT DISTINCT turn {_RUN_ROWS} AND turn IS NOT NULL ORDER BY turn"
 # A run whose seqs are 0..n-1 (every run the recorder wrote whole) has the event at
 # position k at seq k: a page far into a long run is then read by seq, without an OFFSET
@@ -279,6 +289,66 @@ SELECT event, seq {_RUN_ROWS}
 ORDER BY seq LIMIT 1
 """
 TOOL_SCHEMAS = "SELECT schema FROM tool_schemas WHERE run_id = $run_id ORDER BY position"
+
+# What a fork reads of the run it forks, without reading the run's other turns
+# (`workbench.engine.recording.parent.StoredParent`).
+# The turns that hold an event of one of $types (a model request: the turns a fork can
+# start at).
+TURNS_WITH = f"""
+SELECT DISTINCT turn {_RUN_ROWS} AND turn IS NOT NULL AND list_contains($types, type)
+ORDER BY turn
+"""
+# The tool_start and tool_end events of the calls named, in seq order.
+TOOL_CALL_EVENTS = f"""
+SELECT event, seq {_RUN_ROWS}
+  AND type IN ('tool_start', 'tool_end') AND list_contains($call_ids, event->>'call_id')
+ORDER BY seq
+"""
+# Every call of tool $name made in a turn: its seq, call id and parsed arguments (JSON, null
+# when they did not parse), in seq order; only these columns of the JSON are read.
+TOOL_ARGUMENTS = f"""
+SELECT seq, event->>'call_id', event->'arguments' {_RUN_ROWS}
+  AND type = 'tool_start' AND turn IS NOT NULL AND event->>'name' = $name
+ORDER BY seq
+"""
+# How many calls of each tool (made in a turn) have a recorded result: the k-th start of a
+# call id is paired with its k-th end, as `traces.tree` pairs them in a trace whose ends
+# each follow their start.
+TOOL_RESULT_COUNTS = f"""
+WITH tool AS (
+    SELECT seq, type, turn, event->>'call_id' AS call_id, event->>'name' AS name,
+        row_number() OVER (PARTITION BY event->>'call_id', type ORDER BY seq) AS nth
+    {_RUN_ROWS} AND type IN ('tool_start', 'tool_end')
+)
+SELECT s.name, count(*) FROM tool s JOIN tool e
+    ON e.type = 'tool_end' AND e.call_id = s.call_id AND e.nth = s.nth AND e.seq > s.seq
+WHERE s.type = 'tool_start' AND s.turn IS NOT NULL
+GROUP BY s.name
+"""
+# Each turn from $turn_from to $turn_to in one row: how many model calls it made and the
+# tools it called, in order. `traces.tree` makes a model call of each request, and of a chunk or a
+# response that follows no unanswered call (the first of its turn, or after an answer); it
+# also counts one whose attempt differs from the call before it, which only a trace whose
+# attempts do not each start with their request (none the workbench writes) shows.
+TURN_CALLS = f"""
+WITH model AS (
+    SELECT turn, type, lag(type) OVER (PARTITION BY turn ORDER BY seq) AS type_before
+    {_RUN_ROWS} AND turn BETWEEN $turn_from AND $turn_to
+        AND type IN ('model_request', 'model_chunk', 'model_response')
+), calls AS (
+    SELECT turn, count(*) FILTER (
+        WHERE type = 'model_request' OR type_before IS NULL OR type_before = 'model_response'
+    ) AS calls
+    FROM model GROUP BY turn
+), tools AS (
+    SELECT turn, list(event->>'name' ORDER BY seq) AS names
+    {_RUN_ROWS} AND turn BETWEEN $turn_from AND $turn_to AND type = 'tool_start'
+    GROUP BY turn
+), turns AS (SELECT DISTINCT turn {_RUN_ROWS} AND turn BETWEEN $turn_from AND $turn_to)
+SELECT turn, coalesce(calls, 0), coalesce(names, []::VARCHAR[])
+FROM turns LEFT JOIN calls USING (turn) LEFT JOIN tools USING (turn)
+ORDER BY turn
+"""
 
 # Text search over what a run said and did: one row per matching field, with a snippet
 # around the first match. `instr` on lowered text, so the search text needs no escaping.

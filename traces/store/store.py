@@ -400,10 +400,14 @@ class TraceStore:
         types: Iterable[str] | None = None,
         turn: int | None = None,
         turns: tuple[int, int] | None = None,
+        sent: bool = True,
     ) -> list[Event]:
         """The run's events in seq order, typed; `offset`/`limit` page through them, and
         `types`/`turn` keep only those event types or that turn's events; `turns` (first,
-        last) keeps those turns' events and the run's own (of no turn)."""
+        last) keeps those turns' events and the run's own (of no turn). `sent=False` reads
+        the model requests without what they sent (their messages, tools and wire body are
+        empty; most of a long run's bytes), for a read of when and which attempt each was
+        (not with `limit`)."""
         params: dict[str, Any] = {
             "run_id": run_id,
             "offset": offset,
@@ -416,7 +420,7 @@ class TraceStore:
         with self._cursor() as cur:
             if limit is None:
                 del params["limit"]
-                statement = sql.EVENTS
+                statement = sql.EVENTS if sent else sql.EVENTS_UNSENT
             else:
                 statement = sql.EVENTS_PAGE
                 if offset > 0 and types is None and turn is None and turns is None:
@@ -460,11 +464,58 @@ class TraceStore:
             row = cur.execute(sql.COUNT_EVENTS, {"run_id": run_id}).fetchone()
         return int((row or (0,))[0])
 
+    def time_span(self, run_id: str) -> tuple[datetime, datetime] | None:
+        """When the run's earliest and latest events happened; None for a run of none."""
+        with self._cursor() as cur:
+            row = cur.execute(sql.TIME_SPAN, {"run_id": run_id}).fetchone()
+        if row is None or row[0] is None:
+            return None
+        return row[0], row[1]
+
     def turn_numbers(self, run_id: str) -> list[int]:
         """The run's turn numbers, in order (a fork's start at its fork turn)."""
         with self._cursor() as cur:
             rows = cur.execute(sql.TURN_NUMBERS, {"run_id": run_id}).fetchall()
         return [int(turn) for (turn,) in rows]
+
+    # --- what a fork reads of its parent, by turn and by call ---------------------------
+
+    def turns_with(self, run_id: str, types: Iterable[str]) -> list[int]:
+        """The run's turns that hold an event of one of `types`, in order."""
+        with self._cursor() as cur:
+            rows = cur.execute(sql.TURNS_WITH, {"run_id": run_id, "types": list(types)})
+            return [int(turn) for (turn,) in rows.fetchall()]
+
+    def tool_call_events(self, run_id: str, call_ids: Iterable[str]) -> list[Event]:
+        """The tool_start and tool_end events of the calls with these ids, in seq order."""
+        params = {"run_id": run_id, "call_ids": list(call_ids)}
+        with self._cursor() as cur:
+            rows = cur.execute(sql.TOOL_CALL_EVENTS, params).fetchall()
+        return self._typed(run_id, rows)
+
+    def tool_arguments(self, run_id: str, name: str) -> list[tuple[int, str, Any]]:
+        """Every call of tool `name` made in a turn, in order: its seq, call id and parsed
+        arguments (None when they did not parse). No other part of the events is read."""
+        with self._cursor() as cur:
+            rows = cur.execute(sql.TOOL_ARGUMENTS, {"run_id": run_id, "name": name}).fetchall()
+        return [
+            (int(seq), str(call_id), json.loads(arguments) if arguments is not None else None)
+            for seq, call_id, arguments in rows
+        ]
+
+    def tool_result_counts(self, run_id: str) -> dict[str, int]:
+        """How many calls of each tool (made in a turn) have a recorded result."""
+        with self._cursor() as cur:
+            rows = cur.execute(sql.TOOL_RESULT_COUNTS, {"run_id": run_id}).fetchall()
+        return {str(name): int(count) for name, count in rows}
+
+    def turn_calls(self, run_id: str, turns: tuple[int, int]) -> list[tuple[int, int, list[str]]]:
+        """Each of the turns from `turns[0]` to `turns[1]`, in order: its number, how many
+        model calls it made (as `traces.tree` counts them) and the tools it called."""
+        params = {"run_id": run_id, "turn_from": turns[0], "turn_to": turns[1]}
+        with self._cursor() as cur:
+            rows = cur.execute(sql.TURN_CALLS, params).fetchall()
+        return [(int(turn), int(calls), [str(n) for n in names]) for turn, calls, names in rows]
 
     def tool_schemas(self, run_id: str) -> list[dict[str, Any]]:
         with self._cursor() as cur:

@@ -32,6 +32,7 @@ from traces.store import IngestReport, RunRow, TraceStore, UnknownRunError
 from workbench.engine.recording import run_service
 from workbench.engine.recording.fork import ForkContext, ForkRequest, fork_context
 from workbench.engine.recording.load import Recording, load_recording
+from workbench.engine.recording.parent import StoredParent
 from workbench.engine.recording.replay import NotReplayable, ReplayOutcome
 from workbench.engine.recording.replay_process import ReplayProgress, replay_in_process
 from workbench.engine.recording.run_service import CancelFork, ModelSettings
@@ -44,7 +45,7 @@ if TYPE_CHECKING:  # loaded when first used: each belongs to one screen's task
     from workbench.engine.diff.text_changes import Comparison
     from workbench.engine.recording.dry_run import DryRun
     from workbench.engine.regress.stored import SuiteRun
-    from workbench.engine.views.export import ExportFormat
+    from workbench.engine.views.export import ExportFormat, ExportProgress
     from workbench.engine.views.search import SearchHit
     from workbench.engine.views.stats import RunStats
     from workbench.engine.views.timeline import PricedTimeline
@@ -109,6 +110,10 @@ class Backend:
         # Why the home cannot be written, once its store was found read-only: it is then
         # browsed as it is, and what would write there is refused (`check_writable`).
         self.read_only: str | None = None
+        # The run the fork dialog reads (its run_start and model turns), until the next
+        # ingest: its context, each plan and the fork itself read it again.
+        self._fork_parent: StoredParent | None = None
+        self._fork_lock = threading.Lock()
 
     @contextmanager
     def _session(self) -> Iterator[TraceStore]:
@@ -159,6 +164,7 @@ class Backend:
     def ingest(self, progress: Callable[[str, float], None] | None = None) -> IngestReport:
         """Load new traces from the home folder (every read starts with this); `progress`
         hears how far a long load is (`traces.store.progress`)."""
+        self._fork_parent = None  # the run may have grown
         with self._session() as store:
             if store.read_only:
                 return IngestReport()  # new traces cannot be stored: browse what is there
@@ -350,12 +356,16 @@ class Backend:
         tools_a, tools_b = self.tool_schemas(run_a), self.tool_schemas(run_b)
         return SchemaPair(run_a, run_b, tools_a, tools_b, diff_tool_schemas(tools_a, tools_b))
 
-    def export(self, run_id: str, fmt: ExportFormat) -> Path:
-        """Write the run as one document (`workbench.engine.views.export`) to <home>/exports/."""
-        from workbench.engine.views.export import export_to_home
+    def export(
+        self, run_id: str, fmt: ExportFormat, progress: ExportProgress | None = None
+    ) -> Path:
+        """Write the run as one document (`workbench.engine.views.export`) to <home>/exports/,
+        read from the store a window of turns at a time; `progress(done, total)` hears how
+        far it is (turns for Markdown, events for JSON)."""
+        from workbench.engine.views.export import export_stored
 
         self.check_writable("export the run")
-        return export_to_home(self.events(run_id, 0, None), run_id, fmt, self.home)
+        return export_stored(self._session, run_id, fmt, self.home, progress)
 
     def comparison(self, run_a: str, run_b: str, start: int = 0) -> tuple[Comparison, TurnWindow]:
         """The two chains, the texts that differ and the fork's edits, over the window of
@@ -396,16 +406,29 @@ class Backend:
 
     # ------------------------------------------------------------------ fork
 
+    def fork_parent(self, run_id: str) -> StoredParent:
+        """The run as a fork reads it: from the store, a turn or a call at a time, each
+        read in a session of its own (a long run is never loaded whole)."""
+        with self._fork_lock:  # the dialog asks for its context and its plan at once
+            parent = self._fork_parent
+            if parent is None or parent.run_id != run_id:
+                parent = self._fork_parent = StoredParent.load(self._session, run_id)
+            return parent
+
     def fork_context(self, run_id: str, turn: int, endpoint: Endpoint) -> ForkContext:
         """What the fork dialog pre-fills: the history the parent sent at `turn`, and the
         run's offline model when `endpoint` (what the dialog holds) chooses none."""
-        return fork_context(self.recording(run_id), turn, endpoint)
+        return fork_context(self.fork_parent(run_id), turn, endpoint)
 
     def fork_plan(self, run_id: str, request: ForkRequest, endpoint: Endpoint) -> DryRun:
-        """The fork's plan before it runs (`fork --dry-run`): the turns served from the log,
-        each tool's side-effect policy and whether it may fire live. Writes nothing."""
+        """The fork's plan before it runs (`fork --dry-run`): the turns served from the log
+        (of a long run, the first and last its line names), each tool's side-effect policy
+        and whether it may fire live. Writes nothing."""
         try:
-            return run_service.fork_dry_run(self.recording(run_id), request, endpoint, self.home)
+            parent = self.fork_parent(run_id)
+            return run_service.fork_dry_run(
+                parent, request, endpoint, self.home, whole_prefix=False
+            )
         except run_service.SetupError as exc:
             raise NotAvailable(str(exc)) from None
 
@@ -423,7 +446,7 @@ class Backend:
         self.check_writable("run a fork")
         try:
             result = run_service.run_fork(
-                self.recording(run_id), request, endpoint, self.home, on_item, cancel
+                self.fork_parent(run_id), request, endpoint, self.home, on_item, cancel
             )
         except run_service.SetupError as exc:
             raise NotAvailable(str(exc)) from None

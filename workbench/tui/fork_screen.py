@@ -96,6 +96,13 @@ def plan_text(plan: DryRun) -> Text:
     return text
 
 
+def turns_text(turns: list[int]) -> str:
+    """The turns a fork can start at, as a line can hold them (a long run has thousands)."""
+    if len(turns) <= 12:
+        return str(turns)
+    return f"its {len(turns):,} model turns, {turns[0]} to {turns[-1]}"
+
+
 def changes_text(draft: ForkDraft) -> Text:
     if draft.is_empty():
         return Text("no changes yet: the fork re-runs the turn as recorded", style="dim")
@@ -183,6 +190,7 @@ class ForkScreen(WorkbenchScreen):
         self._edit_key: str | None = None  # what the edit box shows
         self._call_id: str | None = None  # which result the mock box shows
         self._cancel: CancelFork | None = None
+        self._planned: ForkRequest | None = None  # what the plan shown (or coming) is of
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -252,6 +260,10 @@ class ForkScreen(WorkbenchScreen):
         # the dialog was opened to mock a call), not the scrolling form around it.
         self.query_one("#fork-edit", Select).focus()
         self._load_context(self.turn, self.endpoint())
+        if not self.draft.mocks:
+            # Planned beside the context, which it does not need: no mocked call to check
+            # against the history first.
+            self._start_plan(self.fork_request())
 
     @on(Input.Changed, "#fork-base-url, #fork-model, #fork-api-key, #fork-script")
     def _endpoint_changed(self) -> None:
@@ -288,7 +300,9 @@ class ForkScreen(WorkbenchScreen):
         if wanted in known:
             calls.value = wanted
         self._show_changes()
-        self._plan(self.fork_request(), self.endpoint())
+        request = self.fork_request()
+        if request != self._planned:
+            self._start_plan(request)
         output = self.output
         if context.fork_script is not None:
             # No model chosen yet and the run ships an offline model for its forks: use it.
@@ -300,7 +314,8 @@ class ForkScreen(WorkbenchScreen):
             )
         if context.turn not in context.turns:
             output.write_line(
-                f"turn {context.turn} has no model call; pick one of {context.turns}", "yellow"
+                f"turn {context.turn} has no model call; pick one of {turns_text(context.turns)}",
+                "yellow",
             )
         else:
             output.write_line(
@@ -310,6 +325,10 @@ class ForkScreen(WorkbenchScreen):
             )
 
     # ------------------------------------------------------------------ the plan
+
+    def _start_plan(self, request: ForkRequest) -> None:
+        self._planned = request
+        self._plan(request, self.endpoint())
 
     @work(thread=True, exclusive=True, group="plan", exit_on_error=False)
     def _plan(self, request: ForkRequest, endpoint: Endpoint) -> None:

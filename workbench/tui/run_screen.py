@@ -151,6 +151,15 @@ class RunScreen(WorkbenchScreen):
             super().__init__()
             self.path = path
 
+    class ExportProgress(Message):
+        def __init__(self, done: int, total: int) -> None:
+            super().__init__()
+            self.done = done
+            self.total = total
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, type(self))  # only the latest figure is shown
+
     def __init__(self, run_id: str, *, jump_to_error: bool = False) -> None:
         super().__init__()
         self.run_id = run_id
@@ -161,6 +170,9 @@ class RunScreen(WorkbenchScreen):
         self._loaded: set[int] = set()
         self.matches: list[SearchHit] = []  # search hits in this run
         self.match_index = -1
+        self.exporting = False
+        self._doing = ""  # what the title bar says is being done, while exporting
+        self._export_noticed = False
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -203,7 +215,7 @@ class RunScreen(WorkbenchScreen):
         if outline.prices_problem:
             self.notify(outline.prices_problem, severity="warning", timeout=8)
         self.query_one("#run-summary", Static).update(run_summary(outline))
-        self.sub_title = f"{short_id(self.run_id)} · {outline.row.status}"
+        self._show_sub_title()
         root = self.chain_tree.root
         root.remove_children()
         if outline.start is not None:
@@ -533,14 +545,55 @@ class RunScreen(WorkbenchScreen):
         self.workbench.copy(self.run_id, f"run id {short_id(self.run_id)}")
 
     def action_export(self) -> None:
+        if self.exporting:
+            self.notify("The run is being exported; its progress is in the title bar.")
+            return
+        # A long run takes a while to write: the title bar says how far it is as it goes,
+        # and a notice says it started, once the backend has taken it on.
+        self.exporting = True
+        self._export_noticed = False
+        self._show_sub_title("exporting…")
         self._export()
 
     @work(thread=True, exclusive=True, group="export", exit_on_error=False)
     def _export(self) -> None:
-        self.post_message(self.Exported(self.backend.export(self.run_id, "md")))
+        def progress(done: int, total: int) -> None:
+            self.post_message(self.ExportProgress(done, total))
+
+        self.post_message(self.Exported(self.backend.export(self.run_id, "md", progress)))
+
+    def on_run_screen_export_progress(self, message: ExportProgress) -> None:
+        if not self.exporting:
+            return
+        if not self._export_noticed:
+            self._export_noticed = True
+            self.notify(f"Exporting the run as Markdown ({plural(message.total, 'turn')})…")
+        if message.total:
+            share = message.done * 100 // message.total
+            self._show_sub_title(
+                f"exporting: turn {message.done:,} of {message.total:,} ({share}%)"
+            )
 
     def on_run_screen_exported(self, message: Exported) -> None:
+        self.exporting = False
+        self._show_sub_title()
         self.notify(f"Exported the run as Markdown to {message.path}", timeout=8)
+
+    def worker_failed(self, worker: Any) -> None:
+        if worker.group == "export":
+            self.exporting = False
+            self._show_sub_title()
+
+    def _show_sub_title(self, doing: str | None = None) -> None:
+        """The run and its status in the title bar, and what is being done to it (an
+        export's progress) while it is."""
+        parts = [short_id(self.run_id)]
+        if self.outline is not None:
+            parts.append(self.outline.row.status)
+        if self.exporting:
+            self._doing = doing or self._doing
+            parts.append(self._doing)
+        self.sub_title = " · ".join(parts)
 
     def action_timeline(self) -> None:
         # The outline's turn summaries hold the whole run's tokens: not counted again.

@@ -16,13 +16,10 @@ from typing import Any
 
 from agent_core.tools.base import Toolset
 from workbench.engine.recording.fork import ForkPlan, ForkToolset
+from workbench.engine.recording.parent import PrefixTurn
 
-
-@dataclass(frozen=True)
-class PrefixTurn:
-    turn: int
-    model_calls: int
-    tool_calls: list[str]  # tool names, in order
+# A longer prefix is named on its line by its first and last few turns (the JSON lists all).
+PREFIX_NAMED = 3
 
 
 @dataclass(frozen=True)
@@ -62,12 +59,18 @@ class PlannedTool:
 class DryRun:
     parent_run_id: str
     turn: int
-    prefix: list[PrefixTurn]
+    prefix: list[PrefixTurn]  # every turn before the fork turn, or its first and last few
     messages: int  # in the history sent at the fork turn
     edits: list[str]
     tools: list[PlannedTool]
     model: str | None = None
     notes: list[str] = field(default_factory=list)
+    prefix_turns: int | None = None  # how many turns come before it: None, as many as prefix
+
+    @property
+    def served_turns(self) -> int:
+        """How many turns are served from the log."""
+        return len(self.prefix) if self.prefix_turns is None else self.prefix_turns
 
     @property
     def fires_live(self) -> list[str]:
@@ -88,7 +91,7 @@ class DryRun:
             "tools": [tool.to_json() for tool in self.tools],
             "fires_live": self.fires_live,
             "notes": self.notes,
-        }
+        } | ({"prefix_turns": self.served_turns} if self.served_turns > len(self.prefix) else {})
 
     def lines(self) -> list[str]:
         out = [
@@ -96,13 +99,11 @@ class DryRun:
             "(nothing run, nothing written)"
         ]
         if self.prefix:
-            served = ", ".join(
-                f"{p.turn} ({p.model_calls} model call{'s' if p.model_calls != 1 else ''}"
-                + (f"; {', '.join(p.tool_calls)}" if p.tool_calls else "")
-                + ")"
-                for p in self.prefix
-            )
-            out.append(f"  served from the log, not run again: turn {served}")
+            named = [_prefix_turn(p) for p in self.prefix]
+            if self.served_turns > 3 * PREFIX_NAMED:
+                left = self.served_turns - 2 * PREFIX_NAMED
+                named[PREFIX_NAMED:-PREFIX_NAMED] = [f"… {left:,} turns more …"]
+            out.append(f"  served from the log, not run again: turn {', '.join(named)}")
         else:
             out.append("  served from the log: nothing (the fork starts at the first turn)")
         edits = f"; edits: {', '.join(self.edits)}" if self.edits else "; no edits"
@@ -121,6 +122,12 @@ class DryRun:
         return out
 
 
+def _prefix_turn(turn: PrefixTurn) -> str:
+    calls = f"{turn.model_calls} model call{'s' if turn.model_calls != 1 else ''}"
+    tools = f"; {', '.join(turn.tool_calls)}" if turn.tool_calls else ""
+    return f"{turn.turn} ({calls}{tools})"
+
+
 def _edit_label(kind: str, target: str | None) -> str:
     return f"{kind} {target}" if target else kind
 
@@ -131,19 +138,15 @@ def dry_run(
     live_toolsets: list[Toolset] | None = None,
     model: str | None = None,
     notes: list[str] | None = None,
+    whole_prefix: bool = True,
 ) -> DryRun:
-    """The plan of a fork: its toolset is built as the real fork's would be, never called."""
+    """The plan of a fork: its toolset is built as the real fork's would be, never called.
+    Not `whole_prefix`: of a long prefix only the turns its lines name are read (a screen's
+    plan of a fork late in a long run; `prefix_turns` counts them all)."""
     parent = plan.parent
     toolset = ForkToolset(plan, live_toolsets)
-    prefix = [
-        PrefixTurn(n, len(node.model_calls), [call.start.name for call in node.tool_calls])
-        for n, node in sorted(parent.turns.items())
-        if n < plan.turn
-    ]
-    counts: dict[str, int] = {}
-    for _, start, end in parent.tool_calls():
-        if end is not None:
-            counts[start.name] = counts.get(start.name, 0) + 1
+    prefix, served = parent.turns_before(plan.turn, None if whole_prefix else PREFIX_NAMED)
+    counts = parent.result_counts()
     live_names = toolset.live_names()
     tools = [
         PlannedTool(
@@ -167,4 +170,5 @@ def dry_run(
         tools=tools,
         model=model,
         notes=list(notes or []),
+        prefix_turns=None if served == len(prefix) else served,
     )

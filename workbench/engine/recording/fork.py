@@ -28,6 +28,7 @@ from agent_core.tools.base import CallKey, ToolResult, Toolset, ToolSpec, call_k
 from traces.events import Edit, RunStart
 from traces.writer import Sink
 from workbench.engine.recording.load import Recording, config_from_run_start
+from workbench.engine.recording.parent import ParentRun, as_parent
 from workbench.engine.recording.replay_model import (
     recorded_read_only,
     recorded_specs,
@@ -73,7 +74,7 @@ class ForkRequest:
 
 @dataclass
 class ForkPlan:
-    parent: Recording
+    parent: ParentRun
     turn: int
     messages: list[dict[str, Any]]  # the history sent as turn N, edits applied
     specs: list[ToolSpec]  # the tools offered, edits applied
@@ -97,9 +98,7 @@ class ForkPlan:
             # The loop records the fork's own read-only flags; the parent's may differ.
             "meta": {k: v for k, v in start.meta.items() if k != "read_only_tools"},
         }
-        return config_from_run_start(
-            start, self.parent.turns[self.turn].request, **(changes | overrides)
-        )
+        return config_from_run_start(start, self.parent.request(self.turn), **(changes | overrides))
 
 
 def recorded_root(start: RunStart) -> Path | None:
@@ -163,16 +162,16 @@ class ForkContext:
     fork_script: Path | None = None
 
 
-def fork_context(parent: Recording, turn: int, settings: ModelSettings) -> ForkContext:
-    """The history `parent` sent at `turn` (empty when no model call was made then)."""
+def fork_context(run: Recording | ParentRun, turn: int, settings: ModelSettings) -> ForkContext:
+    """The history `run` sent at `turn` (empty when no model call was made then); of the
+    other turns only the calls whose results that history holds are read."""
+    parent = as_parent(run)
     messages = parent.history(turn)
     system = next((m.get("content") for m in messages if m.get("role") == "system"), None)
     users = [m.get("content") for m in messages if m.get("role") == "user"]
-    mockable = set(mockable_call_ids(messages))
     calls = [
         RecordedCall(n, start.call_id, start.name, start.arguments_raw, end.result if end else "")
-        for n, start, end in parent.tool_calls()
-        if start.call_id in mockable
+        for n, start, end in parent.calls(set(mockable_call_ids(messages)))
     ]
     tools = {spec.name: spec.description for spec in recorded_specs(parent)}
     return ForkContext(
@@ -187,8 +186,9 @@ def fork_context(parent: Recording, turn: int, settings: ModelSettings) -> ForkC
     )
 
 
-def plan_fork(parent: Recording, request: ForkRequest) -> ForkPlan:
+def plan_fork(run: Recording | ParentRun, request: ForkRequest) -> ForkPlan:
     """Check the request against the recording and rebuild the history with the edits."""
+    parent = as_parent(run)
     turns = parent.model_turns
     if not turns:
         raise ForkError(f"run {parent.run_id[:12]} has no model turn to fork from")
@@ -289,16 +289,10 @@ class ForkToolset:
         self.add_live(live or [])
         self.stopped: str | None = None  # why the fork cannot go on, once it cannot
         self.refused: list[str] = []  # tools not run because they may change things
-        self._recorded: dict[CallKey, ToolResult] = {}
-        for _, start, end in plan.parent.tool_calls():
-            if end is None or start.arguments is None:
-                continue
-            mocked = plan.mocks.get(start.call_id)
-            if mocked is not None:
-                result = ToolResult(ok=True, text=mocked, mocked=True)
-            else:
-                result = served_result(end)
-            self._recorded.setdefault(call_key(start.name, start.arguments), result)
+        self._parent = plan.parent
+        self._mocks = plan.mocks
+        # The parent's result of each call made here, looked up when first made.
+        self._recorded: dict[CallKey, ToolResult | None] = {}
 
     def add_live(self, toolsets: list[Toolset]) -> None:
         """Tools that may run for real (e.g. MCP servers started after the agent exists);
@@ -331,12 +325,29 @@ class ForkToolset:
     def specs(self) -> list[ToolSpec]:
         return list(self._specs)
 
+    def recorded(self, name: str, arguments: dict[str, Any]) -> ToolResult | None:
+        """The parent's result of the same call (its first with these arguments), mocked
+        when the request mocks that call's result; None when the parent never made it."""
+        key = call_key(name, arguments)
+        if key not in self._recorded:
+            found = self._parent.recorded_call(key)
+            result = None
+            if found is not None:
+                start, end = found
+                mocked = self._mocks.get(start.call_id)
+                if mocked is not None:
+                    result = ToolResult(ok=True, text=mocked, mocked=True)
+                else:
+                    result = served_result(end)
+            self._recorded[key] = result
+        return self._recorded[key]
+
     def live_names(self) -> set[str]:
         """Offered tools a live toolset can run here."""
         return {spec.name for spec in self._planned if spec.name in self._live}
 
     async def call(self, name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
-        recorded = self._recorded.get(call_key(name, arguments))
+        recorded = self.recorded(name, arguments)
         decision = self.decisions.get(name) or self._policy.decide(name, read_only=False)
         if name in self._client_tools and recorded is None and decision.policy == "recorded":
             shown = json.dumps(arguments, ensure_ascii=False)

@@ -8,7 +8,8 @@ so replay sees exactly what was written. Anything that makes a recording unusabl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from bisect import bisect_left
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from traces.events import (
     Event,
     ModelApi,
     ModelRequest,
+    ModelResponse,
     RunEnd,
     RunStart,
     ToolEnd,
@@ -56,25 +58,16 @@ class Recording:
         return self.turns.get(number)
 
     def history(self, turn: int) -> list[dict[str, Any]]:
-        """The whole conversation turn `turn` sent (empty when it made no model call). A
-        Responses request that sent only what followed the answer it named
-        (`previous_response_id`) and was recorded so (traces before the proxy kept the
-        whole conversation) is rebuilt from the turns before it."""
+        """The whole conversation turn `turn` sent (`sent_history`)."""
+        return sent_history(turn, self.model_turns, self._request, self._answer)
+
+    def _request(self, turn: int) -> ModelRequest | None:
         record = self.turns.get(turn)
-        request = record.request if record is not None else None
-        if request is None:
-            return []
-        messages = [dict(message) for message in request.messages]
-        body = request.body
-        if request.api != "responses" or not body or not body.get("previous_response_id"):
-            return messages
-        if messages != responses.request_parts(body)[0]:
-            return messages  # recorded whole
-        earlier = [n for n in self.model_turns if n < turn]
-        answered = self.turns[earlier[-1]].response if earlier else None
-        if answered is None:
-            return messages
-        return responses.continued([*self.history(earlier[-1]), answered.message], messages)
+        return record.request if record is not None else None
+
+    def _answer(self, turn: int) -> ModelResponse | None:
+        record = self.turns.get(turn)
+        return record.response if record is not None else None
 
     @property
     def api(self) -> ModelApi:
@@ -99,6 +92,43 @@ class Recording:
         last = max(self.turns)
         state = "complete" if self.turns[last].complete else "incomplete"
         return f"inside turn {last} ({state} turn, no run_end)"
+
+
+def sent_history(
+    turn: int,
+    model_turns: Sequence[int],
+    request: Callable[[int], ModelRequest | None],
+    answer: Callable[[int], ModelResponse | None],
+) -> list[dict[str, Any]]:
+    """The whole conversation turn `turn` sent (empty when it made no model call), from a
+    run's `model_turns` and its `request` and `answer` at a turn (each turn's last).
+
+    A Responses request that sent only what followed the answer it named
+    (`previous_response_id`) and was recorded so (traces before the proxy kept the whole
+    conversation) is rebuilt from the turns before it: the earliest one recorded whole, then
+    each answer and what followed it."""
+    sent = request(turn)
+    if sent is None:
+        return []
+    # (the answer before, the messages that followed it), from the latest turn back
+    continuations: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+    while True:
+        messages = [dict(message) for message in sent.messages]
+        body = sent.body
+        if sent.api != "responses" or not body or not body.get("previous_response_id"):
+            break
+        if messages != responses.request_parts(body)[0]:
+            break  # recorded whole
+        earlier = bisect_left(model_turns, turn)
+        answered = answer(model_turns[earlier - 1]) if earlier else None
+        before = request(model_turns[earlier - 1]) if answered is not None else None
+        if answered is None or before is None:
+            break
+        continuations.append((answered.message, messages))
+        turn, sent = model_turns[earlier - 1], before
+    for message, following in reversed(continuations):
+        messages = responses.continued([*messages, message], following)
+    return messages
 
 
 def index_events(events: list[Event], *, path: Path | None = None) -> Recording:

@@ -33,6 +33,7 @@ from traces.recorder import Recorder
 from traces.tree import TurnNode
 from workbench.engine.recording.field_diff import FieldDiff, diff_values
 from workbench.engine.recording.load import Recording
+from workbench.engine.recording.parent import ParentRun
 
 
 def request_view(
@@ -206,7 +207,9 @@ def served_result(end: ToolEnd, *, replayed: bool = True) -> ToolResult:
     )
 
 
-def recorded_specs(recording: Recording, read_only: set[str] | None = None) -> list[ToolSpec]:
+def recorded_specs(
+    recording: Recording | ParentRun, read_only: set[str] | None = None
+) -> list[ToolSpec]:
     """The tools the run offered, exactly as recorded in run_start."""
     start = recording.run_start
     flags = read_only if read_only is not None else recorded_read_only(recording)
@@ -250,7 +253,7 @@ def left_out(names: list[str]) -> list[ToolSpec]:
     return [ToolSpec(name=name, description="", parameters=empty, source="") for name in names]
 
 
-def recorded_read_only(recording: Recording) -> set[str]:
+def recorded_read_only(recording: Recording | ParentRun) -> set[str]:
     """Names of read-only tools: as the run recorded them, else the built-in flags."""
     meta = recording.run_start.meta.get("read_only_tools")
     if isinstance(meta, list):

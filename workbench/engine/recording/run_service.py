@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from workbench.engine.recording.dry_run import DryRun
     from workbench.engine.recording.fork import ForkPlan, ForkRequest
     from workbench.engine.recording.load import Recording
+    from workbench.engine.recording.parent import ParentRun
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -359,9 +360,15 @@ def with_home_policy(request: ForkRequest, home: Path) -> ForkRequest:
 
 
 def fork_dry_run(
-    parent: Recording, request: ForkRequest, settings: ModelSettings, home: Path
+    parent: Recording | ParentRun,
+    request: ForkRequest,
+    settings: ModelSettings,
+    home: Path,
+    *,
+    whole_prefix: bool = True,
 ) -> DryRun:
-    """What `run_fork` would do with the same arguments, run nothing and write nothing."""
+    """What `run_fork` would do with the same arguments, run nothing and write nothing
+    (`dry_run.dry_run`; not `whole_prefix`: only the turns its lines name are read)."""
     from agent_core.tools.builtin import builtin_tools
     from workbench.engine.recording.dry_run import dry_run
     from workbench.engine.recording.fork import plan_fork
@@ -370,11 +377,12 @@ def fork_dry_run(
     setup = fork_setup(parent.run_start, settings, api=parent.api)
     chosen = setup.settings
     model = f"script {chosen.script}" if chosen.script else chosen.model or "none configured"
-    return dry_run(plan, live_toolsets=[builtin_tools(setup.root)], model=model)
+    live: list[Toolset] = [builtin_tools(setup.root)]
+    return dry_run(plan, live_toolsets=live, model=model, whole_prefix=whole_prefix)
 
 
 def run_fork(
-    parent: Recording,
+    parent: Recording | ParentRun,
     request: ForkRequest,
     settings: ModelSettings,
     home: Path,

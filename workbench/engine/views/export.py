@@ -2,26 +2,53 @@
 Markdown (the task, each turn's text, tool calls and results, and the end, to paste in an
 issue).
 
-    text = export_run(store.events(run_id), "md")
+    text = export_run(recording.events, "md")
+    path = export_stored(open_store, run_id, "md", home, progress)  # a window at a time
+
+`export_stored` writes the same document from the store, reading a window of turns (JSON: a
+page of events) at a time, so a run of 200,000 events is written in bounded memory, with
+its progress told as it goes.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import re
-from collections.abc import Sequence
+import textwrap
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal, TypeAlias, assert_never
+from typing import IO, Any, Literal, TypeAlias, assert_never
 
-from traces.events import SCHEMA_VERSION, Event
+from traces.events import EVENT_TYPES, SCHEMA_VERSION, Event
 from traces.run_names import run_file_stem
 from traces.tree import RunChain, ToolCallNode, TurnNode, answer_label, build_chain
+from workbench.engine.recording.parent import OpenStore
+from workbench.engine.recording.window import TurnWindow
 from workbench.engine.views.timeline import Timeline, TurnTimeline, build_timeline, format_ms
 
 ExportFormat: TypeAlias = Literal["json", "md"]
 EXPORT_FORMATS: tuple[ExportFormat, ...] = ("json", "md")
 # Longer texts are cut in Markdown (which people read); JSON keeps everything.
 MD_TEXT_LIMIT = 4_000
+
+
+# How much of a stored run `export_stored` reads at a time: turns (Markdown), events (JSON).
+EXPORT_TURNS = 500
+EXPORT_EVENTS = 2_000
+# What a Markdown export reads of a stored run: every event but the raw chunks, which it
+# does not show (the answer they make is in model_response), and the model requests
+# without what they sent (also not shown). A turn's time is then that of its other
+# events, as it is for every run the workbench writes: a chunk comes between the request
+# and the answer (or the end) of its attempt.
+MARKDOWN_TYPES = [
+    kind for cls in EVENT_TYPES if (kind := cls.model_fields["type"].default) != "model_chunk"
+]
+# How far an export is: (done, of) turns for Markdown, events for JSON.
+ExportProgress: TypeAlias = Callable[[int, int], object]
 
 
 class ExportError(Exception):
@@ -43,16 +70,114 @@ def export_to_home(events: Sequence[Event], run_id: str, fmt: ExportFormat, home
     """Write the run's document to `<home>/exports/<name>.<fmt>`, the name made from the
     run id (`run_file_stem`: an id is data, never a path part); returns its path."""
     text = export_run(events, fmt)
-    folder = home / "exports"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{run_file_stem(run_id)}.{fmt}"
-    path.write_text(text, encoding="utf-8")
+    path = _export_path(home, run_id, fmt)
+    with _written_whole(path) as out:
+        out.write(text)
     return path
 
 
-def _json_document(chain: RunChain, events: Sequence[Event]) -> str:
+def export_stored(
+    open_store: OpenStore,
+    run_id: str,
+    fmt: ExportFormat,
+    home: Path,
+    progress: ExportProgress | None = None,
+) -> Path:
+    """`export_to_home` of a stored run, read a window at a time (`EXPORT_TURNS` turns,
+    `EXPORT_EVENTS` events), each in a session of `open_store` of its own; `progress`
+    hears how far it is before the first and after each. The document is the one
+    `export_run` makes."""
+    with open_store() as store:
+        total = store.count_events(run_id)
+        own = store.events(run_id, types=["run_start", "run_end"])
+        span = store.time_span(run_id)
+        turns = tuple(store.turn_numbers(run_id))
+    if not total:
+        raise ExportError("the run has no events to export")
+    if progress is not None:
+        progress(0, len(turns) if fmt == "md" else total)
+    chain = build_chain(own)
+    chain.run_id = run_id
+    path = _export_path(home, run_id, fmt)
+    with _written_whole(path) as out:
+        if fmt == "json":
+            _write_json(out, _json_head(chain), _event_pages(open_store, run_id, total, progress))
+        elif fmt == "md":
+            duration = (span[1] - span[0]).total_seconds() * 1000.0 if span else 0.0
+            turn_lines = _markdown_turns(open_store, run_id, turns, duration, progress)
+            head, end = _markdown_head(chain, duration), _markdown_end(chain)
+            _write_lines(out, itertools.chain(head, turn_lines, end))
+        else:
+            assert_never(fmt)
+    return path
+
+
+def _export_path(home: Path, run_id: str, fmt: ExportFormat) -> Path:
+    folder = home / "exports"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{run_file_stem(run_id)}.{fmt}"
+
+
+@contextmanager
+def _written_whole(path: Path) -> Iterator[IO[str]]:
+    """`path`, written under a name of its own and put in place whole: a failed or a
+    concurrent export never leaves half a document under the name."""
+    partial = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.part")
+    try:
+        with partial.open("x", encoding="utf-8") as out:
+            yield out
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def _write_lines(out: IO[str], lines: Iterable[str]) -> None:
+    for line in lines:
+        out.write(line + "\n")
+
+
+def _event_pages(
+    open_store: OpenStore, run_id: str, total: int, progress: ExportProgress | None
+) -> Iterable[Event]:
+    done = 0
+    while True:
+        with open_store() as store:
+            page = store.events(run_id, offset=done, limit=EXPORT_EVENTS)
+        if not page:
+            return
+        yield from page
+        done += len(page)
+        if progress is not None:
+            progress(min(done, total), total)
+
+
+def _markdown_turns(
+    open_store: OpenStore,
+    run_id: str,
+    turns: tuple[int, ...],
+    duration: float,
+    progress: ExportProgress | None,
+) -> Iterable[str]:
+    """The Markdown of every turn, read a window of turns at a time."""
+    window: TurnWindow | None = TurnWindow(turns, 0, EXPORT_TURNS)
+    done = 0
+    while window is not None and window.shown is not None:
+        with open_store() as store:
+            events = store.events(run_id, types=MARKDOWN_TYPES, turns=window.shown, sent=False)
+        timeline = build_timeline(events, end_ms=duration)
+        figures = {turn.turn: turn for turn in timeline.turns}
+        for turn in build_chain(events).turns:
+            yield from _markdown_turn(turn, figures.get(turn.turn))
+        done += len(turns[window.start : window.start + window.size])
+        if progress is not None:
+            progress(done, len(turns))
+        step = window.moved(1)
+        window = TurnWindow(turns, step, EXPORT_TURNS) if step is not None else None
+
+
+def _json_head(chain: RunChain) -> dict[str, Any]:
     start, end = chain.start, chain.end
-    document: dict[str, Any] = {
+    return {
         "export": "agent-workbench run",
         "schema_version": start.schema_version if start is not None else SCHEMA_VERSION,
         "run_id": chain.run_id,
@@ -65,9 +190,27 @@ def _json_document(chain: RunChain, events: Sequence[Event]) -> str:
         "answer": end.final_answer if end is not None and end.status == "completed" else None,
         "last_text": end.final_answer if end is not None and end.status != "completed" else None,
         "totals": end.totals.model_dump(mode="json") if end is not None else None,
+    }
+
+
+def _json_document(chain: RunChain, events: Sequence[Event]) -> str:
+    document = {
+        **_json_head(chain),
         "events": [event.model_dump(mode="json") for event in sorted(events, key=_seq)],
     }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def _write_json(out: IO[str], head: dict[str, Any], events: Iterable[Event]) -> None:
+    """`_json_document`, an event at a time: the same text, character for character."""
+    text = json.dumps({**head, "events": []}, indent=2, ensure_ascii=False)
+    out.write(text.removesuffix("[]\n}") + "[")
+    written = False
+    for event in events:
+        item = json.dumps(event.model_dump(mode="json"), indent=2, ensure_ascii=False)
+        out.write(("," if written else "") + "\n" + textwrap.indent(item, "    "))
+        written = True
+    out.write("\n  ]\n}\n" if written else "]\n}\n")
 
 
 def _seq(event: Event) -> int:
@@ -92,6 +235,15 @@ def _quote(text: str) -> list[str]:
 
 
 def _markdown(chain: RunChain, timeline: Timeline) -> list[str]:
+    lines = _markdown_head(chain, timeline.end_ms)
+    figures = {turn.turn: turn for turn in timeline.turns}
+    for turn in chain.turns:
+        lines += _markdown_turn(turn, figures.get(turn.turn))
+    return lines + _markdown_end(chain)
+
+
+def _markdown_head(chain: RunChain, duration_ms: float) -> list[str]:
+    """The run's summary, task, system prompt and fork edits."""
     start, end = chain.start, chain.end
     lines = [f"# Run `{chain.run_id}`", ""]
     rows = [("status", chain.status)]
@@ -104,7 +256,7 @@ def _markdown(chain: RunChain, timeline: Timeline) -> list[str]:
         rows += [
             ("turns", str(totals.turns)),
             ("tokens", f"{totals.input_tokens} in / {totals.output_tokens} out"),
-            ("duration", format_ms(timeline.end_ms)),
+            ("duration", format_ms(duration_ms)),
         ]
     lines += ["| | |", "|---|---|", *(f"| {key} | {value} |" for key, value in rows), ""]
     if start is not None:
@@ -116,10 +268,12 @@ def _markdown(chain: RunChain, timeline: Timeline) -> list[str]:
             target = f" `{edit.target}`" if edit.target else ""
             value = edit.value if isinstance(edit.value, str) else json.dumps(edit.value)
             lines += [f"- fork edit: {edit.kind}{target}", "", *fenced(_clip(value)), ""]
-    figures = {turn.turn: turn for turn in timeline.turns}
-    for turn in chain.turns:
-        lines += _markdown_turn(turn, figures.get(turn.turn))
-    lines += ["## End", ""]
+    return lines
+
+
+def _markdown_end(chain: RunChain) -> list[str]:
+    end = chain.end
+    lines = ["## End", ""]
     if end is None:
         lines.append("**incomplete**: the trace has no run_end (the run was killed or is running)")
         return lines

@@ -176,15 +176,18 @@ class _Builder:
         return turns
 
 
-def build_timeline(events: Sequence[Event]) -> Timeline:
-    """The run's turns and calls as offsets from its first event (`run_start`)."""
+def build_timeline(events: Sequence[Event], end_ms: float | None = None) -> Timeline:
+    """The run's turns and calls as offsets from its first event (`run_start`). `end_ms`:
+    the run's duration when `events` are some of its turns (a call they leave unfinished
+    runs to the run's end), else the duration of `events`."""
     ordered = sorted(events, key=lambda e: e.seq)
     if not ordered:
         return Timeline()
     builder = _Builder(ordered[0].ts)
     for event in ordered:
         builder.add(event)
-    end_ms = run_duration_ms(ordered)
+    if end_ms is None:
+        end_ms = run_duration_ms(ordered)
     start = ordered[0]
     model = getattr(start, "model", None)
     return Timeline(start.run_id, model, end_ms, builder.finish(end_ms))

@@ -1,0 +1,167 @@
+"""Generated runs for reading a run from the store by turn and by call (forks, exports), with
+what pairing and counting are made of; and a store that counts what it hands back."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, cast
+
+from traces.events import (
+    Error,
+    EventBase,
+    McpMessage,
+    ModelChunk,
+    ModelRequest,
+    ModelResponse,
+    RunEnd,
+    RunStart,
+    ToolEnd,
+    ToolStart,
+    Totals,
+)
+from traces.recorder import Recorder
+from traces.store import TraceStore
+from traces.writer import JsonlWriter
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": f"{name} does its thing",
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+        },
+    }
+    for name in ("read_file", "save_note")
+]
+
+
+def varied_run(
+    folder: Path,
+    run_id: str,
+    turns: int,
+    *,
+    ended: bool = True,
+    killed: bool = False,
+    reuse_ids: bool = True,
+    rounds_kept: int | None = None,
+) -> None:
+    """A run of `turns` turns, each a streamed model call asking for one tool call and its
+    result, and a last turn that answers. Turn 2's call is retried (an error, then a second
+    attempt); each call reads one of three files, so the same call is made again; turn 3's
+    arguments do not parse; turn 4's tool is an MCP server's, with its frames. `reuse_ids`:
+    every call has the id `call_0` (as some providers do), else `call_<turn>`; `rounds_kept`:
+    each request sends the system and user message and only that many rounds before it (a
+    trimmed history). Not `ended`: no run_end; `killed`: the last turn stops mid-stream (a
+    request and chunks, nothing after)."""
+    writer = JsonlWriter(folder, run_id)
+    rec = Recorder(run_id, [writer])
+    rec.emit(
+        RunStart,
+        turn=None,
+        task="look around",
+        system_prompt="You look around.",
+        model="gpt-4o-mini",
+        tools=TOOLS,
+        meta={"read_only_tools": ["read_file"]},
+    )
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": "You look around."},
+        {"role": "user", "content": "look around"},
+    ]
+    for turn in range(1, turns + 1):
+        rec.turn = turn
+        attempt = 1
+        sent = history
+        if rounds_kept is not None:
+            rounds = history[2:]
+            sent = history[:2] + rounds[max(0, len(rounds) - 2 * rounds_kept) :]
+        if turn == 2:
+            rec.emit(ModelRequest, messages=list(sent), tools=TOOLS, estimated_tokens=turn)
+            rec.emit(Error, where="model", kind="rate_limit", message="slow down", attempt=1)
+            attempt = 2
+        rec.emit(
+            ModelRequest,
+            attempt=attempt,
+            messages=list(sent),
+            tools=TOOLS,
+            estimated_tokens=10 * turn,
+        )
+        for index in range(3):
+            delta = {"choices": [{"index": 0, "delta": {"content": f"part {index} "}}]}
+            rec.emit(ModelChunk, attempt=attempt, index=index, elapsed_ms=index, data=delta)
+        if killed and turn == turns:
+            break
+        if turn == turns:
+            answer = {"role": "assistant", "content": f"done after {turns} turns"}
+            rec.emit(ModelResponse, attempt=attempt, message=answer, usage={"prompt_tokens": 5})
+            break
+        name = "save_note" if turn == 4 else "read_file"
+        arguments: dict[str, Any] | None = {"path": f"file{turn % 3}.txt"}
+        raw = f'{{"path": "file{turn % 3}.txt"}}'
+        if turn == 3:
+            arguments, raw = None, '{"path": '
+        call_id = "call_0" if reuse_ids else f"call_{turn}"
+        call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": raw}}
+        message = {"role": "assistant", "content": f"turn {turn}", "tool_calls": [call]}
+        rec.emit(
+            ModelResponse,
+            attempt=attempt,
+            message=message,
+            usage={"prompt_tokens": turn, "completion_tokens": 2 * turn},
+        )
+        source = "mcp:notes" if turn == 4 else "builtin"
+        rec.emit(
+            ToolStart,
+            call_id=call_id,
+            name=name,
+            arguments_raw=raw,
+            arguments=arguments,
+            parse_error="unexpected end" if arguments is None else None,
+            source=source,
+        )
+        if turn == 4:
+            rec.emit(McpMessage, server="notes", direction="send", frame={"id": turn})
+            rec.emit(McpMessage, server="notes", direction="recv", frame={"id": turn})
+        result = f"result of turn {turn}"
+        rec.emit(
+            ToolEnd,
+            call_id=call_id,
+            name=name,
+            ok=arguments is not None,
+            result=result,
+            error=None if arguments is not None else "bad_arguments",
+            duration_ms=1.5,
+        )
+        history += [message, {"role": "tool", "tool_call_id": call_id, "content": result}]
+    if ended and not killed:
+        rec.emit(RunEnd, turn=None, status="completed", totals=Totals(turns=turns))
+    rec.close()
+
+
+class CountingStore:
+    """A store that counts the typed events its reads hand back (and nothing else changes)."""
+
+    def __init__(self, store: TraceStore) -> None:
+        self.store = store
+        self.events_read = 0
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self.store, name)
+        if not callable(found):
+            return found
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            result = found(*args, **kwargs)
+            if isinstance(result, list):
+                self.events_read += sum(isinstance(item, EventBase) for item in result)
+            return result
+
+        return counted
+
+    @contextmanager
+    def session(self) -> Iterator[TraceStore]:
+        """What `StoredParent` and `export_stored` open the store with."""
+        yield cast(TraceStore, self)

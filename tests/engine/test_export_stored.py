@@ -1,0 +1,89 @@
+"""Exporting a stored run (`export_stored`: the TUI's export) writes the very document
+`export_run` makes of the whole recording, reading the store a window of turns (JSON: a
+page of events) at a time, and tells how far it is as it goes."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.engine.stored_runs import CountingStore, varied_run
+from traces.reader import read_trace
+from traces.store import TraceStore
+from workbench.engine.views.export import (
+    EXPORT_EVENTS,
+    EXPORT_FORMATS,
+    EXPORT_TURNS,
+    ExportError,
+    ExportFormat,
+    export_run,
+    export_stored,
+)
+
+GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "v1"
+LONG_TURNS = 2 * EXPORT_TURNS + 50  # three windows of turns
+
+
+def _home(tmp_path: Path) -> tuple[Path, Path]:
+    home = tmp_path / "home"
+    (home / "traces").mkdir(parents=True)
+    return home, home / "traces"
+
+
+@pytest.mark.parametrize("fmt", ["md", "json"])
+def test_stored_exports_of_recorded_runs_are_their_documents(
+    tmp_path: Path, fmt: ExportFormat
+) -> None:
+    home, folder = _home(tmp_path)
+    for trace in GOLDEN.glob("*.jsonl"):
+        shutil.copy(trace, folder / trace.name)
+    varied_run(folder, "5" * 32, 7)
+    with TraceStore.for_home(home) as store:
+        store.ingest_home(home)
+        counting = CountingStore(store)
+        for trace in folder.glob("*.jsonl"):
+            path = export_stored(counting.session, trace.stem, fmt, home)
+            assert path == home / "exports" / f"{trace.stem}.{fmt}"
+            whole = export_run(list(read_trace(trace).events), fmt)
+            assert path.read_text(encoding="utf-8") == whole
+    assert sorted(p.name for p in (home / "exports").iterdir()) == sorted(
+        f"{trace.stem}.{fmt}" for trace in folder.glob("*.jsonl")
+    )  # and nothing half written beside them
+
+
+@pytest.mark.parametrize(
+    ("ended", "killed"),
+    [(True, False), (False, False), (False, True)],
+    ids=["ended", "cut off before run_end", "killed mid-stream"],
+)
+def test_a_long_run_is_exported_a_window_at_a_time(
+    tmp_path: Path, ended: bool, killed: bool
+) -> None:
+    home, folder = _home(tmp_path)
+    run_id = "6" * 32
+    varied_run(folder, run_id, LONG_TURNS, ended=ended, killed=killed, rounds_kept=2)
+    events = list(read_trace(folder / f"{run_id}.jsonl").events)
+    assert len(events) > EXPORT_EVENTS  # JSON is paged too
+    with TraceStore.for_home(home) as store:
+        store.ingest_home(home)
+        for fmt in EXPORT_FORMATS:
+            told: list[tuple[int, int]] = []
+            counting = CountingStore(store)
+            path = export_stored(
+                counting.session, run_id, fmt, home, lambda *n, told=told: told.append(n)
+            )
+            assert path.read_text(encoding="utf-8") == export_run(events, fmt)
+            total = LONG_TURNS if fmt == "md" else len(events)
+            assert told[0] == (0, total) and told[-1] == (total, total)
+            assert told == sorted(told) and len(told) > 2  # as it goes
+    text = (home / "exports" / f"{run_id}.md").read_text(encoding="utf-8")
+    assert text.count("\n## Turn ") == LONG_TURNS
+
+
+def test_a_run_the_store_does_not_hold_is_not_exported(tmp_path: Path) -> None:
+    home, _ = _home(tmp_path)
+    with TraceStore.for_home(home) as store, pytest.raises(ExportError, match="no events"):
+        export_stored(CountingStore(store).session, "9" * 32, "md", home)
+    assert not (home / "exports").exists() or not any((home / "exports").iterdir())

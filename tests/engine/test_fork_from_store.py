@@ -1,0 +1,106 @@
+"""A fork read from the store (`StoredParent`: what the TUI's fork dialog, its plan and its
+run use) is the fork read from the recording in memory: the same context, plan, dry run and
+recorded results at every turn of a varied run. It reads the fork turn and the calls its
+history names, not the run: forking the last turn of a long run reads as much as of a
+short one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.engine.stored_runs import CountingStore, varied_run
+from traces.store import TraceStore
+from workbench.engine.recording.dry_run import dry_run
+from workbench.engine.recording.fork import (
+    ForkRequest,
+    ForkToolset,
+    fork_context,
+    mockable_call_ids,
+    plan_fork,
+)
+from workbench.engine.recording.load import read_recording_file
+from workbench.engine.recording.parent import StoredParent
+from workbench.engine.recording.run_service import ModelSettings
+
+VARIED = "5" * 32
+
+
+def _ingested(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    with TraceStore.for_home(home) as store:
+        store.ingest_home(home)
+    return home
+
+
+def test_every_turn_forks_the_same_from_the_store_as_from_the_recording(tmp_path: Path) -> None:
+    folder = tmp_path / "home" / "traces"
+    folder.mkdir(parents=True)
+    varied_run(folder, VARIED, 7)
+    recording = read_recording_file(folder / f"{VARIED}.jsonl")
+    home = _ingested(tmp_path)
+    with TraceStore.for_home(home) as store:
+        parent = StoredParent.load(CountingStore(store).session, VARIED[:8])  # a prefix will do
+        assert (parent.run_id, parent.run_start) == (VARIED, recording.run_start)
+        assert parent.model_turns == recording.model_turns == list(range(1, 8))
+        assert parent.api == recording.api
+        settings = ModelSettings()
+        for turn in recording.model_turns:
+            assert fork_context(parent, turn, settings) == fork_context(recording, turn, settings)
+            mocks = {call_id: "mocked" for call_id in mockable_call_ids(recording.history(turn))}
+            request = ForkRequest(
+                turn=turn, system="Look harder.", tool_descriptions={"save_note": "Saves."}
+            )
+            request.mocks = mocks
+            stored, recorded = plan_fork(parent, request), plan_fork(recording, request)
+            assert stored.messages == recorded.messages and stored.specs == recorded.specs
+            assert (stored.edits, stored.task, stored.system_prompt) == (
+                recorded.edits,
+                recorded.task,
+                recorded.system_prompt,
+            )
+            assert stored.parent.request(turn) == recording.turns[turn].request
+            assert dry_run(stored).to_json() == dry_run(recorded).to_json()
+            # A screen's plan reads only the turns its lines name, and reads the same.
+            assert dry_run(stored, whole_prefix=False).lines() == dry_run(recorded).lines()
+            tools = ForkToolset(stored), ForkToolset(recorded)
+            for name, path in [("read_file", f"file{n}.txt") for n in range(3)] + [
+                ("save_note", "file1.txt"),
+                ("read_file", "nowhere.txt"),
+            ]:
+                from_store, from_file = (t.recorded(name, {"path": path}) for t in tools)
+                assert from_store == from_file
+    # What the checks above went through: a retried call, results of the same call, a
+    # mocked one, and calls never made.
+    plan = plan_fork(recording, ForkRequest(turn=7))
+    assert [p.model_calls for p in dry_run(plan).prefix] == [1, 2, 1, 1, 1, 1]
+    assert ForkToolset(plan).recorded("read_file", {"path": "file1.txt"}) is not None
+    assert ForkToolset(plan).recorded("read_file", {"path": "nowhere.txt"}) is None
+
+
+def test_forking_the_last_turn_of_a_long_run_reads_that_turn_not_the_run(tmp_path: Path) -> None:
+    folder = tmp_path / "home" / "traces"
+    folder.mkdir(parents=True)
+    lengths = {"1" * 32: 20, "4" * 32: 400}
+    for run_id, turns in lengths.items():
+        varied_run(folder, run_id, turns, reuse_ids=False, rounds_kept=3)
+    home = _ingested(tmp_path)
+    read: dict[int, int] = {}
+    with TraceStore.for_home(home) as store:
+        for run_id, turns in lengths.items():
+            counting = CountingStore(store)
+            parent = StoredParent.load(counting.session, run_id)
+            context = fork_context(parent, turns, ModelSettings())
+            plan = plan_fork(parent, ForkRequest(turn=turns, mocks={f"call_{turns - 1}": "x"}))
+            planned, shown = dry_run(plan), dry_run(plan, whole_prefix=False)
+            read[turns] = counting.events_read
+            # What the dialog shows: the history of the turn, the calls it holds, the plan.
+            assert [c.call_id for c in context.calls] == [
+                f"call_{n}" for n in range(turns - 3, turns)
+            ]
+            assert len(planned.prefix) == turns - 1
+            assert f"… {turns - 1 - 6:,} turns more …" in planned.lines()[1]
+            assert shown.lines() == planned.lines() and len(shown.prefix) == 6
+            assert shown.to_json()["prefix_turns"] == turns - 1
+    # The fork turn's request, the three calls its history holds, the run_start: the same
+    # for a run of 400 turns as for one of 20.
+    assert read[400] == read[20] <= 12
