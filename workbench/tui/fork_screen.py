@@ -174,9 +174,10 @@ class ForkScreen(WorkbenchScreen):
             self.result = result
 
     class Planned(Message):
-        def __init__(self, plan: DryRun) -> None:
+        def __init__(self, plan: DryRun, of: tuple[ForkRequest, Endpoint]) -> None:
             super().__init__()
             self.plan = plan
+            self.of = of  # the request and model it is the plan of
 
     def __init__(self, run_id: str, turn: int, *, mock_call: str | None = None) -> None:
         super().__init__()
@@ -190,7 +191,8 @@ class ForkScreen(WorkbenchScreen):
         self._edit_key: str | None = None  # what the edit box shows
         self._call_id: str | None = None  # which result the mock box shows
         self._cancel: CancelFork | None = None
-        self._planned: ForkRequest | None = None  # what the plan shown (or coming) is of
+        # The request and model the plan shown (or on its way) is of.
+        self._planned: tuple[ForkRequest, Endpoint] | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -301,7 +303,7 @@ class ForkScreen(WorkbenchScreen):
             calls.value = wanted
         self._show_changes()
         request = self.fork_request()
-        if request != self._planned:
+        if (request, self.endpoint()) != self._planned:
             self._start_plan(request)
         output = self.output
         if context.fork_script is not None:
@@ -327,15 +329,18 @@ class ForkScreen(WorkbenchScreen):
     # ------------------------------------------------------------------ the plan
 
     def _start_plan(self, request: ForkRequest) -> None:
-        self._planned = request
-        self._plan(request, self.endpoint())
+        endpoint = self.endpoint()
+        self._planned = (request, endpoint)
+        self._plan(request, endpoint)
 
     @work(thread=True, exclusive=True, group="plan", exit_on_error=False)
     def _plan(self, request: ForkRequest, endpoint: Endpoint) -> None:
-        self.post_message(self.Planned(self.backend.fork_plan(self.run_id, request, endpoint)))
+        plan = self.backend.fork_plan(self.run_id, request, endpoint)
+        self.post_message(self.Planned(plan, (request, endpoint)))
 
     def on_fork_screen_planned(self, message: Planned) -> None:
-        self.query_one("#fork-plan", Static).update(plan_text(message.plan))
+        if message.of == self._planned:  # not one asked for before the latest
+            self.query_one("#fork-plan", Static).update(plan_text(message.plan))
 
     @on(Input.Submitted, "#fork-turn")
     def _turn_changed(self, event: Input.Submitted) -> None:
