@@ -210,6 +210,9 @@ async def test_the_fork_form_is_remembered_and_ctrl_c_asks_first(home: Path) -> 
         again = app.screen
         assert isinstance(again, ForkScreen) and again is not fork
         assert again.draft.mocks == {"call_e1": "20"}
+        # The remembered call is picked once the context is in; its result shows when the
+        # pick's change lands (after the context, on a busy machine a frame or more later).
+        await settle(pilot, lambda: again.query_one("#fork-mock", TextArea).display)
         assert again.query_one("#fork-mock", TextArea).text == "20"
         assert again.query_one("#fork-model", Input).value == "my-model"
 

@@ -131,6 +131,15 @@ def _being_created(path: Path) -> bool:
         return False
 
 
+def _file_identity(path: Path) -> tuple[int, int, int] | None:
+    """Which file `path` is and how far it is written: a replaced or grown file differs."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_ino, info.st_size, info.st_mtime_ns
+
+
 def _check_writable(path: Path) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -181,13 +190,20 @@ class TraceStore:
         deadline = time.monotonic() + wait_s
         pause = 0.02
         while True:
+            seen = _file_identity(path)
             try:
                 conn = duckdb.connect(str(path), read_only=read_only)
                 break
             except duckdb.Error as exc:
                 error = _open_error(path, exc)
                 # Another process holds the file, or is making it: wait for it either way.
-                waits = isinstance(error, StoreLockedError) or _being_created(path)
+                # A file that changed meanwhile (the maker moved the finished one into
+                # place) is tried again: what failed was what was there before.
+                waits = (
+                    isinstance(error, StoreLockedError)
+                    or _being_created(path)
+                    or _file_identity(path) != seen
+                )
                 if not waits or time.monotonic() >= deadline:
                     raise error from None
             time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
