@@ -12,6 +12,7 @@ its progress told as it goes.
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 import os
@@ -194,15 +195,14 @@ def _json_head(chain: RunChain) -> dict[str, Any]:
 
 
 def _json_document(chain: RunChain, events: Sequence[Event]) -> str:
-    document = {
-        **_json_head(chain),
-        "events": [event.model_dump(mode="json") for event in sorted(events, key=_seq)],
-    }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    out = io.StringIO()
+    _write_json(out, _json_head(chain), sorted(events, key=_seq))
+    return out.getvalue()
 
 
 def _write_json(out: IO[str], head: dict[str, Any], events: Iterable[Event]) -> None:
-    """`_json_document`, an event at a time: the same text, character for character."""
+    """The JSON document (`head` with its `events`, indented by 2), an event at a time:
+    the text `json.dumps` of the whole document would write, character for character."""
     text = json.dumps({**head, "events": []}, indent=2, ensure_ascii=False)
     out.write(text.removesuffix("[]\n}") + "[")
     written = False
