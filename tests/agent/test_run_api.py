@@ -148,9 +148,14 @@ async def _fork_in_the_dialog(home: Path, run_id: str) -> str | None:
     from tests.tui.conftest import settle
     from workbench.tui import Endpoint, WorkbenchApp
     from workbench.tui.fork_screen import ForkScreen
+    from workbench.tui.runs_screen import RunsScreen
 
     app = WorkbenchApp(home, endpoint=Endpoint.from_env(), watch=False)
     async with app.run_test(size=(160, 45)) as pilot:
+        # As a user opens it: on a run the list shows, once the new trace is picked up.
+        runs = app.screen
+        assert isinstance(runs, RunsScreen)
+        await settle(pilot, lambda: runs.runs_list.total == 1)
         dialog = ForkScreen(run_id, 2)
         await app.push_screen(dialog)
         await settle(pilot, lambda: dialog.context is not None)
