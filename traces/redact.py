@@ -18,6 +18,11 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 REDACTION_MARK = "[REDACTED:"
 SECRET_PLACEHOLDER = "[REDACTED:api_key]"
 _AUTH_KEYS = frozenset({"authorization", "proxy-authorization", "api_key", "api-key", "x-api-key"})
+# What `json_clean` looks for in the lowered text besides the secrets and their forms.
+_AUTH_WORDS = ("authorization", "bearer", "api_key", "api-key")
+# The characters, lowered, of JSON numbers, times, true/false/null (NaN and Infinity too)
+# and of what separates values, keys and the start of an object.
+_SCALAR_CHARACTERS = frozenset("0123456789+-.:,{etz" + "truefalsnl" + "nainfity")
 # Bearer tokens and common key shapes, wherever they appear inside text.
 _BEARER = re.compile(r"(?i)\bBearer\s+[A-Za-z0-9._~+/=-]{8,}")
 # Characters JSON serializers write unchanged, so a secret made of them appears verbatim.
@@ -75,16 +80,21 @@ class Redactor:
             value = pattern.sub(f"[REDACTED:pattern-{number}]", value)
         return value
 
-    def json_clean(self, text: str) -> bool:
+    def json_clean(self, text: str, start: int = 0) -> bool:
         """Whether `text`, a serialized JSON value, holds nothing to redact: redacting its
         values would change nothing. False when it may, and the caller must walk the values
         (`value`). The check reads the text alone: secrets, auth key names and "bearer" are
         made of characters JSON writes verbatim, so a value holding one shows it in the
         text. Custom patterns could match text an escape hides, so any pattern means False.
         Redacting in the text itself is not attempted: next to an escape (`\\n`), inside a
-        number or a key it would differ from redacting the values."""
+        number or a key it would differ from redacting the values.
+
+        With `start`, only the text from there is read: for a caller that knows nothing
+        before it can hold anything to redact (`absent_from`)."""
         if not self.verbatim:
             return False
+        if start:
+            text = text[start:]
         lowered = text.lower()
         # "authorization" and "api-key" are inside every other name in _AUTH_KEYS, so these
         # scans are enough to know whether an auth-named key may be present.
@@ -101,6 +111,22 @@ class Redactor:
                 return False
         for form in self._hex:  # noqa: SIM110 (see above)
             if form in lowered:
+                return False
+        return True
+
+    def absent_from(self, strings: Iterable[str]) -> bool:
+        """Whether nothing `json_clean` looks for can occur in the JSON text of an object
+        whose keys and string values are `strings` or times (`2026-01-02T03:04:05.678Z`) and
+        whose other values are numbers, booleans or null (an event's envelope). What it looks
+        for holds no `"`, so it lies inside one string of the text or in what lies between
+        two: a look-alike made only of the characters of numbers, times, literals and
+        separators could occur anywhere; any other only inside one of `strings`."""
+        if not self.verbatim:
+            return False
+        inside = [text.lower() for text in strings]
+        for form in (*_AUTH_WORDS, *self._secrets, *self._encoded, *self._hex):
+            lowered = form.lower()
+            if set(lowered) <= _SCALAR_CHARACTERS or any(lowered in text for text in inside):
                 return False
         return True
 
@@ -270,15 +296,18 @@ class ChunkStream(Generic[T]):
     def holding(self) -> bool:
         return bool(self._held)
 
-    def passes(self, text: str) -> bool:
+    def passes(self, text: str, start: int = 0) -> bool:
         """Whether a chunk whose JSON text is `text` would go straight through `push`, as
         its text alone shows: nothing is held, and no string in it holds a secret or ends
-        with the start of one. False when in doubt (then `push` decides)."""
+        with the start of one. False when in doubt (then `push` decides). `start` is where
+        the chunk's raw data begins in `text`: `push` reads nothing else."""
         if self._generation != self._redactor.generation:
             self._learn()
         if not self._secrets and not self._partial:
             return True
-        return not self._held and self._quick is not None and self._quick.search(text) is None
+        return (
+            not self._held and self._quick is not None and self._quick.search(text, start) is None
+        )
 
     def push(self, item: T, data: dict[str, Any]) -> list[tuple[T, dict[str, Any]]]:
         if self._generation != self._redactor.generation:

@@ -33,6 +33,8 @@ from traces.run_names import is_safe_run_id
 # A request's messages and tools are left out of pydantic's text and spliced back in from
 # texts kept from request to request (a set: pydantic takes it faster than a frozenset).
 _HISTORY = {"messages", "tools"}
+# The keys a model chunk's line has before its data.
+_CHUNK_ENVELOPE = [name for name in ModelChunk.model_fields if name != "data"]
 
 
 def to_json(value: Any) -> bytes:
@@ -65,6 +67,8 @@ class JsonlWriter:
         self._messages = _JoinedItems()
         self._tools = _JoinedItems()
         self._stream: ChunkStream[ModelChunk] = ChunkStream(self.redactor)
+        self._envelope_key: tuple[str, int] | None = None
+        self._envelope_ok = False
         # Why the trace could not be written whole (a full disk, say): the file then ends
         # at its last whole line and nothing more is written to it.
         self.failure: str | None = None
@@ -90,22 +94,40 @@ class JsonlWriter:
         # `_line`, inlined: this runs for every chunk of every answer.
         line = event.__pydantic_serializer__.to_json(event)
         text = line.decode()
+        start = 0
         if type(event) is ModelChunk:
+            # The first `,"data":` is the key itself: only the run id and ts strings (where
+            # quotes are escaped) and numbers and null come before it.
+            data_at = text.find(',"data":')
             # Chunks go through the stream's redaction, which may hold one back a moment;
-            # most show by their text alone that it would pass them straight on.
-            if not self._stream.passes(text):
+            # most show by their data's text alone that it would pass them straight on.
+            if not self._stream.passes(text, data_at):
                 ready = self._stream.push(event, event.data)
                 if ready != [(event, event.data)]:  # held, or after others, or redacted
                     self._write_chunks(ready)
                     return
+            if self._envelope_clean(event):
+                start = data_at
         elif self._stream.holding:
             self._write_chunks(self._stream.flush())
-        if not self.redactor.json_clean(text):
+        if not self.redactor.json_clean(text, start):
             line = to_json(self.redactor.value(event.model_dump(mode="json")))
         data = line + b"\n"
         written = file.write(data) or 0
         if written < len(data):
             self._put(data[written:])
+
+    def _envelope_clean(self, chunk: ModelChunk) -> bool:
+        """Whether nothing to redact can occur in a chunk's fields before its data (so that
+        only the data's text need be read): asked again when the run id or the redactor's
+        secrets change."""
+        key = (chunk.run_id, self.redactor.generation)
+        if key != self._envelope_key:
+            self._envelope_key = key
+            self._envelope_ok = self.redactor.absent_from(
+                [*_CHUNK_ENVELOPE, chunk.run_id, chunk.type]
+            )
+        return self._envelope_ok
 
     def _write_chunks(self, chunks: list[tuple[ModelChunk, dict[str, Any]]]) -> None:
         for chunk, data in chunks:

@@ -11,6 +11,7 @@ chunks is redacted across them.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import random
 from datetime import UTC, datetime, timedelta, timezone
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pydantic_core
+import pytest
 
 from agent_core.agent import Agent, AgentConfig
 from agent_core.model.scripted import ScriptedModel
@@ -397,3 +399,44 @@ def test_times_are_written_in_utc_with_microseconds_whatever_came_before() -> No
             ts = ts.replace(microsecond=0)
         expected = ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         assert ts_text(ts) == expected
+
+
+# Secrets that show in a chunk's fields before its data (where the writer reads only the
+# data's text when nothing to redact can occur there): in the run id, as its base64 form,
+# in a time, as the type's value and as a key.
+ENVELOPE_SECRETS = {
+    "run id": ("run-sk-envelope-0123", "sk-envelope-0123"),
+    "base64 in run id": ("run-" + base64.b64encode(b"sk-b64-secret-9").decode(), "sk-b64-secret-9"),
+    "time": ("run-t", "2026-03-01T12"),
+    "type": ("run-type", "model_chunk"),
+    "key": ("run-key", "elapsed_ms"),
+    "none there": ("run-data", "sk-only-in-data-77"),
+}
+
+
+@pytest.mark.parametrize("case", ENVELOPE_SECRETS)
+def test_a_secret_in_a_chunks_fields_before_its_data_is_redacted_there(
+    tmp_path: Path, case: str
+) -> None:
+    run_id, secret = ENVELOPE_SECRETS[case]
+    redactor = Redactor([secret])
+    writer = JsonlWriter(tmp_path, run_id, redactor)
+    reference = ReferenceLines(redactor)
+    start = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+    for index, text in enumerate(["Hello ", "there, ", f"the key is {secret}.", " Done"]):
+        chunk = ModelChunk(
+            run_id=run_id,
+            seq=index,
+            ts=start + timedelta(milliseconds=index),
+            turn=1,
+            index=index,
+            elapsed_ms=0.5 * index,
+            data={"choices": [{"index": 0, "delta": {"content": text}}]},
+        )
+        writer.write(chunk)  # type: ignore[arg-type]
+        reference.add(chunk)
+    writer.close()
+    lines = written_lines(writer.path)
+    assert lines == reference.done()
+    assert not any(secret in line for line in lines)
+    assert "[REDACTED:api_key]" in lines[2]
