@@ -14,7 +14,9 @@ Then every other screen a user opens on the big run, each timed the same way wit
 the process grew while it opened: the timeline (its first and next window of turns), the
 schema diff and the chain comparison with a small run and with itself, the fork dialog and
 its dry-run plan, export and verify replay (each until its notice shows, then to its end
-with the longest the screen went without a frame meanwhile), search inside the run (`/`, `n`).
+with the longest the screen went without a frame meanwhile: the notice and that frame are
+held to the target, the end, which takes as long as the run is long, is printed apart),
+search inside the run (`/`, `n`).
 `--no-screens` leaves those out, `--no-walk` the stepper's walk. With `--copy-store`, `--home`
 is measured on a copy of its store (made once under `--data`, without the traces folder, so
 there is no startup ingest check to time): the home itself is then only read.
@@ -115,6 +117,9 @@ def rss_mb() -> float:
 
 # (screen, MB the process grew while it opened), filled by `measure_screens`
 memory: list[tuple[str, float]] = []
+# (work a screen started, seconds to its end): long work that shows its progress meanwhile,
+# printed beside the screens and not held to their target
+outcomes: list[tuple[str, float]] = []
 
 
 async def measure(
@@ -350,13 +355,13 @@ async def measure_screens(app: Any, pilot: Any, big: str, results: list[tuple[st
         await pilot.pause(POLL_S)
         now = time.perf_counter()
         stall, last = max(stall, now - last), now
-    results.append(("export (x): the run as Markdown", time.perf_counter() - started))
+    # The file takes as long as the run is long (as verify's outcome below): what must be
+    # within the target is its notice and every frame the screen draws meanwhile.
+    written = time.perf_counter() - started
+    outcomes.append(("export (x): the whole run written as Markdown", written))
     memory.append(("export (x): the run as Markdown", rss_mb() - before))
     results.append(("export: longest frozen frame", stall))
-    print(
-        f"export: written in {results[-2][1]:.1f} s; the screen stalled "
-        f"{stall * 1000:.0f} ms at most"
-    )
+    print(f"export: written in {written:.1f} s; the screen stalled {stall * 1000:.0f} ms at most")
     for notice in list(app._notifications):  # the home keeps no export of the bench
         if notice.message.startswith("Exported the run as Markdown to "):
             os.unlink(notice.message.removeprefix("Exported the run as Markdown to "))
@@ -400,6 +405,7 @@ async def measure_screens(app: Any, pilot: Any, big: str, results: list[tuple[st
         now = time.perf_counter()
         stall, last = max(stall, now - last), now
     done = time.perf_counter() - started
+    outcomes.append(("verify replay (v): its outcome", done))
     print(
         f"verify replay: {done:.1f} s to its outcome; the screen stalled "
         f"{stall * 1000:.0f} ms at most"
@@ -450,6 +456,10 @@ def main() -> int:
         flag = "" if seconds < TARGET_S else "  over target"
         print(f"{label:<46} {seconds * 1000:>17.0f} ms{flag}")
     print(f"\nworst {worst * 1000:.0f} ms (target < {TARGET_S * 1000:.0f} ms)")
+    if outcomes:
+        print(f"\n{'long work, its progress shown meanwhile':<46} {'to its end':>20}")
+        for label, seconds in outcomes:
+            print(f"{label:<46} {seconds * 1000:>17.0f} ms")
     if memory:
         print(f"\n{'screen':<46} {'RSS growth':>20}")
         for label, grown in memory:
