@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import copy
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Generic, TypeVar
@@ -227,7 +228,8 @@ T = TypeVar("T")
 Channel = tuple[Any, ...]
 
 
-def _quick_look(secrets: list[str]) -> re.Pattern[str]:
+@functools.lru_cache(maxsize=64)  # a proxy opens a writer for every run, with the same key
+def _quick_look(secrets: tuple[str, ...]) -> re.Pattern[str]:
     """What, in a chunk's JSON text, may show a secret or the start of one at the end of a
     text: a secret itself, or a start of one closing a string (a string value is closed by
     `"` then `,`, `}` or `]`; a key by `":`). With secrets made of characters JSON writes
@@ -290,7 +292,7 @@ class ChunkStream(Generic[T]):
         """Take the redactor's secrets as they are now (a key may be added mid-run)."""
         self._generation = self._redactor.generation
         self._secrets = self._redactor.secrets
-        self._quick = _quick_look(self._secrets) if self._redactor.verbatim else None
+        self._quick = _quick_look(tuple(self._secrets)) if self._redactor.verbatim else None
 
     @property
     def holding(self) -> bool:

@@ -144,3 +144,51 @@ async def test_many_concurrent_streams_pass_unheld_and_are_all_recorded_exactly(
         assert [e["type"] for e in events][-2:] == ["model_response", "run_end"]
         assert events[-2]["message"]["content"] == text
         assert events[-1]["status"] == "completed" and events[-1]["final_answer"] == text
+
+
+def test_a_long_fleet_of_runs_is_remembered_up_to_a_bound(tmp_path: Path) -> None:
+    """Ended runs are kept for follow-ups up to MAX_REMEMBERED_RUNS (looked over once
+    FORGET_EVERY more runs are known, not at each new run, so a few more may wait to be
+    forgotten): the newest follow up as before, the oldest are forgotten, and what the book
+    holds stays bounded however many runs came."""
+    import time
+
+    from workbench.engine.http.capture import FORGET_EVERY, MAX_REMEMBERED_RUNS, CaptureBook
+
+    def ask(n: int) -> list[dict[str, Any]]:
+        return [{"role": "user", "content": f"question {n}"}]
+
+    def answer(n: int) -> bytes:
+        message = {"role": "assistant", "content": f"answer {n}"}
+        return json.dumps({"choices": [{"index": 0, "message": message}]}).encode()
+
+    book = CaptureBook(tmp_path, "http://upstream.invalid/v1", None)
+    total = MAX_REMEMBERED_RUNS + 3 * FORGET_EVERY
+    for n in range(total):
+        exchange = book.begin({"model": "m", "messages": ask(n)}, {}, "", time.monotonic())
+        assert exchange is not None
+        exchange.completion(answer(n), time.monotonic())
+        ended = [run for run in book.runs.values() if run.state in ("completed", "ended")]
+        # (the one answering when the book last looked may end after it)
+        assert len(ended) <= MAX_REMEMBERED_RUNS + FORGET_EVERY + 1
+    assert len(book.runs) >= MAX_REMEMBERED_RUNS  # ...and no more were forgotten than that
+
+    def follow_up(n: int) -> str:
+        said = [*ask(n), {"role": "assistant", "content": f"answer {n}"}]
+        body = {"model": "m", "messages": [*said, {"role": "user", "content": "and then?"}]}
+        exchange = book.begin(body, {}, "", time.monotonic())
+        assert exchange is not None
+        exchange.completion(answer(-1), time.monotonic())
+        return exchange.run.run_id
+
+    def parent(run_id: str) -> str | None:
+        with (tmp_path / "traces" / f"{run_id}.jsonl").open() as trace:
+            parent_id: str | None = json.loads(trace.readline())["parent_run_id"]
+            return parent_id
+
+    newest = next(reversed(book.runs))
+    recent, oldest = follow_up(total - 1), follow_up(0)
+    assert book.problems == []
+    book.close()
+    assert parent(recent) == newest  # remembered: the follow-up names the run it continues
+    assert parent(oldest) is None  # forgotten long ago: a run of its own

@@ -64,8 +64,10 @@ RUN_HEADER = "x-workbench-run"
 # A stream's chunks are most of what the proxy records; their fields are built here from
 # decoded JSON objects and numbers, so they skip validation (as the agent's requests do).
 _trusted_chunk = cast(type[ModelChunk], ModelChunk.model_construct)
-# Runs remembered after they ended, for follow-ups; older ones are forgotten.
+# Runs remembered after they ended, for follow-ups; older ones are forgotten, looked for
+# once FORGET_EVERY more runs are known (not at every new run: a look reads them all).
 MAX_REMEMBERED_RUNS = 1000
+FORGET_EVERY = 64
 
 RunState = Literal["answering", "waiting", "failed", "completed", "abandoned", "ended"]
 
@@ -286,6 +288,7 @@ class CaptureBook:
         # Events are stamped with when they happened, though recorded a little later.
         self._clock = (time.monotonic(), utc_now())
         self.runs: OrderedDict[str, CapturedRun] = OrderedDict()
+        self._forget_at = MAX_REMEMBERED_RUNS  # how many runs known make `_forget_old` look
         self.problems: list[str] = []
         # Runs a request may continue, by the text of what it must repeat: ("retry", the
         # failed request's messages) or ("extend", the conversation so far).
@@ -526,10 +529,13 @@ class CaptureBook:
         self._sizes.clear()
 
     def _forget_old(self) -> None:
+        if len(self.runs) <= self._forget_at:
+            return
         ended = [r for r in self.runs.values() if r.state in ("completed", "ended")]
         for run in ended[: max(0, len(ended) - MAX_REMEMBERED_RUNS)]:
             self._settled(run)
             self.runs.pop(run.run_id, None)
+        self._forget_at = len(self.runs) + FORGET_EVERY
 
     def report(self, message: str) -> None:
         """A recording problem, said once however often it happens."""
