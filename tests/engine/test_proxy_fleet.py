@@ -192,3 +192,37 @@ def test_a_long_fleet_of_runs_is_remembered_up_to_a_bound(tmp_path: Path) -> Non
     book.close()
     assert parent(recent) == newest  # remembered: the follow-up names the run it continues
     assert parent(oldest) is None  # forgotten long ago: a run of its own
+
+
+def test_a_fleet_sending_the_same_conversation_follows_up_its_newest_run(tmp_path: Path) -> None:
+    """Many clients send the same prompt and get the same answer: a follow-up of it
+    continues the newest of those runs, and each run taken out of the index (answering
+    again, or forgotten) leaves the others in it."""
+    import time
+
+    from workbench.engine.http.capture import CaptureBook
+
+    asked = [{"role": "user", "content": "the same question"}]
+    said = [*asked, {"role": "assistant", "content": "the same answer"}]
+    answer = json.dumps({"choices": [{"index": 0, "message": said[-1]}]}).encode()
+    book = CaptureBook(tmp_path, "http://upstream.invalid/v1", None)
+    made = []
+    for _ in range(300):
+        exchange = book.begin({"model": "m", "messages": asked}, {}, "", time.monotonic())
+        assert exchange is not None
+        exchange.completion(answer, time.monotonic())
+        made.append(exchange.run.run_id)
+    parents = []
+    for _ in range(3):
+        body = {"model": "m", "messages": [*said, {"role": "user", "content": "and then?"}]}
+        exchange = book.begin(body, {}, "", time.monotonic())
+        assert exchange is not None
+        exchange.completion(answer, time.monotonic())
+        parents.append(exchange.run.run_id)
+    assert book.problems == []
+    book.close()
+    found = []
+    for run_id in parents:
+        with (tmp_path / "traces" / f"{run_id}.jsonl").open() as trace:
+            found.append(json.loads(trace.readline())["parent_run_id"])
+    assert found == made[-1:] * 3  # completed runs are followed up, and stay remembered

@@ -292,7 +292,9 @@ class CaptureBook:
         self.problems: list[str] = []
         # Runs a request may continue, by the text of what it must repeat: ("retry", the
         # failed request's messages) or ("extend", the conversation so far).
-        self._resumable: dict[tuple[str, bytes], list[CapturedRun]] = {}
+        # (Each entry's runs by id, in the order they came: many clients may send the
+        # same conversation, and taking one out must not compare it with all the others.)
+        self._resumable: dict[tuple[str, bytes], dict[str, CapturedRun]] = {}
         self._sizes: Counter[int] = Counter()  # conversation lengths in the index
         # Responses API answers by id (which `previous_response_id` continues) and their
         # output items (which `item_reference` names).
@@ -385,11 +387,12 @@ class CaptureBook:
     ) -> tuple[CapturedRun | None, CapturedRun | None]:
         """The run this request continues (retries, or extends while it waits for its
         client), or the completed run it follows up; the longest conversation wins."""
-        for run in reversed(self._resumable.get(("retry", joined_digest(meaning)), [])):
+        for run in reversed(self._resumable.get(("retry", joined_digest(meaning)), {}).values()):
             if name is None or run.name == name:
                 return run, None
         for size in sorted((n for n in self._sizes if n < len(meaning)), reverse=True):
-            for run in reversed(self._resumable.get(("extend", joined_digest(meaning[:size])), [])):
+            waiting = self._resumable.get(("extend", joined_digest(meaning[:size])), {})
+            for run in reversed(waiting.values()):
                 if name is None or run.name == name:
                     return (None, run) if run.state == "completed" else (run, None)
         return None, None
@@ -402,7 +405,7 @@ class CaptureBook:
         else:
             entry = ("extend", joined_digest(run.conversation))
             self._sizes[len(run.conversation)] += 1
-        self._resumable.setdefault(entry, []).append(run)
+        self._resumable.setdefault(entry, {})[run.run_id] = run
         run.resume_key = entry
 
     def _settled(self, run: CapturedRun) -> None:
@@ -410,9 +413,8 @@ class CaptureBook:
         entry, run.resume_key = run.resume_key, None
         if entry is None:
             return
-        runs = self._resumable.get(entry, [])
-        if run in runs:
-            runs.remove(run)
+        runs = self._resumable.get(entry, {})
+        runs.pop(run.run_id, None)
         if not runs:
             self._resumable.pop(entry, None)
         if entry[0] == "extend":
