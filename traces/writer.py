@@ -106,7 +106,7 @@ class JsonlWriter:
                 if ready != [(event, event.data)]:  # held, or after others, or redacted
                     self._write_chunks(ready)
                     return
-            if self._envelope_clean(event):
+            if data_at > 0 and self._envelope_clean(event):
                 start = data_at
         elif self._stream.holding:
             self._write_chunks(self._stream.flush())

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import openai
 from aiohttp import web
 
-from tests.engine.capture_support import runs
+from tests.engine.capture_support import read_run, runs
+from workbench.engine.http.capture import FORGET_EVERY, MAX_REMEMBERED_RUNS, CaptureBook
 from workbench.engine.http.proxy import RecordingProxy
 from workbench.engine.http.server import HttpServer
 
@@ -151,9 +153,6 @@ def test_a_long_fleet_of_runs_is_remembered_up_to_a_bound(tmp_path: Path) -> Non
     FORGET_EVERY more runs are known, not at each new run, so a few more may wait to be
     forgotten): the newest follow up as before, the oldest are forgotten, and what the book
     holds stays bounded however many runs came."""
-    import time
-
-    from workbench.engine.http.capture import FORGET_EVERY, MAX_REMEMBERED_RUNS, CaptureBook
 
     def ask(n: int) -> list[dict[str, Any]]:
         return [{"role": "user", "content": f"question {n}"}]
@@ -181,27 +180,19 @@ def test_a_long_fleet_of_runs_is_remembered_up_to_a_bound(tmp_path: Path) -> Non
         exchange.completion(answer(-1), time.monotonic())
         return exchange.run.run_id
 
-    def parent(run_id: str) -> str | None:
-        with (tmp_path / "traces" / f"{run_id}.jsonl").open() as trace:
-            parent_id: str | None = json.loads(trace.readline())["parent_run_id"]
-            return parent_id
-
     newest = next(reversed(book.runs))
     recent, oldest = follow_up(total - 1), follow_up(0)
     assert book.problems == []
     book.close()
-    assert parent(recent) == newest  # remembered: the follow-up names the run it continues
-    assert parent(oldest) is None  # forgotten long ago: a run of its own
+    # Remembered: the follow-up names the run it continues; forgotten: a run of its own.
+    assert read_run(tmp_path, recent)[0]["parent_run_id"] == newest
+    assert read_run(tmp_path, oldest)[0]["parent_run_id"] is None
 
 
 def test_a_fleet_sending_the_same_conversation_follows_up_its_newest_run(tmp_path: Path) -> None:
     """Many clients send the same prompt and get the same answer: a follow-up of it
     continues the newest of those runs, and each run taken out of the index (answering
     again, or forgotten) leaves the others in it."""
-    import time
-
-    from workbench.engine.http.capture import CaptureBook
-
     asked = [{"role": "user", "content": "the same question"}]
     said = [*asked, {"role": "assistant", "content": "the same answer"}]
     answer = json.dumps({"choices": [{"index": 0, "message": said[-1]}]}).encode()
@@ -221,8 +212,5 @@ def test_a_fleet_sending_the_same_conversation_follows_up_its_newest_run(tmp_pat
         parents.append(exchange.run.run_id)
     assert book.problems == []
     book.close()
-    found = []
-    for run_id in parents:
-        with (tmp_path / "traces" / f"{run_id}.jsonl").open() as trace:
-            found.append(json.loads(trace.readline())["parent_run_id"])
+    found = [read_run(tmp_path, run_id)[0]["parent_run_id"] for run_id in parents]
     assert found == made[-1:] * 3  # completed runs are followed up, and stay remembered
