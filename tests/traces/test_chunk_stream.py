@@ -90,3 +90,45 @@ def test_a_secret_added_mid_stream_is_redacted_across_chunks_from_then_on() -> N
     text = "".join(data["choices"][0]["delta"]["content"] for _, data in out)
     assert [number for number, _ in out] == [1, 2]
     assert text == "the key is [REDACTED:api_key], done"
+
+
+# A proxied client's secrets: its header's value and the token inside it.
+TOKEN = "sk-abc-sk5e5e"
+HEADER_SECRETS = [f"Bearer {TOKEN}", TOKEN]
+header_pieces = st.lists(
+    st.sampled_from(
+        [*HEADER_SECRETS, "Bearer ", "Bear", "sk-", "sk-abc", "5e", "s", "B", '"', "x y"]
+    )
+)
+
+
+@given(header_pieces, st.sampled_from([",", "}", "]", ":", " "]))
+def test_a_chunk_passes_unless_it_shows_a_secret_or_a_string_closing_on_a_start_of_one(
+    parts: list[str], after: str
+) -> None:
+    """`passes`, against what it is said to do: with secrets inside one another (a header
+    and its token), a chunk passes exactly when its JSON text holds no secret and no string
+    closing (`"` then `,`, `}` or `]`) right after a start of one."""
+    text = "".join(parts)
+    line = f'{{"data":{{"content":"{text}"{after}}}}}'
+    starts = {secret[:size] for secret in HEADER_SECRETS for size in range(1, len(secret))}
+    shows = any(secret in line for secret in HEADER_SECRETS) or any(
+        f'{start}"{close}' in line for start in starts for close in ",}]"
+    )
+    stream: ChunkStream[int] = ChunkStream(Redactor(HEADER_SECRETS))
+    assert stream.passes(line) is not shows
+
+
+def test_a_long_secret_is_looked_for_as_any_other() -> None:
+    """A token of a thousand characters (a JWT, say): its starts still hold a chunk back
+    and the whole of it is still redacted across chunks."""
+    token = "eyJ" + "ab5e" * 300
+    redactor = Redactor([token])
+    stream: ChunkStream[int] = ChunkStream(redactor)
+    assert stream.passes(pydantic_core.to_json(chunk("a reply")).decode())
+    for start in (token[:3], token[:100], token[:-1]):
+        assert not stream.passes(pydantic_core.to_json(chunk(f"then {start}")).decode())
+    assert not stream.passes(pydantic_core.to_json(chunk(f"{token[:700]} more")).decode())
+    out = stream.push(0, chunk(f"key {token[:500]}")) + stream.push(1, chunk(token[500:]))
+    text = "".join(data["choices"][0]["delta"]["content"] for _, data in out + stream.flush())
+    assert text == "key [REDACTED:api_key]"
