@@ -22,9 +22,11 @@ works in a loop calls `check_cancelled()` in it, so it stops once its call has t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
+import functools
 import inspect
+import os
+import queue
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -62,7 +64,7 @@ def check_cancelled() -> None:
 
 
 async def run_in_thread(handler: Callable[[Any], Any], args: Any, name: str) -> Any:
-    """`handler(args)` in a daemon thread of its own. When the caller stops waiting (the
+    """`handler(args)` in a worker thread (`_WORKERS`). When the caller stops waiting (the
     tool's timeout), the handler is told through `check_cancelled`, and a thread stuck in a
     call that never checks does not keep the process alive at exit (a pool thread of
     `asyncio.to_thread` would: the loop waits for its executor when it closes)."""
@@ -78,21 +80,79 @@ async def run_in_thread(handler: Callable[[Any], Any], args: Any, name: str) -> 
         else:
             future.set_result(value)
 
-    def work() -> None:
+    def work() -> Callable[[], object]:
         _CANCELLED.set(cancelled)
         value, error = None, None
         try:
             value = handler(args)
         except BaseException as exc:  # handed to the awaiting coroutine
             error = exc
-        with contextlib.suppress(RuntimeError):  # the loop closed: nobody is waiting
-            loop.call_soon_threadsafe(settle, value, error)
+        return functools.partial(loop.call_soon_threadsafe, settle, value, error)
 
-    threading.Thread(target=work, name=f"tool-{name}", daemon=True).start()
+    _WORKERS.run(work, name)
     try:
         return await future
     finally:
         cancelled.set()
+
+
+# A call for a worker: the tool's name and the work, which returns how to hand its result over.
+_Job = tuple[str, Callable[[], Callable[[], object]]]
+
+
+class _Workers:
+    """Daemon threads that run sync handlers, one call at a time each, and wait for the
+    next call once done. A thread started per call cost a run about 0.3 ms a tool call, and
+    its exit ran on into the next steps of the loop, taking the GIL each time the loop let
+    go of it (at every trace write). A thread still busy with a call given up on (its
+    handler never checks) is simply not reused. At most MAX_IDLE wait; more end."""
+
+    MAX_IDLE = 8
+
+    def __init__(self) -> None:
+        self._idle: list[queue.SimpleQueue[_Job]] = []
+        self._lock = threading.Lock()
+
+    def run(self, work: Callable[[], Callable[[], object]], name: str) -> None:
+        """`work()` on an idle thread, or on a new one (named for the tool), then what it
+        returns: handing the result over, once the thread is back among the idle ones."""
+        with self._lock:
+            jobs = self._idle.pop() if self._idle else None
+        if jobs is None:
+            jobs = queue.SimpleQueue()
+            threading.Thread(target=self._serve, args=(jobs,), daemon=True).start()
+        jobs.put((name, work))
+
+    def _serve(self, jobs: queue.SimpleQueue[_Job]) -> None:
+        while True:
+            name, work = jobs.get()
+            threading.current_thread().name = f"tool-{name}"
+            # Each call in a context of its own, as in a thread of its own.
+            hand_over = contextvars.Context().run(work)
+            with self._lock:
+                stay = len(self._idle) < self.MAX_IDLE
+                if stay:  # idle before the caller hears back: its next call can take it
+                    self._idle.append(jobs)
+            try:
+                hand_over()
+            except RuntimeError:  # the loop closed: nobody is waiting
+                pass
+            except BaseException:
+                with self._lock:
+                    if jobs in self._idle:
+                        self._idle.remove(jobs)  # no call may wait on a thread that ended
+                raise
+            if not stay:
+                return
+
+    def forget(self) -> None:
+        """After a fork: the child has none of the parent's threads."""
+        self._idle = []
+        self._lock = threading.Lock()
+
+
+_WORKERS = _Workers()
+os.register_at_fork(after_in_child=_WORKERS.forget)
 
 
 @dataclass(frozen=True)

@@ -121,3 +121,68 @@ def test_a_stuck_sync_tool_does_not_keep_the_process_alive() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["timeout", "tool"]
+
+
+async def test_sync_calls_share_a_thread_but_never_one_still_busy_with_a_call_given_up_on() -> None:
+    tools = ToolRegistry()
+    release, ran_on = threading.Event(), []
+
+    @tools.tool(Empty, description="Blocks until released.", read_only=True)
+    def stuck(args: Empty) -> str:
+        ran_on.append(threading.get_ident())
+        release.wait()  # never checks for cancellation
+        return "late"
+
+    @tools.tool(Empty, description="Says where it ran.", read_only=True)
+    def where(args: Empty) -> str:
+        ran_on.append(threading.get_ident())
+        return threading.current_thread().name
+
+    try:
+        first = await tools.call("where", {}, "call_1")
+        second = await tools.call("where", {}, "call_2")
+        assert first.text == second.text == "tool-where" and ran_on[0] == ran_on[1]
+        given_up = await run_agent(
+            [{"tool_calls": [call("stuck")]}, {"content": "never"}],
+            [tools],
+            limits=Limits(tool_timeout_s=0.2),
+        )
+        assert given_up.result.timeout_layer == "tool" and ran_on[2] == ran_on[0]
+        after = await tools.call("where", {}, "call_3")  # the stuck thread cannot take it
+        assert after.ok and after.text == "tool-where" and ran_on[3] != ran_on[2]
+    finally:
+        release.set()
+
+
+FORKED_CALL = r"""
+import asyncio, os
+from pydantic import BaseModel
+from agent_core.tools.registry import ToolRegistry
+
+class Empty(BaseModel):
+    pass
+
+tools = ToolRegistry()
+
+@tools.tool(Empty, description="Says hello.", read_only=True)
+def hello(args: Empty) -> str:
+    return "hello"
+
+print(asyncio.run(tools.call("hello", {}, "parent")).text, flush=True)
+child = os.fork()  # the parent's idle thread is not in the child
+if child == 0:
+    print(asyncio.run(tools.call("hello", {}, "child")).text, flush=True)
+    os._exit(0)
+os.waitpid(child, 0)
+"""
+
+
+def test_a_forked_child_calls_sync_tools_on_threads_of_its_own() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", FORKED_CALL],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["hello", "hello"]
