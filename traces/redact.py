@@ -271,6 +271,29 @@ def _branches(tree: dict[str, Any]) -> str:
     return "|".join(branches)
 
 
+# The keys of a chunk's text fragments (`_text_pieces`).
+_TEXT_KEYS = frozenset({"content", "reasoning_content", "arguments"})
+
+
+def _in_other_value(text: str, at: int) -> bool:
+    """Whether place `at` of a JSON text as pydantic writes it (no spaces) is, for certain,
+    inside a string value of a key that is none of `_TEXT_KEYS`: the nearest `"` before it
+    opens a string right after `"key":`, that key after `{` or `,`. In a JSON text those
+    quotes cannot be inside a string (there they would be escaped), so they are a key and its
+    value; `"` written inside the value would be escaped, so it runs on up to `at`."""
+    opening = text.rfind('"', 0, at)
+    if opening < 2 or text[opening - 2 : opening] != '":':
+        return False
+    key_opening = text.rfind('"', 0, opening - 2)
+    key = text[key_opening + 1 : opening - 2]
+    return (
+        key_opening > 0
+        and text[key_opening - 1] in "{,"
+        and "\\" not in key
+        and key not in _TEXT_KEYS
+    )
+
+
 def _text_pieces(data: dict[str, Any]) -> list[tuple[Channel, dict[str, Any], str]]:
     """The text fragments of one raw chunk: (channel, the dict holding it, its key)."""
     pieces: list[tuple[Channel, dict[str, Any], str]] = []
@@ -337,9 +360,16 @@ class ChunkStream(Generic[T]):
             self._learn()
         if not self._secrets and not self._partial:
             return True
-        return (
-            not self._held and self._quick is not None and self._quick.search(text, start) is None
-        )
+        if self._held or self._quick is None:
+            return False
+        # What it finds in a string of another key (`"finish_reason":"tool_calls"`, with a
+        # key starting `s`) is no text that `push` reads.
+        match = self._quick.search(text, start)
+        while match is not None:
+            if not _in_other_value(text, match.start()):
+                return False
+            match = self._quick.search(text, match.end())
+        return True
 
     def push(self, item: T, data: dict[str, Any]) -> list[tuple[T, dict[str, Any]]]:
         if self._generation != self._redactor.generation:

@@ -9,12 +9,12 @@ from itertools import pairwise
 from typing import Any
 
 import pydantic_core
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from traces.redact import ChunkStream, Redactor
 
-SECRET = "sk-abc-sk"  # starts again inside itself, so partial matches overlap
+SECRET = "sk-abc-sk"  # starts again inside itself, so partial matches overlap; a start: "s"
 
 
 def chunk(text: str) -> dict[str, Any]:
@@ -48,25 +48,31 @@ def test_chunks_read_as_the_redacted_text_whatever_the_split(
         assert all(data is datas[number] for number, data in out)
 
 
-def tool_chunk(text: str) -> dict[str, Any]:
-    call = {"index": 0, "function": {"arguments": text}}
-    return {"choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": "stop"}]}
+def tool_chunk(text: str, finish: str = "stop") -> dict[str, Any]:
+    call = {"index": 0, "id": finish, "function": {"name": finish, "arguments": text}}
+    return {"choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": finish}]}
 
 
-@given(pieces, st.lists(st.integers(min_value=0, max_value=40)), st.booleans())
+# Values of keys other than the text's: ending with starts of the secret, or holding it.
+other_values = st.sampled_from(["stop", "tool_calls", "s", "sk-", f"x {SECRET}", 'a"sk'])
+
+
+@example(["abc"], [], True, "tool_calls")
+@given(pieces, st.lists(st.integers(min_value=0, max_value=40)), st.booleans(), other_values)
 def test_a_chunk_whose_text_shows_no_secret_goes_through_as_push_would_pass_it(
-    parts: list[str], cuts: list[int], calls: bool
+    parts: list[str], cuts: list[int], calls: bool, finish: str
 ) -> None:
     """The writer's shortcut: when `passes` says a chunk's JSON text shows neither a secret
-    nor the start of one at the end of a string, `push` would have handed back that very
-    chunk at once, holding nothing."""
+    nor the start of one at the end of a string of its text, `push` would have handed back
+    that very chunk at once, holding nothing. Strings of other keys (a finish reason
+    `tool_calls` when the key starts with `s`) do not keep a chunk from passing."""
     text = "".join(parts)
     bounds = sorted({0, len(text), *(cut for cut in cuts if cut < len(text))})
     redactor = Redactor([SECRET])
     stream: ChunkStream[int] = ChunkStream(redactor)
     passed = 0
     for number, (start, end) in enumerate(pairwise(bounds)):
-        data = (tool_chunk if calls else chunk)(text[start:end])
+        data = tool_chunk(text[start:end], finish) if calls else chunk(text[start:end])
         line = pydantic_core.to_json({"run_id": "r", "seq": number, "data": data}).decode()
         if stream.passes(line):
             passed += 1
@@ -74,8 +80,10 @@ def test_a_chunk_whose_text_shows_no_secret_goes_through_as_push_would_pass_it(
             assert not stream.holding
         else:
             stream.push(number, data)
-    if SECRET[0] not in text:
-        assert passed == len(bounds) - 1  # nothing near a secret: every chunk goes through
+    # Nothing near a secret in the text: every chunk goes through (unless another value is
+    # written with an escape, where the quick look cannot tell which string it is in).
+    if SECRET[0] not in text and (not calls or '"' not in finish):
+        assert passed == len(bounds) - 1
 
 
 def test_a_secret_added_mid_stream_is_redacted_across_chunks_from_then_on() -> None:
