@@ -1,7 +1,7 @@
 """Tracing overhead: a 100-turn agent run on the in-process scripted model, traced to JSONL
 versus not traced, in the same process.
 
-    .venv/bin/python bench/overhead.py [--turns 100] [--repeats 7]
+    .venv/bin/python bench/overhead.py [--turns 100] [--repeats 15]
 
 "Traced" is what `workbench run` does: every event goes through the redacting JSONL writer,
 appended and flushed per event. "Not traced" runs the same loop with no sink (the events
@@ -91,7 +91,7 @@ class LimitSink:
 def main() -> int:
     parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=100)
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--repeats", type=int, default=15)
     args = parser.parse_args()
     off: list[tuple[float, float]] = []
     on: list[tuple[float, float]] = []
