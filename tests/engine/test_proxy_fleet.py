@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from aiohttp import web
 from tests.engine.capture_support import read_run, runs
 from workbench.engine.http.capture import FORGET_EVERY, MAX_REMEMBERED_RUNS, CaptureBook
 from workbench.engine.http.proxy import RecordingProxy
+from workbench.engine.http.recording import RecordingChannel
 from workbench.engine.http.server import HttpServer
 
 STREAMS = 50
@@ -214,3 +216,52 @@ def test_a_fleet_sending_the_same_conversation_follows_up_its_newest_run(tmp_pat
     book.close()
     found = [read_run(tmp_path, run_id)[0]["parent_run_id"] for run_id in parents]
     assert found == made[-1:] * 3  # completed runs are followed up, and stay remembered
+
+
+async def test_a_backlog_of_conversations_is_recorded_in_order_whatever_order_they_end_in(
+    tmp_path: Path,
+) -> None:
+    """Many conversations at once, each turn a follow-up of the last, their answers ending
+    in another order than they began, all sent to the recording process before it has
+    recorded any (a backlog, as when recording falls behind a fleet): each follow-up is
+    recorded after the answer it continues, so every conversation is one chain of runs,
+    each the parent of the next."""
+    chains, turns = 40, 12
+    home = tmp_path / "home"
+    channel = RecordingChannel(home, "http://upstream.invalid/v1", None)
+    await channel.open()
+    shuffled = random.Random(7)
+    said: dict[int, list[dict[str, Any]]] = {c: [] for c in range(chains)}
+    for turn in range(turns):
+        keys = {}
+        for c in shuffled.sample(range(chains), chains):
+            said[c].append({"role": "user", "content": f"chain {c} turn {turn}"})
+            raw = json.dumps({"model": "m", "stream": True, "messages": said[c]}).encode()
+            keys[c] = channel.arrived("chat", raw, {}, "", time.monotonic())
+            channel.went_up(keys[c], time.monotonic())
+        for c in shuffled.sample(range(chains), chains):
+            text = f"answer {c}.{turn}"
+            for piece in (_sse(c, {"role": "assistant", "content": text}), b"data: [DONE]\n\n"):
+                channel.piece(keys[c], time.monotonic(), piece)
+            said[c].append({"role": "assistant", "content": text})
+        for c in shuffled.sample(range(chains), chains):
+            channel.over(keys[c], time.monotonic(), None, None, True)
+    await channel.close()
+    recorded = runs(home)
+    assert len(recorded) == chains * turns
+    by_id = {events[0]["run_id"]: events for events in recorded}
+    for c in range(chains):
+        ends = [
+            events
+            for events in recorded
+            if events[1]["messages"][0]["content"] == f"chain {c} turn 0"
+        ]
+        first = [events for events in ends if events[0]["parent_run_id"] is None]
+        assert len(first) == 1, f"chain {c}: {len(first)} runs without a parent"
+        chain = first
+        while children := [e for e in ends if e[0]["parent_run_id"] == chain[-1][0]["run_id"]]:
+            assert len(children) == 1
+            chain.append(children[0])
+        assert len(chain) == turns and all(run[0]["run_id"] in by_id for run in chain)
+        answers = [run[-2]["message"]["content"] for run in chain]
+        assert answers == [f"answer {c}.{turn}" for turn in range(turns)]

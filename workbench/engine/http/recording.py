@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 import json
 import os
 import pickle
@@ -31,6 +32,7 @@ import signal
 import struct
 import sys
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -237,7 +239,10 @@ class _Sorter:
         self.book = book
         self.budget = _Budget()
         self._seen: dict[int, _Seen] = {}
-        self._live: set[_Seen] = set()  # exchanges whose recording has not ended
+        # What a new exchange waits for before its request is recorded: the exchanges whose
+        # answer was over for their client then, to their end, and the last to arrive.
+        self._ends = _Ends()
+        self._last: _Seen | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
     def handle(self, message: tuple[Any, ...]) -> None:
@@ -247,14 +252,12 @@ class _Sorter:
             seen = _Seen(api, json.loads(raw), headers, query, when, _Pieces(self.budget))
             # The exchanges before this one that it may continue are recorded first: those
             # whose answer is over for their client, to its end; the rest, up to their
-            # request.
-            earlier = [
-                other.settled if other.answered or other.over.is_set() else other.begun
-                for other in self._live
-            ]
-            self._seen[key] = seen
-            self._live.add(seen)
-            task = asyncio.create_task(self._record(seen, earlier))
+            # request. Requests are recorded in the order they came (each after those
+            # before it), so the last one's being recorded stands for all of theirs: a new
+            # exchange waits on a few events, not on one for every exchange still streaming.
+            last = self._last if self._last is not None and not self._last.begun.is_set() else None
+            self._seen[key] = self._last = seen
+            task = asyncio.create_task(self._record(seen, self._ends.given, last))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
             return
@@ -262,9 +265,9 @@ class _Sorter:
             return
         seen = found
         if kind == "up":
-            if not seen.went_up.is_set():
+            if not seen.sent_or_over.is_set():
                 seen.sent = message[2]
-                seen.went_up.set()
+                seen.sent_or_over.set()
         elif kind == "piece":
             _, _, when, piece = message
             seen.tail = _watch_for_done(seen, seen.tail, piece)
@@ -277,41 +280,92 @@ class _Sorter:
             seen.ended = seen.ended or when
             seen.answered = seen.answered or whole
             seen.over.set()
+            seen.sent_or_over.set()
             seen.pieces.end()
             del self._seen[key]
+        if (seen.answered or seen.over.is_set()) and not seen.ending and not seen.settled.is_set():
+            seen.ending = self._ends.give()
 
     async def finish(self) -> None:
         """The pipe ended: an exchange it left open was cut off by the proxy's end."""
         for seen in self._seen.values():
             seen.cut = seen.cut or ("stopped" if not seen.answered else None)
             seen.over.set()
+            seen.sent_or_over.set()
             seen.pieces.end()
         self._seen.clear()
         if self._tasks:
             await asyncio.wait(set(self._tasks))
 
-    async def _record(self, seen: _Seen, earlier: list[asyncio.Event]) -> None:
-        """Record one exchange: its request once it has gone upstream (after the exchanges
-        it may continue), then its answer as it comes."""
+    async def _record(self, seen: _Seen, ended_before: int, last: _Seen | None) -> None:
+        """Record one exchange: its request once it has gone upstream, after the exchanges
+        it may continue (the `ended_before` first to end for their client, to their end;
+        the `last` to arrive before it, up to its request), then its answer as it comes."""
         book = self.book
         try:
-            waits = [asyncio.ensure_future(event.wait()) for event in (seen.went_up, seen.over)]
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-            for wait in waits:
-                wait.cancel()
-            for event in earlier:
-                await event.wait()
+            await seen.sent_or_over.wait()
+            await self._ends.recorded(ended_before)
+            if last is not None:
+                await last.begun.wait()
             seen.exchange = book.begin(seen.body, seen.headers, seen.query, seen.sent, seen.api)
             seen.begun.set()
             seen.pieces.counted()
-            await _record_answer(book, seen)
+            await _record_answer(book, seen, self._settle)
         except Exception as exc:  # one exchange's failure must not end the others'
             book.report(f"could not record an exchange: {type(exc).__name__}: {exc}")
         finally:
             seen.pieces.stop()
             seen.begun.set()
+            self._settle(seen)
+
+    def _settle(self, seen: _Seen) -> None:
+        """The exchange is recorded to its end (or never will be)."""
+        if not seen.settled.is_set():
             seen.settled.set()
-            self._live.discard(seen)
+            if seen.ending:
+                self._ends.done(seen.ending)
+
+
+class _Ends:
+    """The exchanges whose answer is over for their client, numbered in the order they got
+    so (from 1), and which of them are recorded to their end: `recorded(n)` returns once
+    the first n all are. A heap of the numbers still open and one of the waiters, so that
+    each exchange costs a few steps however many are being recorded (a list of every
+    exchange in flight, made for each new one, grew with the backlog: quadratic)."""
+
+    def __init__(self) -> None:
+        self.given = 0
+        self._open: list[int] = []
+        self._done: set[int] = set()  # numbers recorded to their end, still in `_open`
+        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._waiting = 0  # tie-break between waiters on one number
+
+    def give(self) -> int:
+        self.given += 1
+        heapq.heappush(self._open, self.given)
+        return self.given
+
+    def done(self, number: int) -> None:
+        self._done.add(number)
+        while self._open and self._open[0] in self._done:
+            self._done.discard(heapq.heappop(self._open))
+        low = self._low()
+        while self._waiters and self._waiters[0][0] < low:
+            future = heapq.heappop(self._waiters)[2]
+            if not future.done():
+                future.set_result(None)
+
+    def _low(self) -> int:
+        """The first number not yet recorded to its end."""
+        return self._open[0] if self._open else self.given + 1
+
+    async def recorded(self, count: int) -> None:
+        if count < self._low():
+            return
+        future = asyncio.get_running_loop().create_future()
+        self._waiting += 1
+        heapq.heappush(self._waiters, (count, self._waiting, future))
+        await future
 
 
 class _Pieces:
@@ -383,11 +437,13 @@ class _Seen:
     cut: Cut | None = None
     answered: bool = False  # the client has (or is being sent) the whole answer
     tail: bytes = b""  # the end of the last piece, where the last event may begin
-    went_up: asyncio.Event = field(default_factory=asyncio.Event)  # the request was sent
+    sent_or_over: asyncio.Event = field(default_factory=asyncio.Event)  # the request was
+    # sent, or the handler is done
     over: asyncio.Event = field(default_factory=asyncio.Event)  # the handler is done
     begun: asyncio.Event = field(default_factory=asyncio.Event)  # the request is recorded
     settled: asyncio.Event = field(default_factory=asyncio.Event)  # and its answer's end
     exchange: Any = None
+    ending: int = 0  # its number among those whose answer got over for their client
 
 
 # `data: [DONE]` (also `data:[DONE]`) on a line of its own.
@@ -413,10 +469,10 @@ def _watch_for_done(seen: _Seen, tail: bytes, piece: bytes) -> bytes:
             b"[DONE]" in joined and _DONE_LINE.search(joined)
         ):
             seen.answered = True
-    return (tail + piece)[-32:]
+    return (tail + piece[-32:])[-32:]
 
 
-async def _record_answer(book: Any, seen: _Seen) -> None:
+async def _record_answer(book: Any, seen: _Seen, settle: Callable[[_Seen], None]) -> None:
     """Record the answer's pieces as they come. A stream is whole at `[DONE]` or the
     format's last event: recorded then, whatever the upstream does after it. Without
     either, its end decides."""
@@ -435,7 +491,7 @@ async def _record_answer(book: Any, seen: _Seen) -> None:
                 break
         if decoder.done or exchange.assembler.done:
             exchange.finish(arrived)
-            seen.settled.set()
+            settle(seen)
     if exchange is None or decoder.done or exchange.closed:
         return
     if seen.whole is not None and seen.status is not None:
