@@ -33,7 +33,7 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from agent_core.agent import new_run_id
 from agent_core.model.retry import retriable_status
@@ -61,9 +61,6 @@ from workbench.engine.http.matching import joined_digest, message_digest
 from workbench.engine.http.responses_memory import ResponsesMemory, continued
 
 RUN_HEADER = "x-workbench-run"
-# A stream's chunks are most of what the proxy records; their fields are built here from
-# decoded JSON objects and numbers, so they skip validation (as the agent's requests do).
-_trusted_chunk = cast(type[ModelChunk], ModelChunk.model_construct)
 # Runs remembered after they ended, for follow-ups; older ones are forgotten, looked for
 # once FORGET_EVERY more runs are known (not at every new run: a look reads them all).
 MAX_REMEMBERED_RUNS = 1000
@@ -134,7 +131,7 @@ class Exchange:
         self.last_arrival = arrived
         with self.book.guard(self):
             self._emit(
-                _trusted_chunk,
+                ModelChunk,  # validated: pydantic's check costs less than its model_construct
                 arrived,
                 attempt=self.run.attempt,
                 index=self.chunks,
