@@ -86,8 +86,9 @@ async def test_a_sync_handler_that_timed_out_is_told_to_stop() -> None:
     assert stopped.wait(timeout=10)  # the thread ended; it did not spin on
 
 
-STUCK_RUN = r"""
-import asyncio, threading
+# The start of a script that defines sync tools, run in a process of its own.
+TOOLS_SCRIPT = r"""
+import asyncio, os, threading
 from pydantic import BaseModel
 from agent_core.agent import Agent, AgentConfig
 from agent_core.model.scripted import ScriptedModel
@@ -98,7 +99,11 @@ class Empty(BaseModel):
     pass
 
 tools = ToolRegistry()
+"""
 
+STUCK_RUN = (
+    TOOLS_SCRIPT
+    + r"""
 @tools.tool(Empty, description="Blocks for good.", read_only=True)
 def stuck(args: Empty) -> str:
     threading.Event().wait()  # never set, never checks for cancellation
@@ -113,6 +118,7 @@ async def main() -> None:
 
 asyncio.run(main())
 """
+)
 
 
 def test_a_stuck_sync_tool_does_not_keep_the_process_alive() -> None:
@@ -154,16 +160,9 @@ async def test_sync_calls_share_a_thread_but_never_one_still_busy_with_a_call_gi
         release.set()
 
 
-FORKED_CALL = r"""
-import asyncio, os
-from pydantic import BaseModel
-from agent_core.tools.registry import ToolRegistry
-
-class Empty(BaseModel):
-    pass
-
-tools = ToolRegistry()
-
+FORKED_CALL = (
+    TOOLS_SCRIPT
+    + r"""
 @tools.tool(Empty, description="Says hello.", read_only=True)
 def hello(args: Empty) -> str:
     return "hello"
@@ -175,6 +174,7 @@ if child == 0:
     os._exit(0)
 os.waitpid(child, 0)
 """
+)
 
 
 def test_a_forked_child_calls_sync_tools_on_threads_of_its_own() -> None:
