@@ -13,10 +13,12 @@ the two can never disagree. A `ToolRegistry` is a `Toolset`:
     def add(args: AddArgs) -> str:
         return str(args.a + args.b)
 
-Handlers may be sync (run in a worker thread so a slow one can time out) or async. A
-handler signals a failure the model should read by raising `ToolFailure`; any other
-exception becomes a one-line error result too, never a stack trace. A sync handler that
-works in a loop calls `check_cancelled()` in it, so it stops once its call has timed out.
+Handlers may be sync (run in a worker thread so a slow one can time out; the threads are
+reused from call to call, so what a handler keeps per thread lives on to a later call) or
+async. A handler signals a failure the model should read by raising `ToolFailure`; any
+other exception becomes a one-line error result too, never a stack trace. A sync handler
+that works in a loop calls `check_cancelled()` in it, so it stops once its call has timed
+out.
 """
 
 from __future__ import annotations
