@@ -329,26 +329,27 @@ class _Sorter:
 class _Ends:
     """The exchanges whose answer is over for their client, numbered in the order they got
     so (from 1), and which of them are recorded to their end: `recorded(n)` returns once
-    the first n all are. A heap of the numbers still open and one of the waiters, so that
-    each exchange costs a few steps however many are being recorded (a list of every
-    exchange in flight, made for each new one, grew with the backlog: quadratic)."""
+    the first n all are. The numbers still open, in order, and a heap of the waiters (who
+    start waiting in any order), so that each exchange costs a few steps however many are
+    being recorded (a list of every exchange in flight, made for each new one, grew with
+    the backlog: quadratic)."""
 
     def __init__(self) -> None:
         self.given = 0
-        self._open: list[int] = []
+        self._open: deque[int] = deque()
         self._done: set[int] = set()  # numbers recorded to their end, still in `_open`
         self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
         self._waiting = 0  # tie-break between waiters on one number
 
     def give(self) -> int:
         self.given += 1
-        heapq.heappush(self._open, self.given)
+        self._open.append(self.given)
         return self.given
 
     def done(self, number: int) -> None:
         self._done.add(number)
         while self._open and self._open[0] in self._done:
-            self._done.discard(heapq.heappop(self._open))
+            self._done.discard(self._open.popleft())
         low = self._low()
         while self._waiters and self._waiters[0][0] < low:
             future = heapq.heappop(self._waiters)[2]
@@ -437,8 +438,8 @@ class _Seen:
     cut: Cut | None = None
     answered: bool = False  # the client has (or is being sent) the whole answer
     tail: bytes = b""  # the end of the last piece, where the last event may begin
-    sent_or_over: asyncio.Event = field(default_factory=asyncio.Event)  # the request was
-    # sent, or the handler is done
+    # The request was sent, or the handler is done.
+    sent_or_over: asyncio.Event = field(default_factory=asyncio.Event)
     over: asyncio.Event = field(default_factory=asyncio.Event)  # the handler is done
     begun: asyncio.Event = field(default_factory=asyncio.Event)  # the request is recorded
     settled: asyncio.Event = field(default_factory=asyncio.Event)  # and its answer's end
