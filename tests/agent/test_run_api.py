@@ -136,15 +136,21 @@ def test_a_fork_of_an_anthropic_run_reads_the_anthropic_settings(
             result = asyncio.run(run_fork(plan, home))
             assert (result["status"], result["final_answer"]) == ("completed", "Forked.")
         else:
-            assert asyncio.run(_fork_in_the_dialog(home, trace.stem)) is not None
+            shown, fork_run_id = asyncio.run(_fork_in_the_dialog(home, trace.stem))
+            # The dialog shows the settings the fork uses, not the OpenAI ones.
+            assert shown == (fork_server.base_url.removesuffix("/v1"), "scripted", fork_key)
+            assert fork_run_id is not None
         sent = fork_server.requests
     assert [r.path for r in sent] == ["/v1/messages"]
     assert sent[0].headers["x-api-key"] == fork_key
     assert_no_key_in(home, fork_key)
 
 
-async def _fork_in_the_dialog(home: Path, run_id: str) -> str | None:
-    """Run a fork at turn 2 from the TUI's fork dialog, its model the environment's."""
+async def _fork_in_the_dialog(home: Path, run_id: str) -> tuple[tuple[str, str, str], str | None]:
+    """Run a fork at turn 2 from the TUI's fork dialog, its model the environment's: what
+    its model boxes show once the run is read (base URL, model, key), and the fork's id."""
+    from textual.widgets import Input
+
     from tests.tui.conftest import settle
     from workbench.tui import Endpoint, WorkbenchApp
     from workbench.tui.fork_screen import ForkScreen
@@ -159,6 +165,8 @@ async def _fork_in_the_dialog(home: Path, run_id: str) -> str | None:
         dialog = ForkScreen(run_id, 2)
         await app.push_screen(dialog)
         await settle(pilot, lambda: dialog.context is not None)
+        boxes = ("#fork-base-url", "#fork-model", "#fork-api-key")
+        base_url, model, key = (dialog.query_one(box, Input).value for box in boxes)
         await pilot.press("ctrl+r")
         await settle(pilot, lambda: dialog.fork_run_id is not None and not dialog.running)
-        return dialog.fork_run_id
+        return (base_url, model, key), dialog.fork_run_id

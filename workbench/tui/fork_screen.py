@@ -9,7 +9,7 @@ leaving the dialog, forking again or a stray ctrl+c loses nothing.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -193,6 +193,9 @@ class ForkScreen(WorkbenchScreen):
         self._cancel: CancelFork | None = None
         # The request and model the plan shown (or on its way) is of.
         self._planned: tuple[ForkRequest, Endpoint] | None = None
+        # The model settings the model boxes were filled from (`compose`; for the parent's
+        # wire format once it is known).
+        self._shown = Endpoint()
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -219,7 +222,7 @@ class ForkScreen(WorkbenchScreen):
                 yield Static(changes_text(self.draft), id="fork-changes")
                 yield Static(Text("planning…", style="dim"), id="fork-plan")
                 yield Label("model", classes="field-label")
-                endpoint = self.workbench.fork_endpoint or self.workbench.endpoint
+                endpoint = self._shown = self.workbench.fork_endpoint or self.workbench.endpoint
                 with Horizontal(classes="form-row"):
                     yield Input(
                         endpoint.base_url or "",
@@ -269,7 +272,26 @@ class ForkScreen(WorkbenchScreen):
 
     @on(Input.Changed, "#fork-base-url, #fork-model, #fork-api-key, #fork-script")
     def _endpoint_changed(self) -> None:
-        self.workbench.fork_endpoint = self.endpoint()
+        # Remembered for the next dialog, which may fork a run of another wire format.
+        self.workbench.fork_endpoint = replace(self.endpoint(), api=self.workbench.endpoint.api)
+
+    def _show_settings_for(self, api: str) -> None:
+        """Fill the model boxes with what the environment gives for the parent's wire
+        format (a fork of an Anthropic run reads ANTHROPIC_BASE_URL, not OpenAI's), when
+        they still hold what they were filled with."""
+        shown = self._shown
+        if shown.api is not None or not shown.from_environment:
+            return  # a wire format chosen, or nothing left to the environment
+        boxes = {"base_url": "#fork-base-url", "model": "#fork-model", "api_key": "#fork-api-key"}
+        inputs = {name: self.query_one(box, Input) for name, box in boxes.items()}
+        if any(inputs[name].value.strip() != (getattr(shown, name) or "") for name in boxes):
+            return  # changed by hand: the user's choice
+        again = shown.for_api(api)
+        if all(getattr(again, name) == getattr(shown, name) for name in boxes):
+            return  # the same values (a chat run): a fork reads them again for its format
+        self._shown = again
+        for name, box in inputs.items():
+            box.value = getattr(again, name) or ""
 
     def unsaved_work(self) -> str | None:
         """Why quitting now would lose something (the App asks before ctrl+c quits)."""
@@ -289,6 +311,7 @@ class ForkScreen(WorkbenchScreen):
     def on_fork_screen_context_loaded(self, message: ContextLoaded) -> None:
         context = self.context = message.context
         self.draft.turn = context.turn
+        self._show_settings_for(context.api)
         # A mocked result only exists in the history of turns after its call.
         known = {c.call_id for c in context.calls}
         self.draft.mocks = {k: v for k, v in self.draft.mocks.items() if k in known}
@@ -472,9 +495,9 @@ class ForkScreen(WorkbenchScreen):
             return self.query_one(widget_id, Input).value.strip() or None
 
         script = value("#fork-script")
-        # The App's endpoint the boxes were filled from: what came from the environment and
-        # is unchanged is read again for the fork's wire format.
-        return self.workbench.endpoint.edited(
+        # The settings the boxes were filled from: what came from the environment and is
+        # unchanged is read again for the fork's wire format.
+        return self._shown.edited(
             base_url=value("#fork-base-url"),
             model=value("#fork-model"),
             api_key=value("#fork-api-key"),

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from agent_core.agent import Agent, AgentConfig, Hooks
 from agent_core.model.base import ChatModel, ModelCall, ModelCallStopped, StreamItem
 from agent_core.tools.base import CallKey, ToolResult, Toolset, ToolSpec, call_key
-from traces.events import Edit, RunStart
+from traces.events import Edit, ModelApi, RunStart
 from traces.writer import Sink
 from workbench.engine.recording.load import Recording, config_from_run_start
 from workbench.engine.recording.parent import ParentRun, as_parent
@@ -160,6 +160,8 @@ class ForkContext:
     calls: list[RecordedCall]
     # The run's offline model script, when the chosen settings name no model (`offline_model`).
     fork_script: Path | None = None
+    # The parent's wire format: a fork speaks it unless its settings choose another.
+    api: ModelApi = "chat"
 
 
 def fork_context(run: Recording | ParentRun, turn: int, settings: ModelSettings) -> ForkContext:
@@ -183,6 +185,7 @@ def fork_context(run: Recording | ParentRun, turn: int, settings: ModelSettings)
         tools=tools,
         calls=calls,
         fork_script=offline_model(settings, parent.run_start),
+        api=parent.api,
     )
 
 
