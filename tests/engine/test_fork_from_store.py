@@ -6,10 +6,17 @@ short one."""
 
 from __future__ import annotations
 
+import asyncio
+import tracemalloc
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from tests.engine.stored_runs import CountingStore, varied_run
 from traces.store import TraceStore
+from workbench.cli import main
+from workbench.engine.mcp_server.handlers import Workbench
 from workbench.engine.recording.dry_run import dry_run
 from workbench.engine.recording.fork import (
     ForkRequest,
@@ -104,3 +111,46 @@ def test_forking_the_last_turn_of_a_long_run_reads_that_turn_not_the_run(tmp_pat
     # The fork turn's request, the three calls its history holds, the run_start: the same
     # for a run of 400 turns as for one of 20.
     assert read[400] == read[20] <= 12
+
+
+@pytest.mark.parametrize("front", ["cli", "mcp"])
+def test_the_cli_and_mcp_fork_a_long_run_as_they_fork_a_short_one(
+    tmp_path: Path, front: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`workbench fork` and the MCP server's fork_run read the parent from the store, by
+    turn: the plan of the last turn of a run of 16,000 events takes about the memory it
+    takes of a run of 64, and a list of the turns before it (1 MB here, where reading the
+    whole run took 47 MB)."""
+    folder = tmp_path / "home" / "traces"
+    folder.mkdir(parents=True)
+    lengths = {"2" * 32: 8, "3" * 32: 2000}
+    for run_id, turns in lengths.items():
+        varied_run(folder, run_id, turns, reuse_ids=False, rounds_kept=2)
+    home = _ingested(tmp_path)
+    workbench = Workbench(home)
+
+    def fork_plan(run_id: str, turn: int) -> Any:
+        if front == "mcp":
+            arguments = {"run": run_id[:10], "turn": turn, "dry_run": True}
+            return asyncio.run(workbench.call("fork_run", arguments))
+        capsys.readouterr()
+        args = ["fork", run_id[:10], "--turn", str(turn), "--dry-run", "--home", str(home)]
+        assert main(args) == 0, capsys.readouterr().err
+        return capsys.readouterr().out.splitlines()
+
+    peaks: dict[int, int] = {}
+    for run_id, turns in lengths.items():
+        fork_plan(run_id, turns)  # imports and caches, before the measured one
+        tracemalloc.start()
+        try:
+            plan = fork_plan(run_id, turns)
+            peaks[turns] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        if front == "mcp":
+            assert plan["parent_run_id"] == run_id and plan["turn"] == turns
+            assert plan["last_message"]["content"] == f"result of turn {turns - 1}"
+        else:
+            assert plan[0].startswith(f"dry run: fork of run {run_id[:12]} at turn {turns} ")
+            assert f"turn {turns} is sent with 6 messages" in plan[2]
+    assert peaks[2000] < 2 * peaks[8] + 2_000_000, peaks

@@ -44,9 +44,10 @@ async def test_a_long_run_opens_on_its_first_window_and_moves_with_the_keys(
         assert "turns 1-100 of 130 shown" in text and "] next" in text
         assert "turn 1 " in text and "turn 100 " in text and "turn 101 " not in text
         assert "tool_of_turn_100" in text and "tool_of_turn_101" not in text
-        # The whole run's figures: 130 turns, the sum of n in and of 2n out (8,515 and
-        # 17,030 tokens), at $10 a million tokens.
-        assert "130 turns  ·  8515 in / 17.0k out tokens  · $0.255" in text
+        # The whole run's figures, counted after the window shows: 130 turns, the sum of n
+        # in and of 2n out (8,515 and 17,030 tokens), at $10 a million tokens.
+        totals = "130 turns  ·  8515 in / 17.0k out tokens  · $0.255"
+        await settle(pilot, lambda: totals in shown(app))
 
         first = screen.view
         await pilot.press("right_square_bracket")
@@ -54,7 +55,7 @@ async def test_a_long_run_opens_on_its_first_window_and_moves_with_the_keys(
         text = shown(app)
         assert "turns 101-130 of 130 shown" in text and "[ previous" in text
         assert "turn 101 " in text and "turn 130 " in text and "turn 100 " not in text
-        assert "130 turns  ·  8515 in / 17.0k out tokens  · $0.255" in text
+        assert totals in text
 
         second = screen.view
         await pilot.press("right_square_bracket")  # nothing after the last window

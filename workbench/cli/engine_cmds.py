@@ -291,14 +291,23 @@ def _cmd_fork(args: argparse.Namespace) -> int:
         run_agent,
     )
     from workbench.cli.model_flags import builtin_names, limits_from_args, model_settings
+    from workbench.cli.progress import StderrProgress
     from workbench.cli.run_printer import RunPrinter
     from workbench.engine.recording.fork import ForkError, fork_toolset, plan_fork
+    from workbench.engine.recording.load import RecordingError
+    from workbench.engine.recording.parent import fork_parent
     from workbench.engine.recording.run_service import build_model, fork_setup, prepare_fork
 
     if args.json and not args.dry_run:
         raise CliError("--json prints the plan of --dry-run; add --dry-run")
     home = resolve_home(args)
-    parent = _load(args.run, home)
+    progress = StderrProgress()  # shown only when ingesting new traces takes over a second
+    try:
+        parent = fork_parent(args.run, home, progress)  # a run of the home: read by turn
+    except RecordingError as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        progress.close()
     try:
         plan = plan_fork(parent, _fork_request(args, home))
     except ForkError as exc:

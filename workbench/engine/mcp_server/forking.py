@@ -11,9 +11,10 @@ from typing import Any
 from workbench.engine.mcp_server.tools import ToolError
 from workbench.engine.recording.fork import ForkPlan, ForkRequest
 from workbench.engine.recording.load import Recording
+from workbench.engine.recording.parent import ParentRun
 
 
-def plan(parent: Recording, request: ForkRequest) -> ForkPlan:
+def plan(parent: Recording | ParentRun, request: ForkRequest) -> ForkPlan:
     from workbench.engine.recording.fork import ForkError, plan_fork
 
     try:

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from traces.store import RunRow, TraceStore
     from traces.tree import ToolCallNode, TurnNode
     from workbench.engine.recording.load import Recording
+    from workbench.engine.recording.parent import ParentRun
 
 READ_ONLY_FORK = (
     "fork_run writes a new run, and this server is read-only: start it with "
@@ -97,6 +98,18 @@ class Workbench:
             except (UnknownRunError, AmbiguousRunError) as exc:
                 raise ToolError(str(exc.args[0]).replace("`workbench runs`", "list_runs")) from None
 
+    @contextmanager
+    def _stored(self) -> Iterator[TraceStore]:
+        """The home's store for one read of a run it holds (a fork's parent): no ingest."""
+        from traces.store import StoreError, TraceStore
+
+        with self._store_lock:
+            try:
+                with TraceStore.for_reading(existing_home(self.home)) as store:
+                    yield store
+            except (NoHomeError, StoreError) as exc:
+                raise ToolError(str(exc)) from None
+
     @staticmethod
     def _run_id(store: TraceStore, ref: str) -> str:
         if not is_safe_run_id(ref.strip()):
@@ -118,6 +131,19 @@ class Workbench:
             events = None if is_safe_run_id(run_id) and path.is_file() else store.events(run_id)
         try:
             return read_recording_file(path) if events is None else index_events(events)
+        except RecordingError as exc:
+            raise ToolError(str(exc)) from None
+
+    def _fork_parent(self, ref: str) -> ParentRun:
+        """A run as a fork reads it: from the store, a turn or a call at a time, so that
+        forking a run of 200,000 events never loads the whole run."""
+        from workbench.engine.recording.load import RecordingError
+        from workbench.engine.recording.parent import StoredParent
+
+        with self._store() as store:
+            run_id = self._run_id(store, ref)
+        try:
+            return StoredParent.load(self._stored, run_id)
         except RecordingError as exc:
             raise ToolError(str(exc)) from None
 
@@ -304,9 +330,12 @@ class Workbench:
             request = with_home_policy(request, self.home)  # <home>/tool-policy.toml
         except SetupError as exc:
             raise ToolError(str(exc)) from None
-        parent = await asyncio.to_thread(self._recording, run)
-        fork_plan = plan(parent, request)
+        parent = await asyncio.to_thread(self._fork_parent, run)
+        fork_plan = await asyncio.to_thread(plan, parent, request)
         if dry_run:
+            # Each tool's side-effect policy (the recorded read-only flags: no tool source is
+            # started for a plan), with what the turns before it did, read from the store.
+            policy = await asyncio.to_thread(lambda: plan_of(fork_plan).to_json()["tools"])
             return {
                 "dry_run": True,
                 "parent_run_id": parent.run_id,
@@ -315,9 +344,7 @@ class Workbench:
                 "messages": len(fork_plan.messages),
                 "last_message": fork_plan.messages[-1] if fork_plan.messages else None,
                 "tools_offered": [spec.name for spec in fork_plan.specs],
-                # Each tool's side-effect policy (the recorded read-only flags: no tool
-                # source is started for a plan).
-                "tool_policy": plan_of(fork_plan).to_json()["tools"],
+                "tool_policy": policy,
                 "writes_allowed": self.allow_writes,
             }
         return await run_fork(fork_plan, self.home)

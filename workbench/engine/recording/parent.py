@@ -17,15 +17,23 @@ from collections.abc import Callable, Collection
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 
 from agent_core.tools.base import CallKey, call_key
 from traces.events import ModelApi, ModelRequest, ModelResponse, RunStart, ToolEnd, ToolStart
+from traces.home import NoHomeError, existing_home
 from traces.tree import build_chain
-from workbench.engine.recording.load import Recording, RecordingError, sent_history
+from workbench.engine.recording.load import (
+    Recording,
+    RecordingError,
+    load_recording,
+    sent_history,
+)
 
 if TYPE_CHECKING:
     from traces.store import TraceStore
+    from traces.store.progress import Progress
 
 # A tool call of the parent: its turn, its start and its end (None: no result recorded).
 RecordedToolCall: TypeAlias = tuple[int, ToolStart, ToolEnd | None]
@@ -252,3 +260,26 @@ class StoredParent:
                 spans = [(before[0], before[-1])]
             rows = [row for span in spans for row in store.turn_calls(self.run_id, span)]
         return [PrefixTurn(number, calls, names) for number, calls, names in rows], len(before)
+
+
+def fork_parent(ref: str, home: Path, progress: Progress | None = None) -> Recording | ParentRun:
+    """The run `workbench fork REF` starts from. A trace path or a bundle is read whole: a
+    file of its own. A run of the home is read from its store (`StoredParent`, with the
+    home's new traces ingested first, as every command does), so that forking a run of
+    200,000 events reads the turn it forks, never the whole run. When the store cannot be
+    opened (another process holds it past the wait, say), the run's trace file is read whole
+    instead. `RecordingError` (one line) when there is no such run; `progress` hears how the
+    ingest goes."""
+    from traces.store import StoreError, TraceStore
+
+    path = Path(ref)
+    if path.suffix == ".jsonl" or path.is_file():
+        return load_recording(path, home)
+    try:
+        with TraceStore.for_home(existing_home(home)) as store:
+            store.ingest_home(home, progress)
+    except StoreError:
+        return load_recording(ref, home)
+    except NoHomeError as exc:
+        raise RecordingError(str(exc)) from None
+    return StoredParent.load(lambda: TraceStore.for_home(home), ref)
