@@ -154,3 +154,48 @@ def test_the_cli_and_mcp_fork_a_long_run_as_they_fork_a_short_one(
             assert plan[0].startswith(f"dry run: fork of run {run_id[:12]} at turn {turns} ")
             assert f"turn {turns} is sent with 6 messages" in plan[2]
     assert peaks[2000] < 2 * peaks[8] + 2_000_000, peaks
+
+
+@pytest.mark.parametrize("front", ["cli", "mcp"])
+def test_the_tool_schemas_of_a_long_run_are_diffed_from_its_run_start_alone(
+    tmp_path: Path, front: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`workbench diff --tools` and diff_runs of the tools read each run's run_start from
+    the store: a run of 16,000 events against a short one takes what two short ones take."""
+    folder = tmp_path / "home" / "traces"
+    folder.mkdir(parents=True)
+    short, other, long = "2" * 32, "4" * 32, "3" * 32
+    for run_id, turns in ((short, 8), (other, 8), (long, 2000)):
+        varied_run(folder, run_id, turns, reuse_ids=False, rounds_kept=2)
+    home = _ingested(tmp_path)
+    workbench = Workbench(home)
+
+    def diffed(run_a: str) -> Any:
+        if front == "mcp":
+            arguments = {"run_a": run_a[:10], "run_b": short[:10], "what": "tools"}
+            return asyncio.run(workbench.call("diff_runs", arguments))
+        capsys.readouterr()
+        assert main(["diff", run_a[:10], short[:10], "--tools", "--home", str(home)]) == 0
+        return capsys.readouterr().out.splitlines()
+
+    peaks: dict[str, int] = {}
+    for run_id in (other, long):
+        diffed(run_id)  # imports and caches, before the measured one
+        tracemalloc.start()
+        try:
+            answer = diffed(run_id)
+            peaks[run_id] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        if front == "mcp":
+            assert (answer["run_a"], answer["equal"], answer["tools"]["changed"]) == (
+                run_id,
+                True,
+                [],
+            )
+        else:
+            assert answer == [
+                f"tool schemas: A {run_id[:12]} vs B {short[:12]}",
+                "the tool schemas are the same",
+            ]
+    assert peaks[long] < 2 * peaks[other] + 1_000_000, peaks

@@ -29,6 +29,7 @@ from workbench.cli.policy_flags import add_tool_policy_flag
 
 if TYPE_CHECKING:  # the engine loads the agent and pydantic: handlers import it
     from workbench.engine.recording.load import Recording
+    from workbench.engine.recording.parent import ParentRun
 
 
 def register(subparsers: Any) -> None:
@@ -45,6 +46,22 @@ def _load(ref: str, home: Path) -> Recording:
         return load_recording(ref, home)
     except RecordingError as exc:
         raise CliError(str(exc)) from None
+
+
+def _open(ref: str, home: Path) -> Recording | ParentRun:
+    """A run to read as asked: from the store, a turn or a call at a time, when the home
+    holds it (`open_run`); a progress bar if ingesting new traces first takes a while."""
+    from workbench.cli.progress import StderrProgress
+    from workbench.engine.recording.load import RecordingError
+    from workbench.engine.recording.parent import open_run
+
+    progress = StderrProgress()  # shown only when it takes over a second
+    try:
+        return open_run(ref, home, progress)
+    except RecordingError as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        progress.close()
 
 
 # --- replay -------------------------------------------------------------------------------
@@ -291,23 +308,14 @@ def _cmd_fork(args: argparse.Namespace) -> int:
         run_agent,
     )
     from workbench.cli.model_flags import builtin_names, limits_from_args, model_settings
-    from workbench.cli.progress import StderrProgress
     from workbench.cli.run_printer import RunPrinter
     from workbench.engine.recording.fork import ForkError, fork_toolset, plan_fork
-    from workbench.engine.recording.load import RecordingError
-    from workbench.engine.recording.parent import fork_parent
     from workbench.engine.recording.run_service import build_model, fork_setup, prepare_fork
 
     if args.json and not args.dry_run:
         raise CliError("--json prints the plan of --dry-run; add --dry-run")
     home = resolve_home(args)
-    progress = StderrProgress()  # shown only when ingesting new traces takes over a second
-    try:
-        parent = fork_parent(args.run, home, progress)  # a run of the home: read by turn
-    except RecordingError as exc:
-        raise CliError(str(exc)) from None
-    finally:
-        progress.close()
+    parent = _open(args.run, home)  # a run of the home: read by turn, as the fork asks
     try:
         plan = plan_fork(parent, _fork_request(args, home))
     except ForkError as exc:
@@ -424,8 +432,11 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     from workbench.engine.diff.text_changes import compare_runs, render_comparison
 
     home = resolve_home(args)
-    a, b = _load(args.a, home), _load(args.b, home)
     show_tools, show_chain = not args.chain, not args.tools
+    # The chains are the whole runs; the tool schemas alone, each run's run_start (a run of
+    # the home is then not read whole).
+    whole = (_load(args.a, home), _load(args.b, home)) if show_chain else None
+    a, b = whole or (_open(args.a, home), _open(args.b, home))
     result: dict[str, Any] = {"run_a": a.run_id, "run_b": b.run_id}
     lines: list[str] = []
     different = False
@@ -434,8 +445,8 @@ def _cmd_diff(args: argparse.Namespace) -> int:
         different |= not tools.is_empty
         result["tools"] = tools.to_json()
         lines += render_tools(tools, a.run_id, b.run_id)
-    if show_chain:
-        comparison = compare_runs(a, b)
+    if whole is not None:
+        comparison = compare_runs(*whole)
         different |= not comparison.diff.is_equal
         result["chain"] = comparison.to_json()
         if lines:

@@ -19,6 +19,7 @@ from agent_core.wire.chat import tool_call
 from traces.text import one_line
 from traces.tree import TurnNode, build_chain
 from workbench.engine.recording.load import Recording
+from workbench.engine.recording.parent import ParentRun
 from workbench.engine.recording.tool_policy import call_label, recorded_decisions
 
 TurnOutcome = Literal["tools", "answer", "model_error", "incomplete"]
@@ -291,7 +292,7 @@ def render_chain(diff: ChainDiff) -> list[str]:
     return lines
 
 
-def diff_tools(a: Recording, b: Recording) -> Any:
+def diff_tools(a: Recording | ParentRun, b: Recording | ParentRun) -> Any:
     """The tool-schema diff between the two runs' run_start tools (a ToolSchemaDiff)."""
     from traces.schema_diff import diff_tool_schemas
 

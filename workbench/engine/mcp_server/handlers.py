@@ -134,9 +134,10 @@ class Workbench:
         except RecordingError as exc:
             raise ToolError(str(exc)) from None
 
-    def _fork_parent(self, ref: str) -> ParentRun:
-        """A run as a fork reads it: from the store, a turn or a call at a time, so that
-        forking a run of 200,000 events never loads the whole run."""
+    def _stored_run(self, ref: str) -> ParentRun:
+        """A run read from the store as it is asked, a turn or a call at a time (a fork's
+        parent, the tool schemas of a diff), so that forking a run of 200,000 events never
+        loads the whole run."""
         from workbench.engine.recording.load import RecordingError
         from workbench.engine.recording.parent import StoredParent
 
@@ -248,15 +249,18 @@ class Workbench:
         from workbench.engine.diff.alignment import diff_tools
         from workbench.engine.diff.text_changes import compare_runs
 
-        a, b = self._recording(run_a), self._recording(run_b)
+        # The chains are the whole runs; the tool schemas alone, each run's run_start (the
+        # runs are then not read whole).
+        whole = (self._recording(run_a), self._recording(run_b)) if what != "tools" else None
+        a, b = whole or (self._stored_run(run_a), self._stored_run(run_b))
         answer: dict[str, Any] = {"run_a": a.run_id, "run_b": b.run_id}
         equal = True
         if what in ("both", "tools"):
             tools = diff_tools(a, b)
             equal &= tools.is_empty
             answer["tools"] = tools.to_json()
-        if what in ("both", "chain"):
-            comparison = compare_runs(a, b)
+        if whole is not None:  # both, or the chains
+            comparison = compare_runs(*whole)
             equal &= comparison.diff.is_equal
             answer["chain"] = comparison.to_json()
         answer["equal"] = equal
@@ -330,7 +334,7 @@ class Workbench:
             request = with_home_policy(request, self.home)  # <home>/tool-policy.toml
         except SetupError as exc:
             raise ToolError(str(exc)) from None
-        parent = await asyncio.to_thread(self._fork_parent, run)
+        parent = await asyncio.to_thread(self._stored_run, run)
         fork_plan = await asyncio.to_thread(plan, parent, request)
         if dry_run:
             # Each tool's side-effect policy (the recorded read-only flags: no tool source is

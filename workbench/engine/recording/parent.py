@@ -262,12 +262,13 @@ class StoredParent:
         return [PrefixTurn(number, calls, names) for number, calls, names in rows], len(before)
 
 
-def fork_parent(ref: str, home: Path, progress: Progress | None = None) -> Recording | ParentRun:
-    """The run `workbench fork REF` starts from. A trace path or a bundle is read whole: a
-    file of its own. A run of the home is read from its store (`StoredParent`, with the
-    home's new traces ingested first, as every command does), so that forking a run of
-    200,000 events reads the turn it forks, never the whole run. When the store cannot be
-    opened (another process holds it past the wait, say), the run's trace file is read whole
+def open_run(ref: str, home: Path, progress: Progress | None = None) -> Recording | ParentRun:
+    """A run to read as it is asked, a turn or a call at a time (`workbench fork REF`, the
+    tool schemas of `workbench diff --tools`). A trace path or a bundle is read whole: a file
+    of its own. A run of the home is read from its store (`StoredParent`, with the home's new
+    traces ingested first, as every command does), so that forking the last turn of a run of
+    200,000 events reads that turn, never the whole run. When the store cannot be opened
+    (another process holds it past the wait, say), the run's trace file is read whole
     instead. `RecordingError` (one line) when there is no such run; `progress` hears how the
     ingest goes."""
     from traces.store import StoreError, TraceStore
