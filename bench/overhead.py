@@ -13,7 +13,9 @@ and written with one `write` each, no redaction, no history reuse. Target: each 
 at most 1.3 times what the limit costs it (by wall clock and by CPU time; one of them must
 meet it, as for the ratio). The limit's own figure moves with the machine's load, so the
 target is relative to it rather than an absolute time. The median ratio of the
-interleaved pairs is printed too, as a check on a noisy machine.
+interleaved pairs is printed too, the traced run's and the limit's, as a check on a noisy
+machine (the writer reuses the history's texts, which the limit encodes again for every
+request, so it can cost less than the limit).
 """
 
 from __future__ import annotations
@@ -131,7 +133,11 @@ def main() -> int:
         f"{wall_times}, {cpu_to_limit:.2f}x the limit   (target <= 1.3x)"
     )
     pairs = sorted(traced / plain for (traced, _), (plain, _) in zip(on, off, strict=True))
-    print(f"median ratio of pairs:   {pairs[len(pairs) // 2]:.2f}")
+    floor = sorted(limit / plain for (limit, _), (plain, _) in zip(least, off, strict=True))
+    print(
+        f"median ratio of pairs:   {pairs[len(pairs) // 2]:.2f}, "
+        f"the limit's {floor[len(floor) // 2]:.2f} (wall)"
+    )
     return 0 if min(ratio, cpu_ratio) <= 1.3 and min(to_limit, cpu_to_limit) <= 1.3 else 1
 
 
