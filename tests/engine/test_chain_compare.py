@@ -8,7 +8,13 @@ import pytest
 
 from tests.engine.engine_support import THREE_TURNS, Project, cli
 from traces.home import traces_dir
-from workbench.engine.diff.text_changes import compare_runs, marked, render_comparison
+from traces.store import TraceStore
+from workbench.engine.diff.text_changes import (
+    compare_runs,
+    compare_stored_runs,
+    marked,
+    render_comparison,
+)
 from workbench.engine.recording.load import read_recording_file
 
 MOCK = "config.toml\nnotes.md"
@@ -37,6 +43,10 @@ async def test_comparison_shows_texts_word_diffs_and_the_edits(project: Project)
     parent = read_recording_file(folder / f"{parent_id}.jsonl")
     fork = read_recording_file(folder / f"{fork_id}.jsonl")
     comparison = compare_runs(parent, fork)
+    # From the store a turn at a time (`workbench diff`), the fork's inherited turns too.
+    with TraceStore.for_home(project.home) as store:
+        store.ingest_home(project.home)
+        assert compare_stored_runs(store, parent_id, fork_id, size=1) == comparison
 
     [edits] = comparison.forks
     assert (edits.fork, edits.parent_run_id, edits.turn) == ("B", parent_id, 2)

@@ -28,6 +28,7 @@ from workbench.cli.common import (
 from workbench.cli.policy_flags import add_tool_policy_flag
 
 if TYPE_CHECKING:  # the engine loads the agent and pydantic: handlers import it
+    from workbench.engine.diff.text_changes import Comparison
     from workbench.engine.recording.load import Recording
     from workbench.engine.recording.parent import ParentRun
 
@@ -429,14 +430,13 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     if args.b is None:
         raise CliError("diff needs two runs: RUN_A RUN_B (or one bundle file)")
     from workbench.engine.diff.alignment import diff_tools, render_tools
-    from workbench.engine.diff.text_changes import compare_runs, render_comparison
+    from workbench.engine.diff.text_changes import render_comparison
 
     home = resolve_home(args)
     show_tools, show_chain = not args.chain, not args.tools
-    # The chains are the whole runs; the tool schemas alone, each run's run_start (a run of
-    # the home is then not read whole).
-    whole = (_load(args.a, home), _load(args.b, home)) if show_chain else None
-    a, b = whole or (_open(args.a, home), _open(args.b, home))
+    # Runs of the home are read from the store: the tool schemas from each run_start, the
+    # chains a window of turns at a time.
+    a, b = _open(args.a, home), _open(args.b, home)
     result: dict[str, Any] = {"run_a": a.run_id, "run_b": b.run_id}
     lines: list[str] = []
     different = False
@@ -445,8 +445,8 @@ def _cmd_diff(args: argparse.Namespace) -> int:
         different |= not tools.is_empty
         result["tools"] = tools.to_json()
         lines += render_tools(tools, a.run_id, b.run_id)
-    if whole is not None:
-        comparison = compare_runs(*whole)
+    if show_chain:
+        comparison = _compared(a, b, home)
         different |= not comparison.diff.is_equal
         result["chain"] = comparison.to_json()
         if lines:
@@ -458,6 +458,24 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write("\n".join(lines) + "\n")
     return 1 if different else 0
+
+
+def _compared(a: Recording | ParentRun, b: Recording | ParentRun, home: Path) -> Comparison:
+    """The two decision chains compared: of two runs of the home, from the store a window
+    of turns at a time; else (a trace path, a bundle, a store another process holds) as
+    read whole."""
+    from traces.store import StoreError, TraceStore
+    from workbench.engine.diff.text_changes import compare_runs, compare_stored_runs
+    from workbench.engine.recording.load import Recording
+
+    if not isinstance(a, Recording) and not isinstance(b, Recording):
+        try:
+            with TraceStore.for_home(home) as store:
+                return compare_stored_runs(store, a.run_id, b.run_id)
+        except StoreError:
+            pass
+    whole = [run if isinstance(run, Recording) else _load(run.run_id, home) for run in (a, b)]
+    return compare_runs(*whole)
 
 
 # --- serve-model --------------------------------------------------------------------------

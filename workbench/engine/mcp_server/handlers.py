@@ -247,20 +247,20 @@ class Workbench:
 
     def diff_runs(self, *, run_a: str, run_b: str, what: str) -> dict[str, Any]:
         from workbench.engine.diff.alignment import diff_tools
-        from workbench.engine.diff.text_changes import compare_runs
+        from workbench.engine.diff.text_changes import compare_stored_runs
 
-        # The chains are the whole runs; the tool schemas alone, each run's run_start (the
-        # runs are then not read whole).
-        whole = (self._recording(run_a), self._recording(run_b)) if what != "tools" else None
-        a, b = whole or (self._stored_run(run_a), self._stored_run(run_b))
+        # From the store: the tool schemas from each run_start, the chains a window of
+        # turns at a time.
+        a, b = self._stored_run(run_a), self._stored_run(run_b)
         answer: dict[str, Any] = {"run_a": a.run_id, "run_b": b.run_id}
         equal = True
         if what in ("both", "tools"):
             tools = diff_tools(a, b)
             equal &= tools.is_empty
             answer["tools"] = tools.to_json()
-        if whole is not None:  # both, or the chains
-            comparison = compare_runs(*whole)
+        if what in ("both", "chain"):
+            with self._stored() as store:
+                comparison = compare_stored_runs(store, a.run_id, b.run_id)
             equal &= comparison.diff.is_equal
             answer["chain"] = comparison.to_json()
         answer["equal"] = equal
