@@ -12,7 +12,9 @@ figures are kept with the home and printed with the load they were taken under. 
 other figure is measured in this run, on the cached home:
 
 - `runs` (first page, and filtered), `show RUN` of a small run, `show` of the long run,
-  `search WORD`: whole processes, median of `--rounds`, with the load average beside;
+  `search WORD`, a dry-run fork of the long run's last turn and a diff of its tool schemas
+  (no target for these two; they read the store, not the run): whole processes, median of
+  `--rounds`, with the load average beside;
 - `sql`: counts that must equal what was written, exactly;
 - storage: bytes per event of the store and of the traces, and a 200-turn run against a
   100-turn one of the real agent loop (each request resends the history), store and trace;
@@ -203,6 +205,21 @@ def main() -> int:
         if label.startswith(f"show RUN ({args.long:,}"):
             target = "< 1 s"
         rows.append((f"`{label}`, whole process", f"{wall:.3f} s wall, {cpu:.3f} s CPU", target))
+    # What a fork and a tool-schema diff read of the long run: its last turn, its run_start.
+    turns_sql = f"SELECT max(turn) AS n FROM events WHERE run_id = '{long_run}'"
+    last = output([WORKBENCH, "sql", "--json", turns_sql], home)
+    last_turn = str(json.loads(last)[0]["n"])
+    reads = {
+        f"fork RUN ({args.long:,} events) --turn {last_turn} --dry-run": [
+            WORKBENCH, "fork", long_run, "--turn", last_turn, "--dry-run",
+        ],
+        f"diff RUN ({args.long:,} events) RUN --tools": [
+            WORKBENCH, "diff", long_run, small_id, "--tools",
+        ],
+    }  # fmt: skip
+    for label, argv in reads.items():
+        wall, cpu = timed(argv, home, args.rounds)
+        rows.append((f"`{label}`, whole process", f"{wall:.3f} s wall, {cpu:.3f} s CPU", ""))
     rows.append(("  (load while timing the commands)", f"{quiet} .. {load()}", ""))
     baseline = timed([sys.executable, "-c", "pass"], home, args.rounds)
     rows.append(
