@@ -5,6 +5,7 @@ page of events) at a time, and tells how far it is as it goes."""
 from __future__ import annotations
 
 import shutil
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,8 @@ import pytest
 from tests.engine.stored_runs import CountingStore, varied_run
 from traces.reader import read_trace
 from traces.store import TraceStore
+from workbench.cli import main
+from workbench.engine.views import export
 from workbench.engine.views.export import (
     EXPORT_EVENTS,
     EXPORT_FORMATS,
@@ -87,3 +90,39 @@ def test_a_run_the_store_does_not_hold_is_not_exported(tmp_path: Path) -> None:
     with TraceStore.for_home(home) as store, pytest.raises(ExportError, match="no events"):
         export_stored(CountingStore(store).session, "9" * 32, "md", home)
     assert not (home / "exports").exists() or not any((home / "exports").iterdir())
+
+
+def test_workbench_export_writes_a_long_run_from_the_store_as_it_reads_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`workbench export RUN -o FILE` of a run of the home: the document of the whole run,
+    read a window at a time, so a run three times as long takes about the same memory
+    (read whole, three times as much); on stdout the same document. Windows of 50 turns
+    and 200 events here, for runs of 200 and 600 turns."""
+    monkeypatch.setattr(export, "EXPORT_TURNS", 50)
+    monkeypatch.setattr(export, "EXPORT_EVENTS", 200)
+    home, folder = _home(tmp_path)
+    lengths = {"6" * 32: 200, "7" * 32: 600}
+    for run_id, turns in lengths.items():
+        varied_run(folder, run_id, turns, rounds_kept=2)
+    for fmt in EXPORT_FORMATS:
+        peaks: list[int] = []
+        for run_id in lengths:
+            args = ["export", run_id[:8], "--format", fmt, "--home", str(home)]
+            written = tmp_path / f"{run_id[0]}.{fmt}"
+            assert main([*args, "-o", str(written)]) == 0  # ingest, imports, caches
+            tracemalloc.start()
+            try:
+                assert main([*args, "-o", str(written)]) == 0
+                peaks.append(tracemalloc.get_traced_memory()[1])
+            finally:
+                tracemalloc.stop()
+            whole = export_run(list(read_trace(folder / f"{run_id}.jsonl").events), fmt)
+            assert written.read_text(encoding="utf-8") == whole
+        assert peaks[1] < 1.5 * peaks[0], (fmt, peaks)
+        capsys.readouterr()
+        assert main(args) == 0
+        assert capsys.readouterr().out == whole
+    # Each written whole under its name, nothing left beside.
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["6.json", "6.md", "7.json", "7.md", "home"]

@@ -30,6 +30,8 @@ from workbench.number_args import positive_float as positive_float
 from workbench.number_args import positive_int as positive_int
 
 if TYPE_CHECKING:
+    from workbench.engine.recording.load import Recording
+    from workbench.engine.recording.parent import ParentRun
     from workbench.engine.views.cost import Prices
 
 
@@ -161,6 +163,23 @@ def serve_until_stopped(
     server.serve_forever(lambda: print(ready(), flush=True))
     print("stopped" + (f"; {summary()}" if summary is not None else ""), flush=True)
     return ExitCode.OK
+
+
+def open_run(ref: str, home: Path) -> Recording | ParentRun:
+    """A run to read as it is asked: from the store, a turn or a call at a time, when the
+    home holds it (`workbench.engine.recording.parent.open_run`), else a trace path or bundle
+    read whole; a progress bar when ingesting new traces first takes a while."""
+    from workbench.cli.progress import StderrProgress
+    from workbench.engine.recording.load import RecordingError
+    from workbench.engine.recording.parent import open_run as opened
+
+    progress = StderrProgress()  # shown only when it takes over a second
+    try:
+        return opened(ref, home, progress)
+    except RecordingError as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        progress.close()
 
 
 def add_home(parser: argparse.ArgumentParser) -> None:

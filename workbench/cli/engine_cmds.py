@@ -17,6 +17,7 @@ from workbench.cli.common import (
     add_home,
     add_server_flags,
     load_prices,
+    open_run,
     positive_float,
     priced,
     print_json,
@@ -47,22 +48,6 @@ def _load(ref: str, home: Path) -> Recording:
         return load_recording(ref, home)
     except RecordingError as exc:
         raise CliError(str(exc)) from None
-
-
-def _open(ref: str, home: Path) -> Recording | ParentRun:
-    """A run to read as asked: from the store, a turn or a call at a time, when the home
-    holds it (`open_run`); a progress bar if ingesting new traces first takes a while."""
-    from workbench.cli.progress import StderrProgress
-    from workbench.engine.recording.load import RecordingError
-    from workbench.engine.recording.parent import open_run
-
-    progress = StderrProgress()  # shown only when it takes over a second
-    try:
-        return open_run(ref, home, progress)
-    except RecordingError as exc:
-        raise CliError(str(exc)) from None
-    finally:
-        progress.close()
 
 
 # --- replay -------------------------------------------------------------------------------
@@ -316,7 +301,7 @@ def _cmd_fork(args: argparse.Namespace) -> int:
     if args.json and not args.dry_run:
         raise CliError("--json prints the plan of --dry-run; add --dry-run")
     home = resolve_home(args)
-    parent = _open(args.run, home)  # a run of the home: read by turn, as the fork asks
+    parent = open_run(args.run, home)  # a run of the home: read by turn, as the fork asks
     try:
         plan = plan_fork(parent, _fork_request(args, home))
     except ForkError as exc:
@@ -436,7 +421,7 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     show_tools, show_chain = not args.chain, not args.tools
     # Runs of the home are read from the store: the tool schemas from each run_start, the
     # chains a window of turns at a time.
-    a, b = _open(args.a, home), _open(args.b, home)
+    a, b = open_run(args.a, home), open_run(args.b, home)
     result: dict[str, Any] = {"run_a": a.run_id, "run_b": b.run_id}
     lines: list[str] = []
     different = False

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import IO
 
 from workbench.cli.common import (
     CliError,
@@ -13,6 +14,7 @@ from workbench.cli.common import (
     add_home,
     add_no_color,
     color_wanted,
+    open_run,
     positive_int,
     print_json,
     resolve_home,
@@ -90,20 +92,43 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from workbench.engine.recording.load import RecordingError, load_recording
-    from workbench.engine.views.export import ExportError, export_run
+    """A run of the home is written as it is read from the store, a window of turns at a
+    time (a run of 200,000 events in bounded memory, its progress on stderr); a trace path
+    is read whole. With -o the file is put in place whole, once written."""
+    from traces.store import StoreError, TraceStore
+    from workbench.cli.progress import StderrProgress
+    from workbench.engine.recording.load import Recording
+    from workbench.engine.views.export import ExportError, export_run, write_stored, written_whole
+
+    home = resolve_home(args)
+    run = open_run(args.run, home)
+
+    def write(out: IO[str]) -> None:
+        if isinstance(run, Recording):
+            out.write(export_run(run.events, args.format))
+            return
+        bar = StderrProgress()  # shown only when it takes over a second
+        try:
+            write_stored(
+                lambda: TraceStore.for_home(home),
+                run.run_id,
+                args.format,
+                out,
+                lambda done, total: bar("exporting", done / total if total else 1.0),
+            )
+        finally:
+            bar.close()
 
     try:
-        recording = load_recording(args.run, resolve_home(args))
-        text = export_run(recording.events, args.format)
-    except (RecordingError, ExportError) as exc:
-        raise CliError(str(exc)) from None
-    if args.output is None:
-        sys.stdout.write(text)
-        return 0
-    try:
-        args.output.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from None
-    print(f"wrote run {recording.run_id} as {args.format} to {args.output}", file=sys.stderr)
+        if args.output is None:
+            write(sys.stdout)
+            return 0
+        try:
+            with written_whole(args.output) as out:
+                write(out)
+        except OSError as exc:
+            raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    except (ExportError, StoreError) as exc:  # no events; the store held or damaged meanwhile
+        raise CliError(str(exc).splitlines()[0]) from None
+    print(f"wrote run {run.run_id} as {args.format} to {args.output}", file=sys.stderr)
     return 0

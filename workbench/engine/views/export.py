@@ -4,10 +4,11 @@ issue).
 
     text = export_run(recording.events, "md")
     path = export_stored(open_store, run_id, "md", home, progress)  # a window at a time
+    write_stored(open_store, run_id, "json", sys.stdout)  # the same, to any text stream
 
-`export_stored` writes the same document from the store, reading a window of turns (JSON: a
-page of events) at a time, so a run of 200,000 events is written in bounded memory, with
-its progress told as it goes.
+`export_stored` and `write_stored` write the same document from the store, reading a window
+of turns (JSON: a page of events) at a time, so a run of 200,000 events is written in
+bounded memory, with its progress told as it goes.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ def export_to_home(events: Sequence[Event], run_id: str, fmt: ExportFormat, home
     run id (`run_file_stem`: an id is data, never a path part); returns its path."""
     text = export_run(events, fmt)
     path = _export_path(home, run_id, fmt)
-    with _written_whole(path) as out:
+    with written_whole(path) as out:
         out.write(text)
     return path
 
@@ -84,10 +85,24 @@ def export_stored(
     home: Path,
     progress: ExportProgress | None = None,
 ) -> Path:
-    """`export_to_home` of a stored run, read a window at a time (`EXPORT_TURNS` turns,
-    `EXPORT_EVENTS` events), each in a session of `open_store` of its own; `progress`
-    hears how far it is before the first and after each. The document is the one
-    `export_run` makes."""
+    """`export_to_home` of a stored run, read a window at a time (`write_stored`)."""
+    path = _export_path(home, run_id, fmt)
+    with written_whole(path) as out:
+        write_stored(open_store, run_id, fmt, out, progress)
+    return path
+
+
+def write_stored(
+    open_store: OpenStore,
+    run_id: str,
+    fmt: ExportFormat,
+    out: IO[str],
+    progress: ExportProgress | None = None,
+) -> None:
+    """The document `export_run` makes of a stored run, written to `out` as it is read, a
+    window at a time (`EXPORT_TURNS` turns, `EXPORT_EVENTS` events), each in a session of
+    `open_store` of its own; `progress` hears how far it is before the first and after
+    each. `ExportError` before anything is written when the run has no events."""
     with open_store() as store:
         total = store.count_events(run_id)
         own = store.events(run_id, types=["run_start", "run_end"])
@@ -99,18 +114,15 @@ def export_stored(
         progress(0, len(turns) if fmt == "md" else total)
     chain = build_chain(own)
     chain.run_id = run_id
-    path = _export_path(home, run_id, fmt)
-    with _written_whole(path) as out:
-        if fmt == "json":
-            _write_json(out, _json_head(chain), _event_pages(open_store, run_id, total, progress))
-        elif fmt == "md":
-            duration = (span[1] - span[0]).total_seconds() * 1000.0 if span else 0.0
-            turn_lines = _markdown_turns(open_store, run_id, turns, duration, progress)
-            head, end = _markdown_head(chain, duration), _markdown_end(chain)
-            _write_lines(out, itertools.chain(head, turn_lines, end))
-        else:
-            assert_never(fmt)
-    return path
+    if fmt == "json":
+        _write_json(out, _json_head(chain), _event_pages(open_store, run_id, total, progress))
+    elif fmt == "md":
+        duration = (span[1] - span[0]).total_seconds() * 1000.0 if span else 0.0
+        turn_lines = _markdown_turns(open_store, run_id, turns, duration, progress)
+        head, end = _markdown_head(chain, duration), _markdown_end(chain)
+        _write_lines(out, itertools.chain(head, turn_lines, end))
+    else:
+        assert_never(fmt)
 
 
 def _export_path(home: Path, run_id: str, fmt: ExportFormat) -> Path:
@@ -120,7 +132,7 @@ def _export_path(home: Path, run_id: str, fmt: ExportFormat) -> Path:
 
 
 @contextmanager
-def _written_whole(path: Path) -> Iterator[IO[str]]:
+def written_whole(path: Path) -> Iterator[IO[str]]:
     """`path`, written under a name of its own and put in place whole: a failed or a
     concurrent export never leaves half a document under the name."""
     partial = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.part")
