@@ -10,6 +10,7 @@ import io
 import json
 import lzma
 import tarfile
+import tracemalloc
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -267,3 +268,50 @@ def test_a_truncated_bundle_is_one_line(demo_home: Path, tmp_path: Path) -> None
     code, _, err = _run("--home", str(tmp_path / "h"), "import", "bundle", str(cut))
     assert code == 2 and "truncated or damaged" in err and err.count("\n") == 1
     assert not (tmp_path / "h" / "traces").exists() or not list((tmp_path / "h").rglob("*.jsonl"))
+
+
+def test_a_long_run_streams_into_its_bundle(tmp_path: Path) -> None:
+    """The trace goes through a line at a time, never whole: a run three times as long
+    takes no more memory to bundle (read whole, each 600 turns more took some 20 MB
+    here), and the bundle holds the trace byte for byte."""
+    from tests.engine.stored_runs import varied_run
+
+    home = tmp_path / "home"
+    folder = traces_dir(home)
+    folder.mkdir(parents=True)
+    lengths = {"6" * 32: 300, "7" * 32: 900}
+    for run_id, turns in lengths.items():
+        varied_run(folder, run_id, turns, rounds_kept=2)
+    peaks: list[int] = []
+    for run_id in lengths:
+        out = tmp_path / f"{run_id[0]}.wbundle"
+        assert _run("--home", str(home), "bundle", run_id, "-o", str(out))[0] == 0  # warm-up
+        tracemalloc.start()
+        try:
+            code, _, err = _run("--home", str(home), "bundle", run_id, "-o", str(out))
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+        assert code == 0, err
+        trace = (folder / f"{run_id}.jsonl").read_bytes()
+        assert _members(out)[f"traces/{run_id}.jsonl"] == trace
+    assert peaks[1] - peaks[0] < 4_000_000, peaks
+
+
+def test_a_run_too_big_to_read_back_is_not_bundled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bundle is only written when `read_bundle` would take it (caps made small here)."""
+    from tests.engine.stored_runs import varied_run
+    from workbench.engine.recording import bundle
+
+    monkeypatch.setattr(bundle, "MAX_MEMBER_BYTES", 20_000)
+    home = tmp_path / "home"
+    folder = traces_dir(home)
+    folder.mkdir(parents=True)
+    varied_run(folder, "6" * 32, 40)
+    out = tmp_path / "big.wbundle"
+    code, _, err = _run("--home", str(home), "bundle", "6" * 32, "-o", str(out))
+    assert code != 0 and err.count("\n") == 1
+    assert "traces/6666" in err and "a bundle may hold of one file" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["home"]  # nothing left behind

@@ -85,17 +85,17 @@ def _bundle_error(exc: Exception, path: Path) -> CliError:
 
 
 def cmd_bundle(args: argparse.Namespace) -> int:
-    from workbench.engine.recording.bundle import BundleError, write_bundle
-    from workbench.engine.recording.load import RecordingError, load_recording
+    from workbench.engine.recording.bundle import BundledTrace, BundleError, write_bundle
+    from workbench.engine.recording.load import RecordingError, trace_path
 
     home = resolve_home(args)
     out: Path = args.output
     try:
-        recordings = [load_recording(ref, home) for ref in args.runs]
+        traces = [BundledTrace.at(trace_path(ref, home)) for ref in args.runs]
     except RecordingError as exc:
         raise CliError(str(exc)) from None
     try:
-        manifest = write_bundle(recordings, home, out)
+        manifest = write_bundle(traces, home, out)
     except BundleError as exc:
         raise CliError(str(exc)) from None
     if args.json:

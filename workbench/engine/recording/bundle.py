@@ -1,6 +1,6 @@
 """One file that replays runs on another machine: `workbench bundle RUN… -o FILE`.
 
-    manifest = write_bundle([recording], home, Path("issue-123.wbundle"))
+    manifest = write_bundle([BundledTrace.at(trace_path)], home, Path("issue-123.wbundle"))
     report = import_bundle(Path("issue-123.wbundle"), other_home)
 
 A bundle is a tar archive in one xz stream (so the history each model request repeats, and
@@ -30,17 +30,19 @@ import lzma
 import re
 import tarfile
 import tempfile
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import IO, Any
 
+from traces.events import RunStart
 from traces.home import home_redactor, traces_dir
-from traces.redact import REDACTION_MARK
+from traces.redact import REDACTION_MARK, Redactor
 from traces.run_names import is_safe_run_id, run_file_stem
 from traces.versions import SCHEMA_VERSION
-from workbench.engine.recording.load import Recording, RecordingError, read_recording_file
+from workbench.engine.recording.load import RecordingError, read_recording_file
 
 BUNDLE_FORMAT = "workbench-bundle"
 BUNDLE_VERSION = 1
@@ -70,15 +72,47 @@ def _version() -> str:
         return "unknown"
 
 
-def with_parents(recordings: list[Recording], home: Path) -> tuple[list[Recording], list[str]]:
-    """The recordings and every fork parent they descend from that the home still has;
+@dataclass
+class BundledTrace:
+    """A trace going into a bundle: its file and run_start (what finding its fork parent
+    needs); the rest is read as the trace streams into the bundle."""
+
+    path: Path
+    run_start: RunStart
+
+    @property
+    def run_id(self) -> str:
+        return self.run_start.run_id
+
+    @classmethod
+    def at(cls, path: Path) -> BundledTrace:
+        """The trace at `path`, by its first run_start; `RecordingError` (one line) when
+        it has none or cannot be read."""
+        from traces.reader import iter_trace
+        from traces.versions import NewerSchemaError
+
+        if not path.is_file():
+            raise RecordingError(f"no trace file at {path}")
+        try:
+            start = next((e for e in iter_trace(path) if isinstance(e, RunStart)), None)
+        except NewerSchemaError as exc:
+            raise RecordingError(f"{path.name}: {exc}; upgrade the workbench") from None
+        except (OSError, ValueError) as exc:
+            raise RecordingError(f"cannot read {path}: {exc}") from None
+        if start is None:
+            raise RecordingError(f"corrupt recording {path}: no run_start event")
+        return cls(path, start)
+
+
+def with_parents(traces: list[BundledTrace], home: Path) -> tuple[list[BundledTrace], list[str]]:
+    """The traces and every fork parent they descend from that the home still has;
     (all of them, oldest ancestor first; parent ids that could not be found)."""
-    by_id = {r.run_id: r for r in recordings}
-    order: dict[str, Recording] = {}
+    by_id = {t.run_id: t for t in traces}
+    order: dict[str, BundledTrace] = {}
     missing: list[str] = []
 
-    def visit(recording: Recording, depth: int) -> None:
-        parent_id = recording.run_start.parent_run_id
+    def visit(trace: BundledTrace, depth: int) -> None:
+        parent_id = trace.run_start.parent_run_id
         if parent_id and parent_id not in by_id and depth < 64:
             parent = _find(parent_id, home)
             if parent is None:
@@ -86,33 +120,73 @@ def with_parents(recordings: list[Recording], home: Path) -> tuple[list[Recordin
             else:
                 by_id[parent_id] = parent
                 visit(parent, depth + 1)
-        order.setdefault(recording.run_id, recording)
+        order.setdefault(trace.run_id, trace)
 
-    for recording in recordings:
-        visit(recording, 0)
-    asked = {r.run_id for r in recordings}
-    parents = [r for run_id, r in order.items() if run_id not in asked]
-    return [*parents, *[r for run_id, r in order.items() if run_id in asked]], missing
+    for trace in traces:
+        visit(trace, 0)
+    asked = {t.run_id for t in traces}
+    parents = [t for run_id, t in order.items() if run_id not in asked]
+    return [*parents, *[t for run_id, t in order.items() if run_id in asked]], missing
 
 
-def _find(run_id: str, home: Path) -> Recording | None:
+def _find(run_id: str, home: Path) -> BundledTrace | None:
     if not is_safe_run_id(run_id):
         return None
     path = traces_dir(home) / f"{run_id}.jsonl"
     try:
-        return read_recording_file(path) if path.is_file() else None
+        return BundledTrace.at(path) if path.is_file() else None
     except RecordingError:
         return None
 
 
-def _schemas(recording: Recording) -> list[dict[str, Any]]:
-    from traces.events import ToolsChanged
+@dataclass
+class _Member:
+    """A trace's redacted text, written to a scratch file as it streams, and what the
+    manifest says of it."""
 
-    schemas = list(recording.run_start.tools)
-    for event in recording.events:
-        if isinstance(event, ToolsChanged):
-            schemas += [s for s in event.tools if s not in schemas]
-    return schemas
+    file: Path
+    changed: bool = False  # by the home's patterns
+    frames: int = 0  # MCP messages
+    schemas: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _streamed(
+    trace: BundledTrace, redactor: Redactor, scratch: Path, placeholders: Counter[str]
+) -> _Member:
+    """The trace checked as a recording is (a bad line before the last one, a seq out of
+    order: `RecordingError`), its tool schemas and MCP frames counted from its events, and
+    its lines redacted with the home's patterns once more, one line at a time."""
+    from traces.events import McpMessage, ToolsChanged
+    from traces.reader import iter_trace
+
+    member = _Member(scratch / f"{run_file_stem(trace.run_id)}.jsonl")
+    member.schemas = list(trace.run_start.tools)
+    problems: list[str] = []
+    for expected, event in enumerate(iter_trace(trace.path, problems)):
+        if event.run_id != trace.run_id or event.seq != expected:
+            raise RecordingError(
+                f"corrupt recording {trace.path}: expected seq {expected} of run "
+                f"{trace.run_id}, found seq {event.seq} of run {event.run_id}"
+            )
+        if isinstance(event, McpMessage):
+            member.frames += 1
+        elif isinstance(event, ToolsChanged):
+            member.schemas += [s for s in event.tools if s not in member.schemas]
+    lines = 0
+    with trace.path.open("rb") as handle, member.file.open("wb") as out:
+        for raw in handle:  # as written: one event a line, the last one perhaps cut off
+            lines += 1
+            line = raw.decode("utf-8", "surrogateescape")
+            redacted = redactor.text(line)
+            member.changed |= redacted != line
+            placeholders.update(_PLACEHOLDER.findall(redacted))
+            out.write(redacted.encode("utf-8", "surrogateescape"))
+    # A killed run may leave a half-written last line; a bad line before it is damage.
+    for problem in problems:
+        line_number = getattr(problem, "line", None)
+        if line_number is None or line_number < lines:
+            raise RecordingError(f"corrupt recording {trace.path}: {problem}")
+    return member
 
 
 @dataclass
@@ -175,73 +249,109 @@ class Manifest:
             raise BundleError(f"manifest.json is damaged ({type(exc).__name__})") from None
 
 
-def write_bundle(recordings: list[Recording], home: Path, out: Path) -> Manifest:
-    """Write the runs, their fork parents and their offline model scripts to `out`."""
-    if not recordings:
+def write_bundle(traces: list[BundledTrace], home: Path, out: Path) -> Manifest:
+    """Write the runs, their fork parents and their offline model scripts to `out`. Each
+    trace streams through: redacted a line at a time into a scratch file, then into the
+    archive, so a run of 200,000 events is bundled in bounded memory."""
+    if not traces:
         raise BundleError("name at least one run to bundle")
-    every, missing = with_parents(recordings, home)
+    every, missing = with_parents(traces, home)
     redactor = home_redactor(home)
-    members: dict[str, bytes] = {}
-    placeholders: dict[str, int] = {}
-    changed = 0
+    placeholders: Counter[str] = Counter()
     scripts: dict[str, str] = {}
-    frames: dict[str, int] = {}
-    for recording in every:
-        if recording.path is None:
-            raise BundleError(f"run {recording.run_id[:12]} has no trace file to bundle")
-        raw = recording.path.read_text(encoding="utf-8")
-        # The home's patterns once more: a pattern added after the run was recorded.
-        text = "".join(redactor.text(line) for line in raw.splitlines(keepends=True))
-        changed += text != raw
-        for kind in _PLACEHOLDER.findall(text):
-            placeholders[kind] = placeholders.get(kind, 0) + 1
-        stem = run_file_stem(recording.run_id)
-        members[f"traces/{stem}.jsonl"] = text.encode("utf-8")
-        frames[recording.run_id] = sum(1 for e in recording.events if e.type == "mcp_message")
-        script = _script_of(recording)
-        if script is not None:
-            name = f"scripts/{stem}{script.suffix if script.suffix == '.toml' else '.json'}"
-            members[name] = redactor.text(script.read_text(encoding="utf-8")).encode("utf-8")
-            scripts[recording.run_id] = name
-    tools = {r.run_id: _schemas(r) for r in every}
-    members["tools.json"] = json.dumps(tools, indent=1, ensure_ascii=False).encode("utf-8")
-    asked = {r.run_id for r in recordings}
-    manifest = Manifest(
-        runs=[r.run_id for r in recordings],
-        parents=[r.run_id for r in every if r.run_id not in asked],
-        files={
-            name: {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-            for name, data in members.items()
-        },
-        redacted={
-            "placeholders": dict(sorted(placeholders.items())),
-            "home_patterns": len(redactor.patterns),
-            "traces_changed_by_patterns": changed,
-        },
-        scripts=scripts,
-        missing_parents=missing,
-        workbench_version=_version(),
-        created=datetime.now(UTC).isoformat(timespec="seconds"),
-        mcp_frames=frames,
-    )
-    data = json.dumps(manifest.to_json(), indent=1).encode("utf-8")
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".partial")
-    try:
-        with tarfile.open(partial, "w:xz", preset=9) as tar:
-            for name, body in [("manifest.json", data), *sorted(members.items())]:
-                info = tarfile.TarInfo(name)
-                info.size, info.mode, info.mtime = len(body), 0o644, 0
-                tar.addfile(info, io.BytesIO(body))
-        partial.replace(out)
-    except OSError as exc:
-        partial.unlink(missing_ok=True)
-        raise BundleError(f"cannot write {out}: {exc.strerror or exc}") from None
+    with tempfile.TemporaryDirectory(prefix="bundle-", dir=out.parent) as folder:
+        scratch = Path(folder)
+        files: dict[str, Path] = {}
+        streamed: dict[str, _Member] = {}
+        try:
+            for trace in every:
+                member = streamed[trace.run_id] = _streamed(trace, redactor, scratch, placeholders)
+                stem = run_file_stem(trace.run_id)
+                files[f"traces/{stem}.jsonl"] = member.file
+                script = _script_of(trace.run_start)
+                if script is not None:
+                    suffix = script.suffix if script.suffix == ".toml" else ".json"
+                    name = f"scripts/{stem}{suffix}"
+                    text = redactor.text(script.read_text(encoding="utf-8"))
+                    files[name] = scratch / f"script-{len(files)}{suffix}"
+                    files[name].write_bytes(text.encode("utf-8"))
+                    scripts[trace.run_id] = name
+        except RecordingError as exc:
+            raise BundleError(str(exc)) from None
+        except OSError as exc:
+            raise BundleError(f"cannot read a trace to bundle: {exc.strerror or exc}") from None
+        tools = {run_id: member.schemas for run_id, member in streamed.items()}
+        files["tools.json"] = scratch / "tools.json"
+        files["tools.json"].write_bytes(
+            json.dumps(tools, indent=1, ensure_ascii=False).encode("utf-8")
+        )
+        asked = {t.run_id for t in traces}
+        manifest = Manifest(
+            runs=[t.run_id for t in traces],
+            parents=[t.run_id for t in every if t.run_id not in asked],
+            files={name: _file_entry(path) for name, path in files.items()},
+            redacted={
+                "placeholders": dict(sorted(placeholders.items())),
+                "home_patterns": len(redactor.patterns),
+                "traces_changed_by_patterns": sum(m.changed for m in streamed.values()),
+            },
+            scripts=scripts,
+            missing_parents=missing,
+            workbench_version=_version(),
+            created=datetime.now(UTC).isoformat(timespec="seconds"),
+            mcp_frames={run_id: member.frames for run_id, member in streamed.items()},
+        )
+        _check_caps(manifest.files)
+        data = json.dumps(manifest.to_json(), indent=1).encode("utf-8")
+        try:
+            with tarfile.open(partial, "w:xz", preset=9) as tar:
+                _add(tar, "manifest.json", len(data), io.BytesIO(data))
+                for name, path in sorted(files.items()):
+                    with path.open("rb") as body:
+                        _add(tar, name, path.stat().st_size, body)
+            partial.replace(out)
+        except OSError as exc:
+            partial.unlink(missing_ok=True)
+            raise BundleError(f"cannot write {out}: {exc.strerror or exc}") from None
     return manifest
 
 
-def _script_of(recording: Recording) -> Path | None:
-    script = recording.run_start.meta.get("fork_script")
+def _check_caps(files: dict[str, dict[str, Any]]) -> None:
+    """No bundle is written that `read_bundle` would refuse for its size."""
+    for name, entry in files.items():
+        if entry["size"] > MAX_MEMBER_BYTES:
+            raise BundleError(
+                f"{name} is {entry['size'] >> 20} MiB, over the {MAX_MEMBER_BYTES >> 20} MiB a "
+                "bundle may hold of one file; bundle a shorter run, or share the trace itself"
+            )
+    total = sum(entry["size"] for entry in files.values())
+    if total > MAX_TOTAL_BYTES:
+        raise BundleError(
+            f"the runs come to {total >> 20} MiB, over the {MAX_TOTAL_BYTES >> 20} MiB a bundle "
+            "may hold; bundle fewer runs"
+        )
+
+
+def _file_entry(path: Path) -> dict[str, Any]:
+    digest = hashlib.sha256()
+    size = 0
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return {"size": size, "sha256": digest.hexdigest()}
+
+
+def _add(tar: tarfile.TarFile, name: str, size: int, body: IO[bytes]) -> None:
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.mtime = size, 0o644, 0
+    tar.addfile(info, body)
+
+
+def _script_of(run_start: RunStart) -> Path | None:
+    script = run_start.meta.get("fork_script")
     if not isinstance(script, str) or not script:
         return None
     path = Path(script)

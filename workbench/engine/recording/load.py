@@ -223,22 +223,28 @@ def _check_sequence(events: list[Event], path: Path) -> None:
 
 def load_recording(ref: str | Path, home: Path) -> Recording:
     """A run by trace path, or by run id / unique prefix from the home folder's store."""
+    return read_recording_file(trace_path(ref, home))
+
+
+def trace_path(ref: str | Path, home: Path) -> Path:
+    """The trace file of a run named by its path, or by run id / unique prefix (the home's
+    traces folder, else the file the home's store ingested it from); `RecordingError`."""
     path = Path(ref)
     if path.suffix == ".jsonl" or path.is_file():
-        return read_recording_file(path)
+        return path
     # Only a ref that can be a file name is looked for as one: '*', '/' or '..' in it would
     # make a pattern or a path of it. The store matches any text as a plain prefix.
     if is_safe_run_id(str(ref)):
         folder = traces_dir(home)
         direct = folder / f"{ref}.jsonl"
         if direct.is_file():
-            return read_recording_file(direct)
+            return direct
         matches = sorted(folder.glob(f"{ref}*.jsonl")) if folder.is_dir() else []
         if len(matches) > 1:
             raise RecordingError(ambiguous_run(str(ref), [path.stem for path in matches]))
         if len(matches) == 1:
-            return read_recording_file(matches[0])
-    return read_recording_file(_path_from_store(str(ref), home))
+            return matches[0]
+    return _path_from_store(str(ref), home)
 
 
 def _path_from_store(prefix: str, home: Path) -> Path:
