@@ -270,12 +270,18 @@ def test_a_truncated_bundle_is_one_line(demo_home: Path, tmp_path: Path) -> None
     assert not (tmp_path / "h" / "traces").exists() or not list((tmp_path / "h").rglob("*.jsonl"))
 
 
-def test_a_long_run_streams_into_its_bundle(tmp_path: Path) -> None:
+def test_a_long_run_streams_into_its_bundle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The trace goes through a line at a time, never whole: a run three times as long
     takes no more memory to bundle (read whole, each 600 turns more took some 20 MB
-    here), and the bundle holds the trace byte for byte."""
+    here), and the bundle holds the trace byte for byte. xz's dictionary, which grows with
+    the archive up to 64 MiB, is held at 1 MiB here so as to weigh the rest alone."""
     from tests.engine.stored_runs import varied_run
+    from workbench.engine.recording import bundle
 
+    fixed = [{"id": lzma.FILTER_LZMA2, "preset": 9, "dict_size": 1 << 20}]
+    monkeypatch.setattr(bundle, "_filters", lambda size: fixed)
     home = tmp_path / "home"
     folder = traces_dir(home)
     folder.mkdir(parents=True)
@@ -315,3 +321,27 @@ def test_a_run_too_big_to_read_back_is_not_bundled(
     assert code != 0 and err.count("\n") == 1
     assert "traces/6666" in err and "a bundle may hold of one file" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["home"]  # nothing left behind
+
+
+def test_a_short_run_is_bundled_with_a_dictionary_its_size(tmp_path: Path) -> None:
+    """xz's strongest preset takes 674 MB to write with its 64 MiB dictionary; a short run
+    needs a small one, and compresses the same: its bundle is written in a few MB."""
+    from tests.engine.stored_runs import varied_run
+
+    home = tmp_path / "home"
+    folder = traces_dir(home)
+    folder.mkdir(parents=True)
+    varied_run(folder, "6" * 32, 20)
+    out = tmp_path / "short.wbundle"
+    assert _run("--home", str(home), "bundle", "6" * 32, "-o", str(out))[0] == 0  # warm-up
+    tracemalloc.start()
+    try:
+        code, _, err = _run("--home", str(home), "bundle", "6" * 32, "-o", str(out))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert code == 0, err
+    assert peak < 50_000_000, peak
+    trace = (folder / f"{'6' * 32}.jsonl").read_bytes()
+    assert _members(out)[f"traces/{'6' * 32}.jsonl"] == trace
+    assert out.stat().st_size < len(trace) / 4
