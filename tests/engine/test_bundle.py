@@ -345,3 +345,27 @@ def test_a_short_run_is_bundled_with_a_dictionary_its_size(tmp_path: Path) -> No
     trace = (folder / f"{'6' * 32}.jsonl").read_bytes()
     assert _members(out)[f"traces/{'6' * 32}.jsonl"] == trace
     assert out.stat().st_size < len(trace) / 4
+
+
+def test_a_damaged_trace_is_not_bundled_and_a_cut_off_one_is(tmp_path: Path) -> None:
+    """Checked as it streams, as a recording is read: a bad line before the last one is
+    one line of error and no bundle; a last line cut off (a killed run) goes in as it is."""
+    from tests.engine.stored_runs import varied_run
+
+    home = tmp_path / "home"
+    folder = traces_dir(home)
+    folder.mkdir(parents=True)
+    damaged, cut = "6" * 32, "7" * 32
+    for run_id in (damaged, cut):
+        varied_run(folder, run_id, 5)
+    lines = (folder / f"{damaged}.jsonl").read_bytes().splitlines(keepends=True)
+    (folder / f"{damaged}.jsonl").write_bytes(b"".join([*lines[:3], b"{not json\n", *lines[3:]]))
+    with (folder / f"{cut}.jsonl").open("ab") as trace:
+        trace.write(b'{"schema_version": 3, "run_id": "7')
+    out = tmp_path / "damaged.wbundle"
+    code, _, err = _run("--home", str(home), "bundle", damaged, "-o", str(out))
+    assert code != 0 and err.count("\n") == 1 and "corrupt recording" in err and ":4:" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["home"]  # nothing left behind
+    out = tmp_path / "cut.wbundle"
+    assert _run("--home", str(home), "bundle", cut, "-o", str(out))[0] == 0
+    assert _members(out)[f"traces/{cut}.jsonl"] == (folder / f"{cut}.jsonl").read_bytes()

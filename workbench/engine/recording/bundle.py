@@ -42,7 +42,12 @@ from traces.home import home_redactor, traces_dir
 from traces.redact import REDACTION_MARK, Redactor
 from traces.run_names import is_safe_run_id, run_file_stem
 from traces.versions import SCHEMA_VERSION
-from workbench.engine.recording.load import RecordingError, read_recording_file
+from workbench.engine.recording.load import (
+    RecordingError,
+    check_damage,
+    in_sequence,
+    read_recording_file,
+)
 
 BUNDLE_FORMAT = "workbench-bundle"
 BUNDLE_VERSION = 1
@@ -162,12 +167,7 @@ def _streamed(
     member = _Member(scratch / f"{run_file_stem(trace.run_id)}.jsonl")
     member.schemas = list(trace.run_start.tools)
     problems: list[str] = []
-    for expected, event in enumerate(iter_trace(trace.path, problems)):
-        if event.run_id != trace.run_id or event.seq != expected:
-            raise RecordingError(
-                f"corrupt recording {trace.path}: expected seq {expected} of run "
-                f"{trace.run_id}, found seq {event.seq} of run {event.run_id}"
-            )
+    for event in in_sequence(iter_trace(trace.path, problems), trace.path):
         if isinstance(event, McpMessage):
             member.frames += 1
         elif isinstance(event, ToolsChanged):
@@ -181,11 +181,7 @@ def _streamed(
             member.changed |= redacted != line
             placeholders.update(_PLACEHOLDER.findall(redacted))
             out.write(redacted.encode("utf-8", "surrogateescape"))
-    # A killed run may leave a half-written last line; a bad line before it is damage.
-    for problem in problems:
-        line_number = getattr(problem, "line", None)
-        if line_number is None or line_number < lines:
-            raise RecordingError(f"corrupt recording {trace.path}: {problem}")
+    check_damage(problems, lines, trace.path)
     return member
 
 

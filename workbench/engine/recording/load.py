@@ -9,7 +9,7 @@ so replay sees exactly what was written. Anything that makes a recording unusabl
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -185,13 +185,9 @@ def read_recording_file(
         raise RecordingError(f"cannot read {path}: {exc}") from exc
     problems = [str(problem) for problem in result.problems]
     events = list(result.events)
-    last_line = _line_count(path)
-    for problem in result.problems:
-        line = getattr(problem, "line", None)
-        # A killed run may leave a half-written last line; anything else is damage.
-        if line is None or line < last_line:
-            raise RecordingError(f"corrupt recording {path}: {problem}")
-    _check_sequence(events, path)
+    check_damage(result.problems, _line_count(path), path)
+    for _ in in_sequence(events, path):
+        pass
     recording = index_events(events, path=path)
     recording.problems = problems
     return recording
@@ -206,11 +202,23 @@ def _line_count(path: Path) -> int:
     return count + (0 if data.endswith(b"\n") or not data else 1)
 
 
-def _check_sequence(events: list[Event], path: Path) -> None:
-    if not events:
-        raise RecordingError(f"corrupt recording {path}: no events")
-    run_id = events[0].run_id
+def check_damage(problems: Iterable[object], last_line: int, path: Path) -> None:
+    """`RecordingError` for a bad line of the trace at `path` (its `problems`, as the reader
+    reports them) before its last line: a killed run may leave a half-written last line;
+    anything else is damage."""
+    for problem in problems:
+        line = getattr(problem, "line", None)
+        if line is None or line < last_line:
+            raise RecordingError(f"corrupt recording {path}: {problem}")
+
+
+def in_sequence(events: Iterable[Event], path: Path) -> Iterator[Event]:
+    """`events` as they come, checked to be one run's, numbered 0, 1, 2, …: `RecordingError`
+    at the first that is not, or when there are none."""
+    run_id: str | None = None
     for expected, event in enumerate(events):
+        if run_id is None:
+            run_id = event.run_id
         if event.run_id != run_id:
             raise RecordingError(
                 f"corrupt recording {path}: seq {event.seq} belongs to run {event.run_id}"
@@ -219,6 +227,9 @@ def _check_sequence(events: list[Event], path: Path) -> None:
             raise RecordingError(
                 f"corrupt recording {path}: expected seq {expected}, found {event.seq}"
             )
+        yield event
+    if run_id is None:
+        raise RecordingError(f"corrupt recording {path}: no events")
 
 
 def load_recording(ref: str | Path, home: Path) -> Recording:
