@@ -141,6 +141,18 @@ def varied_run(
     rec.close()
 
 
+def stored_home(home: Path, runs: dict[str, dict[str, Any]]) -> Path:
+    """`home` with a `varied_run` per run id in its traces folder (the keywords of each,
+    `turns` among them, the run's shape), ingested into its store."""
+    folder = home / "traces"
+    folder.mkdir(parents=True)
+    for run_id, shape in runs.items():
+        varied_run(folder, run_id, **shape)
+    with TraceStore.for_home(home) as store:
+        store.ingest_home(home)
+    return home
+
+
 class CountingStore:
     """A store that counts the typed events its reads hand back (and nothing else changes)."""
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.engine.stored_runs import varied_run
+from tests.engine.stored_runs import stored_home
 from traces.store import TraceStore
 from workbench.cli import main
 from workbench.engine.diff.text_changes import compare_runs, compare_stored_runs
@@ -22,21 +22,10 @@ from workbench.engine.recording.load import read_recording_file
 SHORT, LONGER, KILLED, SAME, IDS = ("a" * 32, "b" * 32, "c" * 32, "d" * 32, "e" * 32)
 
 
-def _home(tmp_path: Path, runs: dict[str, dict[str, Any]]) -> Path:
-    home = tmp_path / "home"
-    folder = home / "traces"
-    folder.mkdir(parents=True)
-    for run_id, shape in runs.items():
-        varied_run(folder, run_id, **shape)
-    with TraceStore.for_home(home) as store:
-        store.ingest_home(home)
-    return home
-
-
 @pytest.mark.parametrize("size", [1, 3, 100])
 def test_runs_compare_from_the_store_as_read_whole(tmp_path: Path, size: int) -> None:
-    home = _home(
-        tmp_path,
+    home = stored_home(
+        tmp_path / "home",
         {
             SHORT: {"turns": 7},
             LONGER: {"turns": 11},  # turns 8 to 11 only in B; turn 7 answers in A only
@@ -67,8 +56,10 @@ def test_the_chains_of_a_long_run_are_compared_without_its_events_in_memory(
 ) -> None:
     long, longer = "3" * 32, "4" * 32
     shape = {"reuse_ids": False, "rounds_kept": 2}
-    home = _home(tmp_path, {SHORT: {"turns": 8}, long: {"turns": 2000, **shape}})
-    home_of_two = _home(tmp_path / "two", {SHORT: {"turns": 8}, longer: {"turns": 9, **shape}})
+    home = stored_home(tmp_path / "home", {SHORT: {"turns": 8}, long: {"turns": 2000, **shape}})
+    home_of_two = stored_home(
+        tmp_path / "two" / "home", {SHORT: {"turns": 8}, longer: {"turns": 9, **shape}}
+    )
     peaks: dict[str, int] = {}
     for run_id, where in ((longer, home_of_two), (long, home)):
 

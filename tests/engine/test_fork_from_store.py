@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.engine.stored_runs import CountingStore, varied_run
+from tests.engine.stored_runs import CountingStore, stored_home
 from traces.store import TraceStore
 from workbench.cli import main
 from workbench.engine.mcp_server.handlers import Workbench
@@ -32,19 +32,9 @@ from workbench.engine.recording.run_service import ModelSettings
 VARIED = "5" * 32
 
 
-def _ingested(tmp_path: Path) -> Path:
-    home = tmp_path / "home"
-    with TraceStore.for_home(home) as store:
-        store.ingest_home(home)
-    return home
-
-
 def test_every_turn_forks_the_same_from_the_store_as_from_the_recording(tmp_path: Path) -> None:
-    folder = tmp_path / "home" / "traces"
-    folder.mkdir(parents=True)
-    varied_run(folder, VARIED, 7)
-    recording = read_recording_file(folder / f"{VARIED}.jsonl")
-    home = _ingested(tmp_path)
+    home = stored_home(tmp_path / "home", {VARIED: {"turns": 7}})
+    recording = read_recording_file(home / "traces" / f"{VARIED}.jsonl")
     with TraceStore.for_home(home) as store:
         parent = StoredParent.load(CountingStore(store).session, VARIED[:8])  # a prefix will do
         assert (parent.run_id, parent.run_start) == (VARIED, recording.run_start)
@@ -85,12 +75,9 @@ def test_every_turn_forks_the_same_from_the_store_as_from_the_recording(tmp_path
 
 
 def test_forking_the_last_turn_of_a_long_run_reads_that_turn_not_the_run(tmp_path: Path) -> None:
-    folder = tmp_path / "home" / "traces"
-    folder.mkdir(parents=True)
     lengths = {"1" * 32: 20, "4" * 32: 400}
-    for run_id, turns in lengths.items():
-        varied_run(folder, run_id, turns, reuse_ids=False, rounds_kept=3)
-    home = _ingested(tmp_path)
+    shape = {"reuse_ids": False, "rounds_kept": 3}
+    home = stored_home(tmp_path / "home", {i: {"turns": n, **shape} for i, n in lengths.items()})
     read: dict[int, int] = {}
     with TraceStore.for_home(home) as store:
         for run_id, turns in lengths.items():
@@ -121,12 +108,9 @@ def test_the_cli_and_mcp_fork_a_long_run_as_they_fork_a_short_one(
     turn: the plan of the last turn of a run of 16,000 events takes about the memory it
     takes of a run of 64, and a list of the turns before it (1 MB here, where reading the
     whole run took 47 MB)."""
-    folder = tmp_path / "home" / "traces"
-    folder.mkdir(parents=True)
     lengths = {"2" * 32: 8, "3" * 32: 2000}
-    for run_id, turns in lengths.items():
-        varied_run(folder, run_id, turns, reuse_ids=False, rounds_kept=2)
-    home = _ingested(tmp_path)
+    shape = {"reuse_ids": False, "rounds_kept": 2}
+    home = stored_home(tmp_path / "home", {i: {"turns": n, **shape} for i, n in lengths.items()})
     workbench = Workbench(home)
 
     def fork_plan(run_id: str, turn: int) -> Any:
@@ -162,12 +146,10 @@ def test_the_tool_schemas_of_a_long_run_are_diffed_from_its_run_start_alone(
 ) -> None:
     """`workbench diff --tools` and diff_runs of the tools read each run's run_start from
     the store: a run of 16,000 events against a short one takes what two short ones take."""
-    folder = tmp_path / "home" / "traces"
-    folder.mkdir(parents=True)
     short, other, long = "2" * 32, "4" * 32, "3" * 32
-    for run_id, turns in ((short, 8), (other, 8), (long, 2000)):
-        varied_run(folder, run_id, turns, reuse_ids=False, rounds_kept=2)
-    home = _ingested(tmp_path)
+    shape = {"reuse_ids": False, "rounds_kept": 2}
+    lengths = {short: 8, other: 8, long: 2000}
+    home = stored_home(tmp_path / "home", {i: {"turns": n, **shape} for i, n in lengths.items()})
     workbench = Workbench(home)
 
     def diffed(run_a: str) -> Any:
