@@ -366,6 +366,11 @@ def test_a_damaged_trace_is_not_bundled_and_a_cut_off_one_is(tmp_path: Path) -> 
     code, _, err = _run("--home", str(home), "bundle", damaged, "-o", str(out))
     assert code != 0 and err.count("\n") == 1 and "corrupt recording" in err and ":4:" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["home"]  # nothing left behind
+    garbage = tmp_path / "garbage.jsonl"  # no line of it an event: the first bad one named
+    garbage.write_bytes(b"garbage\n")
+    code, _, err = _run("--home", str(home), "bundle", str(garbage), "-o", str(out))
+    assert code != 0 and err.count("\n") == 1 and "garbage.jsonl:1: not valid JSON" in err
+    garbage.unlink()
     out = tmp_path / "cut.wbundle"
     assert _run("--home", str(home), "bundle", cut, "-o", str(out))[0] == 0
     assert _members(out)[f"traces/{cut}.jsonl"] == (folder / f"{cut}.jsonl").read_bytes()

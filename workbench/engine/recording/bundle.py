@@ -98,14 +98,16 @@ class BundledTrace:
 
         if not path.is_file():
             raise RecordingError(f"no trace file at {path}")
+        problems: list[str] = []
         try:
-            start = next((e for e in iter_trace(path) if isinstance(e, RunStart)), None)
+            start = next((e for e in iter_trace(path, problems) if isinstance(e, RunStart)), None)
         except NewerSchemaError as exc:
             raise RecordingError(f"{path.name}: {exc}; upgrade the workbench") from None
         except (OSError, ValueError) as exc:
             raise RecordingError(f"cannot read {path}: {exc}") from None
         if start is None:
-            raise RecordingError(f"corrupt recording {path}: no run_start event")
+            why = problems[0] if problems else "no run_start event"
+            raise RecordingError(f"corrupt recording {path}: {why}")
         return cls(path, start)
 
 
