@@ -15,7 +15,7 @@ from pathlib import Path
 from tests.store.test_ingest import write_run
 from traces.home import traces_dir
 from traces.store import TraceStore
-from workbench.cli.progress import StderrProgress
+from workbench.cli.progress import StderrProgress, show_off_terminal
 
 
 def test_the_quick_look_finds_new_runs_and_runs_still_writing(tmp_path: Path) -> None:
@@ -80,11 +80,18 @@ def test_progress_on_stderr_waits_a_second_then_prints_each_tenth() -> None:
     StderrProgress(quiet)("reading 3 trace files", 0.5)  # under a second: nothing
     assert quiet.getvalue() == ""
 
-    log = io.StringIO()  # not a terminal: plain lines, one per tenth
+    log = io.StringIO()  # not a terminal: nothing, unless asked (`--progress`)
     progress = StderrProgress(log, show_after_s=0)
-    for done in (0.0, 0.02, 0.15, 0.18, 0.5, 1.0):
-        progress("reading 3 trace files", done)
-    progress.close()
+    progress("reading 3 trace files", 0.5)
+    assert log.getvalue() == ""
+    show_off_terminal()
+    try:
+        progress = StderrProgress(log, show_after_s=0)  # asked: plain lines, one per tenth
+        for done in (0.0, 0.02, 0.15, 0.18, 0.5, 1.0):
+            progress("reading 3 trace files", done)
+        progress.close()
+    finally:
+        show_off_terminal(False)
     assert log.getvalue().splitlines() == [
         "workbench: 0% reading 3 trace files",
         "workbench: 15% reading 3 trace files",

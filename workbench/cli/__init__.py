@@ -61,6 +61,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="no colour in any output (also: NO_COLOR set; output that is not a terminal has none)",
     )
+    parser.add_argument(
+        "--progress",
+        action="store_true",
+        help=(
+            "progress lines on stderr even when it is not a terminal (a CI log); a terminal "
+            "gets a bar past a second's work, scripts and pipes nothing (also after COMMAND)"
+        ),
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
@@ -76,6 +84,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         args = parser.parse_args([*(sys.argv[1:] if argv is None else argv), "tui"])
+    if args.progress:
+        from workbench.cli.progress import show_off_terminal
+
+        show_off_terminal()
     try:
         return int(args.func(args) or 0)
     except CliError as exc:

@@ -87,6 +87,9 @@ class CommandParser(argparse.ArgumentParser):
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> argparse.Namespace:
         parsed, extra = self.parse_known_args(args, namespace)
+        if "--progress" in extra:  # the global flag, given after the command
+            extra.remove("--progress")
+            parsed.progress = True
         if extra:  # argparse leaves these to the top parser: say which command had them
             self._command(parsed).error(f"unrecognized arguments: {' '.join(extra)}")
         return parsed

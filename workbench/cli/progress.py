@@ -1,6 +1,7 @@
 """The CLI's one progress bar, on stderr (ingest, export-otel, test): nothing while the work
 takes under a second (unless told otherwise), past that a bar redrawn in place on a
-terminal, and elsewhere (CI logs, pipes) a plain line at each tenth."""
+terminal. Off a terminal (scripts, pipes, CI logs) nothing, as pip, git and curl do, unless
+asked with `workbench --progress`: then a plain line at each tenth."""
 
 from __future__ import annotations
 
@@ -13,6 +14,15 @@ SHOW_AFTER_S = 1.0
 REDRAW_S = 0.1
 WIDTH = 30
 
+# Set by `--progress` (`show_off_terminal`): progress lines on a stderr that is no terminal.
+_off_terminal = False
+
+
+def show_off_terminal(shown: bool = True) -> None:
+    """Print progress lines even where stderr is not a terminal (`workbench --progress`)."""
+    global _off_terminal
+    _off_terminal = shown
+
 
 class StderrProgress:
     """A `traces.store.progress.Progress` callback: `(what, done)`, `done` from 0 to 1.
@@ -22,6 +32,7 @@ class StderrProgress:
     def __init__(self, stream: TextIO | None = None, show_after_s: float = SHOW_AFTER_S) -> None:
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty()
+        self.shown = self.tty or _off_terminal
         self._show_at = time.monotonic() + show_after_s
         self._drawn_at = 0.0
         self._tenth = -1
@@ -30,7 +41,7 @@ class StderrProgress:
 
     def __call__(self, what: str, done: float) -> None:
         now = time.monotonic()
-        if now < self._show_at:
+        if not self.shown or now < self._show_at:
             return
         with self._lock:
             if self.tty:

@@ -333,6 +333,7 @@ async def _run_sample(
     turns: dict[int, list[ToolCall]] = {}
     offered: list[dict[str, Any]] = []
     error: str | None = None
+    model_failed: str | None = None  # why the model call failed, if it did
     status = "error"
     try:
         async for item in agent.run_stream():
@@ -342,8 +343,8 @@ async def _run_sample(
                 turns[item.turn] = parse_calls(item.message)
         if agent.result is not None:
             status = agent.result.status
-            if status == "error" and not turns:
-                error = agent.result.reason or "the model call failed"
+            if status == "error" or agent.result.timeout_layer == "model":
+                model_failed = agent.result.reason or "the model call failed"
     except Exception as exc:  # a sample that crashes is a failed sample, not a dead suite
         error = f"{type(exc).__name__}: {exc}"
     finally:
@@ -354,6 +355,10 @@ async def _run_sample(
         passed, reason = False, error
     else:
         passed, reason = judge(case, ordered)
+        if not passed and model_failed is not None:
+            # What the model did not get to answer is no judgement on the tools: an
+            # unreachable or silent model must never read as a regression in CI.
+            error = reason = model_failed
     return (
         SampleResult(case.id, number, config.run_id, ordered, passed, reason, status, error),
         offered,
