@@ -2,17 +2,16 @@
 
 from traces.store.run_filter import RunQuery
 from traces.store.scan import IngestReport
-from traces.store.store import (
+from traces.store.opening import (
     AmbiguousRunError,
     QueryError,
-    RunRow,
     StoreCorruptError,
     StoreError,
     StoreLockedError,
     StoreReadOnlyError,
-    TraceStore,
     UnknownRunError,
 )
+from traces.store.store import RunRow, TraceStore
 
 __all__ = [
     "AmbiguousRunError",

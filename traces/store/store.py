@@ -8,10 +8,6 @@ open the store read-write only for as long as they ingest and query, then close 
 from __future__ import annotations
 
 import json
-import os
-import re
-import stat
-import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,40 +20,22 @@ from traces.home import ambiguous_run, db_path, traces_dir
 from traces.store import dataset, sql
 from traces.store.dataset import DatasetExport
 from traces.store.db import duckdb
+from traces.store.opening import (
+    AmbiguousRunError,
+    QueryError,
+    StoreError,
+    StoreReadOnlyError,
+    UnknownRunError,
+    connect,
+    first_line,
+    open_error,
+)
 from traces.store.progress import Progress
 from traces.store.run_filter import RunQuery
 from traces.store.scan import IngestReport, Work, pending, pending_in_folder
 
 if TYPE_CHECKING:
     from traces.events import Event
-
-
-class StoreError(Exception):
-    """A problem with the database file itself, as one line naming the file."""
-
-
-class StoreLockedError(StoreError):
-    pass
-
-
-class StoreCorruptError(StoreError):
-    pass
-
-
-class StoreReadOnlyError(StoreError):
-    """The store cannot be opened for writing: its folder or file is read-only."""
-
-
-class QueryError(StoreError):
-    """A user's SQL failed; the message is DuckDB's first line."""
-
-
-class UnknownRunError(LookupError):
-    pass
-
-
-class AmbiguousRunError(LookupError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -87,67 +65,6 @@ class RunRow:
             value = out[key]
             out[key] = value.isoformat() if value is not None else None
         return out
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
-# DuckDB's words when another process holds the file ("Could not set lock on file …:
-# Conflicting lock is held in …"); a bare "lock" would also match a corrupt "block".
-_LOCKED = re.compile(r"\b(could not set lock|conflicting lock)\b", re.IGNORECASE)
-
-
-def _open_error(path: Path, exc: Exception) -> StoreError:
-    message = _first_line(exc)
-    if _LOCKED.search(message):
-        return StoreLockedError(
-            f"{path} is in use by another workbench process; close it and try again"
-        )
-    return StoreCorruptError(
-        f"{path} is not a readable workbench database ({message}); move it aside and run "
-        "`workbench ingest` again to rebuild it from the traces"
-    )
-
-
-# How new a database file without a header may be to count as one another process is
-# making (rather than one left empty by a crash).
-_CREATING_S = 10.0
-
-
-def _being_created(path: Path) -> bool:
-    """Whether `path` is a database file another process has just created and not yet
-    written: DuckDB creates the file, then locks it, then writes its header, so a second
-    process can open it in between and read it as "not a valid DuckDB file". Such a file
-    is new and holds nothing but zeros (or nothing); a damaged one is left alone."""
-    try:
-        info = path.stat()
-        if not stat.S_ISREG(info.st_mode) or time.time() - info.st_mtime > _CREATING_S:
-            return False
-        with path.open("rb") as handle:
-            return not handle.read(4096).strip(b"\0")
-    except OSError:
-        return False
-
-
-def _file_identity(path: Path) -> tuple[int, int, int] | None:
-    """Which file `path` is and how far it is written: a replaced or grown file differs."""
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return info.st_ino, info.st_size, info.st_mtime_ns
-
-
-def _check_writable(path: Path) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StoreReadOnlyError(f"cannot create {path.parent} ({exc.strerror or exc})") from None
-    # DuckDB writes the file and a write-ahead log beside it.
-    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise StoreReadOnlyError(f"{path} cannot be written (a read-only disk or folder)")
 
 
 # A runs page this far down a listing is read from the listing's other end when that is
@@ -183,31 +100,7 @@ class TraceStore:
         is idle, so commands run beside it wait a moment instead of failing.
         """
         path = Path(db_path)
-        if read_only and not path.exists():
-            raise StoreError(f"{path} does not exist yet; run `workbench ingest` first")
-        if not read_only and str(path) != ":memory:":
-            _check_writable(path)
-        deadline = time.monotonic() + wait_s
-        pause = 0.02
-        while True:
-            seen = _file_identity(path)
-            try:
-                conn = duckdb.connect(str(path), read_only=read_only)
-                break
-            except duckdb.Error as exc:
-                error = _open_error(path, exc)
-                # Another process holds the file, or is making it: wait for it either way.
-                # A file that changed meanwhile (the maker moved the finished one into
-                # place) is tried again: what failed was what was there before.
-                waits = (
-                    isinstance(error, StoreLockedError)
-                    or _being_created(path)
-                    or _file_identity(path) != seen
-                )
-                if not waits or time.monotonic() >= deadline:
-                    raise error from None
-            time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
-            pause = min(pause * 2, 0.25)
+        conn = connect(path, read_only, wait_s)
         store = cls(conn, path, read_only)
         try:
             conn.execute("SET TimeZone = 'UTC'")
@@ -215,7 +108,7 @@ class TraceStore:
                 store._ensure_schema()
         except duckdb.Error as exc:
             conn.close()
-            raise _open_error(path, exc) from None
+            raise open_error(path, exc) from None
         return store
 
     @classmethod
@@ -310,12 +203,12 @@ class TraceStore:
             # COMMIT when the write-ahead log cannot grow; ingest keeps the batches
             # committed before it (`traces.store.ingest`).
             raise StoreError(
-                f"could not write {self.path} ({_first_line(exc)}); the traces read before "
+                f"could not write {self.path} ({first_line(exc)}); the traces read before "
                 "are kept: if the disk is full or a file size limit applies, make room and "
                 "try again"
             ) from None
         except duckdb.Error as exc:
-            raise StoreError(f"could not ingest into {self.path} ({_first_line(exc)})") from None
+            raise StoreError(f"could not ingest into {self.path} ({first_line(exc)})") from None
 
     def _ingest(
         self,
@@ -587,7 +480,7 @@ class TraceStore:
             try:
                 return dataset.export_dataset(cur, dest)
             except duckdb.Error as exc:
-                raise StoreError(f"cannot export to {dest}: {_first_line(exc)}") from None
+                raise StoreError(f"cannot export to {dest}: {first_line(exc)}") from None
 
     @classmethod
     def beside_dataset(cls, db_path: Path | str, dest: str) -> TraceStore:
@@ -603,7 +496,7 @@ class TraceStore:
             conn.execute(f"ATTACH '{_quoted(str(path))}' AS store (READ_ONLY)")
         except duckdb.Error as exc:
             conn.close()
-            raise _open_error(path, exc) from None
+            raise open_error(path, exc) from None
         store = cls(conn, path, read_only=True, catalog="store")
         try:
             with store._cursor() as cur:
@@ -613,7 +506,7 @@ class TraceStore:
             raise StoreError(str(exc)) from None
         except duckdb.Error as exc:
             conn.close()
-            raise StoreError(f"cannot read the dataset at {dest}: {_first_line(exc)}") from None
+            raise StoreError(f"cannot read the dataset at {dest}: {first_line(exc)}") from None
         return store
 
 
