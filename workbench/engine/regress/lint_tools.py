@@ -21,6 +21,10 @@ MAX_NAME_LEN = 40
 MIN_DESCRIPTION_WORDS = 4
 MAX_DESCRIPTION_CHARS = 1024
 NEAR_IDENTICAL = 0.85  # word-sequence similarity at which two descriptions blur together
+# How many of a description's words are compared with the others': past MAX_DESCRIPTION_CHARS
+# (about 170 words) a description is a finding already, and comparing all of two 50 KB
+# descriptions word by word takes most of a minute.
+COMPARED_WORDS = 200
 
 _OPENAI_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
@@ -253,23 +257,38 @@ def _words(text: str) -> list[str]:
 
 
 def _near_identical(tools: list[ToolShape]) -> list[Finding]:
+    """Each tool whose description blurs into a later one's, named once. Bounded for any
+    input: only the first COMPARED_WORDS words are compared (a longer description is a
+    finding of its own), the cheap upper bounds of the ratio rule most pairs out first, and
+    a tool stops being compared once it is named."""
     found: list[Finding] = []
+    words = [tuple(_words(t.description)[:COMPARED_WORDS]) for t in tools]
     for i, first in enumerate(tools):
-        for second in tools[i + 1 :]:
-            a, b = _words(first.description), _words(second.description)
+        a = words[i]
+        for j in range(i + 1, len(tools)):
+            b = words[j]
             if not a or not b:
                 continue
-            ratio = SequenceMatcher(None, a, b, autojunk=False).ratio()
+            if a == b:
+                ratio = 1.0
+            else:
+                matcher = SequenceMatcher(None, a, b, autojunk=False)
+                if matcher.real_quick_ratio() < NEAR_IDENTICAL:
+                    continue
+                if matcher.quick_ratio() < NEAR_IDENTICAL:
+                    continue
+                ratio = matcher.ratio()
             if ratio >= NEAR_IDENTICAL:
                 found.append(
                     Finding(
                         "error",
                         first.name,
                         "near-identical",
-                        f"description is {ratio:.0%} the same as {second.name!r}'s; say what "
-                        "sets each apart",
+                        f"description is {ratio:.0%} the same as {tools[j].name!r}'s; say "
+                        "what sets each apart",
                     )
                 )
+                break
     return found
 
 
