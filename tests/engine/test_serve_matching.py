@@ -170,3 +170,17 @@ async def test_the_pytest_fixture_serves_named_runs(project: Project, tmp_path: 
     )
     assert "1 failed, 1 passed" in done.stdout, done.stdout + done.stderr
     assert "workbench_replay: " in done.stdout and "feedface" in done.stdout
+
+
+async def test_runs_with_the_same_first_request_are_served_in_recording_order(
+    project: Project,
+) -> None:
+    # However the ids are given (`runs` lists the newest first), the first client to send
+    # the shared first request gets the answer recorded first.
+    _, first = await project.record([{"content": "recorded first"}])
+    path, second = await project.record([{"content": "recorded second"}])
+    request = recorded_requests(path)[1]
+    replay = ["--replay", second.run_id, first.run_id, "--home", str(project.home)]
+    with serve(*replay) as base_url:
+        answers = [ask(base_url, request).choices[0].message.content for _ in range(2)]
+    assert answers == ["recorded first", "recorded second"]

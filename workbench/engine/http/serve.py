@@ -55,7 +55,11 @@ class ReplayResponder:
     """Serves the recorded answers of one or more runs, one model turn per matching request."""
 
     def __init__(self, recordings: Recording | list[Recording], mode: MatchMode = "meaning"):
-        self.recordings = [recordings] if isinstance(recordings, Recording) else list(recordings)
+        given = [recordings] if isinstance(recordings, Recording) else list(recordings)
+        # Runs whose requests match are served in the order they were recorded, whatever
+        # the order they were named in: two clients then get the answers in the order the
+        # recorded clients did.
+        self.recordings = sorted(given, key=lambda recording: recording.run_start.ts)
         self.mode = mode
         self._turns: list[_Turn] = []
         self._by_request: dict[str, list[_Turn]] = {}
