@@ -286,16 +286,19 @@ def as_imported(text: str, script: Path | None) -> str:
         if not isinstance(event, dict) or event.get("type") != "run_start":
             lines.append(line)
             continue
-        meta = event.get("meta")
-        meta = {k: v for k, v in meta.items() if k not in ("root", "fork_script")} if (
-            isinstance(meta, dict)
-        ) else {}  # fmt: skip
+        given = event.get("meta")
+        meta = {
+            key: value
+            for key, value in (given.items() if isinstance(given, dict) else ())
+            if key not in ("root", "fork_script")
+        }
         meta[BUNDLED] = True
         if script is not None:
             meta["fork_script"] = str(script.resolve())
         event["meta"] = meta
         end = "\n" if line.endswith("\n") else ""
-        lines.append(json.dumps(event, ensure_ascii=False, separators=(",", ":")) + end)
+        # In ASCII, which holds a lone surrogate too (a `\ud800` escape of the bundle's).
+        lines.append(json.dumps(event, separators=(",", ":")) + end)
     return "".join(lines)
 
 
