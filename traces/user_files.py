@@ -27,6 +27,16 @@ class UnreadableFileError(OSError):
         return str(self.strerror)
 
 
+def names_a_file(path: Path | str) -> bool:
+    """Whether `path` is a regular file (symlinks followed), False for a name the system
+    cannot look up at all (longer than a file name may be, say), where `Path.is_file`
+    raises."""
+    try:
+        return Path(path).is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def open_regular(path: Path | str) -> BinaryIO:
     """`path` opened for reading in binary, if it is a regular file (symlinks followed)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)

@@ -93,8 +93,11 @@ def test_a_bundle_made_in_one_home_replays_in_a_fresh_home_with_no_model(
         code, out, err = _run("--home", str(fresh), "replay", run_id)
         assert code == 0, out + err
         assert "identical decision chain" in out
-    # The imported offline model script still forks the run with no model configured.
-    code, _, err = _run("--home", str(fresh), "fork", parent, "--turn", "1", "--quiet")
+    # The imported offline model script still forks the run with no model configured (on a
+    # folder of the recipient's choosing: a bundle names none).
+    code, _, err = _run(
+        "--home", str(fresh), "fork", parent, "--turn", "1", "--quiet", "--root", str(tmp_path)
+    )  # fmt: skip
     assert code == 0, err
     assert "offline model script" in err and str(fresh) in err
     # Importing again adds nothing.
@@ -214,6 +217,20 @@ def _tampered(path: Path) -> Path:
     return _tar_xz(path, [_file("manifest.json", manifest), _file("traces/abc.jsonl", trace)])
 
 
+def _deep_manifest(path: Path) -> Path:
+    return _tar_xz(path, [_file("manifest.json", b"[" * 100_000 + b"]" * 100_000)])
+
+
+def _not_an_object(path: Path) -> Path:
+    # The run's first line is a list, where its run_start should be; it has a model script.
+    trace, script = b"[1]\n", b'{"steps": []}'
+    files = {"traces/abc.jsonl": trace, "scripts/abc.json": script}
+    manifest = _manifest(files, runs=["abc"], scripts={"abc": "scripts/abc.json"})
+    return _tar_xz(
+        path, [_file("manifest.json", manifest), *(_file(n, b) for n, b in files.items())]
+    )
+
+
 def _a_zip(path: Path) -> Path:
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("manifest.json", "{}")
@@ -234,6 +251,8 @@ HOSTILE = {
     "future-schema": (_future_schema, "schema_version 99, newer"),
     "tampered": (_tampered, "does not match its digest"),
     "zip": (_a_zip, "not a workbench bundle"),
+    "deep-manifest": (_deep_manifest, "manifest.json is not valid JSON"),
+    "not-an-object": (_not_an_object, "trace abc: corrupt recording"),
     "empty": (lambda p: (p.write_bytes(b""), p)[1], "not a workbench bundle"),
 }
 
@@ -374,3 +393,196 @@ def test_a_damaged_trace_is_not_bundled_and_a_cut_off_one_is(tmp_path: Path) -> 
     out = tmp_path / "cut.wbundle"
     assert _run("--home", str(home), "bundle", cut, "-o", str(out))[0] == 0
     assert _members(out)[f"traces/{cut}.jsonl"] == (folder / f"{cut}.jsonl").read_bytes()
+
+
+# --- a bundle and a recorded run's metadata are hostile ---------------------------------
+
+
+def _start_line(trace: Path) -> dict[str, Any]:
+    return dict(json.loads(trace.read_text(encoding="utf-8").splitlines()[0]))
+
+
+def _with_meta(trace: Path, **meta: Any) -> None:
+    """The trace with its run_start's meta changed, as a sender may have made it."""
+    first, rest = trace.read_text(encoding="utf-8").split("\n", 1)
+    start = json.loads(first)
+    start["meta"].update(meta)
+    trace.write_text(json.dumps(start) + "\n" + rest, encoding="utf-8")
+
+
+READ_THE_SECRET = {
+    "name": "reads what it should not",
+    "steps": [
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "secret.txt"}}]},
+        {"content": "done"},
+    ],
+}
+
+
+def test_a_fork_of_an_imported_run_reads_no_folder_the_bundle_names(
+    demo_home: Path, tmp_path: Path
+) -> None:
+    """A bundle names a folder of the recipient as its run's root and ships a model script
+    that reads a file there: the recipient's fork asks for --root, and reads only there."""
+    mine = tmp_path / "recipient-files"
+    mine.mkdir()
+    (mine / "secret.txt").write_text("the recipient's secret", encoding="utf-8")
+    run = _by_status(demo_home)["completed"]
+    trace = traces_dir(demo_home) / f"{run}.jsonl"
+    _with_meta(trace, root=str(mine))
+    script = Path(_start_line(trace)["meta"]["fork_script"])
+    script.write_text(json.dumps(READ_THE_SECRET), encoding="utf-8")
+    bundle = tmp_path / "hostile.wbundle"
+    assert _run("--home", str(demo_home), "bundle", run, "-o", str(bundle))[0] == 0
+
+    fresh = tmp_path / "recipient"
+    assert _run("--home", str(fresh), "import", "bundle", str(bundle))[0] == 0
+    before = sorted(traces_dir(fresh).iterdir())
+    code, _, err = _run("--home", str(fresh), "fork", run, "--turn", "1", "--quiet")
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert "came from a bundle" in err and "--root" in err
+    assert sorted(traces_dir(fresh).iterdir()) == before  # nothing ran
+    chosen = tmp_path / "chosen"
+    chosen.mkdir()
+    code, _, err = _run(
+        "--home", str(fresh), "fork", run, "--turn", "1", "--quiet", "--root", str(chosen)
+    )  # fmt: skip
+    assert code == 0, err
+    assert "offline model script" in err  # the copy the import made, in the home
+    assert not [p for p in fresh.rglob("*.jsonl") if "recipient's secret" in p.read_text()]
+
+
+def test_only_a_model_script_inside_the_home_is_bundled(demo_home: Path, tmp_path: Path) -> None:
+    """A trace may name any file as its model script (an imported one, a hand-edited one):
+    only one inside the home goes in, redacted; any other is left out with a note."""
+    runs = _by_status(demo_home)
+    inside, outside, linked = runs["completed"], runs["max_turns"], runs["token_budget"]
+    private = tmp_path / "elsewhere" / "private.json"
+    private.parent.mkdir()
+    private.write_text('{"steps": [{"content": "my own private notes"}]}', encoding="utf-8")
+    link = demo_home / "link.json"
+    link.symlink_to(private)
+    folder = traces_dir(demo_home)
+    _with_meta(folder / f"{outside}.jsonl", fork_script=str(private))
+    _with_meta(folder / f"{linked}.jsonl", fork_script=str(link))
+    script = Path(_start_line(folder / f"{inside}.jsonl")["meta"]["fork_script"])
+    script.write_text('{"steps": [{"content": "key token-12345678"}]}', encoding="utf-8")
+    (demo_home / "redact-patterns.txt").write_text("token-[0-9]{8}\n", encoding="utf-8")
+    bundle = tmp_path / "three.wbundle"
+    code, out, err = _run(
+        "--home", str(demo_home), "bundle", inside, outside, linked, "-o", str(bundle)
+    )  # fmt: skip
+    assert code == 0, err
+    members = _members(bundle)
+    assert sorted(json.loads(members["manifest.json"])["scripts"]) == [inside]
+    assert b"token-12345678" not in members[f"scripts/{inside}.json"]
+    assert all(b"my own private notes" not in body for body in members.values())
+    for run_id in (outside, linked):
+        assert f"model script of run {run_id[:12]} is outside the home; not included" in out
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "folder"])
+def test_bundle_never_writes_over_what_is_not_a_regular_file(
+    demo_home: Path, tmp_path: Path, kind: str
+) -> None:
+    target = tmp_path / "target"
+    kept = tmp_path / "kept.wbundle"
+    kept.write_bytes(b"someone else's file")
+    if kind == "fifo":
+        import os
+
+        os.mkfifo(target)
+    elif kind == "symlink":
+        target.symlink_to(kept)
+    else:
+        target.mkdir()
+    run = _by_status(demo_home)["completed"]
+    code, _, err = _run("--home", str(demo_home), "bundle", run, "-o", str(target))
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert "not a regular file" in err
+    assert {
+        "fifo": target.is_fifo, "symlink": target.is_symlink, "folder": target.is_dir
+    }[kind]()  # fmt: skip
+    assert kept.read_bytes() == b"someone else's file"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.wbundle", "made-here", "target"]
+
+
+@pytest.mark.parametrize("where", ["under-a-file", "long-name"])
+def test_a_bundle_path_that_cannot_be_written_is_one_line(
+    demo_home: Path, tmp_path: Path, where: str
+) -> None:
+    (tmp_path / "a-file").write_text("x", encoding="utf-8")
+    out = {
+        "under-a-file": tmp_path / "a-file" / "x.wbundle",
+        "long-name": tmp_path / ("b" * 300 + ".wbundle"),
+    }[where]
+    run = _by_status(demo_home)["completed"]
+    code, _, err = _run("--home", str(demo_home), "bundle", run, "-o", str(out))
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert "cannot write" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "made-here"]
+
+
+def test_a_second_bundle_never_replaces_the_script_of_a_run_imported_before(
+    demo_home: Path, tmp_path: Path
+) -> None:
+    run = _by_status(demo_home)["completed"]
+    first, second = tmp_path / "first.wbundle", tmp_path / "second.wbundle"
+    assert _run("--home", str(demo_home), "bundle", run, "-o", str(first))[0] == 0
+    script = Path(_start_line(traces_dir(demo_home) / f"{run}.jsonl")["meta"]["fork_script"])
+    script.write_text(json.dumps(READ_THE_SECRET), encoding="utf-8")
+    assert _run("--home", str(demo_home), "bundle", run, "-o", str(second))[0] == 0
+    fresh = tmp_path / "recipient"
+    assert _run("--home", str(fresh), "import", "bundle", str(first))[0] == 0
+    imported = fresh / "bundle-scripts" / f"{run}.json"
+    kept = imported.read_bytes()
+    code, out, err = _run("--home", str(fresh), "import", "bundle", str(second))
+    assert code == 0 and "1 already there" in out, err
+    assert imported.read_bytes() == kept
+    assert sorted(p.name for p in imported.parent.iterdir()) == [f"{run}.json"]
+
+
+def _extended_header(path: Path, kind: int, form: int) -> Path:
+    """An extended header (pax, or a GNU long name) that says 1 GiB follows, and 64 MiB of
+    it that does, in 10 KB of xz."""
+    info = tarfile.TarInfo("././@LongLink")
+    info.type, info.size = kind, 1 << 30
+    packer = lzma.LZMACompressor(preset=0)
+    packed = [packer.compress(info.tobuf(form))]
+    zeros = bytes(1 << 20)
+    packed += [packer.compress(zeros) for _ in range(64)]
+    path.write_bytes(b"".join([*packed, packer.flush()]))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("kind", "form"),
+    [(tarfile.XHDTYPE, tarfile.USTAR_FORMAT), (tarfile.GNUTYPE_LONGNAME, tarfile.GNU_FORMAT)],
+    ids=["pax", "gnu-long-name"],
+)
+def test_an_extended_header_bomb_stops_at_its_header(tmp_path: Path, kind: int, form: int) -> None:
+    """What an extended header says it holds is checked before any of it is read: the
+    64 MiB that follow it here are never read (that would show in the peak)."""
+    bomb = _extended_header(tmp_path / "bomb.wbundle", kind, form)
+    tracemalloc.start()
+    try:
+        code, _, err = _run("--home", str(tmp_path / "home"), "import", "bundle", str(bomb))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert "extended header" in err and "1024 MiB" in err
+    assert peak < 16_000_000, peak
+
+
+@pytest.mark.parametrize("kept", [0.5, 0.9, 0.99, -1])
+def test_a_bundle_cut_anywhere_is_refused(demo_home: Path, tmp_path: Path, kept: float) -> None:
+    bundle = tmp_path / "whole.wbundle"
+    run = _by_status(demo_home)["completed"]
+    assert _run("--home", str(demo_home), "bundle", run, "-o", str(bundle))[0] == 0
+    whole = bundle.read_bytes()
+    cut = tmp_path / "cut.wbundle"
+    cut.write_bytes(whole[: int(len(whole) * kept)] if kept > 0 else whole[:-1])
+    code, _, err = _run("--home", str(tmp_path / "h"), "import", "bundle", str(cut))
+    assert code == 2 and "truncated or damaged" in err and err.count("\n") == 1, err
+    assert not (tmp_path / "h").exists() or not list((tmp_path / "h").rglob("*.jsonl"))

@@ -93,3 +93,27 @@ def test_the_trace_writer_refuses_a_run_id_that_is_not_a_file_name(tmp_path: Pat
         with pytest.raises(ValueError, match="cannot name a trace file"):
             JsonlWriter(tmp_path / "traces", run_id)
     assert list(tmp_path.iterdir()) == []
+
+
+LONG = "a" * 5000  # longer than any file name may be
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["show", LONG],
+        ["replay", LONG],
+        ["replay", f"{LONG}.jsonl"],
+        ["show", f"{LONG}.wbundle"],
+        ["export", LONG],
+        ["fork", LONG, "--turn", "1"],
+        ["bundle", LONG, "-o", "out.wbundle"],
+    ],
+    ids=["show", "replay", "replay-file", "show-bundle", "export", "fork", "bundle"],
+)
+def test_a_run_id_too_long_for_a_file_name_is_one_line_and_exit_2(
+    home: Path, command: list[str]
+) -> None:
+    proc = workbench(home, *command)
+    assert proc.returncode == 2, proc.stdout + proc.stderr[-2000:]
+    one_error_line(proc)

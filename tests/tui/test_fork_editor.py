@@ -89,7 +89,7 @@ async def test_direct_keys_edit_a_tool_description_and_the_fork_answers_differen
 
 
 async def test_a_bundle_opens_in_the_tui_on_its_runs(demo_home: Path, tmp_path: Path) -> None:
-    from workbench.engine.recording.bundle import opened_bundle
+    from workbench.engine.recording.bundle_import import opened_bundle
 
     run = _demo_run(demo_home, "completed")
     bundle = tmp_path / "one.wbundle"

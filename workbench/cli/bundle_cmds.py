@@ -57,10 +57,12 @@ def register_import(kinds: Any) -> None:
 def looks_like_bundle(ref: str) -> bool:
     """Whether a command-line argument names a bundle (its suffix, or an xz file that is
     not a trace); cheap enough for every start."""
+    from traces.user_files import names_a_file
+
     path = Path(ref)
     if path.suffix == SUFFIX:
         return True
-    if path.suffix == ".jsonl" or not path.is_file():
+    if path.suffix == ".jsonl" or not names_a_file(path):
         return False
     try:
         with path.open("rb") as handle:
@@ -112,12 +114,15 @@ def cmd_bundle(args: argparse.Namespace) -> int:
         print(f"  model script of the offline fork of run {run_id[:12]} included")
     for run_id in manifest.missing_parents:
         print(f"  note: fork parent {run_id[:12]} is not in this home; not included")
+    for run_id in manifest.scripts_left_out:
+        print(f"  note: the model script of run {run_id[:12]} is outside the home; not included")
     return 0
 
 
 def cmd_import_bundle(args: argparse.Namespace) -> int:
     from workbench.cli.common import writable_home
-    from workbench.engine.recording.bundle import BundleError, import_bundle
+    from workbench.engine.recording.bundle import BundleError
+    from workbench.engine.recording.bundle_import import import_bundle
 
     home = resolve_home(args)
     try:
@@ -152,7 +157,8 @@ def on_bundles(
     bundles = {name: Path(ref) for name, ref in refs.items() if ref and looks_like_bundle(ref)}
     if not bundles:
         return None
-    from workbench.engine.recording.bundle import BundleError, opened_bundle
+    from workbench.engine.recording.bundle import BundleError
+    from workbench.engine.recording.bundle_import import import_bundle, opened_bundle
 
     first = next(iter(bundles.values()))
     try:
@@ -160,8 +166,6 @@ def on_bundles(
             runs = {first: report}
             for path in bundles.values():
                 if path not in runs:
-                    from workbench.engine.recording.bundle import import_bundle
-
                     runs[path] = import_bundle(path, home)
             args.home = str(home)
             return _dispatch(args, handler, fields, bundles, runs)
@@ -201,7 +205,8 @@ def _dispatch(
 def open_tui(path: Path) -> int:
     """`workbench FILE`: the TUI on a throwaway home holding the bundle's runs."""
     from workbench.cli import main
-    from workbench.engine.recording.bundle import BundleError, opened_bundle
+    from workbench.engine.recording.bundle import BundleError
+    from workbench.engine.recording.bundle_import import opened_bundle
 
     try:
         with opened_bundle(path) as (home, _report):

@@ -34,13 +34,14 @@ async def run_fork(fork_plan: ForkPlan, home: Path) -> dict[str, Any]:
         SetupError,
         build_model,
         drive,
-        fork_setup,
+        fork_settings,
         prepare_fork,
     )
 
     start = fork_plan.parent.run_start
-    # The environment's model in the parent's wire format, else the run's offline script.
-    settings = fork_setup(start, ModelSettings.from_env(), api=fork_plan.parent.api).settings
+    # The environment's model in the parent's wire format, else the run's offline script; a
+    # run from a bundle names no folder (`bundle_import.as_imported`): no file tools run live.
+    settings, _ = fork_settings(start, ModelSettings.from_env(), fork_plan.parent.api)
     root = recorded_root(start)
     live: list[Toolset] = [builtin_tools(root)] if root is not None else []
     try:

@@ -1,7 +1,8 @@
 """One file that replays runs on another machine: `workbench bundle RUN… -o FILE`.
 
     manifest = write_bundle([BundledTrace.at(trace_path)], home, Path("issue-123.wbundle"))
-    report = import_bundle(Path("issue-123.wbundle"), other_home)
+
+(`bundle_import` reads one and adds its runs to another home.)
 
 A bundle is a tar archive in one xz stream (so the history each model request repeats, and
 that a fork shares with its parent, is compressed once), holding:
@@ -12,41 +13,39 @@ that a fork shares with its parent, is compressed once), holding:
 - `traces/<run>.jsonl`: each run's trace as recorded (its tool schemas and MCP frames are in
   it), redacted again with the home's patterns;
 - `tools.json`: the tool schemas each run offered, for reading without the workbench;
-- `scripts/<run>.<ext>`: the model script of an offline fork (`run_start.meta.fork_script`).
+- `scripts/<run>.<ext>`: the model script of an offline fork (`run_start.meta.fork_script`),
+  when it is a file in the home: a trace can name any file (one imported names the
+  sender's), and a bundle carries nothing from outside the home.
 
-Nothing else from the home goes in. Reading is for hostile input: only regular members
-with the names above, sizes checked against caps before anything is read, every digest
-checked, and nothing is extracted by `tarfile` itself; a bundle that fails any check is a
-`BundleError` with one line.
+Nothing else from the home goes in.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import json
 import lzma
 import re
+import stat
 import tarfile
 import tempfile
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import IO, Any
 
 from traces.events import RunStart
 from traces.home import home_redactor, traces_dir
 from traces.redact import REDACTION_MARK, Redactor
 from traces.run_names import is_safe_run_id, run_file_stem
+from traces.user_files import names_a_file, read_bytes
 from traces.versions import SCHEMA_VERSION
 from workbench.engine.recording.load import (
     RecordingError,
     check_damage,
     in_sequence,
-    read_recording_file,
 )
 
 BUNDLE_FORMAT = "workbench-bundle"
@@ -58,8 +57,8 @@ MAX_MEMBERS = 4096
 MAX_MEMBER_BYTES = 256 * 1024 * 1024
 MAX_TOTAL_BYTES = 512 * 1024 * 1024
 MAX_SCRIPT_BYTES = 4 * 1024 * 1024
-_TRACE_NAME = re.compile(r"traces/([A-Za-z0-9][A-Za-z0-9_.-]{0,127})\.jsonl")
-_SCRIPT_NAME = re.compile(r"scripts/([A-Za-z0-9][A-Za-z0-9_.-]{0,127})\.(json|toml)")
+TRACE_NAME = re.compile(r"traces/([A-Za-z0-9][A-Za-z0-9_.-]{0,127})\.jsonl")
+SCRIPT_NAME = re.compile(r"scripts/([A-Za-z0-9][A-Za-z0-9_.-]{0,127})\.(json|toml)")
 _PLACEHOLDER = re.compile(re.escape(REDACTION_MARK) + r"([A-Za-z0-9_-]{1,40})\]")
 IMPORTED_SCRIPTS = "bundle-scripts"  # <home>/bundle-scripts/<run>.<ext>
 
@@ -96,7 +95,7 @@ class BundledTrace:
         from traces.reader import iter_trace
         from traces.versions import NewerSchemaError
 
-        if not path.is_file():
+        if not names_a_file(path):
             raise RecordingError(f"no trace file at {path}")
         problems: list[str] = []
         try:
@@ -195,6 +194,8 @@ class Manifest:
     redacted: dict[str, Any]
     scripts: dict[str, str] = field(default_factory=dict)  # run id -> member
     missing_parents: list[str] = field(default_factory=list)
+    # Runs whose model script is a file outside the home, which a bundle does not carry.
+    scripts_left_out: list[str] = field(default_factory=list)
     bundle_version: int = BUNDLE_VERSION
     schema_version: int = SCHEMA_VERSION
     workbench_version: str = ""
@@ -212,6 +213,7 @@ class Manifest:
             "parents": self.parents,
             "missing_parents": self.missing_parents,
             "scripts": self.scripts,
+            "scripts_left_out": self.scripts_left_out,
             "mcp_frames": self.mcp_frames,
             "redacted": self.redacted,
             "files": self.files,
@@ -237,6 +239,7 @@ class Manifest:
                 redacted=dict(data.get("redacted", {})),
                 scripts={str(k): str(v) for k, v in data.get("scripts", {}).items()},
                 missing_parents=[str(r) for r in data.get("missing_parents", [])],
+                scripts_left_out=[str(r) for r in data.get("scripts_left_out", [])],
                 bundle_version=version,
                 schema_version=int(data.get("schema_version", SCHEMA_VERSION)),
                 workbench_version=str(data.get("workbench_version", "")),
@@ -253,70 +256,91 @@ def write_bundle(traces: list[BundledTrace], home: Path, out: Path) -> Manifest:
     archive, so a run of 200,000 events is bundled in bounded memory."""
     if not traces:
         raise BundleError("name at least one run to bundle")
+    _check_target(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="bundle-", dir=out.parent) as folder:
+            return _write(traces, home, out, Path(folder))
+    except OSError as exc:
+        raise BundleError(f"cannot write {out}: {exc.strerror or exc}") from None
+
+
+def _check_target(out: Path) -> None:
+    """`BundleError` unless `out` is a new file or a regular one: a bundle replaces what is
+    there, and a device, a FIFO, a folder or a link is not its to replace."""
+    try:
+        mode = out.lstat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise BundleError(f"cannot write {out}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        raise BundleError(
+            f"cannot write {out}: it is not a regular file (a folder, link, FIFO or device); "
+            "name a new file"
+        )
+
+
+def _write(traces: list[BundledTrace], home: Path, out: Path, scratch: Path) -> Manifest:
     every, missing = with_parents(traces, home)
     redactor = home_redactor(home)
     placeholders: Counter[str] = Counter()
     scripts: dict[str, str] = {}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(out.name + ".partial")
-    with tempfile.TemporaryDirectory(prefix="bundle-", dir=out.parent) as folder:
-        scratch = Path(folder)
-        files: dict[str, Path] = {}
-        streamed: dict[str, _Member] = {}
-        try:
-            for trace in every:
-                member = streamed[trace.run_id] = _streamed(trace, redactor, scratch, placeholders)
-                stem = run_file_stem(trace.run_id)
-                files[f"traces/{stem}.jsonl"] = member.file
-                script = _script_of(trace.run_start)
-                if script is not None:
-                    suffix = script.suffix if script.suffix == ".toml" else ".json"
-                    name = f"scripts/{stem}{suffix}"
-                    text = redactor.text(script.read_text(encoding="utf-8"))
-                    files[name] = scratch / f"script-{len(files)}{suffix}"
-                    files[name].write_bytes(text.encode("utf-8"))
-                    scripts[trace.run_id] = name
-        except RecordingError as exc:
-            raise BundleError(str(exc)) from None
-        except OSError as exc:
-            raise BundleError(f"cannot read a trace to bundle: {exc.strerror or exc}") from None
-        tools = {run_id: member.schemas for run_id, member in streamed.items()}
-        files["tools.json"] = scratch / "tools.json"
-        files["tools.json"].write_bytes(
-            json.dumps(tools, indent=1, ensure_ascii=False).encode("utf-8")
-        )
-        asked = {t.run_id for t in traces}
-        manifest = Manifest(
-            runs=[t.run_id for t in traces],
-            parents=[t.run_id for t in every if t.run_id not in asked],
-            files={name: _file_entry(path) for name, path in files.items()},
-            redacted={
-                "placeholders": dict(sorted(placeholders.items())),
-                "home_patterns": len(redactor.patterns),
-                "traces_changed_by_patterns": sum(m.changed for m in streamed.values()),
-            },
-            scripts=scripts,
-            missing_parents=missing,
-            workbench_version=_version(),
-            created=datetime.now(UTC).isoformat(timespec="seconds"),
-            mcp_frames={run_id: member.frames for run_id, member in streamed.items()},
-        )
-        _check_caps(manifest.files)
-        data = json.dumps(manifest.to_json(), indent=1).encode("utf-8")
-        size = len(data) + sum(entry["size"] for entry in manifest.files.values())
-        try:
-            with (
-                lzma.open(partial, "wb", format=lzma.FORMAT_XZ, filters=_filters(size)) as packed,
-                tarfile.open(fileobj=packed, mode="w") as tar,
-            ):
-                _add(tar, "manifest.json", len(data), io.BytesIO(data))
-                for name, path in sorted(files.items()):
-                    with path.open("rb") as body:
-                        _add(tar, name, path.stat().st_size, body)
-            partial.replace(out)
-        except OSError as exc:
-            partial.unlink(missing_ok=True)
-            raise BundleError(f"cannot write {out}: {exc.strerror or exc}") from None
+    left_out: list[str] = []
+    files: dict[str, Path] = {}
+    streamed: dict[str, _Member] = {}
+    try:
+        for trace in every:
+            member = streamed[trace.run_id] = _streamed(trace, redactor, scratch, placeholders)
+            stem = run_file_stem(trace.run_id)
+            files[f"traces/{stem}.jsonl"] = member.file
+            script = _script_of(trace.run_start, home, left_out)
+            if script is not None:
+                suffix = script.suffix if script.suffix == ".toml" else ".json"
+                name = f"scripts/{stem}{suffix}"
+                text = redactor.text(read_bytes(script, MAX_SCRIPT_BYTES).decode("utf-8"))
+                files[name] = scratch / f"script-{len(files)}{suffix}"
+                files[name].write_bytes(text.encode("utf-8"))
+                scripts[trace.run_id] = name
+    except RecordingError as exc:
+        raise BundleError(str(exc)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise BundleError(f"cannot read a trace or script to bundle: {why or exc}") from None
+    tools = {run_id: member.schemas for run_id, member in streamed.items()}
+    files["tools.json"] = scratch / "tools.json"
+    files["tools.json"].write_bytes(json.dumps(tools, indent=1, ensure_ascii=False).encode("utf-8"))
+    asked = {t.run_id for t in traces}
+    manifest = Manifest(
+        runs=[t.run_id for t in traces],
+        parents=[t.run_id for t in every if t.run_id not in asked],
+        files={name: _file_entry(path) for name, path in files.items()},
+        redacted={
+            "placeholders": dict(sorted(placeholders.items())),
+            "home_patterns": len(redactor.patterns),
+            "traces_changed_by_patterns": sum(m.changed for m in streamed.values()),
+        },
+        scripts=scripts,
+        missing_parents=missing,
+        scripts_left_out=left_out,
+        workbench_version=_version(),
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
+        mcp_frames={run_id: member.frames for run_id, member in streamed.items()},
+    )
+    _check_caps(manifest.files)
+    data = json.dumps(manifest.to_json(), indent=1).encode("utf-8")
+    size = len(data) + sum(entry["size"] for entry in manifest.files.values())
+    partial = scratch / "bundle.partial"
+    with (
+        lzma.open(partial, "wb", format=lzma.FORMAT_XZ, filters=_filters(size)) as packed,
+        tarfile.open(fileobj=packed, mode="w") as tar,
+    ):
+        _add(tar, "manifest.json", len(data), io.BytesIO(data))
+        for name, path in sorted(files.items()):
+            with path.open("rb") as body:
+                _add(tar, name, path.stat().st_size, body)
+    _check_target(out)  # as it is now, after the minutes a big bundle may take
+    partial.replace(out)
     return manifest
 
 
@@ -360,187 +384,20 @@ def _add(tar: tarfile.TarFile, name: str, size: int, body: IO[bytes]) -> None:
     tar.addfile(info, body)
 
 
-def _script_of(run_start: RunStart) -> Path | None:
+def _script_of(run_start: RunStart, home: Path, left_out: list[str]) -> Path | None:
+    """The model script a run names for its offline forks, when it is a file in `home`
+    (through no link out of it); a run naming one elsewhere goes into `left_out`."""
     script = run_start.meta.get("fork_script")
     if not isinstance(script, str) or not script:
         return None
-    path = Path(script)
-    if not path.is_file() or path.stat().st_size > MAX_SCRIPT_BYTES:
+    try:
+        path = Path(script).resolve()
+        inside = path.is_relative_to(home.resolve())
+    except (OSError, RuntimeError, ValueError):  # a loop of links, a NUL in the name
+        path, inside = Path(script), False
+    if not inside:
+        left_out.append(run_start.run_id)
+        return None
+    if not names_a_file(path) or path.stat().st_size > MAX_SCRIPT_BYTES:
         return None
     return path
-
-
-@dataclass
-class Bundle:
-    path: Path
-    manifest: Manifest
-    traces: dict[str, bytes]  # file stem -> trace bytes
-    scripts: dict[str, tuple[str, bytes]]  # run id -> (suffix, script bytes)
-
-
-def _checked_name(member: tarfile.TarInfo) -> str:
-    name = member.name
-    if member.issym() or member.islnk():
-        raise BundleError(f"member {name!r} is a link; a bundle holds regular files only")
-    if not member.isfile():
-        raise BundleError(f"member {name!r} is not a regular file")
-    pure = PurePosixPath(name)
-    if name.startswith(("/", "\\")) or pure.is_absolute() or re.match(r"^[A-Za-z]:", name):
-        raise BundleError(f"member {name!r} has an absolute path")
-    if ".." in pure.parts or "\\" in name:
-        raise BundleError(f"member {name!r} points outside the bundle")
-    if name not in ("manifest.json", "tools.json") and not (
-        _TRACE_NAME.fullmatch(name) or _SCRIPT_NAME.fullmatch(name)
-    ):
-        raise BundleError(f"member {name!r} is not part of a workbench bundle")
-    return name
-
-
-def read_bundle(path: Path) -> Bundle:
-    """Read and check every member in memory; nothing is written."""
-    if not path.is_file():
-        raise BundleError(f"no bundle file at {path}")
-    with path.open("rb") as handle:
-        if handle.read(len(XZ_MAGIC)) != XZ_MAGIC:
-            raise BundleError(f"{path} is not a workbench bundle (expected an xz-compressed tar)")
-    members: dict[str, bytes] = {}
-    total = 0
-    try:
-        with tarfile.open(path, "r:xz") as tar:
-            while (member := tar.next()) is not None:
-                name = _checked_name(member)
-                if name in members:
-                    raise BundleError(f"member {name!r} appears twice")
-                if len(members) >= MAX_MEMBERS:
-                    raise BundleError(f"more than {MAX_MEMBERS} members")
-                total += member.size
-                if member.size > MAX_MEMBER_BYTES or total > MAX_TOTAL_BYTES:
-                    raise BundleError(
-                        f"member {name!r} would unpack past the {MAX_TOTAL_BYTES >> 20} MiB a "
-                        "bundle may hold (a zip bomb?)"
-                    )
-                extracted = tar.extractfile(member)
-                body = extracted.read(member.size) if extracted is not None else b""
-                if len(body) != member.size:
-                    raise BundleError(f"member {name!r} is cut short")
-                members[name] = body
-    except (tarfile.TarError, lzma.LZMAError, EOFError, OSError) as exc:
-        raise BundleError(f"{path} is truncated or damaged ({exc})") from None
-    if "manifest.json" not in members:
-        raise BundleError(f"{path} has no manifest.json; it is not a workbench bundle")
-    try:
-        manifest = Manifest.from_json(json.loads(members.pop("manifest.json")))
-    except (ValueError, UnicodeDecodeError):
-        raise BundleError("manifest.json is not valid JSON") from None
-    if manifest.schema_version > SCHEMA_VERSION:
-        raise BundleError(
-            f"the bundle's traces are schema_version {manifest.schema_version}, newer than "
-            f"this workbench reads ({SCHEMA_VERSION}); upgrade agent-workbench to open it"
-        )
-    if set(manifest.files) != set(members):
-        extra = sorted(set(members) ^ set(manifest.files))
-        raise BundleError(f"member {extra[0]!r} is missing or not in the manifest")
-    for name, body in members.items():
-        if hashlib.sha256(body).hexdigest() != manifest.files[name].get("sha256"):
-            raise BundleError(f"member {name!r} does not match its digest in the manifest")
-    traces = {
-        match.group(1): body
-        for name, body in members.items()
-        if (match := _TRACE_NAME.fullmatch(name))
-    }
-    scripts: dict[str, tuple[str, bytes]] = {}
-    for run_id, name in manifest.scripts.items():
-        match = _SCRIPT_NAME.fullmatch(name)
-        if match is None or name not in members or not is_safe_run_id(run_id):
-            raise BundleError(f"the manifest names a script {name!r} the bundle does not hold")
-        scripts[run_id] = (f".{match.group(2)}", members[name])
-    for run_id in [*manifest.runs, *manifest.parents]:
-        if run_file_stem(run_id) not in traces:
-            raise BundleError(f"the manifest names run {run_id!r}, whose trace is not in it")
-    return Bundle(path, manifest, traces, scripts)
-
-
-@dataclass
-class ImportReport:
-    added: list[str]
-    already: list[str]  # the same trace was in the home already
-    runs: list[str]  # the runs the bundle was made for
-    parents: list[str]
-
-
-def import_bundle(path: Path, home: Path) -> ImportReport:
-    """Add a bundle's runs to `home` (traces/ and the offline model scripts); checks every
-    trace reads before anything is written, and never replaces a different trace."""
-    bundle = read_bundle(path)
-    folder = traces_dir(home)
-    texts: dict[str, str] = {}
-    home.mkdir(parents=True, exist_ok=True)
-    # Each trace is read back by the reader before it is kept: in the home, not elsewhere.
-    with tempfile.TemporaryDirectory(prefix=".bundle-check-", dir=home) as scratch:
-        for stem, body in bundle.traces.items():
-            try:
-                text = body.decode("utf-8")
-            except UnicodeDecodeError:
-                raise BundleError(f"trace {stem} is not UTF-8 text") from None
-            text = _with_script(text, stem, bundle, home)
-            check = Path(scratch) / f"{stem}.jsonl"
-            check.write_text(text, encoding="utf-8")
-            try:
-                recording = read_recording_file(check)
-            except RecordingError as exc:
-                raise BundleError(f"trace {stem}: {exc}") from None
-            if run_file_stem(recording.run_id) != stem:
-                raise BundleError(f"trace {stem} holds run {recording.run_id!r}, not {stem}")
-            texts[stem] = text
-    added, already = [], []
-    for stem, text in texts.items():
-        target = folder / f"{stem}.jsonl"
-        if target.exists():
-            if target.read_text(encoding="utf-8") != text:
-                raise BundleError(
-                    f"run {stem} is already in {home} with a different trace; import into "
-                    "another home (--home)"
-                )
-            already.append(stem)
-    for run_id, (suffix, body) in bundle.scripts.items():
-        script = home / IMPORTED_SCRIPTS / f"{run_file_stem(run_id)}{suffix}"
-        script.parent.mkdir(parents=True, exist_ok=True)
-        script.write_bytes(body)
-    folder.mkdir(parents=True, exist_ok=True)
-    for stem, text in texts.items():
-        if stem in already:
-            continue
-        partial = folder / f".{stem}.jsonl.partial"
-        partial.write_text(text, encoding="utf-8")
-        partial.replace(folder / f"{stem}.jsonl")
-        added.append(stem)
-    return ImportReport(added, already, bundle.manifest.runs, bundle.manifest.parents)
-
-
-def _with_script(text: str, stem: str, bundle: Bundle, home: Path) -> str:
-    """The trace with its run_start naming the imported copy of its offline model script."""
-    script = next(
-        (s for run_id, s in bundle.scripts.items() if run_file_stem(run_id) == stem), None
-    )
-    if script is None:
-        return text
-    first, newline, rest = text.partition("\n")
-    try:
-        start = json.loads(first)
-    except ValueError:
-        return text
-    meta = start.get("meta") if isinstance(start, dict) else None
-    if start.get("type") != "run_start" or not isinstance(meta, dict):
-        return text
-    meta["fork_script"] = str((home / IMPORTED_SCRIPTS / f"{stem}{script[0]}").resolve())
-    return json.dumps(start, ensure_ascii=False, separators=(",", ":")) + newline + rest
-
-
-@contextlib.contextmanager
-def opened_bundle(path: Path) -> Iterator[tuple[Path, ImportReport]]:
-    """A throwaway home holding the bundle's runs, for opening a bundle directly (show,
-    replay, diff, the TUI); removed afterwards."""
-    with tempfile.TemporaryDirectory(prefix="workbench-bundle-") as folder:
-        home = Path(folder) / "home"
-        home.mkdir()
-        yield home, import_bundle(path, home)

@@ -172,10 +172,11 @@ def read_recording_file(
     """Read one trace file; a bad line before the last one makes it corrupt. `progress`
     hears how many of its bytes were read, line by line."""
     from traces.reader import read_trace
+    from traces.user_files import names_a_file
     from traces.versions import NewerSchemaError
 
     path = Path(path)
-    if not path.is_file():
+    if not names_a_file(path):
         raise RecordingError(f"no trace file at {path}")
     try:
         result = read_trace(path, progress)
@@ -240,8 +241,10 @@ def load_recording(ref: str | Path, home: Path) -> Recording:
 def trace_path(ref: str | Path, home: Path) -> Path:
     """The trace file of a run named by its path, or by run id / unique prefix (the home's
     traces folder, else the file the home's store ingested it from); `RecordingError`."""
+    from traces.user_files import names_a_file
+
     path = Path(ref)
-    if path.suffix == ".jsonl" or path.is_file():
+    if path.suffix == ".jsonl" or names_a_file(path):
         return path
     # Only a ref that can be a file name is looked for as one: '*', '/' or '..' in it would
     # make a pattern or a path of it. The store matches any text as a plain prefix.

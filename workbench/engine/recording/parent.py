@@ -272,9 +272,10 @@ def open_run(ref: str, home: Path, progress: Progress | None = None) -> Recordin
     instead. `RecordingError` (one line) when there is no such run; `progress` hears how the
     ingest goes."""
     from traces.store import StoreError, TraceStore
+    from traces.user_files import names_a_file
 
     path = Path(ref)
-    if path.suffix == ".jsonl" or path.is_file():
+    if path.suffix == ".jsonl" or names_a_file(path):
         return load_recording(path, home)
     try:
         with TraceStore.for_home(existing_home(home)) as store:

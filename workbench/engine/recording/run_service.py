@@ -270,9 +270,12 @@ def prepare_fork(
         writer = open_run_trace(home, run_id, secrets)
     except RedactionConfigError as exc:
         raise SetupError(str(exc)) from None
+    from workbench.engine.recording.bundle_import import BUNDLED
+
     changes: dict[str, Any] = {} if limits is None else {"limits": limits}
-    if root is not None:
-        changes["meta"] = plan.config().meta | {"root": str(root.resolve())}
+    if root is not None:  # chosen here: a fork of the fork may read it, whatever the parent
+        meta = {k: v for k, v in plan.config().meta.items() if k != BUNDLED}
+        changes["meta"] = meta | {"root": str(root.resolve())}
     agent = fork_agent(
         plan, model, live_toolsets=live_toolsets, sinks=[writer], run_id=run_id, **changes
     )
@@ -299,22 +302,42 @@ def fork_setup(
     """`root` when given, else the folder the parent's tools read, else the current folder;
     `settings`, else the run's offline model script when they choose no model; the wire
     format `settings` choose, else the parent's own (`api`), so that a fork of a captured
-    Responses or Anthropic run calls its model as the run did."""
-    from workbench.engine.recording.fork import offline_model, recorded_root
+    Responses or Anthropic run calls its model as the run did.
+
+    A run that came from a bundle (or descends from one) names no folder of this machine a
+    fork may read: its fork needs `root`, else `SetupError`."""
+    from workbench.engine.recording.bundle_import import BUNDLED
+    from workbench.engine.recording.fork import recorded_root
 
     missing_root = None
+    if root is None and start.meta.get(BUNDLED):
+        raise SetupError(
+            f"run {start.run_id[:12]} came from a bundle, and its fork never reads a folder "
+            "the bundle names: pass --root DIR, the folder its file tools may read"
+        )
     if root is None:
         root = recorded_root(start)
         if root is None:
             recorded = start.meta.get("root")
             missing_root = str(recorded) if recorded else None
             root = Path(".")
+    chosen, script = fork_settings(start, settings, api)
+    return ForkSetup(chosen, root, script, missing_root)
+
+
+def fork_settings(
+    start: RunStart, settings: ModelSettings, api: str | None = None
+) -> tuple[ModelSettings, Path | None]:
+    """The model a fork of `start` calls (as `fork_setup` chooses it), and the run's offline
+    model script when that is what was chosen."""
+    from workbench.engine.recording.fork import offline_model
+
     script = offline_model(settings, start)
     if script is not None:
         settings = replace(settings, script=script)
     if settings.api is None and api is not None:
         settings = settings.for_api(api)
-    return ForkSetup(settings, root, script, missing_root)
+    return settings, script
 
 
 class CancelFork:

@@ -1,0 +1,312 @@
+"""Reading a bundle (`workbench.engine.recording.bundle` writes them) and adding its runs
+to a home: `workbench import bundle FILE`, and a bundle opened directly.
+
+    report = import_bundle(Path("issue-123.wbundle"), home)
+
+A bundle is hostile input. Only regular members with the names a bundle has are read;
+every size is checked against the caps before anything of it is read, the extended
+headers (pax, GNU long names) that `tarfile` would read whole included; the xz stream must
+end whole; every digest is checked; and nothing is extracted by `tarfile` itself. What a
+bundle's runs say of this machine is not believed either: an imported run names no folder
+for its tools to read and no model script but the copy the import makes (`as_imported`).
+A bundle that fails any check is a `BundleError` with one line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import lzma
+import re
+import tarfile
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import IO, cast
+
+from traces.home import traces_dir
+from traces.run_names import is_safe_run_id, run_file_stem
+from traces.user_files import names_a_file
+from traces.versions import SCHEMA_VERSION
+from workbench.engine.recording.bundle import (
+    IMPORTED_SCRIPTS,
+    MAX_MEMBER_BYTES,
+    MAX_MEMBERS,
+    MAX_TOTAL_BYTES,
+    SCRIPT_NAME,
+    TRACE_NAME,
+    XZ_MAGIC,
+    BundleError,
+    Manifest,
+)
+from workbench.engine.recording.load import RecordingError, read_recording_file
+
+# The headers before one member: a pax header of a long name is a few hundred bytes.
+MAX_HEADER_BYTES = 64 * 1024
+# After the archive's end: tar pads its last record with zeros (at most 10 KiB).
+MAX_TAIL_BYTES = 64 * 1024
+# What `run_start.meta` says of an imported run (`as_imported`): that it came from a bundle,
+# so a fork asks which folder its tools read.
+BUNDLED = "bundled"
+
+
+@dataclass
+class Bundle:
+    path: Path
+    manifest: Manifest
+    traces: dict[str, bytes]  # file stem -> trace bytes
+    scripts: dict[str, tuple[str, bytes]]  # run id -> (suffix, script bytes)
+
+
+class _Headers:
+    """The unpacked archive as `tarfile` reads it, with the reads of each member's headers
+    bounded: `tarfile` reads an extended header whole, as big as the header says (1 GiB in
+    a bundle of 150 KB), before anything could check its size. While `bounded()`, a read
+    past `MAX_HEADER_BYTES` is refused before it is made."""
+
+    def __init__(self, raw: lzma.LZMAFile) -> None:
+        self.raw = raw
+        self.left: int | None = None
+
+    def read(self, size: int = -1) -> bytes:
+        if self.left is not None:
+            if size < 0 or size > self.left:
+                shown = f"{size >> 20} MiB" if size >= 1 << 20 else f"{size >> 10} KiB"
+                raise BundleError(
+                    f"an extended header says it holds {shown}, over the "
+                    f"{MAX_HEADER_BYTES >> 10} KiB a bundle's headers may (a zip bomb?)"
+                )
+            self.left -= size
+        return self.raw.read(size)
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        return self.raw.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self.raw.tell()
+
+    @contextlib.contextmanager
+    def bounded(self) -> Iterator[None]:
+        self.left = MAX_HEADER_BYTES
+        try:
+            yield
+        finally:
+            self.left = None
+
+    def archive(self) -> tarfile.TarFile:
+        """The archive read from here, its first member's headers read (bounded)."""
+        with self.bounded():
+            return tarfile.TarFile(fileobj=cast("IO[bytes]", self))
+
+    def check_end(self) -> None:
+        """The xz stream goes on to its end, checked, with little after the archive: a
+        bundle cut short anywhere, in its last percent too, is refused."""
+        tail = 0
+        while chunk := self.raw.read(1 << 14):
+            tail += len(chunk)
+            if tail > MAX_TAIL_BYTES:
+                raise BundleError("data goes on after the end of the archive")
+
+
+def _checked_name(member: tarfile.TarInfo) -> str:
+    name = member.name
+    if member.issym() or member.islnk():
+        raise BundleError(f"member {name!r} is a link; a bundle holds regular files only")
+    if not member.isfile():
+        raise BundleError(f"member {name!r} is not a regular file")
+    pure = PurePosixPath(name)
+    if name.startswith(("/", "\\")) or pure.is_absolute() or re.match(r"^[A-Za-z]:", name):
+        raise BundleError(f"member {name!r} has an absolute path")
+    if ".." in pure.parts or "\\" in name:
+        raise BundleError(f"member {name!r} points outside the bundle")
+    if name not in ("manifest.json", "tools.json") and not (
+        TRACE_NAME.fullmatch(name) or SCRIPT_NAME.fullmatch(name)
+    ):
+        raise BundleError(f"member {name!r} is not part of a workbench bundle")
+    return name
+
+
+def _members(path: Path) -> dict[str, bytes]:
+    """Every member of the bundle at `path`, each checked before any of it is read."""
+    members: dict[str, bytes] = {}
+    total = 0
+    try:
+        with lzma.open(path) as raw:
+            source = _Headers(raw)
+            with source.archive() as tar:
+                while True:
+                    with source.bounded():
+                        member = tar.next()
+                    if member is None:
+                        break
+                    name = _checked_name(member)
+                    if name in members:
+                        raise BundleError(f"member {name!r} appears twice")
+                    if len(members) >= MAX_MEMBERS:
+                        raise BundleError(f"more than {MAX_MEMBERS} members")
+                    total += member.size
+                    if member.size > MAX_MEMBER_BYTES or total > MAX_TOTAL_BYTES:
+                        raise BundleError(
+                            f"member {name!r} would unpack past the {MAX_TOTAL_BYTES >> 20} "
+                            "MiB a bundle may hold (a zip bomb?)"
+                        )
+                    extracted = tar.extractfile(member)
+                    body = extracted.read(member.size) if extracted is not None else b""
+                    if len(body) != member.size:
+                        raise BundleError(f"member {name!r} is cut short")
+                    members[name] = body
+            source.check_end()
+    except (tarfile.TarError, lzma.LZMAError, EOFError, OSError) as exc:
+        raise BundleError(f"{path} is truncated or damaged ({exc})") from None
+    return members
+
+
+def read_bundle(path: Path) -> Bundle:
+    """Read and check every member in memory; nothing is written."""
+    if not names_a_file(path):
+        raise BundleError(f"no bundle file at {path}")
+    with path.open("rb") as handle:
+        if handle.read(len(XZ_MAGIC)) != XZ_MAGIC:
+            raise BundleError(f"{path} is not a workbench bundle (expected an xz-compressed tar)")
+    members = _members(path)
+    if "manifest.json" not in members:
+        raise BundleError(f"{path} has no manifest.json; it is not a workbench bundle")
+    try:
+        manifest = Manifest.from_json(json.loads(members.pop("manifest.json")))
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise BundleError("manifest.json is not valid JSON") from None
+    if manifest.schema_version > SCHEMA_VERSION:
+        raise BundleError(
+            f"the bundle's traces are schema_version {manifest.schema_version}, newer than "
+            f"this workbench reads ({SCHEMA_VERSION}); upgrade agent-workbench to open it"
+        )
+    if set(manifest.files) != set(members):
+        extra = sorted(set(members) ^ set(manifest.files))
+        raise BundleError(f"member {extra[0]!r} is missing or not in the manifest")
+    for name, body in members.items():
+        if hashlib.sha256(body).hexdigest() != manifest.files[name].get("sha256"):
+            raise BundleError(f"member {name!r} does not match its digest in the manifest")
+    traces = {
+        match.group(1): body
+        for name, body in members.items()
+        if (match := TRACE_NAME.fullmatch(name))
+    }
+    scripts: dict[str, tuple[str, bytes]] = {}
+    for run_id, name in manifest.scripts.items():
+        match = SCRIPT_NAME.fullmatch(name)
+        if match is None or name not in members or not is_safe_run_id(run_id):
+            raise BundleError(f"the manifest names a script {name!r} the bundle does not hold")
+        scripts[run_id] = (f".{match.group(2)}", members[name])
+    for run_id in [*manifest.runs, *manifest.parents]:
+        if run_file_stem(run_id) not in traces:
+            raise BundleError(f"the manifest names run {run_id!r}, whose trace is not in it")
+    return Bundle(path, manifest, traces, scripts)
+
+
+@dataclass
+class ImportReport:
+    added: list[str]
+    already: list[str]  # the same trace was in the home already
+    runs: list[str]  # the runs the bundle was made for
+    parents: list[str]
+
+
+def import_bundle(path: Path, home: Path) -> ImportReport:
+    """Add a bundle's runs to `home` (traces/ and the offline model scripts); checks every
+    trace reads before anything is written, and never replaces a different trace, nor the
+    model script of a run imported before."""
+    bundle = read_bundle(path)
+    folder = traces_dir(home)
+    texts: dict[str, str] = {}
+    scripts = {run_file_stem(run_id): script for run_id, script in bundle.scripts.items()}
+    home.mkdir(parents=True, exist_ok=True)
+    # Each trace is read back by the reader before it is kept: in the home, not elsewhere.
+    with tempfile.TemporaryDirectory(prefix=".bundle-check-", dir=home) as scratch:
+        for stem, body in bundle.traces.items():
+            try:
+                text = body.decode("utf-8")
+            except UnicodeDecodeError:
+                raise BundleError(f"trace {stem} is not UTF-8 text") from None
+            script = scripts.get(stem)
+            copy = home / IMPORTED_SCRIPTS / f"{stem}{script[0]}" if script else None
+            text = as_imported(text, copy)
+            check = Path(scratch) / f"{stem}.jsonl"
+            check.write_text(text, encoding="utf-8")
+            try:
+                recording = read_recording_file(check)
+            except RecordingError as exc:
+                raise BundleError(f"trace {stem}: {exc}") from None
+            if run_file_stem(recording.run_id) != stem:
+                raise BundleError(f"trace {stem} holds run {recording.run_id!r}, not {stem}")
+            texts[stem] = text
+    already = [stem for stem in texts if _already(folder / f"{stem}.jsonl", texts[stem], home)]
+    added = [stem for stem in texts if stem not in already]
+    # A run already here keeps the model script it came with; only new runs bring theirs.
+    for stem in added:
+        if stem in scripts:
+            suffix, body = scripts[stem]
+            _write(home / IMPORTED_SCRIPTS / f"{stem}{suffix}", body)
+    for stem in added:
+        _write(folder / f"{stem}.jsonl", texts[stem].encode("utf-8"))
+    return ImportReport(added, already, bundle.manifest.runs, bundle.manifest.parents)
+
+
+def _already(target: Path, text: str, home: Path) -> bool:
+    if not target.exists():
+        return False
+    if target.read_text(encoding="utf-8") != text:
+        raise BundleError(
+            f"run {target.stem} is already in {home} with a different trace; import into "
+            "another home (--home)"
+        )
+    return True
+
+
+def _write(target: Path, body: bytes) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.partial")
+    partial.write_bytes(body)
+    partial.replace(target)
+
+
+def as_imported(text: str, script: Path | None) -> str:
+    """The trace as a home keeps it, each run_start's `meta` changed so that a fork never
+    follows what the bundle says of this machine: marked as come from a bundle (a fork then
+    asks which folder its tools read), naming no folder (`root`), and no model script
+    (`fork_script`) but `script`, the copy the import makes of the bundle's own."""
+    lines = []
+    for line in io.StringIO(text, newline="\n"):
+        try:
+            event = json.loads(line)
+        except (ValueError, RecursionError):
+            event = None  # a damaged line: the reader says so when the trace is checked
+        if not isinstance(event, dict) or event.get("type") != "run_start":
+            lines.append(line)
+            continue
+        given = event.get("meta")
+        meta = {
+            key: value
+            for key, value in (given.items() if isinstance(given, dict) else ())
+            if key not in ("root", "fork_script")
+        }
+        meta[BUNDLED] = True
+        if script is not None:
+            meta["fork_script"] = str(script.resolve())
+        event["meta"] = meta
+        end = "\n" if line.endswith("\n") else ""
+        # In ASCII, which holds a lone surrogate too (a `\ud800` escape of the bundle's).
+        lines.append(json.dumps(event, separators=(",", ":")) + end)
+    return "".join(lines)
+
+
+@contextlib.contextmanager
+def opened_bundle(path: Path) -> Iterator[tuple[Path, ImportReport]]:
+    """A throwaway home holding the bundle's runs, for opening a bundle directly (show,
+    replay, diff, the TUI); removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="workbench-bundle-") as folder:
+        home = Path(folder) / "home"
+        home.mkdir()
+        yield home, import_bundle(path, home)
