@@ -187,10 +187,8 @@ def test_a_model_that_does_not_answer_in_time_is_an_error_not_a_choice(
     suite.write_text(SUITE, encoding="utf-8")
     silent = Reply(chunks=[], stall_after=0)
     with ModelServer(lambda body: silent) as server:
-        command = [sys.executable, "-c", CLI, "test", str(suite), "--home", str(tmp_path / "h")]
-        command += ["--root", str(project), "--base-url", server.base_url, "--model", "m"]
-        command += ["--samples", "1", "--model-timeout", "1"]
-        result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        options = ["--samples", "1", "--model-timeout", "1"]
+        result = workbench(str(suite), *options, server=server, home=tmp_path / "h", root=project)
     assert result.returncode == 2, result.stdout + result.stderr
     assert "chose no tool" not in result.stdout
     assert "Traceback" not in result.stderr
