@@ -98,7 +98,15 @@ class ForkPlan:
             # The loop records the fork's own read-only flags; the parent's may differ.
             "meta": {k: v for k, v in start.meta.items() if k != "read_only_tools"},
         }
-        return config_from_run_start(start, self.parent.request(self.turn), **(changes | overrides))
+        config = config_from_run_start(
+            start, self.parent.request(self.turn), **(changes | overrides)
+        )
+        # The fork offers every tool the parent was offered: the parent's offer is already
+        # the agent core's choice under its cap (`max_tools`), and a client that offered more
+        # (a captured Claude Code run: 12) was never under that cap.
+        if config.limits.max_tools < len(self.specs):
+            config.limits = config.limits.model_copy(update={"max_tools": len(self.specs)})
+        return config
 
 
 def recorded_root(start: RunStart) -> Path | None:
