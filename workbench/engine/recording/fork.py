@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 from agent_core.agent import Agent, AgentConfig, Hooks
 from agent_core.model.base import ChatModel, ModelCall, ModelCallStopped, StreamItem
 from agent_core.tools.base import CallKey, ToolResult, Toolset, ToolSpec, call_key
+from agent_core.wire.answer import function_call
+from agent_core.wire.chat import FINAL_ANSWER_TOOLS, final_answer
 from traces.events import Edit, ModelApi, RunStart
 from traces.writer import Sink
 from workbench.engine.recording.load import Recording, config_from_run_start
@@ -294,6 +296,9 @@ class ForkToolset:
             if run_start.origin in OBSERVED_ORIGINS
             or run_start.tool_sources.get(spec.name) == "client"
         }
+        # The client's final-answer tool (smolagents'): its client ended the run on a call
+        # to it with that answer, and so does the fork (`return_direct`).
+        self._answer_tools = self._client_tools & FINAL_ANSWER_TOOLS
         self.decisions: dict[str, Decision] = {}
         # Kept in the fork's run_start (`meta.tool_policy`), updated as live tools join.
         self.policy_record: dict[str, Any] = {}
@@ -328,7 +333,14 @@ class ForkToolset:
             spec.name: self._live_read_only.get(spec.name, spec.name in self._recorded_read_only)
             for spec in self._planned
         }
-        self._specs = [replace(s, read_only=self._read_only[s.name]) for s in self._planned]
+        self._specs = [
+            replace(
+                s,
+                read_only=self._read_only[s.name],
+                return_direct=s.return_direct or s.name in self._answer_tools,
+            )
+            for s in self._planned
+        ]
         self.decisions = decide_all(self._policy, self._read_only, self._client_tools)
         self.policy_record.clear()
         self.policy_record.update(record(self.decisions))
@@ -359,6 +371,9 @@ class ForkToolset:
 
     async def call(self, name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
         recorded = self.recorded(name, arguments)
+        if recorded is None and name in self._answer_tools:
+            answer = final_answer([function_call(call_id, name, arguments)])
+            recorded = ToolResult(ok=True, text=answer or "")  # what the client's tool returns
         decision = self.decisions.get(name) or self._policy.decide(name, read_only=False)
         if name in self._client_tools and recorded is None and decision.policy == "recorded":
             shown = json.dumps(arguments, ensure_ascii=False)
