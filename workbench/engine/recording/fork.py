@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_core.agent import Agent, AgentConfig, Hooks
 from agent_core.model.base import ChatModel, ModelCall, ModelCallStopped, StreamItem
+from agent_core.model.wire_calls import wire_spans
 from agent_core.tools.base import CallKey, ToolResult, Toolset, ToolSpec, call_key
 from agent_core.wire.answer import function_call
 from agent_core.wire.chat import FINAL_ANSWER_TOOLS, final_answer
@@ -88,10 +89,14 @@ class ForkPlan:
 
     def config(self, **overrides: Any) -> AgentConfig:
         start = self.parent.run_start
+        sent = self.parent.request(self.turn)
         changes: dict[str, Any] = {
             "task": self.task,
             "system_prompt": self.system_prompt,
             "initial_messages": [dict(m) for m in self.messages],
+            # What the client sent at the fork turn goes again as it sent it; only messages
+            # an edit changed are written anew.
+            "initial_wire": wire_spans(sent.api, sent.body) if sent is not None else [],
             "start_turn": self.turn,
             "parent_run_id": self.parent.run_id,
             "fork_turn": self.turn,
@@ -100,9 +105,7 @@ class ForkPlan:
             # The loop records the fork's own read-only flags; the parent's may differ.
             "meta": {k: v for k, v in start.meta.items() if k != "read_only_tools"},
         }
-        config = config_from_run_start(
-            start, self.parent.request(self.turn), **(changes | overrides)
-        )
+        config = config_from_run_start(start, sent, **(changes | overrides))
         # The fork offers every tool the parent was offered: the parent's offer is already
         # the agent core's choice under its cap (`max_tools`), and a client that offered more
         # (a captured Claude Code run: 12) was never under that cap.
