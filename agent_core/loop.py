@@ -139,6 +139,8 @@ class LoopRun:
         self.recorder = agent.recorder
         self.model = RecordingModel(HookedModel(agent.model, agent.hooks.model), self.recorder)
         self.messages: list[dict[str, Any]] = []
+        # The history's own wire form where known: sent as it was (thinking, reasoning).
+        self.wire = list(agent.config.initial_wire)
         self.end: End | None = None
         self.counted = RunningTotals()
         self.last_text: str | None = None
@@ -216,7 +218,9 @@ class LoopRun:
                 break
             self.counted.turns += 1
             params = _request_params(config.params, self._called_a_tool())
-            call = ModelCall(list(self.messages), offer.schemas, params, config.stream)
+            call = ModelCall(
+                list(self.messages), offer.schemas, params, config.stream, tuple(self.wire)
+            )
             answer = ModelOutcome()
             try:
                 async with aclosing(self._call_model(call, estimate, answer)) as items:
@@ -228,6 +232,8 @@ class LoopRun:
                 break
             response = answer.completed.response
             self.messages.append(response.to_message())
+            if response.wire is not None:
+                self.wire.append(response.wire)
             if response.content:
                 self.last_text = response.content
             calls = [

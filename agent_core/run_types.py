@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from agent_core.model.base import ChatModel, ModelHook
 from agent_core.tools.base import ToolHook, Toolset
+from agent_core.wire.spans import WireSpan
 from traces.events import Edit, Limits, RunOrigin, RunStatus, TimeoutLayer, Totals
 from traces.recorder import Recorder
 
@@ -35,6 +36,8 @@ class AgentConfig:
     tool_descriptions: dict[str, str] = field(default_factory=dict)  # per-run overrides
     # Forks: the history as rebuilt up to the fork turn, and where numbering resumes.
     initial_messages: list[dict[str, Any]] | None = None
+    # ... and that history as its client sent it, in its wire format (`wire.spans`).
+    initial_wire: list[WireSpan] = field(default_factory=list)
     start_turn: int = 1
     parent_run_id: str | None = None
     fork_turn: int | None = None

@@ -11,6 +11,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
+from agent_core.wire.spans import WireSpan
+
 # How much of a server's error text is kept, in the trace and on screen: enough for a
 # validation error that lists several fields (the part naming the cause comes late).
 ERROR_TEXT_CHARS = 4000
@@ -24,6 +26,9 @@ class ModelCall:
     tools: list[dict[str, Any]] = field(default_factory=list)
     params: dict[str, Any] = field(default_factory=dict)
     stream: bool = True
+    # The history's own wire form where it is known (`agent_core.wire.spans`): a client of
+    # that format sends those spans as they were in place of the messages they read as.
+    wire: tuple[WireSpan, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,9 @@ class AssembledResponse:
     usage: dict[str, Any] | None
     reasoning: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # The answer in its own wire format, read as `to_message()` (thinking blocks and
+    # reasoning items included), when the client spoke one that is not chat.
+    wire: WireSpan | None = None
 
     def to_message(self) -> dict[str, Any]:
         """The assistant message as it is kept in history and sent back to the model.

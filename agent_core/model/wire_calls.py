@@ -5,21 +5,30 @@ and its answer, streamed or whole, read back into the `AssembledResponse` the lo
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from agent_core.model.base import AssembledResponse, ModelCall, ToolCallPart
 from agent_core.wire import anthropic, responses
 from agent_core.wire.answer import WireAnswer, WireAssembler
 from agent_core.wire.chat import tool_calls
+from agent_core.wire.spans import WireSpan
 from traces.events import ModelApi
 
 ANTHROPIC_VERSION = "2023-06-01"
 
 
 def wire_body(api: ModelApi, model: str, call: ModelCall, *, stream: bool) -> dict[str, Any]:
-    if api == "responses":
-        return responses.request_body(model, call.messages, call.tools, call.params, stream=stream)
-    return anthropic.request_body(model, call.messages, call.tools, call.params, stream=stream)
+    write = responses.request_body if api == "responses" else anthropic.request_body
+    return write(model, call.messages, call.tools, call.params, stream=stream, known=call.wire)
+
+
+def wire_spans(api: ModelApi, body: dict[str, Any] | None) -> list[WireSpan]:
+    """A recorded request body's conversation in its wire format, each span with the chat
+    messages it reads as (none for chat, whose messages are the body's)."""
+    if body is None or api == "chat":
+        return []
+    return responses.spans(body) if api == "responses" else anthropic.spans(body)
 
 
 def wire_path(api: ModelApi, base_url: str) -> str:
@@ -60,12 +69,18 @@ class WireDecoder:
         return ""
 
     def result(self) -> AssembledResponse:
-        return assembled(self.assembler.result())
+        return self._kept(self.assembler.result())
 
     def whole(self, body: dict[str, Any]) -> AssembledResponse:
         if self.api == "responses":
-            return assembled(responses.answer_from_body(body))
-        return assembled(anthropic.answer_from_body(body))
+            return self._kept(responses.answer_from_body(body))
+        return self._kept(anthropic.answer_from_body(body))
+
+    def _kept(self, answer: WireAnswer) -> AssembledResponse:
+        """The answer read, and as it came: sent back so on the next turn."""
+        response = assembled(answer)
+        span = responses.answer_span if self.api == "responses" else anthropic.answer_span
+        return replace(response, wire=span(response.to_message(), answer.body))
 
 
 def assembled(answer: WireAnswer) -> AssembledResponse:

@@ -16,7 +16,9 @@ this format.
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from agent_core.wire.answer import (
@@ -33,6 +35,7 @@ from agent_core.wire.answer import (
 )
 from agent_core.wire.arguments import parse_arguments
 from agent_core.wire.chat import arguments_text
+from agent_core.wire.spans import WireSpan, placed
 
 CONVERSATION_KEYS = frozenset({"model", "messages", "system", "tools", "stream"})
 _TEXT = frozenset({"text"})
@@ -59,6 +62,21 @@ def request_parts(body: dict[str, Any]) -> tuple[list[Any], list[Any], dict[str,
     tools = [tool_from_wire(tool) for tool in body.get("tools") or []]
     params = {k: v for k, v in body.items() if k not in CONVERSATION_KEYS}
     return messages, tools, params
+
+
+def spans(body: dict[str, Any]) -> list[WireSpan]:
+    """Each message of a request's `messages` with the chat messages it reads as."""
+    return [
+        WireSpan("anthropic", tuple(_from_wire(message)), (message,))
+        for message in body.get("messages") or []
+        if isinstance(message, dict)
+    ]
+
+
+def answer_span(message: dict[str, Any], body: dict[str, Any]) -> WireSpan:
+    """A whole answer as the assistant message it is sent back as, read as `message`."""
+    content = body.get("content")
+    return WireSpan("anthropic", (message,), ({"role": "assistant", "content": content},))
 
 
 def tool_from_wire(tool: Any) -> Any:
@@ -399,14 +417,41 @@ DEFAULT_MAX_TOKENS = 4096
 
 
 def request_body(
-    model: str, messages: list[Any], tools: list[Any], params: dict[str, Any], *, stream: bool
+    model: str,
+    messages: list[Any],
+    tools: list[Any],
+    params: dict[str, Any],
+    *,
+    stream: bool,
+    known: Sequence[WireSpan] = (),
 ) -> dict[str, Any]:
     """The Messages request that asks what a chat-shape request asks (the agent's own calls
-    with `--api anthropic`): system messages as `system`, assistant tool calls as `tool_use`
-    blocks, consecutive tool results as one user message of `tool_result` blocks."""
+    with `--api anthropic`, a fork's): system messages as `system`, assistant tool calls as
+    `tool_use` blocks, consecutive tool results as one user message of `tool_result` blocks;
+    messages a `known` span reads as go as that span's messages, exactly as they were."""
     body: dict[str, Any] = {"model": model}
     system: list[str] = []
     out: list[dict[str, Any]] = []
+    for items, run in placed(messages, known, "anthropic"):
+        if items is not None:
+            out += copy.deepcopy(list(items))  # a fresh tool result may join the last one
+            continue
+        _encode(run, system, out)
+    if system:
+        body["system"] = "\n\n".join(system)
+    body["messages"] = out
+    if tools:
+        body["tools"] = [_tool_to_wire(tool) for tool in tools]
+    body["max_tokens"] = DEFAULT_MAX_TOKENS
+    body.update({k: v for k, v in params.items() if k != "stream_options"})
+    if "max_completion_tokens" in body:
+        body["max_tokens"] = body.pop("max_completion_tokens")
+    body["stream"] = stream
+    return body
+
+
+def _encode(messages: list[Any], system: list[str], out: list[dict[str, Any]]) -> None:
+    """Chat-shape messages written as Messages messages onto `out` (system text to `system`)."""
     for message in messages:
         role, content = message.get("role"), message.get("content")
         text = content if isinstance(content, str) else text_of(content)
@@ -434,17 +479,6 @@ def request_body(
             out.append({"role": "assistant", "content": blocks})
         else:
             out.append({"role": "user", "content": content})
-    if system:
-        body["system"] = "\n\n".join(system)
-    body["messages"] = out
-    if tools:
-        body["tools"] = [_tool_to_wire(tool) for tool in tools]
-    body["max_tokens"] = DEFAULT_MAX_TOKENS
-    body.update({k: v for k, v in params.items() if k != "stream_options"})
-    if "max_completion_tokens" in body:
-        body["max_tokens"] = body.pop("max_completion_tokens")
-    body["stream"] = stream
-    return body
 
 
 def _tool_to_wire(tool: Any) -> Any:

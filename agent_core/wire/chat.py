@@ -70,6 +70,22 @@ def tool_calls(message: Any) -> list[ChatToolCall]:
     return [tool_call(call) for call in calls or ()]
 
 
+# Tools whose call is the agent's answer: the client ends its run on them and sends nothing
+# back (smolagents offers `final_answer` to every agent and stops when the model calls it).
+FINAL_ANSWER_TOOLS = frozenset({"final_answer"})
+
+
+def final_answer(calls: list[Any]) -> str | None:
+    """The answer, when every one of `calls` (chat-shape tool calls) is to a final-answer
+    tool: the `answer` argument (its JSON when it is not text), else the raw arguments."""
+    parsed = [tool_call(call) for call in calls]
+    if not parsed or any(call.name not in FINAL_ANSWER_TOOLS for call in parsed):
+        return None
+    last = parsed[-1]
+    value = (last.arguments or {}).get("answer", last.arguments_raw)
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
 def content_text(content: Any) -> str:
     """A message's content as plain text: a string as is, the text of its parts joined
     (parts without text, such as images, say nothing), none as ""."""

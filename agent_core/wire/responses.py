@@ -13,7 +13,9 @@ for servers that answer in this format.
 
 from __future__ import annotations
 
+import copy
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from agent_core.wire.answer import (
@@ -29,6 +31,7 @@ from agent_core.wire.answer import (
     text_of,
     usage,
 )
+from agent_core.wire.spans import WireSpan, placed
 
 # Request keys that carry the conversation or the transport; the rest are parameters.
 CONVERSATION_KEYS = frozenset(
@@ -68,18 +71,42 @@ def input_messages(items: Any) -> list[Any]:
     """Input (or output) items as chat-shape messages."""
     if isinstance(items, str):
         return [{"role": "user", "content": items}]
-    messages: list[Any] = []
+    return [message for _, message in _read_items(items)]
+
+
+def spans(body: dict[str, Any]) -> list[WireSpan]:
+    """A request's input items, each with the chat message it reads as (a model's turn:
+    its items together)."""
+    items = body.get("input")
+    if not isinstance(items, list):
+        return []
+    return [
+        WireSpan("responses", (message,), tuple(read))
+        for read, message in _read_items(items)
+        if read and isinstance(message, dict)
+    ]
+
+
+def answer_span(message: dict[str, Any], body: dict[str, Any]) -> WireSpan:
+    """A whole response's output items, sent back as input items, read as `message`."""
+    output = [item for item in body.get("output") or [] if isinstance(item, dict)]
+    return WireSpan("responses", (message,), tuple(output))
+
+
+def _read_items(items: Any) -> list[tuple[list[Any], Any]]:
+    """Input (or output) items, each run that makes one chat-shape message with it."""
+    messages: list[tuple[list[Any], Any]] = []
     turn: list[dict[str, Any]] = []  # items of the model's turn being read
 
     def close_turn() -> None:
         if turn:
-            messages.append(_assistant(turn))
+            messages.append((list(turn), _assistant(turn)))
             turn.clear()
 
     for item in items if isinstance(items, list) else []:
         if not isinstance(item, dict):
             close_turn()
-            messages.append(item)
+            messages.append(([], item))
             continue
         kind = item.get("type")
         role = item.get("role")
@@ -87,7 +114,8 @@ def input_messages(items: Any) -> list[Any]:
             close_turn()
             output = item.get("output")
             text = output if isinstance(output, str) else text_of(output)
-            messages.append({"role": "tool", "tool_call_id": item.get("call_id"), "content": text})
+            tool = {"role": "tool", "tool_call_id": item.get("call_id"), "content": text}
+            messages.append(([item], tool))
         elif (
             role == "assistant"
             or kind in _MODEL_ITEMS
@@ -99,7 +127,7 @@ def input_messages(items: Any) -> list[Any]:
             content = item.get("content")
             if all_text(content, _TEXT_PARTS):
                 content = text_of(content)
-            messages.append({"role": role or "user", "content": content})
+            messages.append(([item], {"role": role or "user", "content": content}))
     close_turn()
     return messages
 
@@ -390,11 +418,18 @@ def _object(value: Any) -> dict[str, Any]:
 
 
 def request_body(
-    model: str, messages: list[Any], tools: list[Any], params: dict[str, Any], *, stream: bool
+    model: str,
+    messages: list[Any],
+    tools: list[Any],
+    params: dict[str, Any],
+    *,
+    stream: bool,
+    known: Sequence[WireSpan] = (),
 ) -> dict[str, Any]:
     """The Responses request that asks what a chat-shape request asks (the agent's own
-    calls with `--api responses`): the first system message as `instructions`, assistant
-    tool calls as `function_call` items, tool results as `function_call_output` items."""
+    calls with `--api responses`, a fork's): the first system message as `instructions`,
+    assistant tool calls as `function_call` items, tool results as `function_call_output`
+    items; messages a `known` span reads as go as that span's items, exactly as they were."""
     body: dict[str, Any] = {"model": model}
     items: list[dict[str, Any]] = []
     custom_ids = {
@@ -403,6 +438,24 @@ def request_body(
         for call in message.get("tool_calls") or []
         if isinstance(call, dict) and call.get("type") == "custom"
     }
+    for known_items, run in placed(messages, known, "responses"):
+        if known_items is not None:
+            items += copy.deepcopy(list(known_items))
+            continue
+        _encode(run, body, items, custom_ids)
+    body["input"] = items
+    if tools:
+        body["tools"] = [_tool_to_wire(tool) for tool in tools]
+    body.update(params)
+    body["stream"] = stream
+    return body
+
+
+def _encode(
+    messages: list[Any], body: dict[str, Any], items: list[dict[str, Any]], custom_ids: set[Any]
+) -> None:
+    """Chat-shape messages written as input items onto `items` (the first system message,
+    when nothing came before it, as the body's `instructions`)."""
     for message in messages:
         role = message.get("role")
         content = message.get("content")
@@ -438,12 +491,6 @@ def request_body(
                 )
         else:
             items.append({"role": role, "content": content})
-    body["input"] = items
-    if tools:
-        body["tools"] = [_tool_to_wire(tool) for tool in tools]
-    body.update(params)
-    body["stream"] = stream
-    return body
 
 
 def _tool_to_wire(tool: Any) -> Any:

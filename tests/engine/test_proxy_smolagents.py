@@ -122,3 +122,55 @@ def test_a_smolagents_run_is_one_completed_run_that_replays_and_forks(tmp_path: 
     [request] = [e for e in fork if e["type"] == "model_request"]
     assert request["messages"][-1] == {"role": "tool", "tool_call_id": "call_calc", "content": "99"}
     assert (fork[-1]["status"], fork[-1]["final_answer"]) == ("completed", "Then it is 99.")
+
+
+def _fork(home: Path, tmp_path: Path, run_id: str, steps: Any, *argv: str) -> list[Any]:
+    """The fork's events, after forking `run_id` with a model script of `steps`."""
+    script = tmp_path / "fork.json"
+    script.write_text(json.dumps(steps))
+    forked = subprocess.run(
+        [
+            WORKBENCH, "--home", str(home), "fork", run_id, *argv, "--script", str(script),
+            "--no-builtin-tools",
+        ],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert forked.returncode == 0, forked.stdout + forked.stderr
+    [fork] = [e for e in runs(home) if e[0]["run_id"] != run_id]
+    return fork
+
+
+def _captured(home: Path) -> str:
+    with (
+        ModelServer(ScriptResponder(STEPS, model="demo-model")) as upstream,
+        RecordingProxy(upstream.base_url, home) as proxy,
+    ):
+        assert smolagents_agent(proxy.base_url) == "16160"
+    return str(read_run(home)[0]["run_id"])
+
+
+def _final(answer: str) -> dict[str, Any]:
+    return {"tool_calls": [{"name": "final_answer", "arguments": {"answer": answer}}]}
+
+
+def test_a_fork_of_a_smolagents_run_ends_at_a_new_final_answer(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    run_id = _captured(home)
+    fork = _fork(home, tmp_path, run_id, [_final("198")], "--turn", "2", "--mock", "call_calc=99")
+    assert len([e for e in fork if e["type"] == "model_request"]) == 1
+    [end] = [e for e in fork if e["type"] == "tool_end"]
+    assert (end["name"], end["ok"], end["result"]) == ("final_answer", True, "198")
+    assert (fork[-1]["status"], fork[-1]["final_answer"]) == ("completed", "198")
+
+
+def test_a_fork_of_a_smolagents_run_that_answers_as_recorded_ends_there(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    run_id = _captured(home)
+    steps = [
+        {"tool_calls": [{"name": "calculator", "arguments": {"expression": "8080 * 2"}}]},
+        _final("16160"),
+        {"content": "asked a third time"},
+    ]
+    fork = _fork(home, tmp_path, run_id, steps, "--turn", "1", "--system", "Be brief.")
+    assert [e["turn"] for e in fork if e["type"] == "model_request"] == [1, 2]
+    assert (fork[-1]["status"], fork[-1]["final_answer"]) == ("completed", "16160")

@@ -19,14 +19,12 @@ from typing import Any
 
 from agent_core.wire.answer import ProviderCall
 from agent_core.wire.chat import content_text, tool_call
+from agent_core.wire.chat import final_answer as final_answer  # the capture ends a run on it
 from traces.events import ToolEnd, ToolStart
 from traces.recorder import Recorder
 
 CLIENT_SOURCE = "client"
 SERVER_SOURCE = "server"
-# Tools whose call is the agent's answer: the client ends the run on them (smolagents
-# offers `final_answer` to every agent and stops when the model calls it).
-FINAL_ANSWER_TOOLS = frozenset({"final_answer"})
 
 
 def record_results(
@@ -67,17 +65,6 @@ def record_provider_calls(
         _end(recorder, turn, at, call.id, call.name, call.result or "", call.error)
         failed += call.error is not None
     return failed
-
-
-def final_answer(calls: list[dict[str, Any]]) -> str | None:
-    """The answer, when every one of `calls` is to a final-answer tool: the `answer`
-    argument (its JSON when it is not text), else the raw arguments."""
-    parsed = [tool_call(call) for call in calls]
-    if not parsed or any(call.name not in FINAL_ANSWER_TOOLS for call in parsed):
-        return None
-    last = parsed[-1]
-    value = (last.arguments or {}).get("answer", last.arguments_raw)
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def record_final_answer(

@@ -24,7 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 from agent_core.agent import Agent, AgentConfig, Hooks
 from agent_core.model.base import ChatModel, ModelCall, ModelCallStopped, StreamItem
+from agent_core.model.wire_calls import wire_spans
 from agent_core.tools.base import CallKey, ToolResult, Toolset, ToolSpec, call_key
+from agent_core.wire.answer import function_call
+from agent_core.wire.chat import FINAL_ANSWER_TOOLS, final_answer
 from traces.events import Edit, ModelApi, RunStart
 from traces.writer import Sink
 from workbench.engine.recording.load import Recording, config_from_run_start
@@ -86,10 +89,14 @@ class ForkPlan:
 
     def config(self, **overrides: Any) -> AgentConfig:
         start = self.parent.run_start
+        sent = self.parent.request(self.turn)
         changes: dict[str, Any] = {
             "task": self.task,
             "system_prompt": self.system_prompt,
             "initial_messages": [dict(m) for m in self.messages],
+            # What the client sent at the fork turn goes again as it sent it; only messages
+            # an edit changed are written anew.
+            "initial_wire": wire_spans(sent.api, sent.body) if sent is not None else [],
             "start_turn": self.turn,
             "parent_run_id": self.parent.run_id,
             "fork_turn": self.turn,
@@ -98,7 +105,13 @@ class ForkPlan:
             # The loop records the fork's own read-only flags; the parent's may differ.
             "meta": {k: v for k, v in start.meta.items() if k != "read_only_tools"},
         }
-        return config_from_run_start(start, self.parent.request(self.turn), **(changes | overrides))
+        config = config_from_run_start(start, sent, **(changes | overrides))
+        # The fork offers every tool the parent was offered: the parent's offer is already
+        # the agent core's choice under its cap (`max_tools`), and a client that offered more
+        # (a captured Claude Code run: 12) was never under that cap.
+        if config.limits.max_tools < len(self.specs):
+            config.limits = config.limits.model_copy(update={"max_tools": len(self.specs)})
+        return config
 
 
 def recorded_root(start: RunStart) -> Path | None:
@@ -286,6 +299,9 @@ class ForkToolset:
             if run_start.origin in OBSERVED_ORIGINS
             or run_start.tool_sources.get(spec.name) == "client"
         }
+        # The client's final-answer tool (smolagents'): its client ended the run on a call
+        # to it with that answer, and so does the fork (`return_direct`).
+        self._answer_tools = self._client_tools & FINAL_ANSWER_TOOLS
         self.decisions: dict[str, Decision] = {}
         # Kept in the fork's run_start (`meta.tool_policy`), updated as live tools join.
         self.policy_record: dict[str, Any] = {}
@@ -320,7 +336,14 @@ class ForkToolset:
             spec.name: self._live_read_only.get(spec.name, spec.name in self._recorded_read_only)
             for spec in self._planned
         }
-        self._specs = [replace(s, read_only=self._read_only[s.name]) for s in self._planned]
+        self._specs = [
+            replace(
+                s,
+                read_only=self._read_only[s.name],
+                return_direct=s.return_direct or s.name in self._answer_tools,
+            )
+            for s in self._planned
+        ]
         self.decisions = decide_all(self._policy, self._read_only, self._client_tools)
         self.policy_record.clear()
         self.policy_record.update(record(self.decisions))
@@ -351,6 +374,9 @@ class ForkToolset:
 
     async def call(self, name: str, arguments: dict[str, Any], call_id: str) -> ToolResult:
         recorded = self.recorded(name, arguments)
+        if recorded is None and name in self._answer_tools:
+            answer = final_answer([function_call(call_id, name, arguments)])
+            recorded = ToolResult(ok=True, text=answer or "")  # what the client's tool returns
         decision = self.decisions.get(name) or self._policy.decide(name, read_only=False)
         if name in self._client_tools and recorded is None and decision.policy == "recorded":
             shown = json.dumps(arguments, ensure_ascii=False)
