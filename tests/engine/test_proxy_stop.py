@@ -27,6 +27,7 @@ from typing import IO
 import openai
 import pytest
 
+from tests.agent.test_disk_full import file_size_limit
 from tests.engine.capture_support import runs
 from tests.support.busy import busy_cores
 from tests.support.servers import text_chunks
@@ -208,3 +209,44 @@ def test_a_second_ctrl_c_stops_at_once_and_says_what_was_not_recorded(tmp_path: 
         "(not yet sorted into runs)"
     ), err
     assert not any("Traceback" in line for line in err), err
+
+
+def test_a_full_disk_names_the_runs_it_cut_once_and_exits_non_zero(tmp_path: Path) -> None:
+    """The disk is full from the start (a file size limit of 0 on the proxy and the process
+    it records in, as tests/agent/test_disk_full.py does): one line names the first run cut
+    as it happens, one at the end names them all, not a line per run."""
+    home = tmp_path / "home"
+    reply = Reply(chunks=text_chunks("hello there"))
+    with ModelServer(lambda body: reply, keep_requests=False) as upstream:
+        process = subprocess.Popen(
+            [WORKBENCH, "proxy", "--upstream", upstream.base_url, "--home", str(home)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=file_size_limit(0),
+        )
+        try:
+            assert process.stdout is not None and process.stderr is not None
+            out, err = Lines(process.stdout), Lines(process.stderr)
+            ready = out.wait_for(lambda line: line.startswith("proxying "))
+            assert ready is not None, err.all()
+            answer_clients(ready.split()[1])
+            assert err.wait_for(lambda line: "could not be written whole" in line), err.all()
+            process.send_signal(signal.SIGTERM)
+            code = process.wait(timeout=WAIT_S)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    lines = err.all()
+    run_ids = sorted(path.stem for path in (home / "traces").glob("*.jsonl"))
+    assert len(run_ids) == EXCHANGES
+    assert code == 3 and len(lines) == 2 and "Traceback" not in "".join(lines), lines
+    first, last = lines
+    assert first.startswith("workbench proxy: the trace of run ")
+    assert "could not be written whole (" in first and "free some space" in first
+    assert first.split()[6] in run_ids
+    assert last.startswith("workbench proxy: runs ") and last.endswith(
+        f" and {EXCHANGES - 10} more could not be written whole"
+    )
+    assert sum(run_id in last for run_id in run_ids) == 10
