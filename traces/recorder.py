@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections import deque
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -27,7 +28,8 @@ class Recorder:
     servers started before the run, say) are held and written right after it, keeping
     their own time, so every trace begins with its run_start at seq 0. Without `outbox`,
     events only go to the sinks: for a recorder nobody drains (the proxy's), which would
-    otherwise keep every event of a run in memory.
+    otherwise keep every event of a run in memory. A failing sink is said once on stderr,
+    or told to `on_sink_error` (with a line saying why) by an owner that says it itself.
     """
 
     def __init__(
@@ -37,6 +39,7 @@ class Recorder:
         *,
         run_start_first: bool = False,
         outbox: bool = True,
+        on_sink_error: Callable[[str], None] | None = None,
     ) -> None:
         self.run_id = run_id
         self.sinks: list[Sink] = list(sinks or [])
@@ -46,6 +49,7 @@ class Recorder:
         self._keep = outbox
         self._held: list[EventBase] | None = [] if run_start_first else None
         self.sink_errors: list[str] = []
+        self._on_sink_error = on_sink_error
 
     @property
     def next_seq(self) -> int:
@@ -89,7 +93,10 @@ class Recorder:
                 message = f"trace sink {type(sink).__name__} failed: {exc}"
                 if message not in self.sink_errors:
                     self.sink_errors.append(message)
-                    print(f"workbench: {message}", file=sys.stderr)
+                    if self._on_sink_error is not None:
+                        self._on_sink_error(str(exc))
+                    else:
+                        print(f"workbench: {message}", file=sys.stderr)
         if self._keep:
             self._outbox.append(event)
 

@@ -72,6 +72,10 @@ def test_a_trace_cut_by_a_full_disk_fails_the_run_and_reads_to_its_last_whole_li
     (trace,) = (home / "traces").glob("*.jsonl")
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith(f"workbench: the trace {trace} could not be written whole ("), last
+    # A run whose trace was cut never shows as completed: it reads as incomplete.
+    (summary,) = [line for line in proc.stdout.splitlines() if line.startswith("run ")]
+    assert summary.startswith(f"run {trace.stem}: incomplete — its trace could not be written")
+    assert "completed" not in proc.stdout, proc.stdout
     data = trace.read_bytes()
     assert len(data) <= room and (data == b"" or data.endswith(b"\n"))
     result = read_trace(trace)

@@ -16,8 +16,8 @@ from aiohttp import web
 
 from tests.engine.capture_support import read_run, runs
 from workbench.engine.http.capture import FORGET_EVERY, MAX_REMEMBERED_RUNS, CaptureBook
+from workbench.engine.http.channel import RecordingChannel
 from workbench.engine.http.proxy import RecordingProxy
-from workbench.engine.http.recording import RecordingChannel
 from workbench.engine.http.server import HttpServer
 
 STREAMS = 50

@@ -157,15 +157,18 @@ def server_limits(args: argparse.Namespace) -> dict[str, Any]:
 class Servable(Protocol):
     def serve_forever(self, on_ready: Callable[[], None] | None = None) -> str: ...
 
+    def lost(self) -> bool: ...
+
 
 def serve_until_stopped(
     server: Servable, ready: Callable[[], str], summary: Callable[[], str] | None = None
 ) -> int:
     """Serve in this thread until SIGTERM or Ctrl-C, which stop every server the same way:
-    in order, with one line (`stopped`, and the server's `summary`) and exit code 0."""
+    in order, with one line (`stopped`, and the server's `summary`) and exit code 0 — or 3
+    when the server lost something it took in (a capture not recorded; it said which)."""
     server.serve_forever(lambda: print(ready(), flush=True))
     print("stopped" + (f"; {summary()}" if summary is not None else ""), flush=True)
-    return ExitCode.OK
+    return ExitCode.RUN_ERROR if server.lost() else ExitCode.OK
 
 
 def open_run(ref: str, home: Path) -> Recording | ParentRun:

@@ -346,7 +346,7 @@ def _cmd_fork(args: argparse.Namespace) -> int:
     )
     totals = result.totals
     cost = priced(prices, model.name, totals.input_tokens, totals.output_tokens)
-    printer.summary(result, str(writer.path), cost)
+    printer.summary(result, str(writer.path), cost, cut=writer.failure)
     check_trace_whole(writer)
     toolset = fork_toolset(agent)
     if toolset.stopped is not None:

@@ -27,8 +27,9 @@ def register(subparsers: Any) -> None:
             "through chunk by chunk; "
             "your credentials go upstream and never into a trace. A request whose messages "
             "continue an earlier conversation is that run's next turn; the header "
-            "`X-Workbench-Run: NAME` names runs. SIGTERM or Ctrl-C stops it and ends open "
-            "runs as cancelled."
+            "`X-Workbench-Run: NAME` names runs. SIGTERM or Ctrl-C stops it once every "
+            "exchange is recorded, ending open runs as cancelled; a second Ctrl-C stops at "
+            "once (exit 3)."
         ),
     )
     parser.add_argument(

@@ -169,9 +169,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         mcp_config=args.mcp_config,
         mcp_start_timeout_s=args.mcp_start_timeout,
     )
-    printer.summary(result, str(writer.path), _cost(prices, model.name, result))
+    printer.summary(result, str(writer.path), _cost(prices, model.name, result), cut=writer.failure)
     if args.json:
-        print_json(result_json(result, writer.path))
+        print_json(result_json(result, writer.path, writer.failure))
     check_trace_whole(writer)
     return STATUS_EXIT[result.status]
 
@@ -189,10 +189,11 @@ def tool_choice_params(choice: str | None) -> dict[str, Any]:
     return {"tool_choice": {"type": "function", "function": {"name": choice}}}
 
 
-def result_json(result: RunResult, trace: Path) -> dict[str, Any]:
+def result_json(result: RunResult, trace: Path, cut: str | None = None) -> dict[str, Any]:
+    """The run's end as JSON; a run whose trace was `cut` is incomplete, as its trace reads."""
     return {
         "run_id": result.run_id,
-        "status": result.status,
+        "status": result.status if cut is None else "incomplete",
         "reason": result.reason,
         "timeout_layer": result.timeout_layer,
         "final_answer": result.final_answer,
@@ -246,7 +247,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         model = ScriptedModel(scenario.steps, name="scripted-demo")
         agent = Agent(model, [builtin_tools(project)], config, sinks=[writer])
         result = run_agent(agent, printer, writer)
-        printer.summary(result, str(writer.path), _cost(prices, model.name, result))
+        printer.summary(
+            result, str(writer.path), _cost(prices, model.name, result), cut=writer.failure
+        )
         check_trace_whole(writer)
         print()
         run_ids[scenario.name] = config.run_id

@@ -82,13 +82,21 @@ class RunPrinter:
                 + ", ".join(dropped)
             )
 
-    def summary(self, result: RunResult, trace: str, cost: str = "") -> None:
-        """The run's end in one line; `cost` (e.g. `$0.0123`) follows the tokens."""
+    def summary(
+        self, result: RunResult, trace: str, cost: str = "", *, cut: str | None = None
+    ) -> None:
+        """The run's end in one line; `cost` (e.g. `$0.0123`) follows the tokens. A run
+        whose trace was `cut` (why: a full disk) shows as incomplete, as its trace reads."""
         totals = result.totals
         layer = f" ({result.timeout_layer})" if result.timeout_layer else ""
         priced = f" ({cost})" if cost else ""
+        status, reason = (
+            (f"{result.status}{layer}", result.reason)
+            if cut is None
+            else ("incomplete", f"its trace could not be written whole ({cut})")
+        )
         self._line(
-            f"run {result.run_id}: {result.status}{layer} — {result.reason} · "
+            f"run {result.run_id}: {status} — {reason} · "
             f"{counted(totals.turns, 'turn')}, {counted(totals.tool_calls, 'tool call')}, "
             f"{counted(totals.total_tokens, 'token')}{priced} · trace {trace}"
         )

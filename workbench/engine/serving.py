@@ -3,8 +3,10 @@
 `HttpServer` binds its socket when it is made (so a busy port is reported at once and the
 port is known before serving), then serves an aiohttp application either in a background
 thread with its own event loop (tests, the pytest fixture) or in the calling thread until
-SIGTERM or Ctrl-C (the CLI), which both stop it in order: open requests get a moment to
-finish, the application's cleanup runs, and `serve_forever` says which signal it was.
+SIGTERM or Ctrl-C (the CLI), which both stop it in order: it stops accepting, open requests
+get a moment to finish, the application's cleanup runs, and `serve_forever` says which
+signal it was. A second signal while it stops sets `hurry`, for a cleanup that waits on
+something slow (the proxy's recording) to give it up.
 
 Every server gets the same request limits, applied before its handlers run: a body over
 `max_request_bytes` (as declared or as it arrives) is answered 413, and a body that has not
@@ -107,6 +109,7 @@ class HttpServer:
         self.host = host
         self.port = int(self._socket.getsockname()[1])
         self.closing: asyncio.Event | None = None
+        self.hurry: asyncio.Event | None = None  # a second signal: stop at once
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
@@ -159,12 +162,16 @@ class HttpServer:
         if self.closing is not None and not self.closing.is_set():
             self._stopped_by = reason
             self.closing.set()
+        elif self.hurry is not None:
+            self.hurry.set()
 
     async def _serve(
         self, on_ready: Callable[[], None] | None = None, *, stop_on_signals: bool = False
     ) -> None:
         self._loop = asyncio.get_running_loop()
         self.closing = asyncio.Event()
+        # Only a server stopped by signals can be told to hurry (by another).
+        self.hurry = asyncio.Event() if stop_on_signals else None
         signals: dict[signal.Signals, StopReason] = (
             {signal.SIGTERM: "SIGTERM", signal.SIGINT: "SIGINT"} if stop_on_signals else {}
         )
@@ -262,6 +269,11 @@ class HttpService:
 
     def close(self) -> None:
         self._http.close()
+
+    def lost(self) -> bool:
+        """Whether something the server took in was lost (it said what on stderr): the
+        command then exits non-zero."""
+        return False
 
     def __enter__(self) -> Self:
         return self.start()

@@ -30,6 +30,7 @@ import json
 import sys
 import time
 from collections import Counter, OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -271,8 +272,21 @@ class Exchange:
 class CaptureBook:
     """Every run the proxy is recording, and the rules that sort requests into them."""
 
-    def __init__(self, home: Path, upstream: str, anthropic_upstream: str | None = None) -> None:
+    def __init__(
+        self,
+        home: Path,
+        upstream: str,
+        anthropic_upstream: str | None = None,
+        *,
+        on_cut: Callable[[str, str], None] | None = None,
+    ) -> None:
         self.home = home
+        # Told (the run's id, why) when a run's trace cannot be written whole; else said.
+        self._on_cut = on_cut or (
+            lambda run_id, why: self.say(
+                f"the trace of run {run_id} could not be written whole ({why})"
+            )
+        )
         self.folder = traces_dir(home)
         self.upstream = upstream
         self.upstream_public = public_url(upstream)  # what a trace may say
@@ -449,7 +463,9 @@ class CaptureBook:
         writer = open_run_trace(self.home, run_id, secrets)
         redactor = writer.redactor
         # Nobody drains this recorder: it must not keep the run's events.
-        recorder = Recorder(run_id, [writer], outbox=False)
+        recorder = Recorder(
+            run_id, [writer], outbox=False, on_sink_error=lambda why: self._on_cut(run_id, why)
+        )
         run = CapturedRun(run_id, name, recorder, redactor, sent)
         self.runs[run_id] = run
         tool_names = [

@@ -12,9 +12,11 @@ they arrive, errors with their status and body — and each exchange is recorded
 it comes; a path with a `..` segment is refused. Server and upstream client are aiohttp.
 The request handlers only forward: what they see of each exchange (its request, when it went
 upstream, each stream piece with its arrival time, how it ended) is handed to a
-`RecordingChannel` (workbench.engine.http.recording), which records it in a process of its
+`RecordingChannel` (workbench.engine.http.channel), which records it in a process of its
 own, at a lower CPU priority, so that recording never delays a chunk; a handler waits for it
-only when it falls far behind, so memory stays bounded.
+only when it falls far behind, so memory stays bounded. Stopping (SIGTERM, Ctrl-C) stops
+accepting, then waits until every exchange is recorded; a second Ctrl-C stops at once, and
+`lost()` then says a capture was lost (the command exits non-zero).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from aiohttp import web
 
 from traces.events import ModelApi
 from workbench.engine.http.capture import RUN_HEADER
-from workbench.engine.http.recording import Cut, RecordingChannel
+from workbench.engine.http.channel import Cut, RecordingChannel
 from workbench.engine.http.server import (
     DEFAULT_MAX_REQUEST_BYTES,
     DEFAULT_READ_TIMEOUT_S,
@@ -133,10 +135,13 @@ class RecordingProxy(HttpService):
         app.router.add_route("*", "/{tail:.*}", self._pass_through)
         return app
 
+    def lost(self) -> bool:
+        return self._channel.lost
+
     async def _cleanup(self, app: web.Application) -> None:
         # Handlers have finished or been cancelled by now: what is still open was cut off.
-        # Recording ends once it has recorded everything sent to it.
-        await self._channel.close()
+        # Recording ends once it has recorded everything sent to it, or at a second signal.
+        await self._channel.close(self._http.hurry)
         await app[_SESSION].close()
 
     def _target(self, request: web.Request) -> str:

@@ -1,10 +1,7 @@
 """Where `workbench proxy` records: a process of its own, beside the one that forwards.
 
-The proxy's request handlers only forward. What a handler sees of an exchange — its request
-when it arrives, when it went upstream, each stream piece with its arrival time, a whole
-answer, how it ended — goes as a message, in the order it happened, to a `RecordingChannel`,
-which sends the messages of every 20 ms (or 1 MiB of bodies) as one frame down a pipe to
-`python -m workbench.engine.http.recording`. That process runs at a lower CPU priority
+The proxy's handlers send what they see of each exchange, in frames, down a pipe
+(workbench.engine.http.channel); this process reads them. It runs at a lower CPU priority
 (`nice` +10), so on a busy machine forwarding gets the cores first and recording catches up
 after; it sorts the exchanges into runs with a `CaptureBook`
 (workbench.engine.http.capture), decodes only the streams' `data:` payloads, and writes the
@@ -12,11 +9,11 @@ traces. Exchanges are recorded in the order the handlers saw them: a request aft
 exchanges it may continue (those whose answer was over for their client, to its end; the
 rest, up to their request), each answer's chunks as they came.
 
-Memory stays bounded: the proxy's handlers wait (the only time a chunk waits for recording)
-when more than MAX_UNRECORDED_BYTES sit in the pipe unread, and the recording process stops
-reading while more than that is read but not yet recorded. When the proxy stops, it closes
-the pipe and waits for the recording process to record what it was sent and end the runs
-still open.
+It stops reading while more than MAX_UNRECORDED_BYTES are read but not yet recorded, so
+memory stays bounded. It tells the proxy on its stdout which run each exchange went into
+(`begun KEY RUN`), when one is recorded to its end (`done KEY`) and a trace that could not
+be written whole (`cut RUN WHY`). It ends when the pipe does, once it has recorded what it
+was sent and ended the runs still open; signals are the proxy's to act on.
 """
 
 from __future__ import annotations
@@ -28,161 +25,23 @@ import json
 import os
 import pickle
 import re
-import signal
-import struct
 import sys
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO
 
 from traces.events import ModelApi
+from workbench.engine.http.channel import FRAME, MAX_UNRECORDED_BYTES, Cut
 from workbench.engine.serving import run_loop
 
-# How many bytes may wait to be recorded (in the pipe, and read but not yet recorded)
-# before the side that sends them waits.
-MAX_UNRECORDED_BYTES = 4 * 1024 * 1024
-_FRAME = struct.Struct("<I")
-# How long messages wait to be sent as one frame (so the recording process is woken after
-# the forwarding they belong to, not in the middle of it: a request's own 1.2 ms through
-# the proxy took 1.9 ms when each turn of the loop sent its frame), and how many bytes of
-# bodies and pieces send them at once.
-FLUSH_DELAY_S = 0.02
-FRAME_BYTES = 1024 * 1024
-# The recording process's CPU priority below the proxy's.
+# This process's CPU priority below the proxy's.
 NICENESS = 10
-
-Cut = Literal["hung_up", "stopped"]
-
-
-class RecordingChannel:
-    """The forwarding side: messages about exchanges, sent to the recording process."""
-
-    def __init__(self, home: Path, upstream: str, anthropic_upstream: str | None) -> None:
-        self._args = [str(home), upstream, anthropic_upstream or ""]
-        self._process: asyncio.subprocess.Process | None = None
-        self._messages: list[tuple[Any, ...]] = []
-        self._pending = 0  # bytes of bodies and pieces in `_messages`
-        self._timer: asyncio.TimerHandle | None = None
-        self._keys = 0
-        self._broken = False
-
-    async def open(self) -> None:
-        """Start the recording process (in the proxy's event loop)."""
-        self._process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "workbench.engine.http.recording",
-            *self._args,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.DEVNULL,
-        )
-        assert self._process.stdin is not None
-        self._process.stdin.transport.set_write_buffer_limits(high=MAX_UNRECORDED_BYTES)
-
-    def arrived(
-        self, api: ModelApi, raw: bytes, headers: dict[str, str], query: str, when: float
-    ) -> int:
-        """A model call's request arrived (its body `raw`, a JSON object); returns the key
-        the exchange's other messages name."""
-        self._keys += 1
-        self._send(("arrive", self._keys, api, raw, headers, query, when), len(raw))
-        return self._keys
-
-    def went_up(self, key: int, when: float) -> None:
-        self._send(("up", key, when))
-
-    def piece(self, key: int, when: float, piece: bytes) -> None:
-        """A stream piece, sent before the client gets it (so that the client's next
-        request, which may continue its run, comes after it)."""
-        self._send(("piece", key, when, piece), len(piece))
-
-    def whole(self, key: int, status: int, body: bytes, when: float) -> None:
-        """A whole (non-streamed) answer or an error's body, about to reach the client."""
-        self._send(("whole", key, status, body, when), len(body))
-
-    def over(
-        self, key: int, when: float, problem: str | None, cut: Cut | None, whole: bool
-    ) -> None:
-        """The handler is done: the upstream could not be reached or broke off (`problem`),
-        the client hung up or the proxy stopped (`cut`), or every piece reached the client
-        (`whole`)."""
-        self._send(("over", key, when, problem, cut, whole))
-
-    @property
-    def full(self) -> bool:
-        """Recording is far behind: the sender should `await room()`."""
-        stdin = self._process.stdin if self._process is not None else None
-        return stdin is not None and stdin.transport.get_write_buffer_size() > MAX_UNRECORDED_BYTES
-
-    async def room(self) -> None:
-        if self._process is not None and self._process.stdin is not None and not self._broken:
-            self._flush()
-            try:
-                await self._process.stdin.drain()
-            except ConnectionError:
-                self._gone()
-
-    def _send(self, message: tuple[Any, ...], size: int = 0) -> None:
-        if self._broken:
-            return
-        self._messages.append(message)
-        self._pending += size
-        if self._pending >= FRAME_BYTES:
-            self._flush()
-        elif self._timer is None:
-            # One frame for everything of the next moment: one pickle, one write, and the
-            # recording process woken once, after the forwarding this message belongs to.
-            self._timer = asyncio.get_running_loop().call_later(FLUSH_DELAY_S, self._flush)
-
-    def _flush(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._pending = 0
-        if not self._messages or self._process is None or self._process.stdin is None:
-            return
-        data = pickle.dumps(self._messages, protocol=pickle.HIGHEST_PROTOCOL)
-        self._messages = []
-        stdin = self._process.stdin
-        if stdin.is_closing():
-            self._gone()
-            return
-        stdin.writelines([_FRAME.pack(len(data)), data])
-
-    def _gone(self) -> None:
-        if not self._broken:
-            self._broken = True
-            self._messages = []
-            print(
-                "workbench proxy: the recording process stopped; forwarding goes on unrecorded",
-                file=sys.stderr,
-                flush=True,
-            )
-
-    async def close(self) -> None:
-        """Send what is left, end the pipe and wait until everything sent is recorded."""
-        process = self._process
-        if process is None:
-            return
-        self._flush()
-        if process.stdin is not None:
-            with contextlib.suppress(ConnectionError):
-                process.stdin.close()
-                await process.stdin.wait_closed()
-        await process.wait()
-        self._process = None
-
-
-# --- the recording process ---------------------------------------------------------------
 
 
 def main(argv: list[str]) -> int:
     home, upstream, anthropic_upstream = argv
-    # Ctrl-C reaches the whole process group: the proxy stops first and then closes the
-    # pipe, which is this process's end.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     with contextlib.suppress(OSError, AttributeError):
         os.nice(NICENESS)
     run_loop(_record_all(Path(home), upstream, anthropic_upstream or None))
@@ -192,15 +51,18 @@ def main(argv: list[str]) -> int:
 async def _record_all(home: Path, upstream: str, anthropic_upstream: str | None) -> None:
     from workbench.engine.http.capture import CaptureBook
 
-    book = CaptureBook(home, upstream, anthropic_upstream)
-    sorter = _Sorter(book)
+    acks = _Acks(sys.stdout.buffer)
+    book = CaptureBook(
+        home, upstream, anthropic_upstream, on_cut=lambda run_id, why: acks.say("cut", run_id, why)
+    )
+    sorter = _Sorter(book, acks)
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=2**31)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
     try:
         while True:
             try:
-                size = _FRAME.unpack(await reader.readexactly(_FRAME.size))[0]
+                size = FRAME.unpack(await reader.readexactly(FRAME.size))[0]
                 messages = pickle.loads(await reader.readexactly(size))
             except asyncio.IncompleteReadError:
                 break
@@ -210,6 +72,28 @@ async def _record_all(home: Path, upstream: str, anthropic_upstream: str | None)
     finally:
         await sorter.finish()
         book.close()
+        acks.flush()
+
+
+class _Acks:
+    """What the proxy is told, a line per fact on this process's stdout: written once a
+    turn of the loop, so a backlog of exchanges costs a write, not one each."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self._out = out
+        self._lines: list[str] = []
+
+    def say(self, *words: object) -> None:
+        if not self._lines:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self._lines.append(" ".join(" ".join(str(word).split()) for word in words) + "\n")
+
+    def flush(self) -> None:
+        lines, self._lines = self._lines, []
+        if lines:
+            with contextlib.suppress(OSError):  # the proxy is gone: nobody to tell
+                self._out.write("".join(lines).encode())
+                self._out.flush()
 
 
 class _Budget:
@@ -235,8 +119,9 @@ class _Budget:
 class _Sorter:
     """The exchanges being recorded, each in a task of its own, fed by the messages."""
 
-    def __init__(self, book: Any) -> None:
+    def __init__(self, book: Any, acks: _Acks) -> None:
         self.book = book
+        self.acks = acks
         self.budget = _Budget()
         self._seen: dict[int, _Seen] = {}
         # What a new exchange waits for before its request is recorded: the exchanges whose
@@ -249,7 +134,7 @@ class _Sorter:
         kind, key = message[0], message[1]
         if kind == "arrive":
             _, _, api, raw, headers, query, when = message
-            seen = _Seen(api, json.loads(raw), headers, query, when, _Pieces(self.budget))
+            seen = _Seen(key, api, json.loads(raw), headers, query, when, _Pieces(self.budget))
             # The exchanges before this one that it may continue are recorded first: those
             # whose answer is over for their client, to its end; the rest, up to their
             # request. Requests are recorded in the order they came (each after those
@@ -309,6 +194,8 @@ class _Sorter:
                 await last.begun.wait()
             seen.exchange = book.begin(seen.body, seen.headers, seen.query, seen.sent, seen.api)
             seen.begun.set()
+            if seen.exchange is not None:
+                self.acks.say("begun", seen.key, seen.exchange.run.run_id)
             seen.pieces.counted()
             await _record_answer(book, seen, self._settle)
         except Exception as exc:  # one exchange's failure must not end the others'
@@ -317,6 +204,7 @@ class _Sorter:
             seen.pieces.stop()
             seen.begun.set()
             self._settle(seen)
+            self.acks.say("done", seen.key)
 
     def _settle(self, seen: _Seen) -> None:
         """The exchange is recorded to its end (or never will be)."""
@@ -425,6 +313,7 @@ class _Pieces:
 class _Seen:
     """What the proxy saw of one exchange, with `time.monotonic()` times, for recording."""
 
+    key: int  # the proxy's name for it
     api: ModelApi
     body: dict[str, Any]
     headers: dict[str, str]

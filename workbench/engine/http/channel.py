@@ -1,0 +1,290 @@
+"""The proxy's side of recording: what its handlers see, sent to the recording process.
+
+What a handler sees of an exchange — its request when it arrives, when it went upstream,
+each stream piece with its arrival time, a whole answer, how it ended — goes as a message,
+in the order it happened, to the `RecordingChannel`, which sends the messages of every
+20 ms (or 1 MiB of bodies) as one frame down a pipe to the recording process
+(workbench.engine.http.recording). Memory stays bounded: the proxy's handlers wait (the only
+time a chunk waits for recording) when more than MAX_UNRECORDED_BYTES sit in the pipe
+unread.
+
+The recording process tells the proxy, a line at a time on its stdout, which run each
+exchange went into and when it is recorded to its end, so the proxy knows what is still
+queued: it says once when recording falls LAG_WARNING_S behind, and what a stop waits for.
+That process runs in a session of its own, so a terminal's Ctrl-C (SIGINT to the proxy's
+process group) never reaches it, and it ignores SIGINT and SIGTERM from its first line on:
+stopping is the proxy's decision. The proxy stops it by closing the pipe and waits until
+everything sent is recorded, saying so when exchanges are still queued; told to hurry (a
+second Ctrl-C), it kills it and says how many exchanges, of which runs, were not recorded.
+A run whose trace could not be written whole (a full disk) is said once, named, and every
+such run is named again at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import pickle
+import struct
+import sys
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from traces.events import ModelApi
+
+# How many bytes may wait to be recorded (in the pipe, and read but not yet recorded)
+# before the side that sends them waits.
+MAX_UNRECORDED_BYTES = 4 * 1024 * 1024
+FRAME = struct.Struct("<I")
+# How long messages wait to be sent as one frame (so the recording process is woken after
+# the forwarding they belong to, not in the middle of it: a request's own 1.2 ms through
+# the proxy took 1.9 ms when each turn of the loop sent its frame), and how many bytes of
+# bodies and pieces send them at once.
+FLUSH_DELAY_S = 0.02
+FRAME_BYTES = 1024 * 1024
+# How far behind forwarding recording may fall (an exchange over for its client and not yet
+# recorded) before the proxy says so, once; and how often it looks.
+LAG_WARNING_S = 5.0
+LAG_CHECK_S = 1.0
+# How long a stop waits for recording before it says how much is still queued.
+QUIET_S = 0.5
+# Run ids named in one line; the rest are counted.
+NAMED_RUNS = 10
+
+Cut = Literal["hung_up", "stopped"]
+
+# The recording process's first lines: the terminal's and a service manager's signals are
+# the proxy's to act on, ignored before anything else is imported (a Ctrl-C during its
+# start-up killed it with everything queued).
+_START = (
+    "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN); import sys; "
+    "from workbench.engine.http.recording import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
+class RecordingChannel:
+    """The forwarding side: messages about exchanges, sent to the recording process."""
+
+    def __init__(self, home: Path, upstream: str, anthropic_upstream: str | None) -> None:
+        self._args = [str(home), upstream, anthropic_upstream or ""]
+        self._process: asyncio.subprocess.Process | None = None
+        self._messages: list[tuple[Any, ...]] = []
+        self._pending = 0  # bytes of bodies and pieces in `_messages`
+        self._timer: asyncio.TimerHandle | None = None
+        self._keys = 0
+        self._broken = False
+        # Exchanges sent and not yet recorded to their end, with their run once it is known;
+        # and those of them over for their client, with when (in the order they got so).
+        self._unrecorded: dict[int, str | None] = {}
+        self._finished: dict[int, float] = {}
+        self._acks: asyncio.Task[None] | None = None
+        self._lag_timer: asyncio.TimerHandle | None = None
+        self._lag_said = False
+        self.cut_runs: list[str] = []  # runs whose trace could not be written whole
+        self.unrecorded = 0  # exchanges the recording process ended without recording
+
+    async def open(self) -> None:
+        """Start the recording process (in the proxy's event loop)."""
+        self._process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            _START,
+            *self._args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._process.stdin.transport.set_write_buffer_limits(high=MAX_UNRECORDED_BYTES)
+        self._acks = asyncio.create_task(self._read_acks(self._process.stdout))
+        self._lag_timer = asyncio.get_running_loop().call_later(LAG_CHECK_S, self._check_lag)
+
+    @property
+    def lost(self) -> bool:
+        """Whether a capture was lost: exchanges not recorded, or traces cut short."""
+        return bool(self.unrecorded or self.cut_runs)
+
+    def arrived(
+        self, api: ModelApi, raw: bytes, headers: dict[str, str], query: str, when: float
+    ) -> int:
+        """A model call's request arrived (its body `raw`, a JSON object); returns the key
+        the exchange's other messages name."""
+        self._keys += 1
+        if not self._broken:
+            self._unrecorded[self._keys] = None
+        self._send(("arrive", self._keys, api, raw, headers, query, when), len(raw))
+        return self._keys
+
+    def went_up(self, key: int, when: float) -> None:
+        self._send(("up", key, when))
+
+    def piece(self, key: int, when: float, piece: bytes) -> None:
+        """A stream piece, sent before the client gets it (so that the client's next
+        request, which may continue its run, comes after it)."""
+        self._send(("piece", key, when, piece), len(piece))
+
+    def whole(self, key: int, status: int, body: bytes, when: float) -> None:
+        """A whole (non-streamed) answer or an error's body, about to reach the client."""
+        self._send(("whole", key, status, body, when), len(body))
+
+    def over(
+        self, key: int, when: float, problem: str | None, cut: Cut | None, whole: bool
+    ) -> None:
+        """The handler is done: the upstream could not be reached or broke off (`problem`),
+        the client hung up or the proxy stopped (`cut`), or every piece reached the client
+        (`whole`)."""
+        if key in self._unrecorded:
+            self._finished[key] = time.monotonic()
+        self._send(("over", key, when, problem, cut, whole))
+
+    @property
+    def full(self) -> bool:
+        """Recording is far behind: the sender should `await room()`."""
+        stdin = self._process.stdin if self._process is not None else None
+        return stdin is not None and stdin.transport.get_write_buffer_size() > MAX_UNRECORDED_BYTES
+
+    async def room(self) -> None:
+        if self._process is not None and self._process.stdin is not None and not self._broken:
+            self._flush()
+            try:
+                await self._process.stdin.drain()
+            except ConnectionError:
+                self._gone()
+
+    def _send(self, message: tuple[Any, ...], size: int = 0) -> None:
+        if self._broken:
+            return
+        self._messages.append(message)
+        self._pending += size
+        if self._pending >= FRAME_BYTES:
+            self._flush()
+        elif self._timer is None:
+            # One frame for everything of the next moment: one pickle, one write, and the
+            # recording process woken once, after the forwarding this message belongs to.
+            self._timer = asyncio.get_running_loop().call_later(FLUSH_DELAY_S, self._flush)
+
+    def _flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._pending = 0
+        if not self._messages or self._process is None or self._process.stdin is None:
+            return
+        data = pickle.dumps(self._messages, protocol=pickle.HIGHEST_PROTOCOL)
+        self._messages = []
+        stdin = self._process.stdin
+        if stdin.is_closing():
+            self._gone()
+            return
+        stdin.writelines([FRAME.pack(len(data)), data])
+
+    def _gone(self) -> None:
+        if not self._broken:
+            self._broken = True
+            self._messages = []
+            _say("the recording process stopped; forwarding goes on unrecorded")
+
+    async def _read_acks(self, stdout: asyncio.StreamReader) -> None:
+        """What the recording process says: `begun KEY RUN`, `done KEY`, `cut RUN WHY`."""
+        async for line in stdout:
+            kind, _, rest = line.decode("utf-8", "replace").rstrip("\n").partition(" ")
+            if kind == "done":
+                key = int(rest)
+                self._unrecorded.pop(key, None)
+                self._finished.pop(key, None)
+            elif kind == "begun":
+                key_text, _, run_id = rest.partition(" ")
+                if int(key_text) in self._unrecorded:
+                    self._unrecorded[int(key_text)] = run_id
+            elif kind == "cut":
+                run_id, _, why = rest.partition(" ")
+                if not self.cut_runs:
+                    _say(
+                        f"the trace of run {run_id} could not be written whole ({why}); it "
+                        "ends at its last whole event, and runs recorded after it may be cut "
+                        "too: free some space"
+                    )
+                self.cut_runs.append(run_id)
+
+    def _check_lag(self) -> None:
+        """Say once when recording has fallen far behind forwarding."""
+        now = time.monotonic()
+        oldest = next(iter(self._finished.values()), now)
+        if now - oldest > LAG_WARNING_S and not self._lag_said:
+            self._lag_said = True
+            _say(
+                f"recording is {len(self._unrecorded)} exchanges ({now - oldest:.0f} s) behind "
+                "forwarding (the machine is busy): none is dropped, and stopping waits for "
+                "them"
+            )
+        if not self._lag_said:
+            self._lag_timer = asyncio.get_running_loop().call_later(LAG_CHECK_S, self._check_lag)
+
+    async def close(self, hurry: asyncio.Event | None = None) -> None:
+        """Send what is left, end the pipe and wait until everything sent is recorded — or,
+        once `hurry` is set, end the recording process and count what it had not recorded.
+        With a `hurry` (a signal stopped the proxy; another can hurry it), a backlog that
+        takes a moment is said, with how to stop without it."""
+        process = self._process
+        if process is None:
+            return
+        self._flush()
+        if self._lag_timer is not None:
+            self._lag_timer.cancel()
+        recorded = asyncio.create_task(self._recorded(process))
+        hurried = asyncio.create_task((hurry or asyncio.Event()).wait())
+        either = {recorded, hurried}
+        done, _ = await asyncio.wait(either, timeout=QUIET_S, return_when=asyncio.FIRST_COMPLETED)
+        queued = 0 if done or hurry is None else len(self._unrecorded)
+        if queued:
+            _say(f"recording {_exchanges(queued)} still queued… (Ctrl-C again stops without them)")
+        done, _ = await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        hurried.cancel()
+        killed = recorded not in done
+        if killed:
+            if process.stdin is not None:
+                process.stdin.transport.abort()
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+        await recorded
+        self._process = None
+        self.unrecorded = len(self._unrecorded)
+        if self.unrecorded:
+            how = "stopped" if killed else "the recording process ended"
+            _say(f"{how} without recording {_exchanges(self.unrecorded)} ({self._runs_left()})")
+        elif queued:
+            _say(f"done: {_exchanges(queued)} recorded")
+        if self.cut_runs:
+            _say(f"{_runs(self.cut_runs)} could not be written whole")
+
+    async def _recorded(self, process: asyncio.subprocess.Process) -> None:
+        if process.stdin is not None:
+            with contextlib.suppress(ConnectionError):
+                process.stdin.close()
+                await process.stdin.wait_closed()
+        await process.wait()
+        if self._acks is not None:
+            await self._acks
+
+    def _runs_left(self) -> str:
+        runs = sorted({run for run in self._unrecorded.values() if run is not None})
+        unsorted = sum(run is None for run in self._unrecorded.values())
+        if not runs:
+            return "not yet sorted into runs"
+        return _runs(runs) + (f", and {unsorted} not yet sorted into runs" if unsorted else "")
+
+
+def _exchanges(count: int) -> str:
+    return f"{count} exchange" + ("" if count == 1 else "s")
+
+
+def _runs(run_ids: list[str]) -> str:
+    named = ", ".join(run_ids[:NAMED_RUNS])
+    more = f" and {len(run_ids) - NAMED_RUNS} more" if len(run_ids) > NAMED_RUNS else ""
+    return ("run " if len(run_ids) == 1 else "runs ") + named + more
+
+
+def _say(message: str) -> None:
+    print(f"workbench proxy: {message}", file=sys.stderr, flush=True)
