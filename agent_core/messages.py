@@ -28,7 +28,8 @@ def tool_message(call_id: str, text: str) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": call_id, "content": text}
 
 
-def _calls_without_text(message: dict[str, Any]) -> bool:
+def calls_without_text(message: dict[str, Any]) -> bool:
+    """An assistant message with tool calls and no text (null, absent or "")."""
     return (
         message.get("role") == "assistant"
         and bool(message.get("tool_calls"))
@@ -39,17 +40,9 @@ def _calls_without_text(message: dict[str, Any]) -> bool:
 def sendable(message: dict[str, Any]) -> dict[str, Any]:
     """The message as servers accept it: an assistant tool-call message without text gets
     `"content": ""` (histories rebuilt from older recordings carry null, or no key)."""
-    if _calls_without_text(message):
+    if calls_without_text(message):
         return {**message, "content": ""}
     return dict(message)
-
-
-def same_meaning(message: dict[str, Any]) -> dict[str, Any]:
-    """The message with its tool-call-only text in one form, for comparing a request with
-    an older recording of it: a null, absent or empty `content` there all mean no text."""
-    if _calls_without_text(message):
-        return {key: value for key, value in message.items() if key != "content"}
-    return message
 
 
 def check_messages(messages: list[dict[str, Any]]) -> None:

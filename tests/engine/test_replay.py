@@ -37,6 +37,37 @@ async def test_scripted_run_replays_identically(project: Project) -> None:
     assert ends and all(end.replayed for end in ends)  # type: ignore[union-attr]
 
 
+async def test_a_recording_that_kept_its_transport_replays_as_the_same_requests(
+    project: Project,
+) -> None:
+    # v1 traces kept `stream_options` in a request's params and null for the text of an
+    # assistant tool-call message; the loop now sends neither. Read as the same request.
+    path, _ = await project.record(THREE_TURNS)
+    events, nulls = read_events(path), 0
+    for event in events:
+        if event["type"] == "model_request":
+            event["params"]["stream_options"] = {"include_usage": True}
+            for message in event["messages"]:
+                if message["role"] == "assistant" and message["content"] == "":
+                    message["content"] = None
+                    nulls += 1
+    assert nulls == 1  # turn 3's request: turn 2 answered with tool calls only
+    older = project.home / "older.jsonl"
+    write_events(older, events)
+    outcome = await replay_run(read_recording_file(older))
+    assert outcome.status == "identical", outcome.divergence
+    assert outcome.turns_replayed == 3
+
+    # The level that accepts those still names a parameter that changed.
+    for event in events:
+        if event["type"] == "model_request" and event["turn"] == 2:
+            event["params"]["temperature"] = 0.5
+    write_events(older, events)
+    outcome = await replay_run(read_recording_file(older))
+    assert outcome.divergence is not None and outcome.divergence.turn == 2
+    assert [d.path for d in outcome.divergence.diffs] == ["params.temperature"]
+
+
 async def test_run_through_the_real_client_replays_with_the_server_off(project: Project) -> None:
     with ModelServer(ScriptResponder(THREE_TURNS)) as server:
         model = OpenAIChatModel(server.base_url, "sk-test", "scripted")

@@ -58,8 +58,8 @@ from traces.home import open_run_trace, traces_dir
 from traces.recorder import Recorder
 from traces.redact import Redactor, credentials, url_credentials
 from workbench.engine.http import observed, text_protocol, wire_formats
-from workbench.engine.http.matching import joined_digest, message_digest
 from workbench.engine.http.responses_memory import ResponsesMemory, continued
+from workbench.engine.recording.same_request import joined_digest, message_digest
 
 RUN_HEADER = "x-workbench-run"
 # Runs remembered after they ended, for follow-ups; older ones are forgotten, looked for

@@ -5,9 +5,10 @@ recorded request it matches, so any client, not only ours, can be replayed in it
 tests. A request of any wire format is matched by its chat-shape messages, tools and
 parameters (as the trace keeps them), and answered with the recorded stream events or body
 in the run's own format, which the server turns into the request's format when they
-differ. Requests match by meaning (`workbench.engine.http.matching`: tool-call arguments as
-JSON values, fields sent with their default value equal to absent) or, with `exact`, field
-for field. Several runs can be served at once: each request is answered from the run whose
+differ. A request and each recorded one are read as the same request at one level of
+`workbench.engine.recording.same_request`, both sides alike: `meaning` (tool-call arguments
+as JSON values, fields sent with their default value equal to absent) or `exact` (field for
+field). Several runs can be served at once: each request is answered from the run whose
 turn it matches, the run's next turn first, and among runs that recorded the same request,
 the one that answered it least often (so captures of the same task are served in turn). A
 request that matches no turn gets HTTP 409 with a JSON body listing how it differs from the
@@ -16,7 +17,6 @@ closest recorded turn.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,12 +26,17 @@ from agent_core.model.script import ScriptError
 from traces.events import ModelRequest
 from traces.tree import TurnNode
 from workbench.engine.http import wire_formats
-from workbench.engine.http.matching import MatchMode, body_parts, request_view
 from workbench.engine.http.model_server import ModelServer, Reply, Responder, ScriptResponder
 from workbench.engine.http.server import DEFAULT_MAX_REQUEST_BYTES, DEFAULT_READ_TIMEOUT_S
 from workbench.engine.recording.field_diff import FieldDiff, diff_values
 from workbench.engine.recording.load import Recording
 from workbench.engine.recording.replay_model import is_completion
+from workbench.engine.recording.same_request import (
+    MatchMode,
+    body_parts,
+    request_view,
+    view_key,
+)
 
 # How many differing fields are counted when looking for the closest turn to a mismatch.
 _DIFF_LIMIT = 200
@@ -71,12 +76,12 @@ class ReplayResponder:
                 expected = request_view(mode, *recorded_parts(request))
                 turn = _Turn(recording, run, position, record, expected)
                 self._turns.append(turn)
-                self._by_request.setdefault(_key(expected), []).append(turn)
+                self._by_request.setdefault(view_key(expected), []).append(turn)
         self._next = [0] * len(self.recordings)  # per run: the position it expects next
 
     def __call__(self, body: dict[str, Any]) -> Reply:
         got = request_view(self.mode, *body_parts(body))
-        matches = self._by_request.get(_key(got), [])
+        matches = self._by_request.get(view_key(got), [])
         if not matches:
             return self._mismatch(got)
         # Requests of one run come in order; a client may also start over or retry.
@@ -96,7 +101,8 @@ class ReplayResponder:
             message, run_id, number = "no recorded model turn to replay", None, None
         else:
             run_id, number = closest.recording.run_id, closest.record.turn
-            first = diffs[0].path if diffs else "(nothing)"
+            # Views that differ differ in a field: the diff reads the views the match read.
+            first = diffs[0].path if diffs else "its encoding"
             message = (
                 f"request matches no recorded turn; closest is turn {number} of run {run_id}: "
                 f"first difference at {first}"
@@ -149,10 +155,6 @@ def recorded_parts(request: ModelRequest) -> tuple[list[Any], list[Any], dict[st
     if request.body is not None:
         return wire_formats.request_parts(request.api, request.body)
     return request.messages, request.tools, request.params
-
-
-def _key(view: Any) -> str:
-    return json.dumps(view, sort_keys=True, ensure_ascii=False)
 
 
 def _completion(recording: Recording, record: TurnNode) -> dict[str, Any]:

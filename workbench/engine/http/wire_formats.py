@@ -16,7 +16,7 @@ from agent_core.model.assembler import MalformedChunk, StreamAssembler, chunk_fr
 from agent_core.wire import anthropic, responses
 from agent_core.wire.answer import ProviderCall, WireAnswer, WireAssembler, WireError
 from traces.events import ModelApi
-from workbench.engine.http.matching import body_parts
+from workbench.engine.recording.same_request import body_parts
 
 API_PATHS: dict[str, ModelApi] = {
     "/v1/chat/completions": "chat",

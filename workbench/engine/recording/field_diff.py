@@ -4,7 +4,9 @@ Two runs of the same decisions never agree on wall-clock facts (timestamps, late
 durations) or on identity (run id), and a replayed tool result is flagged `replayed`; those
 fields are left out. Everything else must be equal, down to each chunk's payload, except
 that an assistant tool-call message without text may say so with a null, absent or empty
-`content` (older recordings sent null; the loop now sends "").
+`content` (older recordings sent null; the loop now sends ""), and that a `model_request`'s
+messages, tools and parameters are compared as the same request at the `exact` level
+(`same_request`).
 """
 
 from __future__ import annotations
@@ -14,9 +16,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from agent_core.messages import same_meaning
 from traces.events import EventBase, ModelRequest, ModelResponse
 from traces.redact import REDACTION_MARK
+from workbench.engine.recording.same_request import one_text_form, request_view
 
 # Event fields that legitimately differ between a recording and its replay. `seq` is left
 # out because events are compared by position once transport-only events are set aside.
@@ -117,10 +119,30 @@ def diff_events(
         # run_start.meta: the loop adds bookkeeping keys an older recording may not have.
         right["meta"] = {k: v for k, v in right["meta"].items() if k in left["meta"]}
     # Plain equality first: it runs in C, and nearly every replayed event matches.
-    return [] if left == right else diff_values(left, right)
+    if left == right:
+        return []
+    return diff_values(_as_compared(left), _as_compared(right))
+
+
+def _as_compared(data: dict[str, Any]) -> dict[str, Any]:
+    if data.get("type") == "model_request":
+        parts = (data.get("messages") or [], data.get("tools") or [], data.get("params") or {})
+        data = {**data, **request_view("exact", *parts)}
+    compared: dict[str, Any] = _one_text_form(data)
+    return compared
+
+
+def _one_text_form(value: Any) -> Any:
+    if isinstance(value, dict):
+        return one_text_form({k: _one_text_form(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return [_one_text_form(v) for v in value]
+    return value
 
 
 def diff_values(recorded: Any, replayed: Any, path: str = "", limit: int = 50) -> list[FieldDiff]:
+    """Where two plain values differ, field by field, as they are: read both sides at one
+    level of `same_request` first to compare them as requests."""
     found: list[FieldDiff] = []
     _walk(recorded, replayed, path, found, limit)
     return found
@@ -130,7 +152,6 @@ def _walk(a: Any, b: Any, path: str, out: list[FieldDiff], limit: int) -> None:
     if len(out) >= limit:
         return
     if isinstance(a, dict) and isinstance(b, dict):
-        a, b = same_meaning(a), same_meaning(b)
         for key in list(a) + [k for k in b if k not in a]:
             sub = f"{path}.{key}" if path else str(key)
             _walk(a.get(key, _MISSING), b.get(key, _MISSING), sub, out, limit)

@@ -8,7 +8,6 @@ recorded `tool_end` of each call, MCP tools included, so no server starts and no
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -34,20 +33,15 @@ from traces.tree import TurnNode
 from workbench.engine.recording.field_diff import FieldDiff, diff_values
 from workbench.engine.recording.load import Recording
 from workbench.engine.recording.parent import ParentRun
-
-
-def request_view(
-    messages: list[dict[str, Any]], tools: list[dict[str, Any]], params: dict[str, Any]
-) -> dict[str, Any]:
-    return {"messages": messages, "tools": tools, "params": params}
+from workbench.engine.recording.same_request import request_view, view_key
 
 
 def diff_request(recorded: ModelRequest, call: ModelCall) -> list[FieldDiff]:
-    """How the request the loop built differs from the one the recording sent."""
-    want = request_view(recorded.messages, recorded.tools, recorded.params)
-    # Round-trip through JSON so both sides are plain values, as the trace stores them.
-    got = json.loads(json.dumps(request_view(call.messages, call.tools, call.params)))
-    return [] if want == got else diff_values(want, got)
+    """How the request the loop built differs from the one the recording sent, read as the
+    same request at the `exact` level."""
+    want = request_view("exact", recorded.messages, recorded.tools, recorded.params)
+    got = request_view("exact", call.messages, call.tools, call.params)
+    return [] if view_key(want) == view_key(got) else diff_values(want, got)
 
 
 @dataclass(frozen=True)

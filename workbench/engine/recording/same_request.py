@@ -1,13 +1,26 @@
-"""What a chat-completion request means, so that requests from different clients compare.
+"""What counts as "the same request", at three named strictnesses, for every caller.
 
-Clients that hold the same conversation send it in different bytes: LangChain re-serializes
-tool-call arguments (`{"path": "."}` for `{"path":"."}`), pydantic-ai adds `strict` and
-`additionalProperties: false` to every tool schema, the OpenAI Agents SDK sends
-`"strict": false`, many send `tool_choice: "auto"` or `parallel_tool_calls: true`, and some
-send text content as a list of text parts. `request_meaning` maps a request to a plain value
-in which all of those agree; `request_exact` only drops `null` fields (what `--match exact`
-compares). `serve-model` matches by one of them and the capture proxy (`workbench proxy`)
-finds the conversation a request continues by `message_meaning`.
+Replay checks the request the loop built against the recorded one, `serve-model` a client's
+request against each recorded turn, the capture proxy (`workbench proxy`) which conversation a
+request continues, and the field diff where two requests part. All of them read requests
+here, both sides the same way, at one of these levels:
+
+- every level reads a request as plain JSON values (`0` equals `0.0`) and leaves out its
+  transport (`model`, `stream`, `stream_options`: how the answer travels, not what is asked);
+- `exact` (replay, `serve-model --match exact`): every other field as sent, except that
+  `null` equals absent and an assistant tool-call message without text may say so with a
+  null, absent or empty `content` (older recordings sent null; the loop now sends "");
+- `meaning` (`serve-model`'s default): clients that hold the same conversation send it in
+  different bytes, and those agree too. LangChain re-serializes tool-call arguments
+  (`{"path": "."}` for `{"path":"."}`), pydantic-ai adds `strict` and
+  `additionalProperties: false` to every tool schema, the OpenAI Agents SDK sends
+  `"strict": false`, many send `tool_choice: "auto"` or `parallel_tool_calls: true`, and some
+  send text content as a list of text parts;
+- `echo` (the proxy, one message at a time): a message as a client sends it back in its next
+  request, by meaning, and an assistant message by its text and tool calls only.
+
+Two requests are the same at a level when their `request_view`s are (`view_key` makes a view a
+dictionary key); `field_diff.diff_values` of the two views names the fields where they are not.
 """
 
 from __future__ import annotations
@@ -17,11 +30,17 @@ import json
 import re
 from typing import Any, Literal, TypeAlias
 
+from agent_core.messages import calls_without_text
+
+Strictness: TypeAlias = Literal["exact", "meaning", "echo"]
+# The levels a whole request is matched by (`serve-model --match`).
 MatchMode: TypeAlias = Literal["meaning", "exact"]
 MATCH_MODES: tuple[MatchMode, ...] = ("meaning", "exact")
+Parts: TypeAlias = tuple[list[Any], list[Any], dict[str, Any]]
 
 # Request keys that describe the transport, not the conversation; clients differ in them.
-TRANSPORT_KEYS = frozenset({"model", "messages", "tools", "stream", "stream_options"})
+TRANSPORT_KEYS = frozenset({"model", "stream", "stream_options"})
+_PARTS_KEYS = TRANSPORT_KEYS | {"messages", "tools"}
 
 # Parameters a client may send with the API's default value; sent or not, they mean the same.
 DEFAULT_PARAMS: dict[str, Any] = {
@@ -49,6 +68,67 @@ PARAM_ALIASES = {"max_tokens": "max_completion_tokens"}
 SCHEMA_KNOBS = frozenset({"strict", "$schema"})
 
 
+def body_parts(body: dict[str, Any]) -> Parts:
+    """A chat-completion body's messages, tools and the rest of its parameters."""
+    params = {k: v for k, v in body.items() if k not in _PARTS_KEYS}
+    return list(body.get("messages") or []), list(body.get("tools") or []), params
+
+
+def request_view(
+    level: MatchMode, messages: list[Any], tools: list[Any], params: dict[str, Any]
+) -> Any:
+    """The plain value two requests are compared by at `level`."""
+    asked = {k: v for k, v in params.items() if k not in TRANSPORT_KEYS}
+    plain = _plain({"messages": messages, "tools": tools, "params": asked})
+    if level == "exact":
+        return {
+            "messages": [message_view("exact", m) for m in plain["messages"]],
+            "tools": without_nulls(plain["tools"]),
+            "params": without_nulls(plain["params"]),
+        }
+    return {
+        "messages": [message_view("meaning", m) for m in plain["messages"]],
+        "tools": [tool_meaning(t) for t in plain["tools"]],
+        "params": params_meaning(plain["params"]),
+    }
+
+
+def view_key(view: Any) -> str:
+    """A view as a dictionary key: equal keys for equal views, whatever their key order."""
+    return json.dumps(view, sort_keys=True, ensure_ascii=False)
+
+
+def message_view(level: Strictness, message: Any) -> Any:
+    """One message as `level` reads it."""
+    if level == "exact":
+        return one_text_form(without_nulls(message))
+    meaning = _message_meaning(message)
+    if level == "echo":
+        return _echoed(meaning)
+    return meaning
+
+
+def message_digest(message: dict[str, Any]) -> bytes:
+    """What identifies a message (`echo`) when a client sends the conversation back."""
+    text = json.dumps(
+        message_view("echo", message), sort_keys=True, ensure_ascii=False, separators=(",", ":")
+    )
+    return hashlib.blake2b(text.encode(), digest_size=16).digest()
+
+
+def joined_digest(digests: list[bytes]) -> bytes:
+    # Fixed-size digests joined end to end: one digest names the whole list.
+    return hashlib.blake2b(b"".join(digests), digest_size=16).digest()
+
+
+def one_text_form(message: Any) -> Any:
+    """An assistant tool-call message without text, in one form: no `content` (a null,
+    absent or empty one all mean no text)."""
+    if isinstance(message, dict) and calls_without_text(message):
+        return {key: value for key, value in message.items() if key != "content"}
+    return message
+
+
 def without_nulls(value: Any) -> Any:
     # Clients differ in sending `"content": null` or leaving the key out; both mean the same.
     if isinstance(value, dict):
@@ -58,35 +138,39 @@ def without_nulls(value: Any) -> Any:
     return value
 
 
-def body_parts(body: dict[str, Any]) -> tuple[list[Any], list[Any], dict[str, Any]]:
-    """A request body's messages, tools and the rest of its parameters."""
-    params = {k: v for k, v in body.items() if k not in TRANSPORT_KEYS}
-    return list(body.get("messages") or []), list(body.get("tools") or []), params
+def _plain(value: Any) -> Any:
+    # Through JSON so both sides are plain values, as a trace stores them; a whole number is
+    # one number however it was spelled (`0.0` and `0`, as JSON reads them).
+    return json.loads(json.dumps(value), parse_float=_number)
 
 
-def request_exact(messages: list[Any], tools: list[Any], params: dict[str, Any]) -> Any:
-    view = {"messages": messages, "tools": tools, "params": params}
-    # Through JSON so both sides are plain values, as a trace stores them.
-    return without_nulls(json.loads(json.dumps(view)))
+def _number(text: str) -> float | int:
+    number = float(text)
+    return int(number) if number.is_integer() else number
 
 
-def request_meaning(messages: list[Any], tools: list[Any], params: dict[str, Any]) -> Any:
+def _echoed(meaning: Any) -> Any:
+    # Clients echo an answer with fields of their own (`reasoning_content`, `refusal`,
+    # `annotations`, …) or without the provider's: an assistant message counts by its text
+    # and tool calls only.
+    if not isinstance(meaning, dict) or meaning.get("role") != "assistant":
+        return meaning
+    calls = meaning.get("tool_calls")
     return {
-        "messages": [message_meaning(m) for m in messages],
-        "tools": [tool_meaning(t) for t in tools],
-        "params": params_meaning(params),
+        "role": "assistant",
+        "content": meaning.get("content"),
+        "tool_calls": [
+            {"id": call.get("id"), "function": call.get("function") or call.get("custom")}
+            if isinstance(call, dict)
+            else call
+            for call in calls
+        ]
+        if isinstance(calls, list)
+        else calls,
     }
 
 
-def request_view(
-    mode: MatchMode, messages: list[Any], tools: list[Any], params: dict[str, Any]
-) -> Any:
-    if mode == "exact":
-        return request_exact(messages, tools, params)
-    return request_meaning(messages, tools, params)
-
-
-def message_meaning(message: Any) -> Any:
+def _message_meaning(message: Any) -> Any:
     if not isinstance(message, dict):
         return message
     out: dict[str, Any] = {}
@@ -182,31 +266,3 @@ def params_meaning(params: dict[str, Any]) -> dict[str, Any]:
             continue
         out[key] = value
     return out
-
-
-def message_digest(message: dict[str, Any]) -> bytes:
-    """What identifies a message when a client sends the conversation back. An assistant
-    message counts by its text and tool calls only: clients echo the answer with fields of
-    their own (`reasoning_content`, `refusal`, `annotations`, …) or without the provider's."""
-    meaning = message_meaning(message)
-    if isinstance(meaning, dict) and meaning.get("role") == "assistant":
-        calls = meaning.get("tool_calls")
-        meaning = {
-            "role": "assistant",
-            "content": meaning.get("content"),
-            "tool_calls": [
-                {"id": call.get("id"), "function": call.get("function") or call.get("custom")}
-                if isinstance(call, dict)
-                else call
-                for call in calls
-            ]
-            if isinstance(calls, list)
-            else calls,
-        }
-    text = json.dumps(meaning, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.blake2b(text.encode(), digest_size=16).digest()
-
-
-def joined_digest(digests: list[bytes]) -> bytes:
-    # Fixed-size digests joined end to end: one digest names the whole list.
-    return hashlib.blake2b(b"".join(digests), digest_size=16).digest()
