@@ -133,7 +133,10 @@ FORK_STEPS: list[dict[str, Any]] = [
     },
     {
         "when_last_tool_result_contains": "def fahrenheit_to_celsius",
-        "content": "`fahrenheit_to_celsius` in src/units.py converts Fahrenheit to Celsius.",
+        "content": (
+            "`fahrenheit_to_celsius` converts Fahrenheit to Celsius, going by what the tool "
+            "returned: {last_tool_result}"
+        ),
     },
     {
         "when_last_tool_result_contains": "TODO",
@@ -145,8 +148,8 @@ FORK_STEPS: list[dict[str, Any]] = [
     },
     {
         "content": (
-            "(scripted fork model) I have read the edited history and answer without "
-            "further tool calls."
+            "(scripted fork model) Going by the last tool result in the edited history "
+            "({last_tool_result}), I answer without further tool calls."
         )
     },
     {"content": "(scripted fork model) Done."},

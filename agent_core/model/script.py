@@ -173,7 +173,7 @@ class Script:
             self.calls += 1
             for position, step in enumerate(self._steps):
                 if step.matches(call):
-                    return self._steps.pop(position)
+                    return _filled(self._steps.pop(position), call)
             if self._steps:
                 raise ScriptExhaustedError(
                     f"call {self.calls}: none of the {len(self._steps)} remaining script steps "
@@ -190,6 +190,24 @@ class Script:
         left = self.remaining
         if left:
             raise AssertionError(f"{len(left)} script step(s) were never used")
+
+
+# Stands in a step's `content` for the last tool result of the request (its first line, cut):
+# a scripted answer that goes by what a tool said, so a mocked result shows in the answer.
+LAST_TOOL_RESULT = "{last_tool_result}"
+_QUOTED_CHARS = 120
+
+
+def _filled(step: ScriptStep, call: ModelCall) -> ScriptStep:
+    if step.content is None or LAST_TOOL_RESULT not in step.content:
+        return step
+    result = next(
+        (str(m.get("content") or "") for m in reversed(call.messages) if m.get("role") == "tool"),
+        "",
+    )
+    line = " ".join(result.split()) or "(no tool result)"
+    quoted = line if len(line) <= _QUOTED_CHARS else line[: _QUOTED_CHARS - 1] + "…"
+    return step.model_copy(update={"content": step.content.replace(LAST_TOOL_RESULT, quoted)})
 
 
 def _pieces(text: str, size: int) -> list[str]:

@@ -166,6 +166,17 @@ async def test_the_demo_forks_offline_with_its_own_script(
     fork = _new_run(home, before)
     assert _end(fork).status == "completed" and "TODO" in (_end(fork).final_answer or "")
 
+    # A mocked result alone: the demo's fork model answers by what the mock says.
+    mock = "def f_to_c(value): in src/convert.py"
+    before = set(traces_dir(home).glob("*.jsonl"))
+    code = await cli(
+        "--home", str(home), "fork", recovered.run_id, "--turn", "2",
+        "--mock", f"call_s1_0={mock}", "--quiet",
+    )  # fmt: skip
+    assert code == 0
+    mocked = _new_run(home, before)
+    assert mock in (_end(mocked).final_answer or "")
+
     # The comparison shows the edits and the changed texts, not digests.
     capsys.readouterr()
     code = await cli("--home", str(home), "diff", loop.run_id, fork.run_id, "--chain")

@@ -88,6 +88,32 @@ async def test_direct_keys_edit_a_tool_description_and_the_fork_answers_differen
         assert "A tool's description was edited" in shown
 
 
+async def test_the_plan_follows_a_mocked_result_as_it_is_typed(demo_home: Path) -> None:
+    parent = _demo_run(demo_home, "completed")
+    app = WorkbenchApp(demo_home, endpoint=Endpoint())
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.open_fork(parent, 2)
+        await settle(
+            pilot, lambda: isinstance(app.screen, ForkScreen) and app.screen.context is not None
+        )
+        fork = app.screen
+        assert isinstance(fork, ForkScreen)
+        plan = fork.query_one("#fork-plan", Static)
+        await settle(pilot, lambda: "no edits" in plain(plan))
+        mock = fork.query_one("#fork-mock", TextArea)
+        await pilot.press("f5")  # the first recorded result, in its box
+        await settle(pilot, lambda: app.focused is mock)
+        await pilot.press("ctrl+a", *"no such file")
+        await settle(pilot, lambda: bool(fork.draft.mocks))
+        [call_id] = fork.draft.mocks
+        changes = plain(fork.query_one("#fork-changes", Static))
+        assert call_id in changes
+        # The plan is made again for the change: never "no edits" under a change.
+        await settle(pilot, lambda: f"mock_result {call_id}" in plain(plan))
+        assert "no edits" not in plain(plan)
+
+
 async def test_a_bundle_opens_in_the_tui_on_its_runs(demo_home: Path, tmp_path: Path) -> None:
     from workbench.engine.recording.bundle_import import opened_bundle
 

@@ -22,7 +22,7 @@ from workbench.tui.help import HelpScreen
 from workbench.tui.runs_screen import RunsScreen
 
 if TYPE_CHECKING:
-    from workbench.tui.fork_screen import ForkDraft
+    from workbench.tui.fork_draft import ForkDraft
     from workbench.tui.screens import Workbench
 
 

@@ -9,7 +9,7 @@ leaving the dialog, forking again or a stray ctrl+c loses nothing.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -19,6 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
+from textual.timer import Timer
 from textual.widgets import Button, Footer, Header, Input, Label, Select, Static, TextArea
 
 from agent_core.agent import RunResult, TextDelta
@@ -27,91 +28,24 @@ from workbench.engine.recording.dry_run import DryRun
 from workbench.engine.recording.fork import ForkContext, ForkRequest, RecordedCall
 from workbench.engine.recording.run_service import CancelFork
 from workbench.tui.backend import Endpoint
+from workbench.tui.fork_draft import (
+    ForkDraft,
+    call_options,
+    changes_text,
+    edit_options,
+    plan_text,
+    recorded_text,
+    turns_text,
+)
 from workbench.tui.navigation import OpenCompare
-from workbench.tui.render import event_summary, one_line, short_id
+from workbench.tui.render import event_summary, short_id
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
 
+# How long typing pauses before the plan is made again for the changed fork.
+REPLAN_AFTER_S = 0.3
 NO_MODEL = (
     "No model to fork with: fill in a base URL and model name, or a model script file, below."
 )
-
-
-@dataclass
-class ForkDraft:
-    """What the user changed in a fork dialog: edit key → text, call id → mocked result."""
-
-    turn: int
-    edits: dict[str, str] = field(default_factory=dict)  # "system", "user", "tool:NAME"
-    mocks: dict[str, str] = field(default_factory=dict)
-
-    def is_empty(self) -> bool:
-        return not self.edits and not self.mocks
-
-
-def edit_options(context: ForkContext) -> list[tuple[Text, str]]:
-    # Text, not str: a Select reads a string prompt as markup, and tool names are the run's.
-    options = [("system prompt", "system")]
-    if context.user is not None:
-        options.append(("last user message", "user"))
-    options += [(f"tool description: {name}", f"tool:{name}") for name in context.tools]
-    return [(Text(prompt), key) for prompt, key in options]
-
-
-def recorded_text(context: ForkContext, key: str) -> str:
-    """The text an edit key has in the parent, as sent at the fork turn."""
-    if key == "system":
-        return context.system or ""
-    if key == "user":
-        return context.user or ""
-    return context.tools.get(key.removeprefix("tool:"), "")
-
-
-def call_options(context: ForkContext) -> list[tuple[Text, str]]:
-    return [
-        (
-            Text(
-                f"turn {c.turn} · {c.name}({one_line(c.arguments, 30)}) → {one_line(c.result, 30)}"
-            ),
-            c.call_id,
-        )
-        for c in context.calls
-    ]
-
-
-def plan_text(plan: DryRun) -> Text:
-    """The fork's plan (`fork --dry-run`) as the dialog shows it before anything runs:
-    the lines of the dry run, each tool on a line of its own narrow enough for the form."""
-    head = [line.strip() for line in plan.lines()[1:] if not line.startswith("  note")]
-    text = Text()
-    text.append("plan: ", style="bold")
-    text.append("\n".join(head[:2]) + "\n")
-    styles = {"refused": "red", "mocked": "magenta", "recorded only": "cyan"}
-    for tool in plan.tools:
-        effect = tool.effect
-        text.append(f"  {tool.name} ", style="bold")
-        text.append(f"{tool.policy} · {effect}", style=styles.get(effect, "yellow"))
-        text.append(f"  {tool.why}\n", style="dim")
-    live = ", ".join(plan.fires_live) or "none"
-    text.append(f"tools that may fire live: {live}", style="yellow" if plan.fires_live else "")
-    return text
-
-
-def turns_text(turns: list[int]) -> str:
-    """The turns a fork can start at, as a line can hold them (a long run has thousands)."""
-    if len(turns) <= 12:
-        return str(turns)
-    return f"its {len(turns):,} model turns, {turns[0]} to {turns[-1]}"
-
-
-def changes_text(draft: ForkDraft) -> Text:
-    if draft.is_empty():
-        return Text("no changes yet: the fork re-runs the turn as recorded", style="dim")
-    names = [
-        "system prompt" if key == "system" else "last user message" if key == "user" else key
-        for key in draft.edits
-    ]
-    names += [f"result of {call_id}" for call_id in draft.mocks]
-    return Text.assemble(("changes: ", "bold"), (" · ".join(names), "yellow"))
 
 
 class ForkOutput(VerticalScroll):
@@ -193,6 +127,7 @@ class ForkScreen(WorkbenchScreen):
         self._cancel: CancelFork | None = None
         # The request and model the plan shown (or on its way) is of.
         self._planned: tuple[ForkRequest, Endpoint] | None = None
+        self._replan_timer: Timer | None = None
         # The model settings the model boxes were filled from (`compose`; for the parent's
         # wire format once it is known).
         self._shown = Endpoint()
@@ -472,6 +407,18 @@ class ForkScreen(WorkbenchScreen):
 
     def _show_changes(self) -> None:
         self.query_one("#fork-changes", Static).update(changes_text(self.draft))
+        if self._replan_timer is None and self.context is not None:
+            # The plan follows the changes, once typing pauses: it never shows "no edits"
+            # under a change.
+            self._replan_timer = self.set_timer(REPLAN_AFTER_S, self._replan)
+
+    def _replan(self) -> None:
+        self._replan_timer = None
+        request = self.fork_request()
+        if (request, self.endpoint()) != self._planned:
+            plan = self.query_one("#fork-plan", Static)
+            plan.update(Text("planning the changed fork…", style="dim"))
+            self._start_plan(request)
 
     # ------------------------------------------------------------------ run
 

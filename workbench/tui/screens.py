@@ -17,7 +17,7 @@ from textual.worker import Worker, WorkerState
 from workbench.tui.backend import Backend, Endpoint
 
 if TYPE_CHECKING:
-    from workbench.tui.fork_screen import ForkDraft
+    from workbench.tui.fork_draft import ForkDraft
 
 PaletteCommand = tuple[str, str, Callable[[], Any]]
 
