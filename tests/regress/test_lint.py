@@ -112,11 +112,13 @@ def test_cli_on_a_real_mcp_tool_list(tmp_path: Path) -> None:
 def test_cli_passes_the_builtins(tmp_path: Path) -> None:
     result = run_cli("--tools", "builtin", "--root", str(tmp_path), home=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "4 tool(s): 0 error(s)" in result.stderr
+    # The summary names what it checked.
+    checked = "4 built-in tool(s) (read_file, list_dir, search_files, calculator): 0 error(s)"
+    assert checked in result.stderr
     # With no argument at all, the built-in tools are what is linted.
     bare = run_cli(home=tmp_path)
     assert bare.returncode == 0, bare.stdout + bare.stderr
-    assert bare.stdout == result.stdout and "4 tool(s): 0 error(s)" in bare.stderr
+    assert bare.stdout == result.stdout and checked in bare.stderr
 
 
 def test_cli_bad_input_is_one_line(tmp_path: Path) -> None:
@@ -153,3 +155,10 @@ def test_huge_tool_lists_are_linted_within_bounds() -> None:
     schemas += [tool(f"other_{n}", text(n + 2)) for n in range(100)]
     found = [f for f in lint_tools(schemas) if f.code == "near-identical"]
     assert sorted(f.tool for f in found) == sorted(f"same_{n}" for n in range(99))
+
+
+def test_lint_tools_names_the_file_it_checked(tmp_path: Path) -> None:
+    listed = tmp_path / "tools.json"
+    listed.write_text(json.dumps([GOOD]), encoding="utf-8")
+    result = run_cli(str(listed), home=tmp_path)
+    assert result.stderr.strip().startswith(f"1 tool(s) of {listed} (read_file): ")

@@ -314,8 +314,31 @@ def run_lint(args: argparse.Namespace) -> int:
     else:
         for finding in findings:
             print(finding.line())
-        print(f"{len(schemas)} tool(s): {summary(findings)}", file=sys.stderr)
+        print(f"{_checked(args, schemas)}: {summary(findings)}", file=sys.stderr)
     return 1 if errors else 0
+
+
+# How many tool names the summary line lists before it counts the rest.
+_NAMES_SHOWN = 8
+
+
+def _checked(args: argparse.Namespace, schemas: list[dict[str, Any]]) -> str:
+    """Which tools were linted, as the summary line names them."""
+    if args.run:
+        source = f"tool(s) run {args.run} offered"
+    elif (args.tools or args.file or "builtin") != "builtin":
+        source = f"tool(s) of {args.tools or args.file}"
+    else:
+        source = "built-in tool(s)"
+    names = [
+        str(function.get("name"))
+        for schema in schemas
+        if isinstance(function := schema.get("function", schema), dict)
+    ]
+    shown = ", ".join(names[:_NAMES_SHOWN])
+    if len(names) > _NAMES_SHOWN:
+        shown += f", … {len(names) - _NAMES_SHOWN} more"
+    return f"{len(schemas)} {source}" + (f" ({shown})" if shown else "")
 
 
 def _load(args: argparse.Namespace) -> list[dict[str, Any]]:
