@@ -143,3 +143,16 @@ async def test_tool_diff_names_each_nested_change_by_its_path(project: Project, 
         ("filters.properties.limit.required", "required", "true", "false"),
     }
     assert {p["name"] for p in change["params"]} == {"filters"}
+
+
+async def test_a_turn_whose_text_beside_its_calls_differs_is_not_the_same(
+    project: Project,
+) -> None:
+    # The same calls, but one side also said something: the turn differs in its text.
+    said_more = [dict(step) for step in THREE_TURNS]
+    said_more[0]["content"] = "Let me look around; the port is probably in a config file."
+    path_a, _ = await project.record(THREE_TURNS)
+    path_b, _ = await project.record(said_more)
+    chain = diff_chains(read_recording_file(path_a), read_recording_file(path_b))
+    rows = {row.turn: row for row in chain.rows}
+    assert rows[1].differences == ("text",) and chain.first_divergence == 1

@@ -265,6 +265,8 @@ def _turn_differences(a: ChainTurn | None, b: ChainTurn | None) -> list[str]:
             found.append("status")
         elif left.result_digest != right.result_digest:
             found.append("result")
+    if (a.text or "") != (b.text or ""):
+        found.append("text")  # what the model said beside its calls
     if a.answer_digest != b.answer_digest:
         found.append("answer")
     return list(dict.fromkeys(found))
