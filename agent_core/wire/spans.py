@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent_core.messages import same_meaning
+from agent_core.messages import calls_without_text
 
 
 @dataclass(frozen=True)
@@ -69,5 +69,8 @@ def placed(
 def _key(message: dict[str, Any]) -> str:
     """What a message says, for finding its span: its reasoning is the span's to carry
     (the agent keeps none of it), and a tool-call-only text is one whether null or ""."""
-    said = {k: v for k, v in same_meaning(message).items() if k != "reasoning_content"}
+    dropped = (
+        {"reasoning_content", "content"} if calls_without_text(message) else {"reasoning_content"}
+    )
+    said = {k: v for k, v in message.items() if k not in dropped}
     return json.dumps(said, sort_keys=True, ensure_ascii=False)
