@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine.test_proxy_stop import WAIT_S, WORKBENCH, Lines
 from tests.support.busy import busy_cores
+from tests.support.processes import WAIT_S, WORKBENCH, Lines
 
 pytest.importorskip("opentelemetry.sdk", reason="needs the otel extra")
 
