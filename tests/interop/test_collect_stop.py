@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.busy import busy_cores
-from tests.support.processes import WAIT_S, WORKBENCH, Lines
+from tests.support.processes import WAIT_S, WORKBENCH, Lines, killed_after
 
 pytest.importorskip("opentelemetry.sdk", reason="needs the otel extra")
 
@@ -77,17 +77,13 @@ def collect_in_terminal(home: Path, *flags: str) -> Iterator[InTerminal]:
         text=True,
         start_new_session=True,
     )
-    try:
+    with killed_after(process):
         assert process.stdout is not None and process.stderr is not None
         out, err = Lines(process.stdout), Lines(process.stderr)
         ready = out.wait_for(lambda line: line.startswith("collecting "))
         assert ready is not None, err.all()
         endpoint = next(word for word in ready.split() if word.startswith("http://"))
         yield InTerminal(process, out, err, endpoint)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
 
 
 def written(home: Path) -> int:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import queue
 import resource
+import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -41,15 +43,15 @@ class Lines:
         deadline = time.monotonic() + WAIT_S
         while (left := deadline - time.monotonic()) > 0:
             try:
-                line = self._new.get(timeout=left)
+                new = self._new.get(timeout=left)
             except queue.Empty:
                 break
-            if line is None:
+            if new is None:
                 self._new.put(None)
                 return None
-            self.seen.append(line)
-            if wanted(line):
-                return line
+            self.seen.append(new)
+            if wanted(new):
+                return new
         return None
 
     def all(self) -> list[str]:
@@ -66,3 +68,14 @@ def file_size_limit(limit: int) -> Callable[[], None]:
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
     return limit_file_size
+
+
+@contextmanager
+def killed_after(process: subprocess.Popen[str]) -> Iterator[subprocess.Popen[str]]:
+    """The process, killed when the block ends if it still runs (the test failed first)."""
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
