@@ -11,25 +11,17 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.support.processes import file_size_limit
 from traces.reader import read_trace
 from traces.store import TraceStore
 
 CLI = "import sys; from workbench.cli import main; sys.exit(main())"
-
-
-def file_size_limit(limit: int) -> Callable[[], None]:
-    def limit_file_size() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
-    return limit_file_size
 
 
 def run_with_room(

@@ -12,72 +12,25 @@ stderr are pipes, read line by line as they come.
 from __future__ import annotations
 
 import os
-import queue
 import signal
 import subprocess
-import sys
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 import openai
 import pytest
 
-from tests.agent.test_disk_full import file_size_limit
 from tests.engine.capture_support import runs
 from tests.support.busy import busy_cores
+from tests.support.processes import WAIT_S, WORKBENCH, Lines, file_size_limit
 from tests.support.servers import text_chunks
 from workbench.engine.http.model_server import ModelServer, Reply
 
-WORKBENCH = str(Path(sys.executable).with_name("workbench"))
-WAIT_S = 120.0  # generous: the cores are busy
 EXCHANGES = 12
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc")
-
-
-@dataclass
-class Lines:
-    """A pipe's lines as they come, read by a thread of their own."""
-
-    pipe: IO[str]
-    seen: list[str] = field(default_factory=list)
-    _new: queue.Queue[str | None] = field(default_factory=queue.Queue)
-
-    def __post_init__(self) -> None:
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        for line in self.pipe:
-            self._new.put(line.rstrip("\n"))
-        self._new.put(None)
-
-    def wait_for(self, wanted: Callable[[str], bool]) -> str | None:
-        """The first line (seen or to come) that is `wanted`; None at the pipe's end."""
-        for line in self.seen:
-            if wanted(line):
-                return line
-        deadline = time.monotonic() + WAIT_S
-        while (left := deadline - time.monotonic()) > 0:
-            try:
-                line = self._new.get(timeout=left)
-            except queue.Empty:
-                break
-            if line is None:
-                self._new.put(None)
-                return None
-            self.seen.append(line)
-            if wanted(line):
-                return line
-        return None
-
-    def all(self) -> list[str]:
-        self.wait_for(lambda line: False)
-        return self.seen
 
 
 @dataclass

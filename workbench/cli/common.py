@@ -41,7 +41,7 @@ class ExitCode(IntEnum):
     OK = 0
     FAILED = 1  # a check failed, or a limit stopped the run
     USAGE = 2  # a usage or setup error: nothing ran
-    RUN_ERROR = 3  # the run ended with status error, or its trace was cut
+    RUN_ERROR = 3  # the run ended with status error, its trace was cut, or a capture lost
     CANCELLED = 130  # Ctrl-C
 
 
@@ -54,7 +54,9 @@ exit codes (every command):
        run (max_turns, duplicate_tool_calls, token_budget, timeout)
   2    usage or setup error (bad flag, no model configured, unreadable file); nothing ran
   3    the run ended with status error (e.g. the model call failed after its retries), or
-       its trace could not be written whole (a full disk; it ends at its last whole event)
+       its trace could not be written whole (a full disk; it ends at its last whole event);
+       for proxy and collect: a capture was not recorded (a second Ctrl-C, a full disk;
+       stderr says which)
   130  cancelled (Ctrl-C); a run's trace still ends with run_end status cancelled
 """
 

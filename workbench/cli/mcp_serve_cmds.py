@@ -56,7 +56,9 @@ def cmd_mcp_serve(args: argparse.Namespace) -> int:
 
     try:
         if args.port is None:
-            asyncio.run(serve_stdio(home, allow_writes=args.allow_writes))
+            # Stdin closing ends it quietly; a signal says so, as the other servers do.
+            if asyncio.run(serve_stdio(home, allow_writes=args.allow_writes)) != "stdin closed":
+                print("stopped", file=sys.stderr)
         else:
             asyncio.run(
                 serve_http(

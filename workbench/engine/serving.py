@@ -6,7 +6,7 @@ thread with its own event loop (tests, the pytest fixture) or in the calling thr
 SIGTERM or Ctrl-C (the CLI), which both stop it in order: it stops accepting, open requests
 get a moment to finish, the application's cleanup runs, and `serve_forever` says which
 signal it was. A second signal while it stops sets `hurry`, for a cleanup that waits on
-something slow (the proxy's recording) to give it up.
+something slow (the proxy's recording, collect's writing) to give it up (`finish_or_hurry`).
 
 Every server gets the same request limits, applied before its handlers run: a body over
 `max_request_bytes` (as declared or as it arrives) is answered 413, and a body that has not
@@ -40,6 +40,8 @@ DEFAULT_READ_TIMEOUT_S = 60.0
 LISTEN_BACKLOG = 1024
 # How long a stopping server lets open requests finish before cancelling them.
 SHUTDOWN_GRACE_S = 0.5
+# How long a stopping server's cleanup works quietly before it says what it is finishing.
+QUIET_S = 0.5
 
 T = TypeVar("T")
 AppFactory = Callable[[], Awaitable[web.Application]]
@@ -241,6 +243,26 @@ class HttpServer:
             except web.HTTPRequestEntityTooLarge:
                 return self._refuse(413, too_large(limit))
         return await handler(request)
+
+
+async def finish_or_hurry(
+    work: asyncio.Future[Any], hurry: asyncio.Event | None, say_slow: Callable[[], None]
+) -> bool:
+    """Wait for `work`, what a stopping server finishes before it exits (recording what it
+    took in): True once it is done. When a signal stopped the server (`hurry` is its
+    `HttpServer.hurry`) and `work` takes over QUIET_S, `say_slow()` first (say what is left
+    and that Ctrl-C again stops without it); False when a second signal comes first, with
+    `work` still going: the caller stops it and says what was left undone."""
+    hurried = asyncio.ensure_future((hurry or asyncio.Event()).wait())
+    try:
+        either = {work, hurried}
+        done, _ = await asyncio.wait(either, timeout=QUIET_S, return_when=asyncio.FIRST_COMPLETED)
+        if not done and hurry is not None:
+            say_slow()
+        done, _ = await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        hurried.cancel()
+    return work in done
 
 
 class HttpService:

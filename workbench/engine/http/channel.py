@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from traces.events import ModelApi
+from workbench.engine.serving import finish_or_hurry
 
 # How many bytes may wait to be recorded (in the pipe, and read but not yet recorded)
 # before the side that sends them waits.
@@ -47,8 +48,6 @@ FRAME_BYTES = 1024 * 1024
 # recorded) before the proxy says so, once; and how often it looks.
 LAG_WARNING_S = 5.0
 LAG_CHECK_S = 1.0
-# How long a stop waits for recording before it says how much is still queued.
-QUIET_S = 0.5
 # Run ids named in one line; the rest are counted.
 NAMED_RUNS = 10
 
@@ -234,15 +233,16 @@ class RecordingChannel:
         if self._lag_timer is not None:
             self._lag_timer.cancel()
         recorded = asyncio.create_task(self._recorded(process))
-        hurried = asyncio.create_task((hurry or asyncio.Event()).wait())
-        either = {recorded, hurried}
-        done, _ = await asyncio.wait(either, timeout=QUIET_S, return_when=asyncio.FIRST_COMPLETED)
-        queued = 0 if done or hurry is None else len(self._unrecorded)
-        if queued:
-            _say(f"recording {_exchanges(queued)} still queued… (Ctrl-C again stops without them)")
-        done, _ = await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
-        hurried.cancel()
-        killed = recorded not in done
+        queued = 0
+
+        def say_queued() -> None:
+            nonlocal queued
+            queued = len(self._unrecorded)
+            if queued:
+                again = "(Ctrl-C again stops without them)"
+                _say(f"recording {_exchanges(queued)} still queued… {again}")
+
+        killed = not await finish_or_hurry(recorded, hurry, say_queued)
         if killed:
             if process.stdin is not None:
                 process.stdin.transport.abort()

@@ -4,14 +4,22 @@ over stdio or streamable HTTP (`workbench mcp-serve`).
 A call the tools refuse (a bad argument, an unknown run, a write on a read-only server)
 and any failure inside one come back as a tool error (`isError`) with one line; the server
 keeps serving. Answers are JSON text, bounded by `bounds`.
+
+Over stdio the server stops when its stdin closes, at SIGTERM or at Ctrl-C, the same way:
+the calls in progress are cancelled, so a fork or a suite being recorded ends its run
+`cancelled` (the agent loop writes `run_end`), and the process exits.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
+import os
+import signal
 import socket
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -90,10 +98,89 @@ def build_server(workbench: Workbench) -> Server[Any]:
     )
 
 
-async def serve_stdio(home: Path, *, allow_writes: bool = False) -> None:
+# The longest request line read from stdin (a lint of hundreds of long descriptions is big).
+MAX_LINE_BYTES = 256 * 1024 * 1024
+
+
+async def serve_stdio(home: Path, *, allow_writes: bool = False) -> str:
+    """Serve over stdin and stdout until stdin closes, SIGTERM or Ctrl-C (SIGINT); each
+    cancels the calls in progress (their runs end `cancelled`) and returns which it was."""
     server = build_server(Workbench(home, allow_writes=allow_writes))
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    serving = asyncio.current_task()
+    assert serving is not None
+    loop = asyncio.get_running_loop()
+    stopped_by = "stdin closed"
+
+    def stop(reason: str) -> None:
+        nonlocal stopped_by
+        if not serving.cancelling():
+            stopped_by = reason
+            serving.cancel()
+
+    for number in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(number, stop, number.name)
+    try:
+        async with (
+            _stdin_lines(lambda: stop("stdin closed")) as lines,
+            stdio_server(stdin=lines) as (read_stream, write_stream),
+        ):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    except asyncio.CancelledError:
+        if not serving.uncancel():  # the stop asked for here, not a cancel from outside
+            return stopped_by
+        raise
+    finally:
+        for number in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(number)
+    return stopped_by
+
+
+class _Lines:
+    """A stream's lines as the SDK's stdin reader takes them; `on_end` at its end."""
+
+    def __init__(self, reader: asyncio.StreamReader, on_end: Callable[[], None]) -> None:
+        self._reader = reader
+        self._on_end = on_end
+
+    def __aiter__(self) -> _Lines:
+        return self
+
+    async def __anext__(self) -> str:
+        line = await self._reader.readline()
+        if not line:
+            self._on_end()
+            raise StopAsyncIteration
+        return line.decode("utf-8", errors="replace")
+
+
+@contextlib.asynccontextmanager
+async def _stdin_lines(on_end: Callable[[], None]) -> AsyncIterator[Any]:
+    """stdin's lines read on the event loop (None, for the SDK's own reading, when stdin is
+    a regular file): the SDK reads them in a thread, which a stop cannot interrupt, so a
+    server stopped while its stdin stayed open never exited. Meanwhile fd 0 is the null
+    device, as the SDK makes it, so that tools and their children never read the wire."""
+    private = os.dup(0)
+    reader = asyncio.StreamReader(limit=MAX_LINE_BYTES)
+    pipe = os.fdopen(private, "rb", buffering=0)
+    try:
+        transport, _ = await asyncio.get_running_loop().connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), pipe
+        )
+    except (OSError, ValueError):  # not a pipe, socket or terminal
+        pipe.close()
+        yield None
+        return
+    saved = os.dup(0)  # the transport closes its own at the end of stdin
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    try:
+        yield _Lines(reader, on_end)
+    finally:
+        transport.close()
+        os.dup2(saved, 0)
+        os.close(saved)
+        os.set_blocking(0, True)  # the flag is shared with whoever else holds this stdin
 
 
 def listening_socket(host: str, port: int) -> socket.socket:

@@ -3,14 +3,16 @@
 `POST /v1/traces` takes an export request as protobuf (`application/x-protobuf`) or OTLP
 JSON (`application/json`), gzip, deflate or neither, and answers as OTLP asks (an empty
 ExportTraceServiceResponse in the request's encoding; 400 for a payload that is not one,
-415 for another content type or encoding, 413 past the body limit as sent or inflated), with
-one line to `on_problem` and never a traceback. Spans wait per trace until the trace's
-root span arrives (exporters send a span when it ends, so the root comes last), then the
-trace is written as a run by `ingest`. Traces still waiting when the receiver stops
-are written as they are; while they wait their spans are also on disk, for a receiver
-killed before then. How many wait, and for how long, is bounded (`OtlpReceiver`).
-`Collector` serves it on the workbench's one server runner (`workbench.engine.serving`:
-the request limits, SIGTERM and Ctrl-C), in the calling thread or in the background.
+415 for another content type or encoding, 413 past the body limit as sent or inflated:
+`workbench.engine.otel.bodies`), with one line to `on_problem` and never a traceback.
+Spans wait per trace until the trace's root span arrives (exporters send a span when it
+ends, so the root comes last), then the trace is written as a run by `ingest`. Traces still
+waiting when the receiver stops are written as they are, in the server's cleanup, where a
+second Ctrl-C stops it after the trace being written; while they wait their spans are also
+on disk, for a receiver killed or hurried before then. How many wait, and for how long, is
+bounded (`OtlpReceiver`). `Collector` serves it on the workbench's one server runner
+(`workbench.engine.serving`: the request limits, SIGTERM and Ctrl-C), in the calling
+thread or in the background.
 
 Needs the `otel` extra; imported only by the commands that use it.
 """
@@ -23,54 +25,39 @@ import dataclasses
 import json
 import threading
 import time
-import zlib
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from aiohttp import web
-from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
-from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
-    ExportMetricsServiceResponse,
-)
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from traces.home import RedactionConfigError
-from workbench.engine.otel.ingest import (
-    ImportedRun,
-    OtlpError,
-    SkippedTrace,
-    loads,
-    parse_json,
-    parse_protobuf,
-    write_run,
+from workbench.engine.otel.bodies import (
+    ENCODINGS,
+    LOGS_PATH,
+    METRICS_PATH,
+    PROTOBUF_TYPES,
+    RESPONSES,
+    TRACES_PATH,
+    Received,
+    spans_of_body,
 )
-from workbench.engine.otel.logs import (
-    metric_points_json,
-    metric_points_protobuf,
-    parse_logs_json,
-    parse_logs_protobuf,
-    starts_a_prompt,
-)
+
+# What the tests and the CLI read here.
+from workbench.engine.otel.bodies import MAX_BODY as MAX_BODY
+from workbench.engine.otel.bodies import BodyError as BodyError
+from workbench.engine.otel.bodies import decompressed as decompressed
+from workbench.engine.otel.ingest import ImportedRun, OtlpError, SkippedTrace, write_run
+from workbench.engine.otel.logs import starts_a_prompt
 from workbench.engine.otel.runs import SpanEventRecord, SpanRecord
 from workbench.engine.serving import (
     DEFAULT_READ_TIMEOUT_S,
     HttpServer,
     HttpService,
-    StopReason,
+    finish_or_hurry,
 )
 
-TRACES_PATH = "/v1/traces"
-LOGS_PATH = "/v1/logs"
-METRICS_PATH = "/v1/metrics"
-# OTLP names the first; some clients send the second.
-PROTOBUF_TYPES = ("application/x-protobuf", "application/protobuf")
-# What OTLP exporters compress with; anything else is refused (415) before it is read.
-ENCODINGS = ("identity", "gzip", "x-gzip", "deflate")
-# The most a request may be, as sent and once decompressed: past it, 413.
-MAX_BODY = 64 * 1024 * 1024
 # Traces waiting for their root span: past either count the longest-waiting is written as
 # it is; so is a trace that has had no new span for the timeout (docs/otel.md).
 MAX_PENDING_TRACES = 1_000
@@ -84,94 +71,6 @@ ProblemCallback = Callable[[str], None]
 
 
 PENDING_DIR = "otel-pending"
-
-
-class BodyError(Exception):
-    """A request the receiver refuses: the HTTP status and one line saying why."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-# Inflated a slice at a time into one buffer: slices of one size reuse the same memory, and
-# the buffer goes back to the system when freed, so a bomb leaves no heap behind.
-_SLICE = 1024 * 1024
-
-
-def decompressed(body: bytes, encoding: str, limit: int = MAX_BODY) -> bytes:
-    """The body a request's Content-Encoding wraps, inflated a slice at a time so that no
-    more than `limit` bytes are ever held (a small gzip bomb would otherwise take
-    gigabytes): BodyError 413 past the limit, 400 for a body that is not what it says."""
-    if encoding == "identity":
-        return body
-    if encoding == "deflate":  # zlib-wrapped as the RFC says, or raw as some clients send
-        wbits = zlib.MAX_WBITS if body[:1] and body[0] & 0x0F == 8 else -zlib.MAX_WBITS
-    else:
-        wbits = 16 + zlib.MAX_WBITS
-    inflated = bytearray()
-    rest = body
-    while rest:  # a gzip body may be several members; each pass reads one
-        inflater = zlib.decompressobj(wbits)
-        while rest and not inflater.eof:  # each pass consumes input or adds output
-            try:
-                part = inflater.decompress(rest, min(_SLICE, limit + 1 - len(inflated)))
-            except zlib.error as exc:
-                raise BodyError(400, f"the body is not valid {encoding} ({exc})") from None
-            inflated += part
-            if len(inflated) > limit:
-                inflated.clear()  # now, not when the refusal's traceback goes
-                raise BodyError(
-                    413, f"the body inflates past {limit // 2**20} MiB; send smaller batches"
-                )
-            rest = inflater.unconsumed_tail
-        if not inflater.eof:
-            raise BodyError(400, f"the body is not valid {encoding} (it ends too soon)")
-        rest = inflater.unused_data
-        if rest and wbits != 16 + zlib.MAX_WBITS:
-            raise BodyError(400, f"the body is not valid {encoding} (data after its end)")
-    return bytes(inflated)
-
-
-@dataclass
-class Received:
-    """What one request brought: spans and the log records kept with them, and counts."""
-
-    spans: list[SpanRecord]
-    span_count: int = 0
-    log_count: int = 0
-    metric_points: int = 0
-
-
-def _read(path: str, data: bytes, protobuf: bool) -> Received:
-    if path == TRACES_PATH:
-        spans = parse_protobuf(data) if protobuf else parse_json(loads(data))
-        return Received(spans, span_count=len(spans))
-    if path == LOGS_PATH:
-        batch = parse_logs_protobuf(data) if protobuf else parse_logs_json(loads(data))
-        return Received(batch.records, log_count=batch.received)
-    points = metric_points_protobuf(data) if protobuf else metric_points_json(loads(data))
-    return Received([], metric_points=points)
-
-
-def spans_of_body(
-    body: bytes, content_type: str, encoding: str, limit: int = MAX_BODY, path: str = TRACES_PATH
-) -> Received:
-    """What a request body to `path` holds; BodyError for one the receiver refuses."""
-    data = decompressed(body, encoding, limit)
-    try:
-        return _read(path, data, content_type in PROTOBUF_TYPES)
-    except OtlpError as exc:
-        refusal = BodyError(400, str(exc))
-    del data  # now, not when the refusal's traceback goes
-    raise refusal
-
-
-_RESPONSES: dict[str, Any] = {
-    TRACES_PATH: ExportTraceServiceResponse,
-    LOGS_PATH: ExportLogsServiceResponse,
-    METRICS_PATH: ExportMetricsServiceResponse,
-}
 
 
 class OtlpReceiver:
@@ -297,10 +196,11 @@ class OtlpReceiver:
                     f"no new span for {self.pending_timeout_s:g} s (--pending-timeout)",
                 )
 
-    def flush(self) -> None:
-        """Write every trace still waiting for its root span."""
+    def flush(self, stop: Callable[[], bool] = lambda: False) -> None:
+        """Write every trace still waiting for its root span, one at a time until `stop()`;
+        those left wait on (in the spool too)."""
         with self._lock:
-            while self.pending:
+            while self.pending and not stop():
                 self._write(self._pop(next(iter(self.pending))))
 
     def _bound(self) -> None:
@@ -420,7 +320,7 @@ class OtlpReceiver:
         if content_type == "application/json":
             return web.json_response({})
         return web.Response(
-            body=_RESPONSES[path]().SerializeToString(),
+            body=RESPONSES[path]().SerializeToString(),
             content_type="application/x-protobuf",
         )
 
@@ -502,6 +402,7 @@ class Collector(HttpService):
         self.problems: list[str] = []
         self.notes: list[str] = []
         self._callbacks = (on_run, on_problem, on_note)
+        self.unwritten = 0  # traces a second signal left waiting, in the spool
         self._on_skip = on_skip
         self.receiver = OtlpReceiver(
             home,
@@ -529,7 +430,39 @@ class Collector(HttpService):
         self.host = host
 
     async def _app(self) -> web.Application:
-        return self.receiver.app()
+        app = self.receiver.app()
+        app.on_cleanup.append(self._write_waiting)
+        return app
+
+    async def _write_waiting(self, app: web.Application) -> None:
+        # In the server's cleanup, where a second signal still reaches its handler (in a
+        # `finally` after serving it was a KeyboardInterrupt in the middle of a write).
+        stop = threading.Event()
+        writing = asyncio.ensure_future(asyncio.to_thread(self.receiver.flush, stop.is_set))
+        said = 0
+
+        def say_waiting() -> None:
+            nonlocal said
+            said = len(self.receiver.pending)
+            if said:
+                waiting = f"{_traces(said)} still waiting for their root span"
+                self._note(f"writing {waiting}… (Ctrl-C again stops without them)")
+
+        if not await finish_or_hurry(writing, self._http.hurry, say_waiting):
+            stop.set()  # after the trace being written
+        await writing
+        self.unwritten = len(self.receiver.pending)
+        if self.unwritten:
+            self._problem(
+                f"stopped without writing {_traces(self.unwritten)} still waiting for their "
+                f"root span; their spans stay in {self.receiver.home / PENDING_DIR}, for the "
+                "next collect"
+            )
+        elif said:
+            self._note(f"done: {_traces(said)} written")
+
+    def lost(self) -> bool:
+        return self.unwritten > 0
 
     @property
     def endpoint(self) -> str:
@@ -585,12 +518,6 @@ class Collector(HttpService):
             raise AssertionError(self.problems[0])
         return list(self.receiver.runs)
 
-    def serve_forever(self, on_ready: Callable[[], None] | None = None) -> StopReason:
-        try:
-            return super().serve_forever(on_ready)
-        finally:
-            self.receiver.flush()
 
-    def close(self) -> None:
-        super().close()
-        self.receiver.flush()
+def _traces(count: int) -> str:
+    return f"{count} trace" + ("" if count == 1 else "s")

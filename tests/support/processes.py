@@ -1,0 +1,81 @@
+"""Workbench commands run as processes, the way people run them: the `workbench` script,
+their output read line by line as it comes, and a disk that fills up (a file size limit)."""
+
+from __future__ import annotations
+
+import queue
+import resource
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+WORKBENCH = str(Path(sys.executable).with_name("workbench"))
+WAIT_S = 120.0  # generous: a deadline for a hang, on a machine whose cores may be busy
+
+
+@dataclass
+class Lines:
+    """A pipe's lines as they come, read by a thread of their own."""
+
+    pipe: IO[str]
+    seen: list[str] = field(default_factory=list)
+    _new: queue.Queue[str | None] = field(default_factory=queue.Queue)
+
+    def __post_init__(self) -> None:
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.pipe:
+            self._new.put(line.rstrip("\n"))
+        self._new.put(None)
+
+    def wait_for(self, wanted: Callable[[str], bool]) -> str | None:
+        """The first line (seen or to come) that is `wanted`; None at the pipe's end."""
+        for line in self.seen:
+            if wanted(line):
+                return line
+        deadline = time.monotonic() + WAIT_S
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                new = self._new.get(timeout=left)
+            except queue.Empty:
+                break
+            if new is None:
+                self._new.put(None)
+                return None
+            self.seen.append(new)
+            if wanted(new):
+                return new
+        return None
+
+    def all(self) -> list[str]:
+        """Every line, once the pipe has ended."""
+        self.wait_for(lambda line: False)
+        return self.seen
+
+
+def file_size_limit(limit: int) -> Callable[[], None]:
+    """A `preexec_fn` that lets the process (and its children) write at most `limit` bytes
+    per file: past it a write fails as on a full disk."""
+
+    def limit_file_size() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return limit_file_size
+
+
+@contextmanager
+def killed_after(process: subprocess.Popen[str]) -> Iterator[subprocess.Popen[str]]:
+    """The process, killed when the block ends if it still runs (the test failed first)."""
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
