@@ -21,12 +21,11 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, Footer, Header, Input, Label, Select, Static, TextArea
 
-from agent_core.agent import RunResult, TextDelta
+from agent_core.agent import TextDelta
 from traces.events import Event, ModelChunk, RunStart
 from workbench.engine.recording.dry_run import DryRun
 from workbench.engine.recording.fork import ForkContext, ForkRequest, RecordedCall
-from workbench.engine.recording.run_service import CancelFork
-from workbench.tui.backend import Endpoint
+from workbench.tui.backend import CancelFork, Endpoint, ForkOutcome
 from workbench.tui.navigation import OpenCompare
 from workbench.tui.render import event_summary, one_line, short_id
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
@@ -81,7 +80,7 @@ def call_options(context: ForkContext) -> list[tuple[Text, str]]:
 def plan_text(plan: DryRun) -> Text:
     """The fork's plan (`fork --dry-run`) as the dialog shows it before anything runs:
     the lines of the dry run, each tool on a line of its own narrow enough for the form."""
-    head = [line.strip() for line in plan.lines()[1:] if not line.startswith("  note")]
+    head = [line.strip() for line in plan.lines()[1:]]
     text = Text()
     text.append("plan: ", style="bold")
     text.append("\n".join(head[:2]) + "\n")
@@ -93,6 +92,8 @@ def plan_text(plan: DryRun) -> Text:
         text.append(f"  {tool.why}\n", style="dim")
     live = ", ".join(plan.fires_live) or "none"
     text.append(f"tools that may fire live: {live}", style="yellow" if plan.fires_live else "")
+    for note in plan.notes:  # what the fork runner chose for the user, as every front end says
+        text.append(f"\nnote: {note}", style="yellow")
     return text
 
 
@@ -169,9 +170,9 @@ class ForkScreen(WorkbenchScreen):
             self.item = item
 
     class Finished(Message):
-        def __init__(self, result: RunResult | None) -> None:
+        def __init__(self, outcome: ForkOutcome) -> None:
             super().__init__()
-            self.result = result
+            self.outcome = outcome
 
     class Planned(Message):
         def __init__(self, plan: DryRun, of: tuple[ForkRequest, Endpoint]) -> None:
@@ -541,14 +542,14 @@ class ForkScreen(WorkbenchScreen):
 
     @work(thread=True, exclusive=True, group="fork", exit_on_error=False)
     def _run(self, request: ForkRequest, endpoint: Endpoint, cancel: CancelFork) -> None:
-        result = self.backend.run_fork(
+        outcome = self.backend.run_fork(
             self.run_id,
             request,
             endpoint,
             lambda item: self.post_message(self.Streamed(item)),
             cancel=cancel,
         )
-        self.post_message(self.Finished(result))
+        self.post_message(self.Finished(outcome))
 
     def on_fork_screen_streamed(self, message: Streamed) -> None:
         item, output = message.item, self.output
@@ -563,10 +564,9 @@ class ForkScreen(WorkbenchScreen):
 
     def on_fork_screen_finished(self, message: Finished) -> None:
         self._set_running(False)
-        result = message.result
-        if result is None:  # the run never started
-            self.output.write_line("the fork ended before its run started", "bold")
-            return
+        result = message.outcome.result
+        for note in message.outcome.notes:
+            self.output.write_line(f"note: {note}", "yellow")
         self.output.write_line(
             f"fork {short_id(result.run_id)} ended: {result.status} — {result.reason}", "bold"
         )
