@@ -27,6 +27,7 @@ from workbench.engine.recording.fork import ForkRequest
 from workbench.engine.recording.fork_runner import gone_note
 from workbench.engine.recording.load import Recording, read_recording_file
 from workbench.tui.backend import Backend, Endpoint
+from workbench.tui.fork_screen import plan_text
 
 WORKBENCH = [sys.executable, "-c", "import sys; from workbench.cli import main; sys.exit(main())"]
 
@@ -121,7 +122,10 @@ async def test_the_three_front_ends_fork_a_run_whose_folder_is_gone_alike(
     backend = Backend(home)
     backend.ingest()
     endpoint = Endpoint(base_url="http://127.0.0.1:9/v1", model="scripted")
-    assert backend.fork_plan(run_id, ForkRequest(turn=2), endpoint).notes == [note]
+    plan = backend.fork_plan(run_id, ForkRequest(turn=2), endpoint)
+    assert (
+        plan.notes == [note] and f"note: {note}" in plan_text(plan).plain
+    )  # as the dialog shows it
     before = set(traces_dir(home).glob("*.jsonl"))
     with ModelServer(ScriptResponder(FORK_STEPS)) as server:
         endpoint = Endpoint(base_url=server.base_url, model="scripted")
@@ -138,9 +142,9 @@ async def test_the_three_front_ends_fork_a_run_whose_folder_is_gone_alike(
     with ModelServer(ScriptResponder(FORK_STEPS)) as server:
         env = {"OPENAI_BASE_URL": server.base_url, "WORKBENCH_MODEL": "scripted"}
         async with _served(home, here, **env) as session:
-            plan = await _fork_run(session, run=run_id, turn=2, dry_run=True)
+            planned = await _fork_run(session, run=run_id, turn=2, dry_run=True)
             answer = await _fork_run(session, run=run_id, turn=2)
-    assert plan["notes"] == [note] and answer["notes"] == [note]
+    assert planned["notes"] == [note] and answer["notes"] == [note]
     assert answer["status"] == "completed" and answer["final_answer"] == "beta it is"
     fork = _fork_of(home, before)
     assert _read_live(fork).startswith("1: beta")

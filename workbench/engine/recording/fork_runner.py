@@ -153,7 +153,9 @@ class ForkSetup:
     def model(self) -> str:
         """The model the fork calls, as its plan names it."""
         settings = self.choices.settings
-        return f"script {settings.script}" if settings.script else settings.model or "none"
+        return (
+            f"script {settings.script}" if settings.script else settings.model or "none configured"
+        )
 
     def dry_run(self, *, whole_prefix: bool = True) -> DryRun:
         """The fork's plan (`dry_run.dry_run`): what is served from the log, each tool's
