@@ -105,8 +105,8 @@ def test_a_fork_of_an_anthropic_run_reads_the_anthropic_settings(
     settings: ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY, not the OpenAI ones."""
     import asyncio
 
-    from workbench.engine.mcp_server.forking import run_fork
-    from workbench.engine.recording.fork import ForkRequest, plan_fork
+    from workbench.engine.mcp_server.forking import run_fork, setup
+    from workbench.engine.recording.fork import ForkRequest
     from workbench.engine.recording.load import load_recording
 
     home = tmp_path / "home"
@@ -132,8 +132,8 @@ def test_a_fork_of_an_anthropic_run_reads_the_anthropic_settings(
             assert code == 0, printed.err
             assert "Forked." in printed.out
         elif front == "mcp":
-            plan = plan_fork(load_recording(trace.stem, home), ForkRequest(turn=2))
-            result = asyncio.run(run_fork(plan, home))
+            fork = setup(load_recording(trace.stem, home), ForkRequest(turn=2), home)
+            result = asyncio.run(run_fork(fork, home))
             assert (result["status"], result["final_answer"]) == ("completed", "Forked.")
         else:
             shown, fork_run_id = asyncio.run(_fork_in_the_dialog(home, trace.stem))

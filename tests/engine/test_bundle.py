@@ -13,7 +13,7 @@ import tarfile
 import tracemalloc
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -542,7 +542,7 @@ def test_a_second_bundle_never_replaces_the_script_of_a_run_imported_before(
     assert sorted(p.name for p in imported.parent.iterdir()) == [f"{run}.json"]
 
 
-def _extended_header(path: Path, kind: int, form: int) -> Path:
+def _extended_header(path: Path, kind: bytes, form: Literal[0, 1, 2]) -> Path:
     """An extended header (pax, or a GNU long name) that says 1 GiB follows, and 64 MiB of
     it that does, in 10 KB of xz."""
     info = tarfile.TarInfo("././@LongLink")
@@ -560,7 +560,9 @@ def _extended_header(path: Path, kind: int, form: int) -> Path:
     [(tarfile.XHDTYPE, tarfile.USTAR_FORMAT), (tarfile.GNUTYPE_LONGNAME, tarfile.GNU_FORMAT)],
     ids=["pax", "gnu-long-name"],
 )
-def test_an_extended_header_bomb_stops_at_its_header(tmp_path: Path, kind: int, form: int) -> None:
+def test_an_extended_header_bomb_stops_at_its_header(
+    tmp_path: Path, kind: bytes, form: Literal[0, 1, 2]
+) -> None:
     """What an extended header says it holds is checked before any of it is read: the
     64 MiB that follow it here are never read (that would show in the peak)."""
     bomb = _extended_header(tmp_path / "bomb.wbundle", kind, form)

@@ -57,7 +57,7 @@ CALCULATOR: list[Any] = [
 
 
 def _captured_many_tools_run(home: Path) -> str:
-    steps = [
+    steps: list[dict[str, Any]] = [
         {"tool_calls": [{"id": "call_0", "name": "tool_0", "arguments": {"x": "a"}}]},
         {"content": "Done."},
     ]

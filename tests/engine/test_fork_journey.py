@@ -13,8 +13,9 @@ from tests.engine.engine_support import Project, cli, read_events
 from traces.events import RunEnd, RunStart, ToolEnd
 from traces.home import traces_dir
 from workbench.engine.recording.fork import ForkRequest, offline_fork_script, recorded_root
+from workbench.engine.recording.fork_runner import ForkOptions, fork_choices
 from workbench.engine.recording.load import Recording, read_recording_file
-from workbench.engine.recording.run_service import ModelSettings, fork_setup
+from workbench.engine.recording.run_service import ModelSettings, SetupError
 
 # Written like docs/script-format.md's example: no ids, so the script numbers them itself.
 READ_THEN_ANSWER: list[dict[str, object]] = [
@@ -220,27 +221,41 @@ def _start(meta: dict[str, object]) -> RunStart:
     return start.model_copy(update={"meta": meta})
 
 
-def test_the_fork_model_and_folder_are_chosen_one_way(tmp_path: Path) -> None:
-    # `workbench fork` and the TUI's fork dialog both ask `fork_setup`.
+def test_the_fork_model_and_folder_are_chosen_one_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `workbench fork`, the TUI's fork dialog and mcp-serve's fork_run all ask the runner.
     script = tmp_path / "fork.json"
     script.write_text("[]", encoding="utf-8")
     folder = tmp_path / "project"
     folder.mkdir()
     start = _start({"root": str(folder), "fork_script": str(script)})
 
-    chosen = fork_setup(start, ModelSettings(), None)
-    assert chosen.root == folder and chosen.missing_root is None
-    assert chosen.settings.script == script and chosen.offline_script == script
+    chosen = fork_choices(start, ForkOptions())
+    assert chosen.root == folder.resolve() and chosen.limits == start.limits
+    assert chosen.settings.script == script
+    assert chosen.notes == [f"no model configured: using the run's offline model script {script}"]
 
-    given = fork_setup(start, ModelSettings(model="m", base_url="http://x"), tmp_path)
-    assert given.root == tmp_path and given.settings.script is None
-    assert given.offline_script is None
-    assert fork_setup(start, ModelSettings(script=tmp_path / "own.json")).offline_script is None
+    given = fork_choices(
+        start, ForkOptions(ModelSettings(model="m", base_url="http://x"), tmp_path)
+    )
+    assert given.root == tmp_path.resolve() and given.settings.script is None
+    assert given.notes == []
+    assert fork_choices(start, ForkOptions(ModelSettings(script=tmp_path / "own.json"))).notes == []
 
+    monkeypatch.chdir(tmp_path)
     gone = _start({"root": str(tmp_path / "gone")})
-    moved = fork_setup(gone, ModelSettings())
-    assert moved.root == Path(".") and moved.missing_root == str(tmp_path / "gone")
-    assert moved.offline_script is None and moved.settings == ModelSettings()
+    moved = fork_choices(gone, ForkOptions())
+    assert moved.root == tmp_path.resolve() and moved.settings == ModelSettings()
+    assert moved.notes == [
+        f"the parent run's folder {tmp_path / 'gone'} is gone; new file-tool calls read the "
+        f"current folder {tmp_path.resolve()} (--root DIR chooses another)"
+    ]
+    with pytest.raises(SetupError, match="came from a bundle"):
+        fork_choices(_start({"bundled": True}), ForkOptions())
+    assert (
+        fork_choices(_start({"bundled": True}), ForkOptions(root=folder)).root == folder.resolve()
+    )
 
 
 async def test_a_tui_fork_with_no_model_uses_the_demo_script(
@@ -261,10 +276,10 @@ async def test_a_tui_fork_with_no_model_uses_the_demo_script(
 
     request = ForkRequest(turn=2, system="Check paths with list_dir first.")
     items: list[object] = []
-    result = await asyncio.to_thread(
+    outcome = await asyncio.to_thread(
         backend.run_fork, recovered.run_id, request, Endpoint(), items.append
     )
     backend.release()
-    assert result is not None and result.status == "completed"
+    assert outcome.result.status == "completed"
     [end] = [item for item in items if isinstance(item, ToolEnd)]
     assert end.ok and "def fahrenheit_to_celsius" in end.result

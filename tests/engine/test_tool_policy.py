@@ -19,9 +19,9 @@ from agent_core.model.scripted import ScriptedModel
 from tests.engine.engine_support import Project, cli, note_tools
 from tests.engine.test_fork import FORK_CALLS, NOTE_RUN
 from traces.events import RunStart, ToolEnd
+from traces.home import open_run_trace
 from workbench.engine.recording.fork import ForkRequest, fork_agent, plan_fork
 from workbench.engine.recording.load import read_recording_file
-from workbench.engine.recording.run_service import prepare_fork
 from workbench.engine.recording.tool_policy import (
     PolicyError,
     ToolPolicy,
@@ -229,10 +229,13 @@ async def test_show_and_diff_say_each_calls_policy_and_outcome(
         read_recording_file(path),
         ForkRequest(turn=1, policy=ToolPolicy.layered(cli=[parse_rule("save_note=live")])),
     )
-    fork = prepare_fork(plan, ScriptedModel(FORK_CALLS), project.home, live_toolsets=[])
-    await fork.agent.run()
-    fork.writer.close()
-    run_id = fork.agent.config.run_id
+    run_id = "f0" * 16
+    writer = open_run_trace(project.home, run_id)
+    agent = fork_agent(
+        plan, ScriptedModel(FORK_CALLS), live_toolsets=[], sinks=[writer], run_id=run_id
+    )
+    await agent.run()
+    writer.close()
     assert await cli("--home", str(project.home), "show", run_id) == 0
     out = capsys.readouterr().out
     assert "tool policy: calculator=live, list_dir=live, read_file=live" in out

@@ -154,7 +154,7 @@ def test_huge_tool_lists_are_linted_within_bounds() -> None:
     schemas = [tool(f"same_{n}", text(1)) for n in range(100)]
     schemas += [tool(f"other_{n}", text(n + 2)) for n in range(100)]
     found = [f for f in lint_tools(schemas) if f.code == "near-identical"]
-    assert sorted(f.tool for f in found) == sorted(f"same_{n}" for n in range(99))
+    assert sorted(str(f.tool) for f in found) == sorted(f"same_{n}" for n in range(99))
 
 
 def test_lint_tools_names_the_file_it_checked(tmp_path: Path) -> None:

@@ -52,7 +52,7 @@ def test_a_tui_fork_reads_new_files_from_the_recorded_root(
             ForkRequest(turn=1),
             Endpoint(base_url=server.base_url, model="scripted"),
             items.append,
-        )
+        ).result
     backend.release()
 
     assert result is not None
@@ -80,8 +80,8 @@ def _fork_at_turn_two(tmp_path: Path) -> tuple[Path, str, Outline]:
             ForkRequest(turn=2),
             Endpoint(base_url=server.base_url, model="scripted"),
             lambda item: None,
-        )
-    assert result is not None and result.status == "completed"
+        ).result
+    assert result.status == "completed"
     backend.ingest()
     outline = backend.outline(result.run_id)
     backend.release()

@@ -1,7 +1,5 @@
 """The DuckDB trace store: the only place in the project that imports DuckDB."""
 
-from traces.store.run_filter import RunQuery
-from traces.store.scan import IngestReport
 from traces.store.opening import (
     AmbiguousRunError,
     QueryError,
@@ -11,6 +9,8 @@ from traces.store.opening import (
     StoreReadOnlyError,
     UnknownRunError,
 )
+from traces.store.run_filter import RunQuery
+from traces.store.scan import IngestReport
 from traces.store.store import RunRow, TraceStore
 
 __all__ = [

@@ -287,99 +287,60 @@ def _fork_request(args: argparse.Namespace, home: Path) -> Any:
 
 def _cmd_fork(args: argparse.Namespace) -> int:
     from workbench.cli.common import STATUS_EXIT
-    from workbench.cli.driving import (
-        check_trace_whole,
-        local_toolsets,
-        mcp_config_secrets,
-        run_agent,
-    )
+    from workbench.cli.driving import check_trace_whole, run_agent
     from workbench.cli.model_flags import builtin_names, limits_from_args, model_settings
     from workbench.cli.run_printer import RunPrinter
-    from workbench.engine.recording.fork import ForkError, fork_toolset, plan_fork
-    from workbench.engine.recording.run_service import build_model, fork_setup, prepare_fork
+    from workbench.engine.recording.fork import ForkError
+    from workbench.engine.recording.fork_runner import ForkOptions, open_fork, setup_fork
 
     if args.json and not args.dry_run:
         raise CliError("--json prints the plan of --dry-run; add --dry-run")
     home = resolve_home(args)
     parent = open_run(args.run, home)  # a run of the home: read by turn, as the fork asks
+    builtins = builtin_names(args)
+    options = ForkOptions(
+        settings=model_settings(args),
+        root=args.root,
+        limits=limits_from_args(args, parent.run_start.limits),
+        builtins=None if builtins is None else tuple(builtins),
+        tools=tuple(args.tools),
+        mcp_config=args.mcp_config,
+    )
     try:
-        plan = plan_fork(parent, _fork_request(args, home))
+        setup = setup_fork(parent, _fork_request(args, home), options, home)
     except ForkError as exc:
         raise CliError(str(exc)) from None
-    setup = fork_setup(parent.run_start, model_settings(args), args.root, parent.api)
-    gone = None
-    if setup.missing_root is not None:
-        gone = (
-            f"the parent run's folder {setup.missing_root} is gone; new file-tool calls "
-            "read the current folder (pass --root to choose)"
-        )
-    live = local_toolsets(setup.root, args.tools, builtin_names(args))
     if args.dry_run:
-        return _dry_run(args, plan, live, setup, gone)
-    if gone is not None:
-        sys.stderr.write(f"note: {gone}\n")
+        plan = setup.dry_run()
+        if args.json:
+            print_json(plan.to_json())
+        else:
+            sys.stdout.write("\n".join(plan.lines()) + "\n")
+        return 0
+    for note in setup.notes:
+        sys.stderr.write(f"note: {note}\n")
     prices = load_prices(home)
-    secrets = mcp_config_secrets(args.mcp_config)
-    limits = limits_from_args(args, parent.run_start.limits)
-    if setup.offline_script is not None:
-        sys.stderr.write(
-            f"no model configured: using the run's offline model script {setup.offline_script}\n"
-        )
-    model = build_model(setup.settings, limits)
-    # Secrets never reach a trace: the API key and the MCP config's headers and env values.
-    secrets.append(setup.settings.api_key or "")
-    fork = prepare_fork(
-        plan, model, home, live_toolsets=live, secrets=secrets, limits=limits, root=setup.root
-    )
-    agent, writer = fork.agent, fork.writer
+    fork = open_fork(setup, home)
     sys.stderr.write(
-        f"fork {agent.config.run_id} of run {parent.run_id} at turn {plan.turn} "
-        f"({len(plan.edits)} edit(s)), model {model.name}\n"
+        f"fork {fork.agent.config.run_id} of run {parent.run_id} at turn {setup.plan.turn} "
+        f"({len(setup.plan.edits)} edit(s)), model {fork.model.name}\n"
     )
     printer = RunPrinter(sys.stdout)
-    result = run_agent(
-        agent,
-        None if args.quiet else printer,
-        writer,
-        mcp_config=args.mcp_config,
-        attach=lambda agent, toolsets: fork_toolset(agent).add_live(toolsets),
-    )
+    result = run_agent(fork.prepared, None if args.quiet else printer)
+    outcome = fork.outcome(result)
     totals = result.totals
-    cost = priced(prices, model.name, totals.input_tokens, totals.output_tokens)
-    printer.summary(result, str(writer.path), cost, cut=writer.failure)
-    check_trace_whole(writer)
-    toolset = fork_toolset(agent)
-    if toolset.stopped is not None:
+    cost = priced(prices, outcome.model, totals.input_tokens, totals.output_tokens)
+    printer.summary(result, str(outcome.trace), cost, cut=fork.writer.failure)
+    check_trace_whole(fork.writer)
+    if outcome.stopped is not None:
         sys.stderr.write("  --mock CALL_ID=TEXT mocks a call's result\n")
-    if toolset.refused:
-        names = sorted(set(toolset.refused))
+    if outcome.refused:
+        names = sorted(set(outcome.refused))
         sys.stderr.write(
             f"  refused by the tool policy: {', '.join(names)}; --tool-policy {names[0]}=live "
             "lets it run (--allow-side-effects: every tool)\n"
         )
     return STATUS_EXIT[result.status]
-
-
-def _dry_run(
-    args: argparse.Namespace, plan: Any, live: list[Any], setup: Any, gone: str | None
-) -> int:
-    """The fork's plan, printed; nothing is started, nothing written."""
-    from workbench.engine.recording.dry_run import dry_run
-
-    settings = setup.settings
-    model = f"script {settings.script}" if settings.script else settings.model
-    notes = [gone] if gone else []
-    if args.mcp_config is not None:
-        notes.append(
-            f"the MCP servers of {args.mcp_config} are not started in a dry run; their tools "
-            "are planned with the read-only flags the parent run recorded"
-        )
-    plan_of = dry_run(plan, live_toolsets=live, model=model or "none configured", notes=notes)
-    if args.json:
-        print_json(plan_of.to_json())
-    else:
-        sys.stdout.write("\n".join(plan_of.lines()) + "\n")
-    return 0
 
 
 # --- diff ---------------------------------------------------------------------------------

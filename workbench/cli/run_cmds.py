@@ -124,13 +124,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def cmd_run(args: argparse.Namespace) -> int:
     from agent_core.agent import Agent, AgentConfig
-    from workbench.cli.driving import (
-        check_trace_whole,
+    from workbench.cli.driving import check_trace_whole, run_agent
+    from workbench.cli.run_printer import RunPrinter
+    from workbench.engine.recording.run_service import (
+        PreparedRun,
         local_toolsets,
         mcp_config_secrets,
-        run_agent,
     )
-    from workbench.cli.run_printer import RunPrinter
 
     limits = limits_from_args(args)
     toolsets = local_toolsets(args.root, args.tools, builtin_names(args))
@@ -162,13 +162,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     writer = open_run_trace(home, config.run_id, [model_settings(args).api_key, *secrets])
     agent = Agent(model, toolsets, config, sinks=[writer])
     printer = RunPrinter(sys.stderr if args.json else sys.stdout)
-    result = run_agent(
-        agent,
-        printer,
-        writer,
-        mcp_config=args.mcp_config,
-        mcp_start_timeout_s=args.mcp_start_timeout,
+    run = PreparedRun(
+        agent, writer, mcp_config=args.mcp_config, mcp_start_timeout_s=args.mcp_start_timeout
     )
+    result = run_agent(run, printer)
     printer.summary(result, str(writer.path), _cost(prices, model.name, result), cut=writer.failure)
     if args.json:
         print_json(result_json(result, writer.path, writer.failure))
@@ -213,6 +210,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from agent_core.tools.builtin import builtin_tools
     from workbench.cli.driving import check_trace_whole, run_agent
     from workbench.cli.run_printer import RunPrinter
+    from workbench.engine.recording.run_service import PreparedRun
 
     home = writable_home(resolve_home(args))
     prices = load_prices(home)
@@ -246,7 +244,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         writer = open_run_trace(home, config.run_id)
         model = ScriptedModel(scenario.steps, name="scripted-demo")
         agent = Agent(model, [builtin_tools(project)], config, sinks=[writer])
-        result = run_agent(agent, printer, writer)
+        result = run_agent(PreparedRun(agent, writer), printer)
         printer.summary(
             result, str(writer.path), _cost(prices, model.name, result), cut=writer.failure
         )

@@ -22,20 +22,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent_core.agent import RunResult, TextDelta
+from agent_core.agent import TextDelta
 from traces.events import Event
 from traces.home import traces_dir
 from traces.origins import RUN_KINDS
 from traces.run_names import is_safe_run_id
 from traces.schema_diff import diff_tool_schemas
 from traces.store import IngestReport, RunRow, TraceStore, UnknownRunError
-from workbench.engine.recording import run_service
+from workbench.engine.recording import fork_runner, run_service
 from workbench.engine.recording.fork import ForkContext, ForkRequest, fork_context
+from workbench.engine.recording.fork_runner import CancelFork, ForkOptions, ForkOutcome
 from workbench.engine.recording.load import Recording, load_recording
 from workbench.engine.recording.parent import StoredParent
 from workbench.engine.recording.replay import NotReplayable, ReplayOutcome
 from workbench.engine.recording.replay_process import ReplayProgress, replay_in_process
-from workbench.engine.recording.run_service import CancelFork, ModelSettings
+from workbench.engine.recording.run_service import ModelSettings
 from workbench.engine.recording.window import TurnWindow
 from workbench.engine.views.outline import Outline, first_failure, run_outline
 from workbench.tui.schema_view import SchemaPair
@@ -57,6 +58,7 @@ __all__ = [
     "CancelFork",
     "Endpoint",
     "ForkContext",
+    "ForkOutcome",
     "NotAvailable",
     "Outline",
     "RunFilter",
@@ -422,15 +424,14 @@ class Backend:
 
     def fork_plan(self, run_id: str, request: ForkRequest, endpoint: Endpoint) -> DryRun:
         """The fork's plan before it runs (`fork --dry-run`): the turns served from the log
-        (of a long run, the first and last its line names), each tool's side-effect policy
-        and whether it may fire live. Writes nothing."""
+        (of a long run, the first and last its line names), each tool's side-effect policy,
+        whether it may fire live and the runner's notes. Writes nothing."""
         try:
             parent = self.fork_parent(run_id)
-            return run_service.fork_dry_run(
-                parent, request, endpoint, self.home, whole_prefix=False
-            )
+            setup = fork_runner.setup_fork(parent, request, ForkOptions(endpoint), self.home)
         except run_service.SetupError as exc:
             raise NotAvailable(str(exc)) from None
+        return setup.dry_run(whole_prefix=False)
 
     def run_fork(
         self,
@@ -439,19 +440,19 @@ class Backend:
         endpoint: Endpoint,
         on_item: Callable[[Event | TextDelta], object],
         cancel: CancelFork | None = None,
-    ) -> RunResult | None:
+    ) -> ForkOutcome:
         """Run a fork to its end in this (worker) thread, recording it in the home folder
-        (`run_service.run_fork`); every streamed item goes to `on_item` as it happens and
-        `cancel()`, from any thread, stops it. Returns the agent's `RunResult`."""
+        (`fork_runner.run_fork`); every streamed item goes to `on_item` as it happens and
+        `cancel()`, from any thread, stops it. Returns how it ended, with the runner's notes."""
         self.check_writable("run a fork")
         try:
-            result = run_service.run_fork(
-                self.fork_parent(run_id), request, endpoint, self.home, on_item, cancel
+            outcome = fork_runner.run_fork(
+                self.fork_parent(run_id), request, ForkOptions(endpoint), self.home, on_item, cancel
             )
         except run_service.SetupError as exc:
             raise NotAvailable(str(exc)) from None
         self.ingest()
-        return result
+        return outcome
 
 
 def _folders(root: Path) -> list[Path]:

@@ -58,7 +58,7 @@ def call_options(context: ForkContext) -> list[tuple[Text, str]]:
 def plan_text(plan: DryRun) -> Text:
     """The fork's plan (`fork --dry-run`) as the dialog shows it before anything runs:
     the lines of the dry run, each tool on a line of its own narrow enough for the form."""
-    head = [line.strip() for line in plan.lines()[1:] if not line.startswith("  note")]
+    head = [line.strip() for line in plan.lines()[1:]]
     text = Text()
     text.append("plan: ", style="bold")
     text.append("\n".join(head[:2]) + "\n")
@@ -70,6 +70,8 @@ def plan_text(plan: DryRun) -> Text:
         text.append(f"  {tool.why}\n", style="dim")
     live = ", ".join(plan.fires_live) or "none"
     text.append(f"tools that may fire live: {live}", style="yellow" if plan.fires_live else "")
+    for note in plan.notes:  # what the fork runner chose for the user, as every front end says
+        text.append(f"\nnote: {note}", style="yellow")
     return text
 
 

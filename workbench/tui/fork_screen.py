@@ -22,12 +22,11 @@ from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import Button, Footer, Header, Input, Label, Select, Static, TextArea
 
-from agent_core.agent import RunResult, TextDelta
+from agent_core.agent import TextDelta
 from traces.events import Event, ModelChunk, RunStart
 from workbench.engine.recording.dry_run import DryRun
 from workbench.engine.recording.fork import ForkContext, ForkRequest, RecordedCall
-from workbench.engine.recording.run_service import CancelFork
-from workbench.tui.backend import Endpoint
+from workbench.tui.backend import CancelFork, Endpoint, ForkOutcome
 from workbench.tui.fork_draft import (
     ForkDraft,
     call_options,
@@ -103,9 +102,9 @@ class ForkScreen(WorkbenchScreen):
             self.item = item
 
     class Finished(Message):
-        def __init__(self, result: RunResult | None) -> None:
+        def __init__(self, outcome: ForkOutcome) -> None:
             super().__init__()
-            self.result = result
+            self.outcome = outcome
 
     class Planned(Message):
         def __init__(self, plan: DryRun, of: tuple[ForkRequest, Endpoint]) -> None:
@@ -488,14 +487,14 @@ class ForkScreen(WorkbenchScreen):
 
     @work(thread=True, exclusive=True, group="fork", exit_on_error=False)
     def _run(self, request: ForkRequest, endpoint: Endpoint, cancel: CancelFork) -> None:
-        result = self.backend.run_fork(
+        outcome = self.backend.run_fork(
             self.run_id,
             request,
             endpoint,
             lambda item: self.post_message(self.Streamed(item)),
             cancel=cancel,
         )
-        self.post_message(self.Finished(result))
+        self.post_message(self.Finished(outcome))
 
     def on_fork_screen_streamed(self, message: Streamed) -> None:
         item, output = message.item, self.output
@@ -510,10 +509,9 @@ class ForkScreen(WorkbenchScreen):
 
     def on_fork_screen_finished(self, message: Finished) -> None:
         self._set_running(False)
-        result = message.result
-        if result is None:  # the run never started
-            self.output.write_line("the fork ended before its run started", "bold")
-            return
+        result = message.outcome.result
+        for note in message.outcome.notes:
+            self.output.write_line(f"note: {note}", "yellow")
         self.output.write_line(
             f"fork {short_id(result.run_id)} ended: {result.status} — {result.reason}", "bold"
         )

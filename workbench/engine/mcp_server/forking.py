@@ -1,7 +1,7 @@
-"""fork_run's plan and run, as `workbench fork` makes them (`recording.fork`,
-`recording.run_service`), with what a server can decide alone: the model the environment
-names (else the offline script the run names, as the demo's runs do) and, for new file-tool
-calls, the folder the parent run's tools read, if it still exists (else none run live)."""
+"""fork_run's plan and run, made by the one fork runner (`recording.fork_runner`) as
+`workbench fork` makes them with no flags: the model the server's environment names (else
+the offline script the run names, as the demo's runs do), and the folder the runner chooses
+for new file-tool calls, its notes saying why."""
 
 from __future__ import annotations
 
@@ -9,65 +9,60 @@ from pathlib import Path
 from typing import Any
 
 from workbench.engine.mcp_server.tools import ToolError
-from workbench.engine.recording.fork import ForkPlan, ForkRequest
+from workbench.engine.recording.fork import ForkError, ForkRequest
+from workbench.engine.recording.fork_runner import ForkOptions, ForkSetup, open_fork, setup_fork
 from workbench.engine.recording.load import Recording
 from workbench.engine.recording.parent import ParentRun
+from workbench.engine.recording.run_service import ModelSettings, SetupError
 
 
-def plan(parent: Recording | ParentRun, request: ForkRequest) -> ForkPlan:
-    from workbench.engine.recording.fork import ForkError, plan_fork
-
+def setup(parent: Recording | ParentRun, request: ForkRequest, home: Path) -> ForkSetup:
+    """The fork planned and its choices made; a request that does not fit is a `ToolError`."""
     try:
-        return plan_fork(parent, request)
-    except ForkError as exc:
+        return setup_fork(parent, request, ForkOptions(ModelSettings.from_env()), home)
+    except (ForkError, SetupError) as exc:
         raise ToolError(str(exc)) from None
 
 
-async def run_fork(fork_plan: ForkPlan, home: Path) -> dict[str, Any]:
-    """Run the fork to its end as a new run in `home`; its id, how it ended, what the tool
-    policy refused."""
-    from agent_core.tools.base import Toolset
-    from agent_core.tools.builtin import builtin_tools
-    from workbench.engine.recording.fork import fork_toolset, recorded_root
-    from workbench.engine.recording.run_service import (
-        ModelSettings,
-        SetupError,
-        build_model,
-        drive,
-        fork_settings,
-        prepare_fork,
-    )
+def plan_json(fork: ForkSetup, *, whole_prefix: bool = False) -> dict[str, Any]:
+    """The plan a dry run answers: the edits checked, the history rebuilt, each tool's
+    side-effect policy (the recorded read-only flags of tools no server started here) and
+    the runner's notes."""
+    plan = fork.plan
+    planned = fork.dry_run(whole_prefix=whole_prefix)
+    return {
+        "dry_run": True,
+        "parent_run_id": plan.parent.run_id,
+        "turn": plan.turn,
+        "model": planned.model,
+        "edits": [edit.model_dump(mode="json") for edit in plan.edits],
+        "messages": len(plan.messages),
+        "last_message": plan.messages[-1] if plan.messages else None,
+        "tools_offered": [spec.name for spec in plan.specs],
+        "tool_policy": planned.to_json()["tools"],
+        "notes": planned.notes,
+    }
 
-    start = fork_plan.parent.run_start
-    # The environment's model in the parent's wire format, else the run's offline script; a
-    # run from a bundle names no folder (`bundle_import.as_imported`): no file tools run live.
-    settings, _ = fork_settings(start, ModelSettings.from_env(), fork_plan.parent.api)
-    root = recorded_root(start)
-    live: list[Toolset] = [builtin_tools(root)] if root is not None else []
+
+async def run_fork(fork: ForkSetup, home: Path) -> dict[str, Any]:
+    """Run the fork to its end as a new run in `home`; its id, how it ended, what the tool
+    policy refused, and the runner's notes."""
     try:
-        model = build_model(settings, start.limits)
-        fork = prepare_fork(
-            fork_plan, model, home, live_toolsets=live, secrets=[settings.api_key], root=root
-        )
+        outcome = await open_fork(fork, home).finish()
     except SetupError as exc:
         raise ToolError(str(exc)) from None
-    try:
-        result = await drive(fork.agent)
-    finally:
-        fork.writer.close()
-    if result is None:
-        raise ToolError("the fork ended before it started")
-    toolset = fork_toolset(fork.agent)
+    result = outcome.result
     return {
         "run_id": result.run_id,
-        "parent_run_id": fork_plan.parent.run_id,
-        "fork_turn": fork_plan.turn,
-        "model": model.name,
+        "parent_run_id": fork.plan.parent.run_id,
+        "fork_turn": fork.plan.turn,
+        "model": outcome.model,
         "status": result.status,
         "reason": result.reason or None,
         "final_answer": result.final_answer,
         "totals": result.totals.model_dump(mode="json"),
-        "side_effects_refused": toolset.refused,
-        "stopped": toolset.stopped,
-        "trace_whole": fork.writer.failure is None,
+        "side_effects_refused": outcome.refused,
+        "stopped": outcome.stopped,
+        "trace_whole": outcome.trace_whole,
+        "notes": outcome.notes,
     }

@@ -313,7 +313,7 @@ class Workbench:
         allow_side_effects: bool,
         dry_run: bool,
     ) -> dict[str, Any]:
-        from workbench.engine.mcp_server.forking import plan, run_fork
+        from workbench.engine.mcp_server import forking
         from workbench.engine.recording.fork import ForkRequest
 
         if not dry_run and not self.allow_writes:
@@ -327,31 +327,13 @@ class Workbench:
             mocks=mocks or {},
             allow_side_effects=allow_side_effects,
         )
-        from workbench.engine.recording.dry_run import dry_run as plan_of
-        from workbench.engine.recording.run_service import SetupError, with_home_policy
-
-        try:
-            request = with_home_policy(request, self.home)  # <home>/tool-policy.toml
-        except SetupError as exc:
-            raise ToolError(str(exc)) from None
         parent = await asyncio.to_thread(self._stored_run, run)
-        fork_plan = await asyncio.to_thread(plan, parent, request)
+        # The tool policy of <home>/tool-policy.toml applies, as it does to `workbench fork`.
+        fork = await asyncio.to_thread(forking.setup, parent, request, self.home)
         if dry_run:
-            # Each tool's side-effect policy (the recorded read-only flags: no tool source is
-            # started for a plan), with what the turns before it did, read from the store.
-            policy = await asyncio.to_thread(lambda: plan_of(fork_plan).to_json()["tools"])
-            return {
-                "dry_run": True,
-                "parent_run_id": parent.run_id,
-                "turn": fork_plan.turn,
-                "edits": [edit.model_dump(mode="json") for edit in fork_plan.edits],
-                "messages": len(fork_plan.messages),
-                "last_message": fork_plan.messages[-1] if fork_plan.messages else None,
-                "tools_offered": [spec.name for spec in fork_plan.specs],
-                "tool_policy": policy,
-                "writes_allowed": self.allow_writes,
-            }
-        return await run_fork(fork_plan, self.home)
+            plan = await asyncio.to_thread(forking.plan_json, fork)
+            return plan | {"writes_allowed": self.allow_writes}
+        return await forking.run_fork(fork, self.home)
 
     async def run_suite(
         self,

@@ -1,6 +1,6 @@
-"""Running the agent for every front end (CLI, TUI, pytest plugin): the model from settings,
-a fork from its plan to a recorded run (its model and folder chosen one way for all), and
-driving a run to its end.
+"""Running the agent for every front end (CLI, TUI, pytest plugin, mcp-serve): the model
+from settings, the local tools a run may call, and driving a run to its end (a fork's own
+choices are `fork_runner`'s).
 
 Each front end keeps only what is its own: the CLI reads flags, prints and handles Ctrl-C;
 the TUI streams items to its widgets; the plugin reports per case. Module-level imports stay
@@ -11,25 +11,18 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 from collections.abc import Callable, Iterable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    import asyncio
-
     from agent_core.agent import Agent, RunResult, TextDelta
     from agent_core.model.base import ChatModel
     from agent_core.tools.base import Toolset
-    from traces.events import Event, Limits, RunStart
+    from traces.events import Event, Limits
     from traces.writer import JsonlWriter
-    from workbench.engine.recording.dry_run import DryRun
-    from workbench.engine.recording.fork import ForkPlan, ForkRequest
-    from workbench.engine.recording.load import Recording
-    from workbench.engine.recording.parent import ParentRun
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -242,208 +235,67 @@ async def drive(
 
 @dataclass(frozen=True)
 class PreparedRun:
-    """An agent ready to run and the writer recording its trace (close it afterwards)."""
+    """An agent ready to run, the writer recording its trace (close it afterwards), and the
+    MCP servers that join it when it starts (`drive`)."""
 
     agent: Agent
     writer: JsonlWriter
+    mcp_config: Path | None = None
+    attach: AttachTools = offer_tools
+    mcp_start_timeout_s: float = DEFAULT_MCP_START_TIMEOUT_S
 
-
-def prepare_fork(
-    plan: ForkPlan,
-    model: ChatModel,
-    home: Path,
-    *,
-    live_toolsets: list[Toolset],
-    secrets: Iterable[str | None] = (),
-    limits: Limits | None = None,
-    root: Path | None = None,
-) -> PreparedRun:
-    """The fork of `plan` as a new run recorded in `home`'s traces, `secrets` redacted.
-    New calls may run live on `live_toolsets` as the plan allows; `limits` replace the
-    parent's; `root`, the folder the fork's file tools read, is recorded in its run_start."""
-    from agent_core.agent import new_run_id
-    from traces.home import RedactionConfigError, open_run_trace
-    from workbench.engine.recording.fork import fork_agent
-
-    run_id = new_run_id()
-    try:
-        writer = open_run_trace(home, run_id, secrets)
-    except RedactionConfigError as exc:
-        raise SetupError(str(exc)) from None
-    from workbench.engine.recording.bundle_import import BUNDLED
-
-    changes: dict[str, Any] = {} if limits is None else {"limits": limits}
-    if root is not None:  # chosen here: a fork of the fork may read it, whatever the parent
-        meta = {k: v for k, v in plan.config().meta.items() if k != BUNDLED}
-        changes["meta"] = meta | {"root": str(root.resolve())}
-    agent = fork_agent(
-        plan, model, live_toolsets=live_toolsets, sinks=[writer], run_id=run_id, **changes
-    )
-    return PreparedRun(agent, writer)
-
-
-# --- forks --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ForkSetup:
-    """How a fork runs, chosen the same way by every front end: the model settings and the
-    folder its new file-tool calls read, and what was chosen for the user."""
-
-    settings: ModelSettings
-    root: Path
-    offline_script: Path | None = None  # the run's offline model, used as none was chosen
-    missing_root: str | None = None  # the parent's folder, gone: `root` is the current one
-
-
-def fork_setup(
-    start: RunStart, settings: ModelSettings, root: Path | None = None, api: str | None = None
-) -> ForkSetup:
-    """`root` when given, else the folder the parent's tools read, else the current folder;
-    `settings`, else the run's offline model script when they choose no model; the wire
-    format `settings` choose, else the parent's own (`api`), so that a fork of a captured
-    Responses or Anthropic run calls its model as the run did.
-
-    A run that came from a bundle (or descends from one) names no folder of this machine a
-    fork may read: its fork needs `root`, else `SetupError`."""
-    from workbench.engine.recording.bundle_import import BUNDLED
-    from workbench.engine.recording.fork import recorded_root
-
-    missing_root = None
-    if root is None and start.meta.get(BUNDLED):
-        raise SetupError(
-            f"run {start.run_id[:12]} came from a bundle, and its fork never reads a folder "
-            "the bundle names: pass --root DIR, the folder its file tools may read"
+    async def run(
+        self, on_item: Callable[[Event | TextDelta], object] | None = None
+    ) -> RunResult | None:
+        """`drive` this run to its end."""
+        return await drive(
+            self.agent,
+            on_item,
+            mcp_config=self.mcp_config,
+            attach=self.attach,
+            mcp_start_timeout_s=self.mcp_start_timeout_s,
         )
-    if root is None:
-        root = recorded_root(start)
-        if root is None:
-            recorded = start.meta.get("root")
-            missing_root = str(recorded) if recorded else None
-            root = Path(".")
-    chosen, script = fork_settings(start, settings, api)
-    return ForkSetup(chosen, root, script, missing_root)
 
 
-def fork_settings(
-    start: RunStart, settings: ModelSettings, api: str | None = None
-) -> tuple[ModelSettings, Path | None]:
-    """The model a fork of `start` calls (as `fork_setup` chooses it), and the run's offline
-    model script when that is what was chosen."""
-    from workbench.engine.recording.fork import offline_model
-
-    script = offline_model(settings, start)
-    if script is not None:
-        settings = replace(settings, script=script)
-    if settings.api is None and api is not None:
-        settings = settings.for_api(api)
-    return settings, script
+# --- tools --------------------------------------------------------------------------------
 
 
-class CancelFork:
-    """Stops a fork running in a worker thread, from another thread: its task is cancelled,
-    so the agent records `run_end` with status `cancelled`."""
+def local_toolsets(
+    root: Path, references: list[str] | None, builtins: list[str] | None = None
+) -> list[Toolset]:
+    """The built-in tools confined to `root` (only `builtins` when given, none when it is
+    empty), plus every toolset `package.module:attribute` of `references`."""
+    import sys
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._target: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = None
-        self.requested = False
+    from agent_core.tools.builtin import builtin_tools, chosen_builtins
+    from agent_core.tools.loader import ToolLoadError, load_toolset
 
-    def bind(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any] | None) -> None:
-        with self._lock:
-            if task is None:
-                return
-            self._target = (loop, task)
-            if self.requested:
-                loop.call_soon_threadsafe(task.cancel)
-
-    def __call__(self) -> None:
-        with self._lock:
-            self.requested = True
-            if self._target is not None:
-                loop, task = self._target
-                loop.call_soon_threadsafe(task.cancel)
-
-
-def with_home_policy(request: ForkRequest, home: Path) -> ForkRequest:
-    """The request with the tool policy of `<home>/tool-policy.toml` (and its
-    `allow_side_effects`), unless it brings a policy of its own."""
-    from dataclasses import replace as replaced
-
-    from workbench.engine.recording.tool_policy import PolicyError, ToolPolicy, load_home_rules
-
-    if request.policy is not None:
-        return request
+    if not root.is_dir():
+        raise SetupError(f"--root {root}: not a folder; pass the folder the tools may read")
     try:
-        rules = load_home_rules(home)
-    except PolicyError as exc:
-        raise SetupError(str(exc)) from None
-    policy = ToolPolicy.layered(allow_side_effects=request.allow_side_effects, home=rules)
-    return replaced(request, policy=policy)
+        chosen = builtin_tools(root) if builtins is None else chosen_builtins(root, builtins)
+    except ValueError as exc:
+        raise SetupError(f"--builtin-tools: {exc}") from None
+    toolsets: list[Toolset] = [chosen] if chosen.tools else []
+    if references and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as `python -m` would: modules next to the user
+    for reference in references or ():
+        try:
+            toolsets.append(load_toolset(reference))
+        except ToolLoadError as exc:
+            raise SetupError(str(exc)) from None
+    return toolsets
 
 
-def fork_dry_run(
-    parent: Recording | ParentRun,
-    request: ForkRequest,
-    settings: ModelSettings,
-    home: Path,
-    *,
-    whole_prefix: bool = True,
-) -> DryRun:
-    """What `run_fork` would do with the same arguments, run nothing and write nothing
-    (`dry_run.dry_run`; not `whole_prefix`: only the turns its lines name are read)."""
-    from agent_core.tools.builtin import builtin_tools
-    from workbench.engine.recording.dry_run import dry_run
-    from workbench.engine.recording.fork import plan_fork
-
-    plan = plan_fork(parent, with_home_policy(request, home))
-    setup = fork_setup(parent.run_start, settings, api=parent.api)
-    chosen = setup.settings
-    model = f"script {chosen.script}" if chosen.script else chosen.model or "none configured"
-    live: list[Toolset] = [builtin_tools(setup.root)]
-    return dry_run(plan, live_toolsets=live, model=model, whole_prefix=whole_prefix)
-
-
-def run_fork(
-    parent: Recording | ParentRun,
-    request: ForkRequest,
-    settings: ModelSettings,
-    home: Path,
-    on_item: Callable[[Event | TextDelta], object],
-    cancel: CancelFork | None = None,
-) -> RunResult | None:
-    """Run a fork of `parent` to its end in this thread (on an event loop of its own),
-    recorded in `home`'s traces, with the built-in tools on the folder `fork_setup` picks.
-
-    Every streamed item goes to `on_item` as it happens; `cancel()`, from any thread, ends
-    the run `cancelled`. A request that does not fit is a `ForkError`, a model that cannot be
-    built a `SetupError`."""
-    import asyncio
-
-    from agent_core.tools.builtin import builtin_tools
-    from workbench.engine.recording.fork import plan_fork
-
-    plan = plan_fork(parent, with_home_policy(request, home))
-    setup = fork_setup(parent.run_start, settings, api=parent.api)
-    model = build_model(setup.settings, parent.run_start.limits)
-    fork = prepare_fork(
-        plan,
-        model,
-        home,
-        live_toolsets=[builtin_tools(setup.root)],
-        secrets=[setup.settings.api_key],
-    )
-
-    async def run() -> RunResult | None:
-        if cancel is not None:
-            cancel.bind(asyncio.get_running_loop(), asyncio.current_task())
-        return await drive(fork.agent, on_item)
+def mcp_config_secrets(config_path: Path | None) -> list[str]:
+    """Header and secret-looking env values of an MCP config, kept out of the trace."""
+    if config_path is None:
+        return []
+    if not config_path.is_file():
+        raise SetupError(f"--mcp-config {config_path}: no such file")
+    from agent_core.mcp_tools import load_mcp_config, mcp_secrets  # the mcp SDK is slow to load
 
     try:
-        return asyncio.run(run())
-    except asyncio.CancelledError:
-        if fork.agent.result is None:
-            raise
-        return fork.agent.result  # cancelled: the run ended and its trace says so
-    finally:
-        fork.writer.close()
+        return mcp_secrets(load_mcp_config(config_path))
+    except Exception as exc:  # McpConfigError: a bad file, said in one line
+        raise SetupError(f"--mcp-config {config_path}: {exc}") from None
