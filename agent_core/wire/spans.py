@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agent_core.messages import same_meaning
+from agent_core.messages import calls_without_text
 
 
 @dataclass(frozen=True)
@@ -69,5 +69,10 @@ def placed(
 def _key(message: dict[str, Any]) -> str:
     """What a message says, for finding its span: its reasoning is the span's to carry
     (the agent keeps none of it), and a tool-call-only text is one whether null or ""."""
-    said = {k: v for k, v in same_meaning(message).items() if k != "reasoning_content"}
+    without_text = calls_without_text(message)
+    said = {
+        k: v
+        for k, v in message.items()
+        if k != "reasoning_content" and not (k == "content" and without_text)
+    }
     return json.dumps(said, sort_keys=True, ensure_ascii=False)
