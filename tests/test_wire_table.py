@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from agent_core.wire.answer import WireAnswer
 from agent_core.wire.codecs import API_PATHS, CODECS, codec_for
 from traces.events import MODEL_APIS, ModelApi
 
@@ -61,8 +60,9 @@ ANSWER = {
 def test_each_codec_reads_back_what_it_writes(api: ModelApi) -> None:
     codec = codec_for(api)
     usage = {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
-    written = WireAnswer(ANSWER, "tool_calls", usage, {})
-    body = codec.whole_body(written, model="m", answer_id=f"{codec.answer_id_prefix}_1")
+    body = codec.whole_body(
+        ANSWER, "tool_calls", usage, model="m", response_id=f"{codec.answer_id_prefix}_1"
+    )
     whole = codec.answer_from_body(body)
     assembler = codec.assembler()
     text = "".join(assembler.add(event) for event in codec.stream_events(body))

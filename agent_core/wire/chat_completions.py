@@ -21,15 +21,18 @@ generated id is listed in `AssembledResponse.extra["generated_ids"]`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from agent_core.wire.answer import (
     AssembledResponse,
     EmptyAnswer,
+    ProviderCall,
     ToolCallPart,
     WireAnswer,
     WireError,
 )
+from agent_core.wire.spans import WireSpan
 
 # Keys of a tool-call delta entry that the assembler interprets itself; anything else the
 # provider put on the entry (e.g. Gemini's `extra_content`) is kept and echoed back.
@@ -301,9 +304,16 @@ def request_parts(body: dict[str, Any]) -> tuple[list[Any], list[Any], dict[str,
 
 
 def request_body(
-    model: str, messages: list[Any], tools: list[Any], params: dict[str, Any], *, stream: bool
+    model: str,
+    messages: list[Any],
+    tools: list[Any],
+    params: dict[str, Any],
+    *,
+    stream: bool,
+    known: Sequence[WireSpan] = (),
 ) -> dict[str, Any]:
-    """The chat-completion request: the messages are the body; a stream asks for its usage."""
+    """The chat-completion request: the messages are the body (so no other form of them is
+    `known`); a stream asks for its usage."""
     body: dict[str, Any] = {"model": model, "messages": messages}
     if tools:
         body["tools"] = tools
@@ -335,8 +345,21 @@ def whole_body(
     return body
 
 
+def spans(body: dict[str, Any]) -> list[WireSpan]:
+    """None: a chat request's messages are its body."""
+    return []
+
+
+def provider_calls(body: dict[str, Any]) -> list[ProviderCall]:
+    """None: chat completions run no tool of the provider's."""
+    return []
+
+
 def stream_events(body: dict[str, Any]) -> list[dict[str, Any]]:
     """The stream of a whole completion: one chunk with all of it."""
-    chunk = chunk_from_completion(body)
+    try:
+        chunk = chunk_from_completion(body)
+    except MalformedChunk as exc:
+        raise WireError(str(exc)) from None
     chunk["object"] = "chat.completion.chunk"
     return [chunk]

@@ -18,10 +18,9 @@ from agent_core.wire.answer import (
     ProviderCall,
     WireAnswer,
     WireAssembler,
-    WireError,
     loop_response,
 )
-from agent_core.wire.chat_completions import MalformedChunk, whole_assembler
+from agent_core.wire.chat_completions import whole_assembler
 from agent_core.wire.spans import WireSpan
 from traces.events import ModelApi
 
@@ -95,8 +94,16 @@ class WireCodec(Protocol):
     def is_whole(self, data: dict[str, Any]) -> bool:
         """Whether a recorded chunk is a whole answer, not one of a stream's events."""
 
-    def whole_body(self, answer: WireAnswer, *, model: str, answer_id: str) -> dict[str, Any]:
-        """`answer` written whole in this format."""
+    def whole_body(
+        self,
+        message: dict[str, Any],
+        finish_reason: str | None,
+        counts: dict[str, Any] | None,
+        *,
+        model: str,
+        response_id: str,
+    ) -> dict[str, Any]:
+        """A whole answer in this format with a chat-shape assistant message."""
 
     def stream_events(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         """The stream of a whole answer of this format."""
@@ -129,64 +136,33 @@ class ChatCodec:
     chains_answers = False
     text_tool_clients = True
 
+    request_body = staticmethod(chat_completions.request_body)
+    request_parts = staticmethod(chat_completions.request_parts)
+    spans = staticmethod(chat_completions.spans)
+    assembler = chat_completions.ChatAssembler
+    answer_from_body = staticmethod(chat_completions.answer_from_body)
+    is_whole = staticmethod(chat_completions.is_completion)
+    whole_body = staticmethod(chat_completions.whole_body)
+    stream_events = staticmethod(chat_completions.stream_events)
+    provider_calls = staticmethod(chat_completions.provider_calls)
+
     def path(self, base_url: str) -> str:
         return "/chat/completions"
 
     def headers(self, api_key: str) -> dict[str, str]:
         return {}
 
-    def request_body(
-        self,
-        model: str,
-        messages: list[Any],
-        tools: list[Any],
-        params: dict[str, Any],
-        *,
-        stream: bool,
-        known: Sequence[WireSpan] = (),
-    ) -> dict[str, Any]:
-        return chat_completions.request_body(model, messages, tools, params, stream=stream)
-
-    def request_parts(self, body: dict[str, Any]) -> Parts:
-        return chat_completions.request_parts(body)
-
-    def spans(self, body: dict[str, Any]) -> list[WireSpan]:
-        return []
-
     def previous_answer_id(self, body: dict[str, Any]) -> str | None:
         return None
 
-    def assembler(self) -> WireAssembler:
-        return chat_completions.ChatAssembler()
-
     def whole_response(self, body: dict[str, Any]) -> AssembledResponse:
         return whole_assembler(body).response()
-
-    def answer_from_body(self, body: dict[str, Any]) -> WireAnswer:
-        return chat_completions.answer_from_body(body)
-
-    def is_whole(self, data: dict[str, Any]) -> bool:
-        return chat_completions.is_completion(data)
-
-    def whole_body(self, answer: WireAnswer, *, model: str, answer_id: str) -> dict[str, Any]:
-        return chat_completions.whole_body(
-            answer.message, answer.finish_reason, answer.usage, model=model, response_id=answer_id
-        )
-
-    def stream_events(self, body: dict[str, Any]) -> list[dict[str, Any]]:
-        try:
-            return chat_completions.stream_events(body)
-        except MalformedChunk as exc:
-            raise WireError(str(exc)) from None
 
     def error_body(self, status: int, message: str, kind: str, **extra: Any) -> dict[str, Any]:
         return responses.error_body(message, kind, **extra)
 
     def error_reply(self, status: int, body: Any) -> Any:
         return body
-
-    def provider_calls(self, body: dict[str, Any]) -> list[ProviderCall]:
-        return []
 
 
 class ResponsesCodec:
@@ -205,62 +181,36 @@ class ResponsesCodec:
     chains_answers = True
     text_tool_clients = False
 
+    request_body = staticmethod(responses.request_body)
+    request_parts = staticmethod(responses.request_parts)
+    spans = staticmethod(responses.spans)
+    assembler = responses.ResponsesAssembler
+    answer_from_body = staticmethod(responses.answer_from_body)
+    whole_body = staticmethod(responses.whole_body)
+    stream_events = staticmethod(responses.stream_events)
+    provider_calls = staticmethod(responses.provider_calls)
+
     def path(self, base_url: str) -> str:
         return "/responses"
 
     def headers(self, api_key: str) -> dict[str, str]:
         return {}
 
-    def request_body(
-        self,
-        model: str,
-        messages: list[Any],
-        tools: list[Any],
-        params: dict[str, Any],
-        *,
-        stream: bool,
-        known: Sequence[WireSpan] = (),
-    ) -> dict[str, Any]:
-        return responses.request_body(model, messages, tools, params, stream=stream, known=known)
-
-    def request_parts(self, body: dict[str, Any]) -> Parts:
-        return responses.request_parts(body)
-
-    def spans(self, body: dict[str, Any]) -> list[WireSpan]:
-        return responses.spans(body)
-
     def previous_answer_id(self, body: dict[str, Any]) -> str | None:
         named = body.get("previous_response_id")
         return named if isinstance(named, str) and named else None
 
-    def assembler(self) -> WireAssembler:
-        return responses.ResponsesAssembler()
-
     def whole_response(self, body: dict[str, Any]) -> AssembledResponse:
         return loop_response(responses.answer_from_body(body), responses.answer_span)
 
-    def answer_from_body(self, body: dict[str, Any]) -> WireAnswer:
-        return responses.answer_from_body(body)
-
     def is_whole(self, data: dict[str, Any]) -> bool:
         return "type" not in data  # every event of a stream names its type
-
-    def whole_body(self, answer: WireAnswer, *, model: str, answer_id: str) -> dict[str, Any]:
-        return responses.whole_body(
-            answer.message, answer.finish_reason, answer.usage, model=model, response_id=answer_id
-        )
-
-    def stream_events(self, body: dict[str, Any]) -> list[dict[str, Any]]:
-        return responses.stream_events(body)
 
     def error_body(self, status: int, message: str, kind: str, **extra: Any) -> dict[str, Any]:
         return responses.error_body(message, kind, **extra)
 
     def error_reply(self, status: int, body: Any) -> Any:
         return body
-
-    def provider_calls(self, body: dict[str, Any]) -> list[ProviderCall]:
-        return responses.provider_calls(body)
 
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -282,6 +232,14 @@ class AnthropicCodec:
     chains_answers = False
     text_tool_clients = False
 
+    request_body = staticmethod(anthropic.request_body)
+    request_parts = staticmethod(anthropic.request_parts)
+    spans = staticmethod(anthropic.spans)
+    assembler = anthropic.AnthropicAssembler
+    whole_body = staticmethod(anthropic.whole_body)
+    stream_events = staticmethod(anthropic.stream_events)
+    provider_calls = staticmethod(anthropic.provider_calls)
+
     def path(self, base_url: str) -> str:
         # Anthropic's base URL has no `/v1`; a client given one that has it is served too.
         return "/messages" if base_url.rstrip("/").endswith("/v1") else "/v1/messages"
@@ -289,29 +247,8 @@ class AnthropicCodec:
     def headers(self, api_key: str) -> dict[str, str]:
         return {"x-api-key": api_key, "anthropic-version": ANTHROPIC_VERSION}
 
-    def request_body(
-        self,
-        model: str,
-        messages: list[Any],
-        tools: list[Any],
-        params: dict[str, Any],
-        *,
-        stream: bool,
-        known: Sequence[WireSpan] = (),
-    ) -> dict[str, Any]:
-        return anthropic.request_body(model, messages, tools, params, stream=stream, known=known)
-
-    def request_parts(self, body: dict[str, Any]) -> Parts:
-        return anthropic.request_parts(body)
-
-    def spans(self, body: dict[str, Any]) -> list[WireSpan]:
-        return anthropic.spans(body)
-
     def previous_answer_id(self, body: dict[str, Any]) -> str | None:
         return None
-
-    def assembler(self) -> WireAssembler:
-        return anthropic.AnthropicAssembler()
 
     def whole_response(self, body: dict[str, Any]) -> AssembledResponse:
         return loop_response(anthropic.answer_from_body(body), anthropic.answer_span)
@@ -321,14 +258,6 @@ class AnthropicCodec:
 
     def is_whole(self, data: dict[str, Any]) -> bool:
         return data.get("type") == "message"
-
-    def whole_body(self, answer: WireAnswer, *, model: str, answer_id: str) -> dict[str, Any]:
-        return anthropic.whole_body(
-            answer.message, answer.finish_reason, answer.usage, model=model, response_id=answer_id
-        )
-
-    def stream_events(self, body: dict[str, Any]) -> list[dict[str, Any]]:
-        return anthropic.stream_events(body)
 
     def error_body(self, status: int, message: str, kind: str, **extra: Any) -> dict[str, Any]:
         return anthropic.error_body(status, message, **extra)
@@ -341,9 +270,6 @@ class AnthropicCodec:
         message = str(error.pop("message", ""))
         error.pop("type", None)  # Anthropic's type comes from the status
         return anthropic.error_body(status, message, **error)
-
-    def provider_calls(self, body: dict[str, Any]) -> list[ProviderCall]:
-        return anthropic.provider_calls(body)
 
 
 CODECS: dict[ModelApi, WireCodec] = {

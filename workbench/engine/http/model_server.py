@@ -280,7 +280,13 @@ def fit_reply(reply: Reply, api: ModelApi, request: dict[str, Any], *, stream: b
         body = answer.body  # the answer's own body, ids and all
     else:
         model = str(request.get("model") or "model")
-        body = codec.whole_body(answer, model=model, answer_id=_answer_id(api))
+        body = codec.whole_body(
+            answer.message,
+            answer.finish_reason,
+            answer.usage,
+            model=model,
+            response_id=_answer_id(api),
+        )
     fitted = Reply(headers=reply.headers, api=api, delay_s=reply.delay_s)
     if not stream:
         fitted.body = body
