@@ -42,7 +42,6 @@ from agent_core.messages import (
 )
 from agent_core.model.base import (
     ERROR_TEXT_CHARS,
-    AssembledResponse,
     ChatModel,
     Completed,
     ModelCall,
@@ -67,6 +66,7 @@ from agent_core.tools.runner import (
     record_end,
     record_start,
 )
+from agent_core.wire.answer import AssembledResponse
 from agent_core.wire.urls import public_base_url
 from traces.events import (
     Error,

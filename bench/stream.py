@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from openai.lib.streaming.chat import ChatCompletionStreamState  # noqa: E402
 from openai.types.chat import ChatCompletionChunk  # noqa: E402
 
-from agent_core.model.assembler import StreamAssembler  # noqa: E402
+from agent_core.wire.chat_completions import StreamAssembler  # noqa: E402
 
 TARGET_RATIO = 1.0
 WORDS = ["the", "quick", "brown", "fox", "reads", "a", "file", "and", "reports", "what", "it"]

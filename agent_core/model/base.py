@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
+from agent_core.wire.answer import AssembledResponse
 from agent_core.wire.spans import WireSpan
 
 # How much of a server's error text is kept, in the trace and on screen: enough for a
@@ -29,51 +30,6 @@ class ModelCall:
     # The history's own wire form where it is known (`agent_core.wire.spans`): a client of
     # that format sends those spans as they were in place of the messages they read as.
     wire: tuple[WireSpan, ...] = ()
-
-
-@dataclass(frozen=True)
-class ToolCallPart:
-    id: str
-    name: str
-    arguments: str  # raw argument string as the model sent it ("" when none)
-    # Provider fields on the call that must be echoed back verbatim on the next request
-    # (e.g. Gemini's `extra_content.google.thought_signature`).
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class AssembledResponse:
-    content: str | None
-    tool_calls: list[ToolCallPart]
-    finish_reason: str | None
-    usage: dict[str, Any] | None
-    reasoning: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    # The answer in its own wire format, read as `to_message()` (thinking blocks and
-    # reasoning items included), when the client spoke one that is not chat.
-    wire: WireSpan | None = None
-
-    def to_message(self) -> dict[str, Any]:
-        """The assistant message as it is kept in history and sent back to the model.
-
-        A message that only carries tool calls gets `"content": ""`, not null: OpenAI,
-        vLLM, Ollama and LM Studio accept both, but llama-cpp-python's server rejects a
-        null (its request model wants a string) and its chat templates fail on a missing
-        key, while every one of them accepts the empty string.
-        """
-        text = "" if self.content is None and self.tool_calls else self.content
-        message: dict[str, Any] = {"role": "assistant", "content": text}
-        if self.tool_calls:
-            message["tool_calls"] = [
-                {
-                    **call.extra,
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": call.arguments},
-                }
-                for call in self.tool_calls
-            ]
-        return message
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,13 @@
 """The real model client: any OpenAI-compatible endpoint through the official SDK, in
-chat completions (the default), the Responses API or Anthropic Messages (`api`; the request
-and answer of those two are read and written by `agent_core.model.wire_calls`).
+chat completions (the default), the Responses API or Anthropic Messages (`api`; each
+format's request and answer are written and read by its codec, `agent_core.wire.codecs`).
 
 This is the only module that imports `openai`. Every attempt is ours and visible: the SDK's
 own retries are off, and each try yields `AttemptStarted`, its raw chunks, and either
 `Completed` or `AttemptFailed`. Chunks are taken as the JSON dicts the server sent (the SDK
 decodes the SSE stream, we ask it not to build models), so non-standard fields such as
-`x_groq` or `reasoning` survive into the trace. Streaming and non-streaming answers both go
-through the shared assembler.
+`x_groq` or `reasoning` survive into the trace. Every format, streamed or whole, goes
+through one attempt loop and its codec's assembler.
 
 Timeouts: `timeout_s` bounds connecting and any silence between bytes (a stalled stream);
 `retry.deadline_s` bounds the whole call, waits between attempts included.
@@ -32,7 +32,6 @@ from urllib.parse import urlsplit
 
 import openai
 
-from agent_core.model.assembler import MalformedChunk, StreamAssembler, chunk_from_completion
 from agent_core.model.base import (
     ERROR_TEXT_CHARS,
     AttemptFailed,
@@ -50,8 +49,8 @@ from agent_core.model.retry import (
     retriable_status,
     status_decision,
 )
-from agent_core.model.wire_calls import WireDecoder, wire_body, wire_headers, wire_path
-from agent_core.wire.answer import WireError
+from agent_core.wire.answer import EmptyAnswer, WireError
+from agent_core.wire.codecs import codec_for
 from agent_core.wire.urls import public_url
 from traces.events import ModelApi
 
@@ -100,6 +99,7 @@ class OpenAIChatModel:
         api: ModelApi = "chat",
     ) -> None:
         self.api = api  # the wire format of every call
+        self.codec = codec_for(api)
         self.name = model
         self.model = model
         self.base_url: str | None = public_url(base_url)
@@ -130,24 +130,14 @@ class OpenAIChatModel:
             await self._client.close()
             self._client = None
 
-    def wire_body(self, call: ModelCall) -> dict[str, Any] | None:
-        """The request body a call goes as, when the wire format is not chat (the trace
-        keeps it beside the messages); None for chat, whose messages are the body."""
-        if self.api == "chat":
-            return None
+    def wire_body(self, call: ModelCall) -> dict[str, Any]:
+        """The request body a call goes as (a trace keeps it beside the messages)."""
         return self._body(call, call.stream and self.stream_enabled)
 
     def _body(self, call: ModelCall, stream: bool) -> dict[str, Any]:
-        if self.api != "chat":
-            return wire_body(self.api, self.model, call, stream=stream)
-        body: dict[str, Any] = {"model": self.model, "messages": call.messages}
-        if call.tools:
-            body["tools"] = call.tools
-        body.update(call.params)
-        body["stream"] = stream
-        if stream and "stream_options" not in body:
-            body["stream_options"] = {"include_usage": True}
-        return body
+        return self.codec.request_body(
+            self.model, call.messages, call.tools, call.params, stream=stream, known=call.wire
+        )
 
     async def stream(self, call: ModelCall) -> AsyncIterator[StreamItem]:
         policy = self.retry
@@ -180,9 +170,7 @@ class OpenAIChatModel:
                     message = f"model call exceeded its {policy.deadline_s:g} s deadline"
                     yield AttemptFailed(attempt, "timeout", message, retriable=False)
                     raise ModelTimeout(message) from None
-            except (
-                openai.APIError, json.JSONDecodeError, MalformedChunk, WireError, _EmptyResponse,
-            ) as exc:  # fmt: skip
+            except (openai.APIError, json.JSONDecodeError, WireError, _EmptyResponse) as exc:
                 failure = self._classify(exc)
             wait_s = policy.backoff_s(attempt, failure.retry_after_s)
             decision = _decision(failure, attempt, wait_s, loop.time() + wait_s, deadline, policy)
@@ -206,45 +194,46 @@ class OpenAIChatModel:
     async def _attempt(
         self, body: dict[str, Any], streaming: bool, attempt: int, deadline: float
     ) -> AsyncGenerator[StreamItem, None]:
-        if self.api != "chat":
-            async with aclosing(self._wire_attempt(body, streaming, attempt, deadline)) as items:
-                async for item in items:
-                    yield item
-            return
+        """One attempt, in any wire format: sent where the format's codec says, with its
+        headers, and its answer read by the codec's assembler."""
+        codec = self.codec
         client = self._sdk()
-        options: Any = {"security": {"bearer_auth": True}}
+        headers: dict[str, Any] = dict(codec.headers(self._api_key))
+        if not codec.bearer_auth:
+            headers["Authorization"] = openai.Omit()
+        options: Any = {"security": {"bearer_auth": True}, "headers": headers}
+        path = codec.path(self._base_url)
         sent = time.monotonic()
-        assembler = StreamAssembler()
-        ttft_ms: float | None = None
         if not streaming:
             async with asyncio.timeout_at(deadline):
-                data = await client.post(
-                    "/chat/completions", body=body, cast_to=object, options=options
-                )
-            if not isinstance(data, dict) or "choices" not in data:
-                raise _EmptyResponse(f"response is not a chat completion: {str(data)[:200]}")
+                data = await client.post(path, body=body, cast_to=object, options=options)
+            if not isinstance(data, dict):
+                raise _EmptyResponse(f"the answer is not a JSON object: {str(data)[:200]}")
             elapsed_ms = (time.monotonic() - sent) * 1000.0
-            text = assembler.add(chunk_from_completion(data))
-            yield RawChunk(attempt, 0, elapsed_ms, data, text)
-            yield Completed(attempt, assembler.result(), elapsed_ms, elapsed_ms, 1)
+            response = codec.whole_response(data)
+            yield RawChunk(attempt, 0, elapsed_ms, data, response.content or "")
+            yield Completed(attempt, response, elapsed_ms, elapsed_ms, 1)
             return
         async with asyncio.timeout_at(deadline):
             sdk_stream = await client.post(
-                "/chat/completions",
+                path,
                 body=body,
                 cast_to=object,
                 options=options,
                 stream=True,
                 stream_cls=openai.AsyncStream[object],
             )
+        assembler = codec.assembler()
+        ttft_ms: float | None = None
+        index = 0
         try:
-            chunks = sdk_stream.__aiter__()
-            index = 0
-            while True:
+            events = sdk_stream.__aiter__()
+            # A chat stream ends with the SDK's `[DONE]`; the others at their last event.
+            while not assembler.done:
                 # The deadline covers only our awaits, never the consumer's time at `yield`.
                 async with asyncio.timeout_at(deadline):
                     try:
-                        data = await chunks.__anext__()
+                        data = await events.__anext__()
                     except StopAsyncIteration:
                         break
                 elapsed_ms = (time.monotonic() - sent) * 1000.0
@@ -259,67 +248,8 @@ class OpenAIChatModel:
             await sdk_stream.close()
         if index == 0:
             raise _EmptyResponse("the stream ended without a single chunk")
-        if not assembler.saw_choice:
-            raise _EmptyResponse("no chunk of the stream carried a choice: not a chat completion")
         latency_ms = (time.monotonic() - sent) * 1000.0
-        yield Completed(attempt, assembler.result(), ttft_ms, latency_ms, index)
-
-    async def _wire_attempt(
-        self, body: dict[str, Any], streaming: bool, attempt: int, deadline: float
-    ) -> AsyncGenerator[StreamItem, None]:
-        """One attempt in the Responses or Anthropic format: as `_attempt`, read by the
-        format's codec."""
-        client = self._sdk()
-        headers: dict[str, Any] = dict(wire_headers(self.api, self._api_key))
-        if self.api == "anthropic":  # its key goes as `x-api-key`, never as a bearer token
-            headers["Authorization"] = openai.Omit()
-        options: Any = {"security": {"bearer_auth": True}, "headers": headers}
-        path = wire_path(self.api, self._base_url)
-        sent = time.monotonic()
-        decoder = WireDecoder(self.api)
-        if not streaming:
-            async with asyncio.timeout_at(deadline):
-                data = await client.post(path, body=body, cast_to=object, options=options)
-            if not isinstance(data, dict):
-                raise _EmptyResponse(f"the answer is not a JSON object: {str(data)[:200]}")
-            elapsed_ms = (time.monotonic() - sent) * 1000.0
-            response = decoder.whole(data)
-            yield RawChunk(attempt, 0, elapsed_ms, data, response.content or "")
-            yield Completed(attempt, response, elapsed_ms, elapsed_ms, 1)
-            return
-        async with asyncio.timeout_at(deadline):
-            sdk_stream = await client.post(
-                path,
-                body=body,
-                cast_to=object,
-                options=options,
-                stream=True,
-                stream_cls=openai.AsyncStream[object],
-            )
-        ttft_ms: float | None = None
-        index = 0
-        try:
-            events = sdk_stream.__aiter__()
-            while not decoder.assembler.done:
-                async with asyncio.timeout_at(deadline):
-                    try:
-                        data = await events.__anext__()
-                    except StopAsyncIteration:
-                        break
-                elapsed_ms = (time.monotonic() - sent) * 1000.0
-                if not isinstance(data, dict):
-                    continue
-                text = decoder.add(data)
-                if ttft_ms is None and decoder.assembler.saw_output:
-                    ttft_ms = elapsed_ms
-                yield RawChunk(attempt, index, elapsed_ms, data, text)
-                index += 1
-        finally:
-            await sdk_stream.close()
-        if index == 0:
-            raise _EmptyResponse("the stream ended without a single event")
-        latency_ms = (time.monotonic() - sent) * 1000.0
-        yield Completed(attempt, decoder.result(), ttft_ms, latency_ms, index)
+        yield Completed(attempt, assembler.response(), ttft_ms, latency_ms, index)
 
     def _classify(self, exc: Exception) -> _Failure:
         if isinstance(exc, openai.APIStatusError):
@@ -354,8 +284,10 @@ class OpenAIChatModel:
             return _Failure("stream_error", message, retriable, event_status)
         if isinstance(exc, json.JSONDecodeError):
             return _Failure("bad_response", f"a chunk is not valid JSON: {exc.msg}", False)
-        if isinstance(exc, (MalformedChunk, WireError)):
-            return _Failure("bad_response", self._scrub(str(exc)), False)
+        if isinstance(exc, WireError):
+            # An answer with nothing in it is worth another try; a malformed one is not.
+            retriable = isinstance(exc, EmptyAnswer)
+            return _Failure("bad_response", self._scrub(str(exc)), retriable)
         return _Failure("bad_response", self._scrub(str(exc)), True)
 
     def _scrub(self, text: str) -> str:

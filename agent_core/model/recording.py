@@ -29,7 +29,8 @@ from agent_core.model.base import (
     StreamItem,
     TextDelta,
 )
-from traces.events import Error, ModelChunk, ModelRequest, ModelResponse
+from agent_core.wire.codecs import codec_for
+from traces.events import Error, ModelApi, ModelChunk, ModelRequest, ModelResponse
 from traces.recorder import Recorder
 
 # The loop built these messages itself and checked them before the call, so the request
@@ -62,14 +63,15 @@ class RecordingModel:
                 if item.text_delta:
                     recorder.push(TextDelta(recorder.turn or 0, item.text_delta))
             elif isinstance(item, AttemptStarted):
-                # A client of another wire format than chat says so, and what it sends.
-                api = getattr(self.inner, "api", "chat")
+                # A client of another wire format than chat says so, and what it sends
+                # (unless its messages are the body).
+                api: ModelApi = getattr(self.inner, "api", "chat")
                 wire_body = getattr(self.inner, "wire_body", None)
                 recorder.emit(
                     _trusted_request,
                     attempt=item.attempt,
                     api=api,
-                    body=wire_body(call) if api != "chat" and wire_body else None,
+                    body=wire_body(call) if wire_body and codec_for(api).keeps_body else None,
                     messages=list(call.messages),
                     tools=list(call.tools),
                     params=dict(call.params),

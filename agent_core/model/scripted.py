@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
-from agent_core.model.assembler import StreamAssembler, chunk_from_completion
 from agent_core.model.base import (
     AttemptFailed,
     AttemptStarted,
@@ -36,6 +35,7 @@ from agent_core.model.script import (
     step_completion,
     used_call_ids,
 )
+from agent_core.wire.chat_completions import StreamAssembler, chunk_from_completion
 
 StepLike: TypeAlias = ScriptStep | dict[str, Any]
 StepFunction: TypeAlias = Callable[[ModelCall], StepLike | Awaitable[StepLike]]

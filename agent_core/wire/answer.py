@@ -2,19 +2,34 @@
 chat-completions shape every reader of a trace knows) beside the answer in its own format.
 
 A codec's stream assembler is fed each decoded event in arrival order (`add`), says when
-the format's own last event has come (`done`) and gives the `WireAnswer` (`result`), or
-raises `WireError` when the events are not an answer.
+the format's own last event has come (`done`) and gives the `WireAnswer` (`result`) or the
+agent loop's `AssembledResponse` (`response`), or raises `WireError` when the events are not
+an answer.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
+
+from agent_core.wire.chat import tool_calls
+from agent_core.wire.spans import WireSpan
 
 
 class WireError(ValueError):
-    """Events or a body that are not an answer in the format; one line saying why."""
+    """Events or a body that are not an answer in the format; one line saying why, and
+    what kind of failure a trace calls it (`stream_error`: the stream's own error event)."""
+
+    def __init__(self, message: str, kind: str = "bad_response") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class EmptyAnswer(WireError):
+    """An answer that holds nothing of one (no choice in a chat completion): a server's
+    glitch, worth another try, unlike an answer that is malformed."""
 
 
 @dataclass(frozen=True)
@@ -30,6 +45,51 @@ class WireAnswer:
         return text if isinstance(text, str) and text else None
 
 
+@dataclass(frozen=True)
+class ToolCallPart:
+    id: str
+    name: str
+    arguments: str  # raw argument string as the model sent it ("" when none)
+    # Provider fields on the call that must be echoed back verbatim on the next request
+    # (e.g. Gemini's `extra_content.google.thought_signature`).
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AssembledResponse:
+    content: str | None
+    tool_calls: list[ToolCallPart]
+    finish_reason: str | None
+    usage: dict[str, Any] | None
+    reasoning: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    # The answer in its own wire format, read as `to_message()` (thinking blocks and
+    # reasoning items included), when the client spoke one that is not chat.
+    wire: WireSpan | None = None
+
+    def to_message(self) -> dict[str, Any]:
+        """The assistant message as it is kept in history and sent back to the model.
+
+        A message that only carries tool calls gets `"content": ""`, not null: OpenAI,
+        vLLM, Ollama and LM Studio accept both, but llama-cpp-python's server rejects a
+        null (its request model wants a string) and its chat templates fail on a missing
+        key, while every one of them accepts the empty string.
+        """
+        text = "" if self.content is None and self.tool_calls else self.content
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {
+                    **call.extra,
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments},
+                }
+                for call in self.tool_calls
+            ]
+        return message
+
+
 class WireAssembler(Protocol):
     @property
     def saw_output(self) -> bool:
@@ -40,12 +100,43 @@ class WireAssembler(Protocol):
         """The format's last event came (or an error ended the answer)."""
 
     @property
+    def answered(self) -> bool:
+        """The answer is whole, though the stream may not have said it is over (a chat
+        chunk with a finish reason, before the usage and `[DONE]`)."""
+
+    @property
     def error(self) -> str | None:
         """What an error event said, when the stream carried one."""
 
-    def add(self, event: dict[str, Any]) -> None: ...
+    def add(self, event: dict[str, Any]) -> str:
+        """Feed one event; returns the visible text it added."""
 
-    def result(self) -> WireAnswer: ...
+    def result(self) -> WireAnswer:
+        """The answer in chat shape beside its own body; raises `WireError`."""
+
+    def response(self) -> AssembledResponse:
+        """The answer as the agent loop takes it, with its wire form for the next turn."""
+
+
+def loop_response(
+    answer: WireAnswer, span: Callable[[dict[str, Any], dict[str, Any]], WireSpan]
+) -> AssembledResponse:
+    """An answer of a format that is not chat as the loop takes it (read as every reader of
+    chat messages reads them: a freeform call's input as its arguments text), with the answer
+    as it came (`span` of the message and the body), sent back so on the next turn."""
+    message = answer.message
+    calls = [
+        ToolCallPart(call.id, call.name, call.arguments_raw, {}) for call in tool_calls(message)
+    ]
+    reasoning = message.get("reasoning_content")
+    response = AssembledResponse(
+        content=answer.content,
+        tool_calls=calls,
+        finish_reason=answer.finish_reason,
+        usage=answer.usage,
+        reasoning=reasoning if isinstance(reasoning, str) else None,
+    )
+    return replace(response, wire=span(response.to_message(), answer.body))
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent_core.wire.answer import (
+    AssembledResponse,
     ProviderCall,
     WireAnswer,
     WireError,
@@ -29,6 +30,7 @@ from agent_core.wire.answer import (
     assistant_message,
     chat_tool,
     function_call,
+    loop_response,
     result_text,
     text_of,
     usage,
@@ -226,9 +228,14 @@ class AnthropicAssembler:
         self._blocks: dict[int, dict[str, Any]] = {}
         self._json: dict[int, list[str]] = {}  # input_json_delta fragments by block index
 
-    def add(self, event: dict[str, Any]) -> None:
+    @property
+    def answered(self) -> bool:
+        return self.done
+
+    def add(self, event: dict[str, Any]) -> str:
         kind = event.get("type")
         index = event.get("index")
+        delta = event.get("delta")
         if kind == "message_start" and isinstance(event.get("message"), dict):
             if self._message is None:  # a second start (a relay's glitch) changes nothing
                 self._message = dict(event["message"])
@@ -236,11 +243,12 @@ class AnthropicAssembler:
             block = event.get("content_block")
             self._blocks[index] = dict(block) if isinstance(block, dict) else {}
         elif kind == "content_block_delta" and isinstance(index, int):
-            self._delta(self._blocks.setdefault(index, {}), index, event.get("delta") or {})
+            self._delta(self._blocks.setdefault(index, {}), index, delta or {})
+            if isinstance(delta, dict) and delta.get("type") == "text_delta":
+                return str(delta.get("text") or "")
         elif kind == "message_delta":
             message = self._message if self._message is not None else {}
             self._message = message
-            delta = event.get("delta")
             if isinstance(delta, dict):
                 message.update(
                     {k: v for k, v in delta.items() if k in ("stop_reason", "stop_sequence")}
@@ -253,6 +261,7 @@ class AnthropicAssembler:
             error = _object(event.get("error")) or event
             self.error = str(error.get("message") or error.get("type") or "error event")
             self.done = True
+        return ""
 
     def _delta(self, block: dict[str, Any], index: int, delta: dict[str, Any]) -> None:
         kind = delta.get("type")
@@ -272,9 +281,12 @@ class AnthropicAssembler:
         elif kind == "citations_delta" and isinstance(delta.get("citation"), dict):
             block["citations"] = [*(block.get("citations") or []), delta["citation"]]
 
+    def response(self) -> AssembledResponse:
+        return loop_response(self.result(), answer_span)
+
     def result(self) -> WireAnswer:
         if self.error is not None:
-            raise WireError(self.error)
+            raise WireError(self.error, "stream_error")
         if self._message is None:
             raise WireError("no event of the stream started a message")
         if not self.done:

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent_core.wire.answer import (
+    AssembledResponse,
     ProviderCall,
     WireAnswer,
     WireError,
@@ -27,6 +28,7 @@ from agent_core.wire.answer import (
     chat_tool,
     custom_call,
     function_call,
+    loop_response,
     result_text,
     text_of,
     usage,
@@ -233,10 +235,14 @@ class ResponsesAssembler:
         self._items: dict[int, dict[str, Any]] = {}
         self._final = False
 
-    def add(self, event: dict[str, Any]) -> None:
+    @property
+    def answered(self) -> bool:
+        return self.done
+
+    def add(self, event: dict[str, Any]) -> str:
         kind = event.get("type")
         if not isinstance(kind, str):
-            return  # not an event of this API (a provider's extra payload)
+            return ""  # not an event of this API (a provider's extra payload)
         response = event.get("response")
         if isinstance(response, dict):
             self._response = response
@@ -258,10 +264,14 @@ class ResponsesAssembler:
             if kind == "response.failed":
                 failure = _object(_object(response).get("error"))
                 self.error = self.error or str(failure.get("message") or "the response failed")
+        return str(event.get("delta") or "") if kind == "response.output_text.delta" else ""
+
+    def response(self) -> AssembledResponse:
+        return loop_response(self.result(), answer_span)
 
     def result(self) -> WireAnswer:
         if self.error is not None:
-            raise WireError(self.error)
+            raise WireError(self.error, "stream_error")
         if self._response is None:
             raise WireError("no event of the stream carried a response")
         body = dict(self._response)

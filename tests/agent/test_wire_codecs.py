@@ -115,7 +115,7 @@ def test_a_request_reads_into_chat_messages_and_back() -> None:
 
 
 def test_a_freeform_call_reads_and_writes_as_a_custom_call() -> None:
-    from agent_core.model.wire_calls import WireDecoder
+    from agent_core.wire.codecs import codec_for
 
     patch = "*** Begin Patch\n*** End Patch\n"
     item = {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_p", "name": "apply_patch",
@@ -123,7 +123,9 @@ def test_a_freeform_call_reads_and_writes_as_a_custom_call() -> None:
     answer = responses.answer_from_body({"object": "response", "output": [item]})
     call = {"id": "call_p", "type": "custom", "custom": {"name": "apply_patch", "input": patch}}
     assert answer.message["tool_calls"] == [call] and answer.finish_reason == "tool_calls"
-    [part] = WireDecoder("responses").whole({"object": "response", "output": [item]}).tool_calls
+    [part] = (
+        codec_for("responses").whole_response({"object": "response", "output": [item]}).tool_calls
+    )
     assert (part.id, part.name, part.arguments) == ("call_p", "apply_patch", patch)
     # Sent back in the Responses format: the call as its own item, its result as the
     # freeform tool's output item; and read again, the same messages.

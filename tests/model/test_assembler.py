@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_core.model.assembler import assemble, chunk_from_completion
+from agent_core.wire.chat_completions import assemble, chunk_from_completion
 
 
 def chunk(

@@ -41,6 +41,7 @@ from agent_core.model.retry import retriable_status
 from agent_core.tokens import estimate_message, estimate_prompt, usage_counts
 from agent_core.wire.answer import WireAnswer, WireError
 from agent_core.wire.chat import content_text, task_text
+from agent_core.wire.codecs import codec_for
 from agent_core.wire.urls import public_url
 from traces.events import (
     Error,
@@ -57,7 +58,7 @@ from traces.events import (
 from traces.home import open_run_trace, traces_dir
 from traces.recorder import Recorder
 from traces.redact import Redactor, credentials, url_credentials
-from workbench.engine.http import observed, text_protocol, wire_formats
+from workbench.engine.http import observed, text_protocol
 from workbench.engine.http.responses_memory import ResponsesMemory, continued
 from workbench.engine.recording.same_request import joined_digest, message_digest
 
@@ -110,10 +111,11 @@ class Exchange:
         self.book = book
         self.run = run
         self.api = api  # the wire format, which reads the answer
+        self.codec = codec_for(api)
         self.messages = messages  # the request's whole conversation, in chat shape
         self.sent = sent  # `time.monotonic()` when the request went upstream
         self.estimated = estimated  # our estimate of the request's prompt tokens
-        self.assembler = wire_formats.assembler(api)
+        self.assembler = self.codec.assembler()
         self.whole: WireAnswer | None = None  # a non-streamed answer, read
         self.ttft_ms: float | None = None
         self.chunks = 0
@@ -149,10 +151,11 @@ class Exchange:
         with self.book.guard(self):
             try:
                 data = json.loads(body)
-                self.whole = wire_formats.answer_from_body(self.api, data)
+                if not isinstance(data, dict):
+                    raise WireError("the answer is not a JSON object")
+                self.whole = self.codec.answer_from_body(data)
             except (ValueError, WireError) as exc:
-                what = {"chat": "a chat completion", "responses": "a response"}
-                why = f"the answer is not {what.get(self.api, 'a message')}: {exc}"
+                why = f"the answer is not {self.codec.answer_noun}: {exc}"
                 self.failed(200, why, arrived, "bad_response")
                 return
             elapsed_ms = (arrived - self.sent) * 1000.0
@@ -173,8 +176,7 @@ class Exchange:
     def saw_finish(self) -> bool:
         """Whether a chunk carried a finish reason (chat) or the format's last event came:
         the answer is whole, even if the stream never says `[DONE]`."""
-        chat = self.assembler
-        return chat.done or (isinstance(chat, wire_formats.ChatAssembler) and chat.saw_finish)
+        return self.assembler.answered
 
     def finish(self, ended: float) -> None:
         """The answer arrived whole (at `ended`): record it, and end the run when it calls
@@ -183,8 +185,7 @@ class Exchange:
             try:
                 response = self.whole or self.assembler.result()
             except WireError as exc:
-                kind = "stream_error" if self.assembler.error and self.api != "chat" else None
-                self.failed(200, str(exc), ended, kind or "bad_response")
+                self.failed(200, str(exc), ended, exc.kind)
                 return
             run, message = self.run, response.message
             ended = self.last_arrival or ended
@@ -213,7 +214,7 @@ class Exchange:
             run.answered_at = ended
             run.pending_calls = list(message.get("tool_calls") or [])
             answer_id = response.body.get("id")
-            if self.api == "responses" and isinstance(answer_id, str):
+            if self.codec.chains_answers and isinstance(answer_id, str):
                 items = response.body.get("output")
                 self.book.responses.remember(
                     answer_id,
@@ -222,7 +223,7 @@ class Exchange:
                     items if isinstance(items, list) else [],
                 )
             at = self.book.utc(ended)
-            provider = wire_formats.provider_calls(self.api, response.body)
+            provider = self.codec.provider_calls(response.body)
             if provider:
                 failed = observed.record_provider_calls(run.recorder, run.turn, at, provider)
                 run.add("tool_calls", len(provider))
@@ -289,9 +290,12 @@ class CaptureBook:
         )
         self.folder = traces_dir(home)
         self.upstream = upstream
-        self.upstream_public = public_url(upstream)  # what a trace may say
-        # Anthropic Messages go to their own upstream when there is one.
-        self.anthropic_public = public_url(anthropic_upstream or upstream)
+        # What a trace may say of each vendor's upstream: Anthropic Messages go to their own
+        # when there is one.
+        self.publics = {
+            "openai": public_url(upstream),
+            "anthropic": public_url(anthropic_upstream or upstream),
+        }
         self.upstream_secrets = [
             *url_credentials(upstream),
             *url_credentials(anthropic_upstream or ""),
@@ -335,19 +339,20 @@ class CaptureBook:
             # Every credential the client sent (API key headers of any provider, key query
             # parameters) is a secret of its run: an upstream may echo it.
             secrets = [*credentials(headers, query), *self.upstream_secrets]
-            read = self.responses.resolved(body) if api == "responses" else body
-            messages, tools, params = wire_formats.request_parts(api, read)
+            codec = codec_for(api)
+            read = self.responses.resolved(body) if codec.chains_answers else body
+            messages, tools, params = codec.request_parts(read)
             if not all(isinstance(item, dict) for item in [*messages, *tools]):
                 # Checked before any run is started for it; the upstream will say why.
                 raise ValueError("its messages or tools are not all JSON objects")
             # Tool calls and results a client spells as text (smolagents) read as such; the
             # trace then keeps the body as it was sent beside them.
-            spelled = text_protocol.tool_messages(messages) if api == "chat" else None
+            spelled = text_protocol.tool_messages(messages) if codec.text_tool_clients else None
             messages = spelled if spelled is not None else messages
             fresh = messages  # what the request sends itself
             # A Responses request may send only what is new, after the answer it names.
-            named = self.responses.answer(params.get("previous_response_id"))
-            if api == "responses" and named is not None:
+            named = self.responses.answer(codec.previous_answer_id(read))
+            if named is not None:
                 messages = continued(named.messages, messages)
             estimated = estimate_prompt(messages, tools)
             meaning = [message_digest(m) for m in messages]
@@ -387,7 +392,7 @@ class CaptureBook:
                 stream=bool(body.get("stream")),
                 estimated_tokens=estimated,
                 api=api,
-                body=None if api == "chat" and spelled is None else body,
+                body=body if codec.keeps_body or spelled is not None else None,
             )
             self.runs.move_to_end(run.run_id)
             return Exchange(self, run, sent, estimated, api, messages)
@@ -456,7 +461,7 @@ class CaptureBook:
     ) -> CapturedRun:
         """A new run for a request of `messages` (its whole conversation, in chat shape),
         following up `parent` when that is a completed run it continues."""
-        _, tools, params = wire_formats.request_parts(api, body)
+        _, tools, params = codec_for(api).request_parts(body)
         new = messages[len(parent.conversation) :] if parent else messages
         run_id = new_run_id()
         # The client's keys are secrets from the first line on (run_start holds the task).
@@ -483,7 +488,7 @@ class CaptureBook:
             task=task_text(new) or task_text(messages) or "",
             system_prompt=_first_text(messages, "system") or _first_text(messages, "developer"),
             model=str(body.get("model") or "unknown"),
-            base_url=self.anthropic_public if api == "anthropic" else self.upstream_public,
+            base_url=self.publics[codec_for(api).vendor],
             params=params,
             tools=tools,
             tool_sources={tool: observed.CLIENT_SOURCE for tool in tool_names},

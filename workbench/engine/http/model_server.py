@@ -6,7 +6,7 @@ request gets back is decided by a responder, `responder(body) -> Reply`: chunks 
 (dicts, or raw SSE lines written verbatim so captured streams replay byte-faithfully), a
 JSON body, an error status with headers, a stall, or a connection that drops mid-stream. The
 responder reads chat: a request of another format reaches it as the chat request that says
-the same (`wire_formats.chat_body`), and its reply, whatever format it is in (`Reply.api`),
+the same (`wire.codecs.chat_request`), and its reply, whatever format it is in (`Reply.api`),
 goes back in the request's own format, streamed or whole as asked, errors in the shape the
 client reads. `wire_responders` answer a format's raw requests in that format instead (a
 test upstream replaying recorded events). With `keep_requests` (the default, for tests)
@@ -43,9 +43,9 @@ from agent_core.model.script import (
     step_completion,
     used_call_ids,
 )
-from agent_core.wire.answer import WireError
+from agent_core.wire.answer import WireAnswer, WireError
+from agent_core.wire.codecs import API_PATHS, chat_request, codec_for
 from traces.events import ModelApi
-from workbench.engine.http import wire_formats
 from workbench.engine.http.server import (
     DEFAULT_MAX_REQUEST_BYTES,
     DEFAULT_READ_TIMEOUT_S,
@@ -54,9 +54,7 @@ from workbench.engine.http.server import (
     RequestProblem,
     read_json_object,
 )
-from workbench.engine.http.wire_formats import API_PATHS
 
-CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 MODELS_PATHS = ("/v1/models", "/models")
 
 
@@ -103,7 +101,7 @@ def _sse_bytes(chunk: dict[str, Any] | str, data_prefix: str, api: ModelApi = "c
         # also ends its event.
         return (chunk + ("\n\n" if chunk.startswith("data") else "\n")).encode()
     data = f"{data_prefix}{json.dumps(chunk, ensure_ascii=False)}\n\n"
-    if api != "chat" and isinstance(chunk.get("type"), str):
+    if codec_for(api).named_events and isinstance(chunk.get("type"), str):
         # Named as the API names them: Anthropic's SDK reads an event by its name.
         return f"event: {chunk['type']}\n{data}".encode()
     return data.encode()
@@ -162,10 +160,7 @@ class ModelServer(HttpService):
         return web.json_response({"object": "list", "data": data})
 
     async def _other(self, request: web.Request) -> web.StreamResponse:
-        anthropic = (
-            request.path.startswith("/v1/messages") or "anthropic-version" in request.headers
-        )
-        api = API_PATHS.get(request.path, "anthropic" if anthropic else "chat")
+        api = API_PATHS.get(request.path) or _error_shape(request)
         if request.method != "POST" or request.path not in API_PATHS:
             return _error(api, 404, f"no route {request.method} {request.path}", "not_found")
         try:
@@ -180,7 +175,7 @@ class ModelServer(HttpService):
             if api in self.wire_responders:
                 reply = self.wire_responders[api](body)
             else:
-                reply = self.responder(wire_formats.chat_body(api, body))
+                reply = self.responder(chat_request(api, body))
                 reply = fit_reply(reply, api, body, stream=bool(body.get("stream")))
         except RecursionError:
             return _error(
@@ -245,7 +240,16 @@ class ModelServer(HttpService):
 
 
 def _error(api: ModelApi, status: int, message: str, kind: str) -> web.Response:
-    return web.json_response(wire_formats.error_body(api, status, message, kind), status=status)
+    body = codec_for(api).error_body(status, message, kind)
+    return web.json_response(body, status=status)
+
+
+def _error_shape(request: web.Request) -> ModelApi:
+    """The format an error for a path no format takes is written in: Anthropic's for a
+    path or a header of its own, else chat completions'."""
+    anthropic = codec_for("anthropic")
+    spoken = request.path.startswith(anthropic.paths) or "anthropic-version" in request.headers
+    return anthropic.api if spoken else "chat"
 
 
 def fit_reply(reply: Reply, api: ModelApi, request: dict[str, Any], *, stream: bool) -> Reply:
@@ -254,44 +258,56 @@ def fit_reply(reply: Reply, api: ModelApi, request: dict[str, Any], *, stream: b
     the shape `api`'s clients read; a stall or a drop is the same in every format."""
     if reply.stall_after is not None or reply.drop_after is not None:
         return reply
+    codec = codec_for(api)
     if reply.chunks is None and reply.status >= 400:
-        if api == "anthropic" and isinstance(reply.body, dict) and "type" not in reply.body:
-            error = reply.body.get("error")
-            error = dict(error) if isinstance(error, dict) else {"message": str(reply.body)}
-            message, kind = str(error.pop("message", "")), str(error.pop("type", "api_error"))
-            body = wire_formats.error_body(api, reply.status, message, kind, **error)
-            return Reply(status=reply.status, headers=reply.headers, body=body, api=api)
-        return reply
+        body = codec.error_reply(reply.status, reply.body)
+        if body is reply.body:
+            return reply
+        return Reply(status=reply.status, headers=reply.headers, body=body, api=api)
     if reply.api == api and (reply.chunks is not None) == stream:
         return reply
     try:
         if reply.chunks is not None:
             events = [chunk for chunk in reply.chunks if isinstance(chunk, dict)]
-            answer = wire_formats.answer_from_events(reply.api, events)
+            answer = _answer_from_events(reply.api, events)
+        elif isinstance(reply.body, dict):
+            answer = codec_for(reply.api).answer_from_body(reply.body)
         else:
-            answer = wire_formats.answer_from_body(reply.api, reply.body)
+            return reply  # not an answer: sent as it is
     except WireError:
         return reply  # not an answer (a stream that says it failed): sent as it is
     if reply.api == api and answer.body:
         body = answer.body  # the answer's own body, ids and all
     else:
         model = str(request.get("model") or "model")
-        body = wire_formats.whole_body(api, answer, model=model, answer_id=_answer_id(api))
+        body = codec.whole_body(
+            answer.message,
+            answer.finish_reason,
+            answer.usage,
+            model=model,
+            response_id=_answer_id(api),
+        )
     fitted = Reply(headers=reply.headers, api=api, delay_s=reply.delay_s)
     if not stream:
         fitted.body = body
         return fitted
-    fitted.chunks = list(wire_formats.stream_events(api, body))
-    fitted.done, fitted.chunk_delay_s = api == "chat", reply.chunk_delay_s
+    fitted.chunks = list(codec.stream_events(body))
+    fitted.done, fitted.chunk_delay_s = codec.done_line, reply.chunk_delay_s
     return fitted
+
+
+def _answer_from_events(api: ModelApi, events: list[dict[str, Any]]) -> WireAnswer:
+    assembling = codec_for(api).assembler()
+    for event in events:
+        assembling.add(event)
+    return assembling.result()
 
 
 _answer_numbers = itertools.count(1)
 
 
 def _answer_id(api: ModelApi) -> str:
-    prefix = {"chat": "chatcmpl", "responses": "resp", "anthropic": "msg"}[api]
-    return f"{prefix}_workbench_{next(_answer_numbers)}"
+    return f"{codec_for(api).answer_id_prefix}_workbench_{next(_answer_numbers)}"
 
 
 class ScriptResponder:

@@ -33,6 +33,7 @@ from urllib.parse import unquote
 import aiohttp
 from aiohttp import web
 
+from agent_core.wire.codecs import API_PATHS
 from traces.events import ModelApi
 from workbench.engine.http.capture import RUN_HEADER
 from workbench.engine.http.channel import Cut, RecordingChannel
@@ -46,9 +47,7 @@ from workbench.engine.http.server import (
     parse_json_object,
     read_body,
 )
-from workbench.engine.http.wire_formats import API_PATHS
 
-CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 # Paths of Anthropic's API, which go to the Anthropic upstream when there is one.
 _ANTHROPIC_PATHS = re.compile(r"^(/v1)?/messages(/|$)")
 # Headers that belong to one connection, not to the request or answer being relayed; the

@@ -24,7 +24,6 @@ import heapq
 import json
 import os
 import pickle
-import re
 import sys
 from collections import deque
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from agent_core.wire.codecs import codec_for
 from traces.events import ModelApi
 from workbench.engine.http.channel import FRAME, MAX_UNRECORDED_BYTES, Cut
 from workbench.engine.serving import run_loop
@@ -336,29 +336,14 @@ class _Seen:
     ending: int = 0  # its number among those whose answer got over for their client
 
 
-# `data: [DONE]` (also `data:[DONE]`) on a line of its own.
-_DONE_LINE = re.compile(rb"(?:^|[\r\n])data: ?\[DONE\]")
-# The last event of a stream of the other formats, by the name its payload (and `event:`
-# line) carries.
-_LAST_EVENTS: dict[ModelApi, re.Pattern[bytes]] = {
-    "responses": re.compile(rb'response\.(?:completed|incomplete|failed)\b|"type": ?"error"'),
-    "anthropic": re.compile(rb'\bmessage_stop\b|"type": ?"error"'),
-}
-
-
 def _watch_for_done(seen: _Seen, tail: bytes, piece: bytes) -> bytes:
     """Mark the answer over when `piece` brings the stream's last event — `data: [DONE]`,
     or the format's last event — (which may start in the piece before it, whose end is
     `tail`); returns the new tail."""
     if not seen.answered:
         joined = tail + piece[:32]
-        last = _LAST_EVENTS.get(seen.api)
-        if last is not None:
-            seen.answered = bool(last.search(piece) or last.search(joined))
-        elif (b"[DONE]" in piece and _DONE_LINE.search(piece)) or (
-            b"[DONE]" in joined and _DONE_LINE.search(joined)
-        ):
-            seen.answered = True
+        last = codec_for(seen.api).last_event  # `data: [DONE]`, or the format's last event
+        seen.answered = bool(last.search(piece) or last.search(joined))
     return (tail + piece[-32:])[-32:]
 
 

@@ -21,19 +21,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent_core.model.assembler import chunk_from_completion
 from agent_core.model.script import ScriptError
+from agent_core.wire import chat_completions
+from agent_core.wire.codecs import codec_for
 from traces.events import ModelRequest
 from traces.tree import TurnNode
-from workbench.engine.http import wire_formats
 from workbench.engine.http.model_server import ModelServer, Reply, Responder, ScriptResponder
 from workbench.engine.http.server import DEFAULT_MAX_REQUEST_BYTES, DEFAULT_READ_TIMEOUT_S
 from workbench.engine.recording.field_diff import FieldDiff, diff_values
 from workbench.engine.recording.load import Recording
-from workbench.engine.recording.replay_model import is_completion
 from workbench.engine.recording.same_request import (
     MatchMode,
-    body_parts,
     request_view,
     view_key,
 )
@@ -80,7 +78,7 @@ class ReplayResponder:
         self._next = [0] * len(self.recordings)  # per run: the position it expects next
 
     def __call__(self, body: dict[str, Any]) -> Reply:
-        got = request_view(self.mode, *body_parts(body))
+        got = request_view(self.mode, *chat_completions.request_parts(body))
         matches = self._by_request.get(view_key(got), [])
         if not matches:
             return self._mismatch(got)
@@ -88,7 +86,7 @@ class ReplayResponder:
         turn = min(matches, key=lambda t: (self._next[t.run] != t.position, t.served, t.run))
         turn.served += 1
         self._next[turn.run] = turn.position + 1
-        return self._answer(turn, stream=bool(body.get("stream")))
+        return self._answer(turn)
 
     def _mismatch(self, got: Any) -> Reply:
         closest: _Turn | None = None
@@ -119,7 +117,7 @@ class ReplayResponder:
         # The OpenAI SDK retries 409 unless told not to; a mismatch will not go away.
         return Reply(status=409, body=body, headers={"x-should-retry": "false"})
 
-    def _answer(self, turn: _Turn, *, stream: bool) -> Reply:
+    def _answer(self, turn: _Turn) -> Reply:
         record = turn.record
         response = record.response
         if response is None:
@@ -132,20 +130,11 @@ class ReplayResponder:
             )
         recorded = [chunk.data for chunk in record.chunks.get(response.attempt, [])]
         api = record.request.api if record.request is not None else "chat"
-        if api != "chat":
-            # As it was answered: the recorded events, or the one body of a whole answer.
-            if record.request is not None and not record.request.stream and len(recorded) == 1:
-                return Reply(body=recorded[0], api=api)
-            return Reply(chunks=list(recorded), api=api)
-        completion = len(recorded) == 1 and is_completion(recorded[0])
-        if stream:
-            chunks: list[dict[str, Any] | str] = [
-                _as_stream_chunk(data) if is_completion(data) else data for data in recorded
-            ]
-            return Reply(chunks=chunks, done=True)
-        if completion:
-            return Reply(body=recorded[0])
-        return Reply(body=_completion(turn.recording, record))
+        # As it was answered: the recorded events, or the one body of a whole answer; the
+        # server fits it to what the request asks (`model_server.fit_reply`).
+        if len(recorded) == 1 and codec_for(api).is_whole(recorded[0]):
+            return Reply(body=recorded[0], api=api)
+        return Reply(chunks=list(recorded), api=api, done=codec_for(api).done_line)
 
 
 def recorded_parts(request: ModelRequest) -> tuple[list[Any], list[Any], dict[str, Any]]:
@@ -153,36 +142,8 @@ def recorded_parts(request: ModelRequest) -> tuple[list[Any], list[Any], dict[st
     read: from its wire body when the trace keeps one (what the client sent, read by the
     same codec), else as the trace has them (chat completions)."""
     if request.body is not None:
-        return wire_formats.request_parts(request.api, request.body)
+        return codec_for(request.api).request_parts(request.body)
     return request.messages, request.tools, request.params
-
-
-def _completion(recording: Recording, record: TurnNode) -> dict[str, Any]:
-    response = record.response
-    assert response is not None
-    first = record.chunks.get(response.attempt, [None])[0]
-    body: dict[str, Any] = {
-        "id": first.data.get("id", "chatcmpl-replay") if first else "chatcmpl-replay",
-        "object": "chat.completion",
-        "created": first.data.get("created", 0) if first else 0,
-        "model": recording.run_start.model,
-        "choices": [
-            {
-                "index": 0,
-                "message": response.message,
-                "finish_reason": response.finish_reason,
-            }
-        ],
-    }
-    if response.usage is not None:
-        body["usage"] = response.usage
-    return body
-
-
-def _as_stream_chunk(completion: dict[str, Any]) -> dict[str, Any]:
-    chunk = chunk_from_completion(completion)
-    chunk["object"] = "chat.completion.chunk"
-    return chunk
 
 
 def responder_for(

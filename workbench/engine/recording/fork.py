@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 from agent_core.agent import Agent, AgentConfig, Hooks
 from agent_core.model.base import ChatModel, ModelCall, ModelCallStopped, StreamItem
-from agent_core.model.wire_calls import wire_spans
 from agent_core.tools.base import CallKey, ToolResult, Toolset, ToolSpec, call_key
 from agent_core.wire.answer import function_call
 from agent_core.wire.chat import FINAL_ANSWER_TOOLS, final_answer
+from agent_core.wire.codecs import codec_for
 from traces.events import Edit, ModelApi, RunStart
 from traces.writer import Sink
 from workbench.engine.recording.load import Recording, config_from_run_start
@@ -96,7 +96,7 @@ class ForkPlan:
             "initial_messages": [dict(m) for m in self.messages],
             # What the client sent at the fork turn goes again as it sent it; only messages
             # an edit changed are written anew.
-            "initial_wire": wire_spans(sent.api, sent.body) if sent is not None else [],
+            "initial_wire": codec_for(sent.api).spans(sent.body) if sent and sent.body else [],
             "start_turn": self.turn,
             "parent_run_id": self.parent.run_id,
             "fork_turn": self.turn,

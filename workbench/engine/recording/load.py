@@ -16,6 +16,7 @@ from typing import Any
 
 from agent_core.agent import AgentConfig
 from agent_core.wire import responses
+from agent_core.wire.codecs import codec_for
 from traces.events import (
     Event,
     ModelApi,
@@ -115,9 +116,10 @@ def sent_history(
     while True:
         messages = [dict(message) for message in sent.messages]
         body = sent.body
-        if sent.api != "responses" or not body or not body.get("previous_response_id"):
+        codec = codec_for(sent.api)
+        if not body or codec.previous_answer_id(body) is None:
             break
-        if messages != responses.request_parts(body)[0]:
+        if messages != codec.request_parts(body)[0]:
             break  # recorded whole
         earlier = bisect_left(model_turns, turn)
         answered = answer(model_turns[earlier - 1]) if earlier else None

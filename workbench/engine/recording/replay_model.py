@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent_core.model.assembler import StreamAssembler, chunk_from_completion
 from agent_core.model.base import (
     AttemptFailed,
     AttemptStarted,
@@ -25,8 +24,8 @@ from agent_core.model.base import (
     RawChunk,
     StreamItem,
 )
-from agent_core.model.wire_calls import WireDecoder
 from agent_core.tools.base import CallKey, ToolResult, ToolSpec, call_key
+from agent_core.wire.codecs import codec_for
 from traces.events import ModelRequest, ToolEnd, ToolsChanged
 from traces.recorder import Recorder
 from traces.tree import TurnNode
@@ -95,23 +94,21 @@ class ReplayModel:
                     f"turn {record.turn}: the request differs from the recording at "
                     f"{diffs[0].path}",
                 )
-            assembler = StreamAssembler()
-            wire = WireDecoder(request.api) if request.api != "chat" else None
+            codec = codec_for(request.api)
+            assembler = codec.assembler()
             whole = None
             for chunk in record.chunks.get(attempt, []):
-                if wire is None:
-                    text = assembler.add(as_chunk(chunk.data))
-                elif _is_whole(request.api, chunk.data):
-                    whole = wire.whole(chunk.data)
+                if codec.is_whole(chunk.data):
+                    whole = codec.whole_response(chunk.data)
                     text = whole.content or ""
                 else:
-                    text = wire.add(chunk.data)
+                    text = assembler.add(chunk.data)
                 yield RawChunk(attempt, chunk.index, chunk.elapsed_ms, chunk.data, text)
             response = record.response
             if response is not None and response.attempt == attempt:
                 yield Completed(
                     attempt,
-                    whole or (wire.result() if wire is not None else assembler.result()),
+                    whole or assembler.response(),
                     response.ttft_ms,
                     response.latency_ms,
                     response.chunks,
@@ -139,27 +136,9 @@ class ReplayModel:
                 raise ModelError(error.kind, error.message, status_code=error.status_code)
 
 
-def _is_whole(api: str, data: dict[str, Any]) -> bool:
-    """Whether a recorded chunk of a Responses or Anthropic call is a whole answer (a call
-    that did not stream), not one of its stream's events."""
-    return data.get("type") == "message" if api == "anthropic" else "type" not in data
-
-
 def _loop_timeout(record: TurnNode) -> bool:
     """The loop (not the client) gave up on the model: its error carries no attempt."""
     return any(e.kind == "timeout" and e.attempt is None for e in record.model_errors)
-
-
-def is_completion(data: dict[str, Any]) -> bool:
-    """A non-streamed answer is recorded as the one completion body it was."""
-    choices = data.get("choices")
-    return isinstance(choices, list) and any(
-        isinstance(c, dict) and "message" in c for c in choices
-    )
-
-
-def as_chunk(data: dict[str, Any]) -> dict[str, Any]:
-    return chunk_from_completion(data) if is_completion(data) else data
 
 
 def _attempt_numbers(record: TurnNode) -> list[int]:

@@ -24,8 +24,6 @@ if TYPE_CHECKING:
     from traces.events import Event, Limits
     from traces.writer import JsonlWriter
 
-OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
-ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
 # The wire formats the agent's model client speaks (`run --api`); traces.events.ModelApi.
 MODEL_APIS = ("chat", "responses", "anthropic")
 NO_MODEL_HINT = (
@@ -69,8 +67,10 @@ class ModelSettings:
     ) -> ModelSettings:
         """The values given, else OPENAI_BASE_URL, WORKBENCH_MODEL and OPENAI_API_KEY (for
         Anthropic Messages, ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY first)."""
+        from agent_core.wire.codecs import api_named, codec_for
+
         env = os.environ.get
-        prefixes = ("ANTHROPIC", "OPENAI") if api == "anthropic" else ("OPENAI",)
+        prefixes = codec_for(api_named(api)).env_prefixes
         given = {"base_url": base_url, "model": model, "api_key": api_key}
         names = {
             "base_url": [f"{prefix}_BASE_URL" for prefix in prefixes],
@@ -137,14 +137,10 @@ def build_model(settings: ModelSettings, limits: Limits | None = None) -> ChatMo
         )
     from agent_core.model.openai_client import OpenAIChatModel
     from agent_core.model.retry import RetryPolicy
-    from traces.events import ModelApi
+    from agent_core.wire.codecs import api_named, codec_for
 
-    api: ModelApi = "chat"
-    if settings.api == "responses":
-        api = "responses"
-    elif settings.api == "anthropic":
-        api = "anthropic"
-    default_url = ANTHROPIC_DEFAULT_BASE_URL if api == "anthropic" else OPENAI_DEFAULT_BASE_URL
+    api = api_named(settings.api)
+    default_url = codec_for(api).default_base_url
     return OpenAIChatModel(
         settings.base_url or default_url,
         settings.api_key,

@@ -36,11 +36,9 @@ Strictness: TypeAlias = Literal["exact", "meaning", "echo"]
 # The levels a whole request is matched by (`serve-model --match`).
 MatchMode: TypeAlias = Literal["meaning", "exact"]
 MATCH_MODES: tuple[MatchMode, ...] = ("meaning", "exact")
-Parts: TypeAlias = tuple[list[Any], list[Any], dict[str, Any]]
 
 # Request keys that describe the transport, not the conversation; clients differ in them.
 TRANSPORT_KEYS = frozenset({"model", "stream", "stream_options"})
-_PARTS_KEYS = TRANSPORT_KEYS | {"messages", "tools"}
 
 # Parameters a client may send with the API's default value; sent or not, they mean the same.
 DEFAULT_PARAMS: dict[str, Any] = {
@@ -66,12 +64,6 @@ PARAM_ALIASES = {"max_tokens": "max_completion_tokens"}
 # Schema keys about how strictly the provider enforces a tool's schema, not what it accepts
 # from a well-behaved model; clients add them by habit.
 SCHEMA_KNOBS = frozenset({"strict", "$schema"})
-
-
-def body_parts(body: dict[str, Any]) -> Parts:
-    """A chat-completion body's messages, tools and the rest of its parameters."""
-    params = {k: v for k, v in body.items() if k not in _PARTS_KEYS}
-    return list(body.get("messages") or []), list(body.get("tools") or []), params
 
 
 def request_view(

@@ -1,4 +1,6 @@
-"""The one assembler that turns chat-completion chunks into an `AssembledResponse`.
+"""Chat completions (`POST /v1/chat/completions`), read and written: the request body, the
+one assembler that turns its chunks into an `AssembledResponse`, and a whole completion or
+its stream written for servers that answer in this format.
 
 Streaming and non-streaming answers both go through it: a non-streamed completion is first
 turned into a single chunk-like dict by `chunk_from_completion`. It works on the raw JSON
@@ -19,9 +21,18 @@ generated id is listed in `AssembledResponse.extra["generated_ids"]`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from agent_core.model.base import AssembledResponse, ToolCallPart
+from agent_core.wire.answer import (
+    AssembledResponse,
+    EmptyAnswer,
+    ProviderCall,
+    ToolCallPart,
+    WireAnswer,
+    WireError,
+)
+from agent_core.wire.spans import WireSpan
 
 # Keys of a tool-call delta entry that the assembler interprets itself; anything else the
 # provider put on the entry (e.g. Gemini's `extra_content`) is kept and echoed back.
@@ -180,6 +191,14 @@ class StreamAssembler:
         )
 
 
+def is_completion(data: dict[str, Any]) -> bool:
+    """Whether a recorded chunk is the one completion body of a non-streamed answer."""
+    choices = data.get("choices")
+    return isinstance(choices, list) and any(
+        isinstance(c, dict) and "message" in c for c in choices
+    )
+
+
 def chunk_from_completion(body: dict[str, Any]) -> dict[str, Any]:
     """Turn a non-streamed chat completion into one chunk-shaped dict for the assembler."""
     try:
@@ -216,3 +235,131 @@ def assemble(chunks: list[dict[str, Any]]) -> AssembledResponse:
     for chunk in chunks:
         assembler.add(chunk)
     return assembler.result()
+
+
+class ChatAssembler:
+    """The chat-completion assembler behind the codecs' assembler interface (`WireAssembler`).
+    A chat stream says it is over with `data: [DONE]`, which the SSE decoder sees, not here;
+    a chunk with a finish reason says the answer is whole (`answered`), though the usage may
+    follow. A chunk not shaped like one is remembered (`malformed`) and ends the answer."""
+
+    def __init__(self) -> None:
+        self._inner = StreamAssembler()
+        self.done = False
+        self.error: str | None = None  # chat streams carry no error event of their own
+        self.malformed: str | None = None
+
+    @property
+    def saw_output(self) -> bool:
+        return self._inner.saw_output
+
+    @property
+    def answered(self) -> bool:
+        return self._inner.finish_reason is not None
+
+    def add(self, event: dict[str, Any]) -> str:
+        try:
+            return self._inner.add(event)
+        except MalformedChunk as exc:
+            self.malformed = self.malformed or str(exc)
+            return ""
+
+    def response(self) -> AssembledResponse:
+        if self.malformed is not None:
+            raise WireError(self.malformed)
+        if not self._inner.saw_choice:
+            # Worth another try: a server that answered with no choice at all said nothing.
+            raise EmptyAnswer("no chunk of the answer carried a choice: not a chat completion")
+        return self._inner.result()
+
+    def result(self) -> WireAnswer:
+        response = self.response()
+        return WireAnswer(response.to_message(), response.finish_reason, response.usage, {})
+
+
+def whole_assembler(body: dict[str, Any]) -> ChatAssembler:
+    """A whole (non-streamed) completion fed to the assembler as the one chunk it is."""
+    chat = ChatAssembler()
+    try:
+        chat.add(chunk_from_completion(body))
+    except MalformedChunk as exc:
+        raise WireError(str(exc)) from None
+    return chat
+
+
+def answer_from_body(body: dict[str, Any]) -> WireAnswer:
+    """A whole completion (what a non-streamed call returns)."""
+    answer = whole_assembler(body).result()
+    return WireAnswer(answer.message, answer.finish_reason, answer.usage, body)
+
+
+# Request keys that carry the conversation or the transport; the rest are parameters.
+CONVERSATION_KEYS = frozenset({"model", "messages", "tools", "stream", "stream_options"})
+
+
+def request_parts(body: dict[str, Any]) -> tuple[list[Any], list[Any], dict[str, Any]]:
+    """A request's messages, tools and the rest of its parameters."""
+    params = {k: v for k, v in body.items() if k not in CONVERSATION_KEYS}
+    return list(body.get("messages") or []), list(body.get("tools") or []), params
+
+
+def request_body(
+    model: str,
+    messages: list[Any],
+    tools: list[Any],
+    params: dict[str, Any],
+    *,
+    stream: bool,
+    known: Sequence[WireSpan] = (),
+) -> dict[str, Any]:
+    """The chat-completion request: the messages are the body (so no other form of them is
+    `known`); a stream asks for its usage."""
+    body: dict[str, Any] = {"model": model, "messages": messages}
+    if tools:
+        body["tools"] = tools
+    body.update(params)
+    body["stream"] = stream
+    if stream and "stream_options" not in body:
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
+def whole_body(
+    message: dict[str, Any],
+    finish_reason: str | None,
+    counts: dict[str, Any] | None,
+    *,
+    model: str,
+    response_id: str,
+) -> dict[str, Any]:
+    """A whole completion answering with a chat-shape assistant message."""
+    body: dict[str, Any] = {
+        "id": response_id,
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+    }
+    if counts is not None:
+        body["usage"] = counts
+    return body
+
+
+def spans(body: dict[str, Any]) -> list[WireSpan]:
+    """None: a chat request's messages are its body."""
+    return []
+
+
+def provider_calls(body: dict[str, Any]) -> list[ProviderCall]:
+    """None: chat completions run no tool of the provider's."""
+    return []
+
+
+def stream_events(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The stream of a whole completion: one chunk with all of it."""
+    try:
+        chunk = chunk_from_completion(body)
+    except MalformedChunk as exc:
+        raise WireError(str(exc)) from None
+    chunk["object"] = "chat.completion.chunk"
+    return [chunk]
