@@ -388,7 +388,7 @@ def test_collect_on_a_taken_port_is_one_line(
 def test_spans_waiting_for_their_root_survive_a_killed_collector(wb_home: Path) -> None:
     from workbench.engine.otel.collect import OtlpReceiver
     from workbench.engine.otel.ingest import parse_json
-    from workbench.engine.otel.runs import SpanEventRecord
+    from workbench.engine.otel.spans import SpanEventRecord
 
     spans = parse_json(json.loads((FIXTURES / "genai-agent.json").read_text(encoding="utf-8")))
     children = [span for span in spans if span.parent_id is not None]

@@ -24,7 +24,7 @@ from workbench.engine.otel.logs import (
     parse_logs_json,
     parse_logs_protobuf,
 )
-from workbench.engine.otel.runs import SpanRecord
+from workbench.engine.otel.spans import SpanRecord
 
 TRACES_PATH = "/v1/traces"
 LOGS_PATH = "/v1/logs"

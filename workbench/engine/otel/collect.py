@@ -50,7 +50,7 @@ from workbench.engine.otel.bodies import BodyError as BodyError
 from workbench.engine.otel.bodies import decompressed as decompressed
 from workbench.engine.otel.ingest import ImportedRun, OtlpError, SkippedTrace, write_run
 from workbench.engine.otel.logs import starts_a_prompt
-from workbench.engine.otel.runs import SpanEventRecord, SpanRecord
+from workbench.engine.otel.spans import SpanEventRecord, SpanRecord
 from workbench.engine.serving import (
     DEFAULT_READ_TIMEOUT_S,
     HttpServer,

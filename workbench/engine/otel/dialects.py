@@ -26,7 +26,7 @@ from agent_core.wire.chat import arguments_text
 from workbench.engine.otel import attrs as a
 
 if TYPE_CHECKING:
-    from workbench.engine.otel.runs import SpanRecord
+    from workbench.engine.otel.spans import SpanRecord
 
 # A log record's body, when it is folded into its span as an event.
 EVENT_BODY = "event.body"

@@ -24,7 +24,8 @@ from workbench.engine.otel.logs import fold_logs, metric_points_json, parse_logs
 from workbench.engine.otel.otlp import TOO_DEEP, any_value, read_json, read_protobuf
 from workbench.engine.otel.otlp import OtlpError as OtlpError
 from workbench.engine.otel.otlp import loads as loads
-from workbench.engine.otel.runs import SpanEventRecord, SpanRecord, run_events
+from workbench.engine.otel.runs import run_events
+from workbench.engine.otel.spans import SpanEventRecord, SpanRecord
 
 # Re-exported: the collector names the runs it writes by it.
 from workbench.engine.recording.imported import ImportedRun as ImportedRun

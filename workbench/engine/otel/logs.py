@@ -31,7 +31,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 from workbench.engine.otel import attrs as a
 from workbench.engine.otel.dialects import EVENT_BODY, READ_EVENTS
 from workbench.engine.otel.otlp import any_value, read_json, read_protobuf
-from workbench.engine.otel.runs import SpanEventRecord, SpanRecord
+from workbench.engine.otel.spans import SpanEventRecord, SpanRecord
 
 # The parent a Claude Code record waits under: no span of the trace has it, so the trace
 # waits (there is no root span) until the session goes quiet or the receiver stops.
