@@ -114,6 +114,9 @@ class Backend:
         # ingest: its context, each plan and the fork itself read it again.
         self._fork_parent: StoredParent | None = None
         self._fork_lock = threading.Lock()
+        # Ingests that stored something, whoever asked for them (a fork stores its own run):
+        # a list counted at an older value is out of date.
+        self.stored_changes = 0
 
     @contextmanager
     def _session(self) -> Iterator[TraceStore]:
@@ -168,7 +171,10 @@ class Backend:
         with self._session() as store:
             if store.read_only:
                 return IngestReport()  # new traces cannot be stored: browse what is there
-            return store.ingest_home(self.home, progress)
+            report = store.ingest_home(self.home, progress)
+            if report.new_runs or report.new_events:
+                self.stored_changes += 1
+            return report
 
     # ------------------------------------------------------------------ runs
 

@@ -117,9 +117,10 @@ class RunsScreen(WorkbenchScreen):
     ]
 
     class Counted(Message):
-        def __init__(self, total: int) -> None:
+        def __init__(self, total: int, stored_changes: int) -> None:
             super().__init__()
             self.total = total
+            self.stored_changes = stored_changes  # the backend's, when the count began
 
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, type(self))  # only the newest count matters
@@ -157,6 +158,7 @@ class RunsScreen(WorkbenchScreen):
         self._stop_watching = threading.Event()
         self._keep_position = False  # the next recount keeps the cursor (new runs arrived)
         self._following = False  # the traces folder is watched (once the store is open)
+        self._counted_changes = -1  # the backend's stored_changes the list was counted at
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -199,7 +201,8 @@ class RunsScreen(WorkbenchScreen):
 
     @work(thread=True, exclusive=True, group="count", exit_on_error=False)
     def _count(self) -> None:
-        self.post_message(self.Counted(self.backend.count_runs(self.where)))
+        changes = self.backend.stored_changes
+        self.post_message(self.Counted(self.backend.count_runs(self.where), changes))
 
     @work(thread=True, exclusive=True, group="ingest", exit_on_error=False)
     def _ingest(self) -> None:
@@ -256,7 +259,21 @@ class RunsScreen(WorkbenchScreen):
         elif self.workbench.watch_traces:
             self._watch()
 
+    def on_screen_resume(self) -> None:
+        if self._counted_changes != -1:  # not the first showing: on_mount counts that
+            self._recount_if_stale()  # a fork made meanwhile is listed at once
+
+    def _recount_if_stale(self) -> bool:
+        """Recount, keeping the cursor, when the store gained runs since the last count
+        (a fork ingests its run itself, so no later ingest reports it as new)."""
+        if self._counted_changes == self.backend.stored_changes:
+            return False
+        self._keep_position = True
+        self._count()
+        return True
+
     def on_runs_screen_counted(self, message: Counted) -> None:
+        self._counted_changes = message.stored_changes
         self._follow()
         runs, keep = self.runs_list, self._keep_position
         runs.reset(message.total, cursor=runs.cursor if keep else 0, keep_scroll=keep)
@@ -289,11 +306,7 @@ class RunsScreen(WorkbenchScreen):
     def on_runs_screen_ingested(self, message: Ingested) -> None:
         self.ingests += 1
         report = message.report
-        if report.new_runs or report.new_events:
-            # New runs arrive while the user reads the list: keep the cursor where it is.
-            self._keep_position = True
-            self._count()
-        else:
+        if not self._recount_if_stale():  # new runs keep the cursor where the user is
             self._show_count()  # in place of the progress, if any was shown
         if report.problems:
             self.notify(

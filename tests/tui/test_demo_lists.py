@@ -1,0 +1,77 @@
+"""What the runs list shows of the demo's home (issue 42): a fork made in the TUI is listed
+as soon as the user is back on the list, without waiting for the traces folder's watcher."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from textual.widgets import Static
+
+from tests.tui.conftest import plain, settle
+from traces.home import traces_dir
+from workbench.cli import main
+from workbench.engine.recording.load import read_recording_file
+from workbench.tui import WorkbenchApp
+from workbench.tui.diff_screens import ChainCompareScreen
+from workbench.tui.fork_screen import ForkScreen
+from workbench.tui.paged_list import PagedList
+from workbench.tui.runs_screen import RunsScreen
+
+SIZES = [(200, 50), (80, 24)]
+
+
+@pytest.fixture(scope="module")
+def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("demo") / "home"
+    assert main(["--home", str(home), "demo", "--no-tui"]) == 0
+    return home
+
+
+@pytest.fixture
+def home(demo_home: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "home"
+    shutil.copytree(demo_home, copy)
+    return copy
+
+
+def _runs(app: WorkbenchApp) -> PagedList:
+    return app.screen.query_one("#runs-list", PagedList)
+
+
+def _demo_run(home: Path, name: str) -> str:
+    for path in traces_dir(home).glob("*.jsonl"):
+        start = read_recording_file(path).run_start
+        if start.meta.get("demo") == name:
+            return start.run_id
+    raise AssertionError(name)
+
+
+def _count_line(app: WorkbenchApp) -> str:
+    return plain(app.screen.query_one("#runs-count", Static))
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_fork_made_in_the_tui_is_listed_when_the_user_is_back(
+    home: Path, size: tuple[int, int]
+) -> None:
+    parent = _demo_run(home, "completed")
+    # No watcher: the fork must be listed by the TUI's own doing, not by a file event.
+    app = WorkbenchApp(home, watch=False)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot, lambda: _runs(app).total > 0)
+        before = _runs(app).total
+        app.open_run(parent)
+        await settle(pilot, lambda: getattr(app.screen, "outline", None) is not None)
+        app.open_fork(parent, 2)
+        await settle(
+            pilot, lambda: isinstance(app.screen, ForkScreen) and app.screen.context is not None
+        )
+        await pilot.press("ctrl+r")
+        await settle(pilot, lambda: isinstance(app.screen, ChainCompareScreen))
+        while not isinstance(app.screen, RunsScreen):
+            await pilot.press("escape")
+            await pilot.pause()
+        await settle(pilot, lambda: _runs(app).total == before + 1)
+        assert f"{before + 1} runs" in _count_line(app)
