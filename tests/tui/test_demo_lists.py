@@ -75,3 +75,21 @@ async def test_a_fork_made_in_the_tui_is_listed_when_the_user_is_back(
             await pilot.pause()
         await settle(pilot, lambda: _runs(app).total == before + 1)
         assert f"{before + 1} runs" in _count_line(app)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_tool_name_is_found_in_the_run(home: Path, size: tuple[int, int]) -> None:
+    app = WorkbenchApp(home, watch=False)
+    async with app.run_test(size=size, notifications=True) as pilot:
+        await settle(pilot, lambda: _runs(app).total > 0)
+        app.open_run(_demo_run(home, "completed"))
+        await settle(pilot, lambda: getattr(app.screen, "outline", None) is not None)
+        await pilot.press("slash", *"calculator", "enter")
+        await settle(pilot, lambda: any("calculator" in n.message for n in app.notifications))
+        said = [n.message for n in app.notifications]
+        assert not any("not in this run" in line for line in said), said
+        assert any("tool name: calculator" in line for line in said), said
+        await pilot.press("slash", "ctrl+a", *"nothing like this", "enter")
+        await settle(pilot, lambda: any("not in this run" in n.message for n in app.notifications))
+        missing = next(n.message for n in app.notifications if "not in this run" in n.message)
+        assert "searched tasks, messages, tool names, arguments and results" in missing

@@ -13,8 +13,8 @@ from traces.versions import SCHEMA_VERSION
 # A table added needs no bump: it is created in an older store when that opens (the schema
 # text differs, see `SCHEMA_TEXT`), and DROP_ALL drops it for the next rebuild.
 # 6: events clustered by ingest batch (run_batches), search_text; runs.duration_ms is the
-# trace's own span
-STORE_VERSION = 6
+# trace's own span; 7: search_text holds a tool call's name
+STORE_VERSION = 7
 # Rows are read back with the current event models, so a store is rebuilt when either the
 # tables or the trace schema it was filled under differ from this workbench's.
 STORE_META = {"store_version": str(STORE_VERSION), "schema_version": str(SCHEMA_VERSION)}
@@ -62,7 +62,7 @@ CREATE TABLE IF NOT EXISTS event_rows (
     line_no BIGINT,             -- NULL when read in bulk: see ingest.py
     batch INTEGER NOT NULL,
     problem VARCHAR,            -- why the line was refused; NULL for a good event
-    -- What `search` looks in (task, message text, tool arguments and result, error,
+    -- What `search` looks in (task, message text, tool name, arguments and result, error,
     -- answer), lowered, for the event types it covers: one scan of a column finds the few
     -- events whose JSON is then read, instead of parsing the JSON of every event.
     search_text VARCHAR
@@ -364,6 +364,8 @@ WITH scoped AS (
     FROM scoped WHERE type = 'run_start'
     UNION ALL SELECT run_id, turn, seq, 'message', event->'message'->>'content'
     FROM scoped WHERE type = 'model_response'
+    UNION ALL SELECT run_id, turn, seq, 'tool_name', event->>'name'
+    FROM scoped WHERE type = 'tool_start'
     UNION ALL SELECT run_id, turn, seq, 'tool_arguments', event->>'arguments_raw'
     FROM scoped WHERE type = 'tool_start'
     UNION ALL SELECT run_id, turn, seq, 'tool_result', event->>'result'

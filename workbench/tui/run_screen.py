@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.console import Group, RenderableType
-from rich.style import Style
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -22,9 +21,10 @@ from traces.events import (
     McpMessage,
     ModelChunk,
 )
-from workbench.engine.views.search import SearchHit
+from workbench.engine.views.search import SEARCHED, SearchHit
 from workbench.engine.views.timeline import run_tokens
 from workbench.tui.backend import Outline
+from workbench.tui.chain_tree import ChainTree, ancestors, run_summary, walk_tree
 from workbench.tui.chain_view import (
     SKELETON_TYPES,
     TURNS_PER_GROUP,
@@ -42,57 +42,15 @@ from workbench.tui.chain_view import (
 from workbench.tui.navigation import OpenCompare, OpenFork, OpenReplay, OpenTimeline
 from workbench.tui.render import (
     event_summary,
-    fmt_count,
-    fmt_ms,
-    one_line,
     plural,
     render_chunks,
     render_event,
     render_tool_schema,
     short_id,
-    status_badge,
 )
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
 
 CHUNKS_SHOWN = 400  # the rest are a keypress away in the replay stepper
-
-
-def run_summary(outline: Outline) -> Text:
-    row = outline.row
-    parent = (
-        f"  fork of {short_id(row.parent_run_id)} at turn {row.fork_turn}"
-        if row.parent_run_id
-        else ""
-    )
-    return Text.assemble(
-        ("run ", "dim"),
-        (short_id(row.run_id), "bold"),
-        "  ",
-        status_badge(row.status),
-        ("  " + one_line(row.task, 70), ""),
-        (f"\n{row.model}  ·  {plural(outline.turns, 'turn')}  ·  ", "dim"),
-        (plural(row.tool_calls, "tool call"), "dim"),
-        (f" ({row.tool_errors} failed)" if row.tool_errors else "", "red"),
-        (f"  ·  {fmt_count(row.total_tokens)} tokens", "dim"),
-        (f" ({outline.cost})" if outline.cost else "", "dim"),
-        (f"  ·  {fmt_ms(row.duration_ms)}", "dim"),
-        (f"  ·  {plural(outline.events, 'event')}{parent}", "dim"),
-    )
-
-
-class ChainTree(Tree[ChainNode]):
-    """The decision chain. A label longer than the pane ends at a word with an ellipsis (the
-    detail pane has the whole text), never cut mid-word by the pane's edge."""
-
-    def render_label(self, node: TreeNode[ChainNode], base_style: Style, style: Style) -> Text:
-        text = super().render_label(node, base_style, style)
-        levels = sum(1 for _ in _ancestors(node)) - (0 if self.show_root else 1)
-        room = self.scrollable_content_region.width - levels * self.guide_depth - 1
-        if room <= 12 or text.cell_len <= room:
-            return text
-        space = text.plain.rfind(" ", 0, room - 1)
-        end = space if space >= room * 2 // 3 else room - 1
-        return Text.assemble(text[:end], "…")
 
 
 class RunScreen(WorkbenchScreen):
@@ -311,9 +269,9 @@ class RunScreen(WorkbenchScreen):
     def _select_seq(self, parent: TreeNode[ChainNode], seq: int) -> None:
         assert parent.data is not None
         target = find_node(parent.data.children, seq)
-        for node in _walk(parent):
+        for node in walk_tree(parent):
             if node.data is target:
-                for ancestor in _ancestors(node):
+                for ancestor in ancestors(node):
                     ancestor.expand()
                 self.chain_tree.call_after_refresh(self._move_to, node)
                 return
@@ -513,7 +471,7 @@ class RunScreen(WorkbenchScreen):
     def on_run_screen_searched(self, message: Searched) -> None:
         self.matches, self.match_index = message.hits, -1
         if not message.hits:
-            self.notify(f"'{message.text}' is not in this run.")
+            self.notify(f"'{message.text}' is not in this run ({SEARCHED}).")
             return
         self.action_next_match(1)
 
@@ -624,16 +582,3 @@ class RunScreen(WorkbenchScreen):
             "Decision chains of the fork and its parent",
             self.action_compare_parent,
         )
-
-
-def _walk(node: TreeNode[Any]) -> Iterator[TreeNode[Any]]:
-    for child in node.children:
-        yield child
-        yield from _walk(child)
-
-
-def _ancestors(node: TreeNode[Any]) -> Iterator[TreeNode[Any]]:
-    parent = node.parent
-    while parent is not None:
-        yield parent
-        parent = parent.parent

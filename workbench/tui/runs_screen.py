@@ -26,7 +26,7 @@ from textual.widgets import Checkbox, Footer, Header, Input, Select, Static
 from traces.events import RUN_STATUSES
 from traces.origins import kind_label
 from traces.store import IngestReport, RunRow
-from workbench.engine.views.search import SearchHit
+from workbench.engine.views.search import SEARCHED, SearchHit
 from workbench.tui.backend import AGENT_AND_FORK, KIND_FILTERS, NotAvailable, RunFilter
 from workbench.tui.navigation import (
     OpenCompare,
@@ -356,7 +356,7 @@ class RunsScreen(WorkbenchScreen):
         found = tuple(dict.fromkeys(hit.run_id for hit in message.hits))
         self._apply(run_ids=found)
         if not found:
-            self.notify(f"No run contains '{message.text}'.")
+            self.notify(f"No run contains '{message.text}' ({SEARCHED}).")
 
     @on(Select.Changed, "#filter-status")
     def _status_changed(self, event: Select.Changed) -> None:
@@ -521,7 +521,7 @@ class RunsScreen(WorkbenchScreen):
         )
         yield (
             "Search run contents",
-            "Messages, tool calls, results, errors",
+            "Tasks, messages, tool names, arguments and results, errors",
             self.action_focus_search,
         )
         yield ("Sort by the next column", "Then reverse with S", self.action_sort_next)

@@ -153,7 +153,7 @@ TOOLS: tuple[ToolDef, ...] = (
     ToolDef(
         "search_runs",
         "Find where a text occurs in recorded runs (ignoring case): in tasks, what the model "
-        "said, tool arguments, tool results, errors and final answers. Use it to find the "
+        "said, tool names, arguments and results, errors and final answers. Use it to find the "
         "runs and turns that mention an error or a file; newest runs first. Not for listing "
         "runs by status: use list_runs.",
         _object(
