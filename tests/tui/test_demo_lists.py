@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from textual.widgets import Static
+from textual.widgets import Select, Static
 
 from tests.tui.conftest import plain, settle
 from traces.home import traces_dir
@@ -93,3 +93,22 @@ async def test_a_tool_name_is_found_in_the_run(home: Path, size: tuple[int, int]
         await settle(pilot, lambda: any("not in this run" in n.message for n in app.notifications))
         missing = next(n.message for n in app.notifications if "not in this run" in n.message)
         assert "searched tasks, messages, tool names, arguments and results" in missing
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_suite_samples_are_folded_and_listed_when_their_kind_is_chosen(
+    home: Path, size: tuple[int, int]
+) -> None:
+    app = WorkbenchApp(home, watch=False)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot, lambda: _runs(app).total == 6 and _runs(app).row(5) is not None)
+        assert {getattr(_runs(app).row(i), "origin", None) for i in range(6)} == {"agent"}
+        if size[0] >= 140:  # at 80 columns the count line is off screen (issue 42, 2.6)
+            assert "6 runs · 9 suite samples folded (kind: sample lists them)" in _count_line(app)
+        kind = app.screen.query_one("#filter-kind", Select)
+        kind.value = "regression_sample"
+        await settle(pilot, lambda: _runs(app).total == 9 and _runs(app).row(0) is not None)
+        assert "9 runs" in _count_line(app) and "folded" not in _count_line(app)
+        assert "max_turns" not in "".join(_runs(app).render_line(y).text for y in range(9))
+        shown = _runs(app).render_line(0).text  # the first row, as the screen shows it
+        assert "✔ case passed" in shown and "max_turns" not in shown

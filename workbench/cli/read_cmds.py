@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from traces.home import db_path
-from traces.origins import RUN_KINDS, kind_from_name, kind_label
+from traces.origins import JUDGED_LIKE, RUN_KINDS, judged_status, kind_from_name, kind_label
 from workbench.cli.common import (
     CliError,
     ExitCode,
@@ -66,8 +66,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     runs.add_argument(
         "--failed",
         action="store_true",
-        help="only runs that did not complete; regression samples only when --kind names "
-        "them, and never a sample that passed its case",
+        help="only runs that did not complete; regression samples only with --samples or "
+        "when --kind names them, and never a sample that passed its case",
+    )
+    runs.add_argument(
+        "--samples",
+        action="store_true",
+        help="list regression samples too (folded under their suite runs by default; "
+        "--kind sample lists only them)",
     )
     runs.add_argument("--text", help="only runs whose task contains TEXT")
     runs.add_argument(
@@ -223,6 +229,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
     with _store(args) as store:
         rows = store.runs(limit=args.limit, where=where)
         total = store.count_runs(where=where)
+        folding = where.folded_samples()
+        folded = store.count_runs(where=folding) if folding is not None else 0
         split = store.run_tokens([row.run_id for row in rows]) if prices or args.json else {}
     costs = {
         run_id: prices.cost(model, *split[run_id])
@@ -239,6 +247,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
                 | {"cost": costs.get(row.run_id)}
             )
         print_json(listed)
+        return 0
+    if not rows and folded:
+        print(_folded_note(folded))
         return 0
     if not rows and (args.status or args.text or args.failed or args.kind or filters_given(args)):
         print("no runs match these filters")
@@ -267,14 +278,24 @@ def cmd_runs(args: argparse.Namespace) -> int:
         # A fork's parent (the run it was forked from), as an id prefix `show` takes.
         parent = f"{(row.parent_run_id or '-')[:8]:<8}"
         run_id = paint(f"{row.run_id[:12]:<12}", "cyan")
-        status = paint.status(f"{row.status:<20}", row.status)
+        shown = judged_status(row.judged) if row.judged else row.status
+        status = paint.status(f"{shown:<20}", JUDGED_LIKE.get(row.judged or "", row.status))
         print(
             f"{run_id}  {status}  {kind:<8}  {parent}  {row.turns:>5}  {tools}  "
             f"{row.total_tokens:>7}{cost}  {_when(row.started_at):<19}  {task[:60]}"
         )
     if total > len(rows):
         print(f"… {total - len(rows)} more (use --limit)")
+    if folded:
+        print(_folded_note(folded))
     return 0
+
+
+def _folded_note(folded: int) -> str:
+    return (
+        f"{folded} regression sample(s) folded under their suite runs: --samples lists them "
+        "(the TUI's R shows the suite runs)"
+    )
 
 
 def _tool_json(call: ToolCallNode) -> dict[str, Any]:

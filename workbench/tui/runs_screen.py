@@ -117,9 +117,10 @@ class RunsScreen(WorkbenchScreen):
     ]
 
     class Counted(Message):
-        def __init__(self, total: int, stored_changes: int) -> None:
+        def __init__(self, total: int, folded: int, stored_changes: int) -> None:
             super().__init__()
             self.total = total
+            self.folded = folded  # regression samples the list folds away
             self.stored_changes = stored_changes  # the backend's, when the count began
 
         def can_replace(self, message: Message) -> bool:
@@ -159,6 +160,7 @@ class RunsScreen(WorkbenchScreen):
         self._keep_position = False  # the next recount keeps the cursor (new runs arrived)
         self._following = False  # the traces folder is watched (once the store is open)
         self._counted_changes = -1  # the backend's stored_changes the list was counted at
+        self._folded = 0  # regression samples the list folds under their suite runs
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -202,7 +204,7 @@ class RunsScreen(WorkbenchScreen):
     @work(thread=True, exclusive=True, group="count", exit_on_error=False)
     def _count(self) -> None:
         changes = self.backend.stored_changes
-        self.post_message(self.Counted(self.backend.count_runs(self.where), changes))
+        self.post_message(self.Counted(*self.backend.count_runs(self.where), changes))
 
     @work(thread=True, exclusive=True, group="ingest", exit_on_error=False)
     def _ingest(self) -> None:
@@ -274,6 +276,7 @@ class RunsScreen(WorkbenchScreen):
 
     def on_runs_screen_counted(self, message: Counted) -> None:
         self._counted_changes = message.stored_changes
+        self._folded = message.folded
         self._follow()
         runs, keep = self.runs_list, self._keep_position
         runs.reset(message.total, cursor=runs.cursor if keep else 0, keep_scroll=keep)
@@ -299,6 +302,8 @@ class RunsScreen(WorkbenchScreen):
         shown = f"{total:,} run{'s' if total != 1 else ''}"
         if self.where.run_ids is not None:
             shown += f" containing '{self.search_text}'"
+        if self._folded:
+            shown += f" · {self._folded:,} suite samples folded (kind: sample lists them)"
         if self.marked:
             shown += f" · marked {', '.join(short_id(r) for r in self.marked)}"
         self.query_one("#runs-count", Static).update(Text(shown))

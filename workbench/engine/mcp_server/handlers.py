@@ -155,6 +155,7 @@ class Workbench:
         *,
         status: str | None = None,
         failed: bool = False,
+        samples: bool = False,
         kind: str | None = None,
         model: str | None = None,
         text: str | None = None,
@@ -163,13 +164,17 @@ class Workbench:
     ) -> dict[str, Any]:
         from traces.store import RunQuery
 
-        where = RunQuery.of(status, text, failed, [kind] if kind else None, model=model or None)
+        kinds = [kind] if kind else None
+        where = RunQuery.of(status, text, failed, kinds, samples=samples, model=model or None)
+        folding = where.folded_samples()
         with self._store() as store:
             found = store.runs(limit=limit, offset=offset, where=where)
             total = store.count_runs(where=where)
+            folded = store.count_runs(where=folding) if folding is not None else 0
         shown = offset + len(found)
         return {
             "total": total,
+            "samples_folded": folded,
             "offset": offset,
             "runs": [_run_json(row) for row in found],
             "next_offset": shown if shown < total else None,
@@ -376,6 +381,7 @@ def _run_json(row: RunRow) -> dict[str, Any]:
         "status": row.status,
         "reason": row.reason or None,
         "kind": row.origin,
+        "case": row.judged,  # a regression sample's verdict: passed, failed or error
         "model": row.model,
         "task": row.task,
         "started_at": row.started_at.isoformat() if row.started_at else None,

@@ -102,7 +102,17 @@ TOOLS: tuple[ToolDef, ...] = (
                     "default": False,
                     "description": (
                         "only runs that did not complete; regression samples only with "
-                        "kind regression_sample, and never a sample that passed its case"
+                        "samples or kind regression_sample, and never a sample that passed "
+                        "its case"
+                    ),
+                },
+                "samples": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": (
+                        "list regression samples too (folded under their suite runs by "
+                        "default: samples_folded counts them; kind regression_sample lists "
+                        "only them); a sample's case says what its suite case judged"
                     ),
                 },
                 "kind": {
