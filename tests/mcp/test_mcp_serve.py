@@ -136,6 +136,13 @@ async def test_every_tool_answers_over_stdio(demo_home: Path) -> None:
         chain = await call(session, "show_run", run=looping[:8])
         assert chain["run"]["run_id"] == looping
         assert chain["stopped"]["status"] == "duplicate_tool_calls"
+        # What a stopped run said last is not its answer, here as in `show` and the TUI.
+        said = "Let me search again to be sure."
+        for summary in (chain["stopped"], chain["run"]):
+            assert summary["answer"] is None and summary["last_text"] == said
+            assert "final_answer" not in summary
+        done = (await call(session, "show_run", run=by["completed"]["run_id"]))["run"]
+        assert done["answer"] and done["last_text"] is None
         assert chain["turns"][0]["tool_calls"][0]["name"] == "search_files"
         assert chain["turns"][0]["tool_calls"][0]["arguments"] == {"query": "TODO"}
         events = await call(session, "show_run", run=looping, events_from=0, events=3)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from traces.tree import answer_fields
 from workbench.engine.mcp_server.tools import ToolError
 from workbench.engine.recording.fork import ForkPlan, ForkRequest
 from workbench.engine.recording.load import Recording
@@ -64,7 +65,7 @@ async def run_fork(fork_plan: ForkPlan, home: Path) -> dict[str, Any]:
         "model": model.name,
         "status": result.status,
         "reason": result.reason or None,
-        "final_answer": result.final_answer,
+        **answer_fields(result.status, result.final_answer),
         "totals": result.totals.model_dump(mode="json"),
         "side_effects_refused": toolset.refused,
         "stopped": toolset.stopped,

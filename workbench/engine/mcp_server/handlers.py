@@ -189,7 +189,7 @@ class Workbench:
         events_from: int | None = None,
         events: int,
     ) -> dict[str, Any]:
-        from traces.tree import build_chain
+        from traces.tree import answer_fields, build_chain
 
         with self._store() as store:
             run_id = self._run_id(store, run)
@@ -229,7 +229,7 @@ class Workbench:
                 "status": end.status,
                 "reason": end.reason,
                 "timeout_layer": end.timeout_layer,
-                "final_answer": end.final_answer,
+                **answer_fields(end.status, end.final_answer),
                 "totals": end.totals.model_dump(mode="json"),
             },
         }
@@ -376,6 +376,8 @@ class Workbench:
 
 
 def _run_json(row: RunRow) -> dict[str, Any]:
+    from traces.tree import answer_fields
+
     return {
         "run_id": row.run_id,
         "status": row.status,
@@ -392,7 +394,7 @@ def _run_json(row: RunRow) -> dict[str, Any]:
         "duration_ms": row.duration_ms,
         "parent_run_id": row.parent_run_id,
         "fork_turn": row.fork_turn,
-        "final_answer": row.final_answer,
+        **answer_fields(row.status, row.final_answer),
     }
 
 
