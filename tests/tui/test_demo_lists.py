@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Select, Static
 
-from tests.tui.conftest import plain, settle
+from tests.tui.conftest import COMPLETED, GOLDEN, plain, settle
 from traces.home import traces_dir
 from workbench.cli import main
 from workbench.engine.recording.load import read_recording_file
@@ -112,3 +112,36 @@ async def test_suite_samples_are_folded_and_listed_when_their_kind_is_chosen(
         assert "max_turns" not in "".join(_runs(app).render_line(y).text for y in range(9))
         shown = _runs(app).render_line(0).text  # the first row, as the screen shows it
         assert "✔ case passed" in shown and "max_turns" not in shown
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_an_empty_home_says_how_to_get_runs(tmp_path: Path, size: tuple[int, int]) -> None:
+    home = tmp_path / ".workbench"  # what a first bare `workbench` in a folder opens
+    (home / "traces").mkdir(parents=True)
+    app = WorkbenchApp(home, watch=False)
+    async with app.run_test(size=size) as pilot:
+        empty = app.screen.query_one("#runs-empty", Static)
+        await settle(pilot, lambda: empty.display and app.screen.ingests == 1)
+        said = plain(empty)
+        for command in ("workbench demo", 'workbench run "TASK"', "workbench proxy"):
+            assert command in said, said
+        region = empty.region  # on screen, whole, at this size
+        assert region.height >= 6 and region.bottom <= size[1] and region.right <= size[0]
+        steps = [line for line in said.splitlines() if line.startswith("  workbench")]
+        assert len(steps) == 5 and all(len(line.rstrip()) + 4 <= size[0] for line in steps)
+
+        shutil.copy(GOLDEN / f"{COMPLETED}.jsonl", home / "traces")
+        await pilot.press("g")
+        await settle(pilot, lambda: _runs(app).total == 1)
+        assert not empty.display
+
+
+def test_runs_in_an_empty_home_says_how_to_get_some(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "home").mkdir()
+    assert main(["--home", str(tmp_path / "home"), "runs"]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith("No runs yet in ")
+    for command in ("workbench demo", 'workbench run "TASK"', "workbench proxy"):
+        assert command in said

@@ -255,10 +255,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
         print("no runs match these filters")
         return 0
     if not rows:
-        print(
-            "no runs yet: record one with `workbench run` or `workbench demo`, or "
-            "`workbench ingest PATH`"
-        )
+        from workbench.engine.views.first_steps import no_runs_yet
+
+        print(no_runs_yet(str(resolve_home(args))))
         return 0
     paint = Paint(color_wanted(args))
     cost_head = f"  {'COST':>9}" if prices else ""

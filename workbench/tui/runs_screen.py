@@ -26,6 +26,7 @@ from textual.widgets import Checkbox, Footer, Header, Input, Select, Static
 from traces.events import RUN_STATUSES
 from traces.origins import kind_label
 from traces.store import IngestReport, RunRow
+from workbench.engine.views.first_steps import no_runs_yet
 from workbench.engine.views.search import SEARCHED, SearchHit
 from workbench.tui.backend import AGENT_AND_FORK, KIND_FILTERS, NotAvailable, RunFilter
 from workbench.tui.navigation import (
@@ -176,6 +177,7 @@ class RunsScreen(WorkbenchScreen):
             yield Static("loading…", id="runs-count")
         yield Static(id="read-only-notice")
         yield RunsHeader(id="runs-header")
+        yield Static(id="runs-empty")
         yield PagedList(self._fetch, self._render_row, id="runs-list")
         yield Footer()
 
@@ -282,8 +284,18 @@ class RunsScreen(WorkbenchScreen):
         runs.reset(message.total, cursor=runs.cursor if keep else 0, keep_scroll=keep)
         self._keep_position = False
         self._show_count()
+        self._say_if_empty(message.total == 0 and not message.folded)
         if message.total == 0:
             self._start_ingest()
+
+    def _say_if_empty(self, empty: bool) -> None:
+        """An empty home (not an empty filter) says how to get runs."""
+        box = self.query_one("#runs-empty", Static)
+        box.display = empty and self.where == RunFilter()
+        if box.display:
+            follow = "they appear here on their own" if self.workbench.watch_traces else "g reloads"
+            said = f"{no_runs_yet(str(self.backend.home))}\n\nRun one, and {follow}."
+            box.update(Text(said))
 
     @on(PagedList.Highlighted, "#runs-list")
     def _first_rows_shown(self, event: PagedList.Highlighted) -> None:
