@@ -459,7 +459,7 @@ def timeline_json(timeline: Any) -> dict[str, Any]:
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
-    from traces.store import StoreError, TraceStore
+    from traces.store import QueryError, StoreError, TraceStore
 
     with _store(args):
         pass  # ingest first; the query itself runs on a read-only connection
@@ -470,7 +470,10 @@ def cmd_sql(args: argparse.Namespace) -> int:
         else:
             opened = TraceStore.for_home(home, read_only=True)
         with opened as store:
-            columns, rows = store.query(args.query)
+            try:
+                columns, rows = store.query(args.query)
+            except QueryError as exc:
+                raise CliError(f"{exc}{_tables_hint(store, str(exc))}") from None
     except StoreError as exc:
         raise CliError(str(exc)) from None
     if args.json:
@@ -485,6 +488,22 @@ def cmd_sql(args: argparse.Namespace) -> int:
         print("  ".join(v[:w].ljust(w) for v, w in zip(row, widths, strict=True)))
     print(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
     return 0
+
+
+# DuckDB's words for a table or view that is not there.
+_NO_SUCH_TABLE = ("Catalog Error: Table with name", "Catalog Error: Table or view")
+
+
+def _tables_hint(store: TraceStore, message: str) -> str:
+    """After an unknown table: the tables and views there are (a dataset's with its schema)."""
+    if not message.startswith(_NO_SUCH_TABLE):
+        return ""
+    _, rows = store.query(
+        "SELECT DISTINCT table_schema, table_name FROM information_schema.tables "
+        "WHERE table_schema NOT IN ('information_schema', 'pg_catalog') ORDER BY ALL"
+    )
+    names = [name if schema == "main" else f"{schema}.{name}" for schema, name in rows]
+    return f"; the tables and views are: {', '.join(names)}" if names else ""
 
 
 def _cell(value: Any) -> str:
