@@ -59,6 +59,27 @@ def test_an_unknown_command_points_at_the_command_list(capsys: pytest.CaptureFix
     assert err.endswith("; see `workbench --help`\n")
 
 
+@pytest.mark.parametrize(
+    ("argv", "meant"),
+    [
+        (["shwo", "x"], "show"),
+        (["runs", "--faild"], "--failed"),
+        (["runs", "--statsu=error"], "--status"),
+        (["runs", "--status", "complted"], "completed"),
+        (["mcp", "lsit"], "list"),
+    ],
+)
+def test_a_typo_gets_the_nearest_command_or_flag(
+    argv: list[str], meant: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert f" (did you mean {meant}?); see `" in usage_error(argv, capsys)
+
+
+def test_nothing_close_gets_no_guess(capsys: pytest.CaptureFixture[str]) -> None:
+    assert "did you mean" not in usage_error(["runs", "--zzzz"], capsys)
+    assert "did you mean" not in usage_error(["zzzz"], capsys)
+
+
 def test_help_is_argparse_help(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["runs", "--help"])

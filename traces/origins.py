@@ -30,6 +30,16 @@ def kind_label(origin: str) -> str:
     return KIND_LABELS.get(origin, origin)
 
 
+def judged_status(judged: str) -> str:
+    """What a list shows as a regression sample's status: its case's verdict (`RunRow.judged`),
+    not how its run ended (a sample that stops at max_turns by design passed)."""
+    return f"case {judged}"
+
+
+# The colour of a sample's status: the run status it reads like.
+JUDGED_LIKE = {"passed": "completed", "failed": "error", "error": "error"}
+
+
 def kind_from_name(name: str) -> str | None:
     """The origin a kind name means: an origin value itself, or a list's label for one."""
     if name in RUN_KINDS:

@@ -326,3 +326,11 @@ NOT_AN_ANSWER = "last text (not an answer)"
 def answer_label(status: str) -> str:
     """The one name every view (CLI, TUI, export) gives `run_end.final_answer`."""
     return ANSWER if status == "completed" else NOT_AN_ANSWER
+
+
+def answer_fields(status: str | None, text: str | None) -> dict[str, str | None]:
+    """`run_end.final_answer` as a summary in JSON gives it (an export, mcp-serve's answers):
+    under `answer` when the run completed, else under `last_text` (`answer_label`). The
+    events keep the field as it is."""
+    done = status == "completed"
+    return {"answer": text if done else None, "last_text": None if done else text}

@@ -42,8 +42,10 @@ def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "WORKBENCH_HOME"}
 
 
-# The demo's six runs and the nine samples of the suite it runs once.
-DEMO_RUNS = 15
+# The demo's six runs, listed by default, and the nine samples of the suite it runs once,
+# folded under their suite run unless asked for.
+DEMO_RUNS = 6
+DEMO_SAMPLES = 9
 
 
 @pytest.fixture(scope="module")
@@ -109,6 +111,12 @@ async def test_every_tool_answers_over_stdio(demo_home: Path) -> None:
 
         runs = await call(session, "list_runs", limit=2)
         assert runs["total"] == DEMO_RUNS and len(runs["runs"]) == 2 and runs["next_offset"] == 2
+        assert runs["samples_folded"] == DEMO_SAMPLES
+        assert {r["kind"] for r in runs["runs"]} == {"agent"} and runs["runs"][0]["case"] is None
+        every = await call(session, "list_runs", samples=True, limit=100)
+        assert every["total"] == DEMO_RUNS + DEMO_SAMPLES and every["samples_folded"] == 0
+        judged = [r["case"] for r in every["runs"] if r["kind"] == "regression_sample"]
+        assert judged == ["passed"] * DEMO_SAMPLES  # they stop at max_turns, as designed
         failed = await call(session, "list_runs", failed=True)
         assert failed["total"] == 4
         assert {r["status"] for r in failed["runs"]} == {
@@ -128,6 +136,13 @@ async def test_every_tool_answers_over_stdio(demo_home: Path) -> None:
         chain = await call(session, "show_run", run=looping[:8])
         assert chain["run"]["run_id"] == looping
         assert chain["stopped"]["status"] == "duplicate_tool_calls"
+        # What a stopped run said last is not its answer, here as in `show` and the TUI.
+        said = "Let me search again to be sure."
+        for summary in (chain["stopped"], chain["run"]):
+            assert summary["answer"] is None and summary["last_text"] == said
+            assert "final_answer" not in summary
+        done = (await call(session, "show_run", run=by["completed"]["run_id"]))["run"]
+        assert done["answer"] and done["last_text"] is None
         assert chain["turns"][0]["tool_calls"][0]["name"] == "search_files"
         assert chain["turns"][0]["tool_calls"][0]["arguments"] == {"query": "TODO"}
         events = await call(session, "show_run", run=looping, events_from=0, events=3)

@@ -205,3 +205,19 @@ def test_runs_filter_by_kind(home: Path, capsys: pytest.CaptureFixture[str]) -> 
         main(["--home", str(home), "runs", "--kind", "samples"])
     assert usage.value.code == 2
     assert "unknown kind 'samples'; one of agent, fork" in capsys.readouterr().err
+
+
+def test_search_finds_a_tool_by_its_name_and_says_what_it_searched(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    assert main(["--home", str(home), "search", "CALCULATOR", "--json"]) == 0
+    hits = json.loads(capsys.readouterr().out)
+    completed = demo_run(home, "completed")
+    assert {"run_id": completed, "where": "tool_name", "snippet": "calculator"}.items() <= next(
+        hit for hit in hits if hit["run_id"] == completed
+    ).items()
+    assert main(["--home", str(home), "search", "nothing like this"]) == 1
+    said = capsys.readouterr().out
+    assert "no run mentions 'nothing like this'" in said
+    assert "searched tasks, messages, tool names, arguments and results" in said

@@ -86,6 +86,19 @@ def test_sql_json_and_read_only(home_with_golden: Path, capsys: pytest.CaptureFi
     assert main(["sql", "SELEC nonsense"]) == 2
 
 
+def test_sql_on_an_unknown_table_names_the_tables_there(
+    home_with_golden: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    assert main(["sql", "SELECT * FROM run"]) == 2
+    line = capsys.readouterr().err.strip().splitlines()[-1]  # after any ingest progress
+    assert line.startswith("workbench: Catalog Error: Table with name run does not exist")
+    listed = line.split("; the tables and views are: ")[1].split(", ")
+    assert {"runs", "events", "model_calls", "tool_calls", "tool_schemas"} <= set(listed)
+    assert main(["sql", "SELECT bogus FROM runs"]) == 2  # a wrong column: DuckDB's own words
+    assert "tables and views" not in capsys.readouterr().err
+
+
 def test_ingest_of_nothing_fails_with_one_line(
     wb_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

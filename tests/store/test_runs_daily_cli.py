@@ -121,6 +121,34 @@ def test_failed_lists_runs_not_samples_and_never_a_sample_that_passed(home: Path
     assert {r["run_id"] for r in listed(home, "--failed")} == stopped
 
 
+# --- issue 42 item 2.3: samples folded under their suite run ---------------------------
+
+
+def test_samples_are_folded_by_default_and_say_what_their_case_judged(home: Path) -> None:
+    names = demo_runs(home)
+    text = workbench(home, "runs").stdout.splitlines()
+    assert len(text) == 1 + 6 + 1  # the header, the demo's six runs, the folded note
+    assert not any("  sample  " in line for line in text)
+    assert text[-1].startswith("9 regression sample(s) folded under their suite runs")
+    assert "--samples lists them" in text[-1]
+    assert {r["run_id"] for r in listed(home)} == set(names.values())
+
+    every = listed(home, "--samples")
+    assert len(every) == 15
+    assert {r["judged"] for r in every if r["origin"] == "regression_sample"} == {"passed"}
+    assert {r["judged"] for r in every if r["origin"] != "regression_sample"} == {None}
+    shown = workbench(home, "runs", "--kind", "sample").stdout.splitlines()[1:]
+    assert len(shown) == 9 and all(line.split()[1:3] == ["case", "passed"] for line in shown)
+
+    # An edit that regresses: the failing samples say so, and --failed with --samples
+    # lists them beside the stopped runs.
+    suite = str(home / "demo-suite.wbsuite.toml")
+    assert workbench(home, "test", suite, "--tool-description", EDIT).returncode == 1
+    failing = [r for r in listed(home, "--samples", "--failed") if r["origin"] != "agent"]
+    assert len(failing) == 3 and {r["judged"] for r in failing} == {"failed"}
+    assert "18 regression sample(s) folded" in workbench(home, "runs").stdout
+
+
 # --- item 8: one word, one duration, a broken prices file -------------------------------
 
 

@@ -146,3 +146,26 @@ def test_a_million_runs_are_counted_in_sql_not_in_python(tmp_path: Path) -> None
     peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     if peak_kb > before:  # ru_maxrss is the largest child so far: only a new peak is this one
         assert peak_kb < 600_000, f"workbench stats peaked at {peak_kb // 1024} MB"
+
+
+def test_stats_of_a_new_home_lists_only_its_days_with_runs(tmp_path: Path) -> None:
+    """The 30-day window starts at the home's first day with runs, and days without runs
+    between two that have some are one line, not a row of zeros each (issue 42)."""
+    home = spread_runs(tmp_path / "home")  # runs on 2026-11-28, 29 and 30
+    lines = _workbench(home, "stats").stdout.splitlines()
+    assert lines[0].startswith("runs from 2026-11-28 to 2026-11-30")
+    day_rows = [line for line in lines if line.startswith("2026-")]
+    assert [row.split()[0] for row in day_rows] == ["2026-11-28", "2026-11-29", "2026-11-30"]
+    assert not any("without runs" in line for line in lines)
+
+    # One more run, a week before the others: the quiet days between are one line.
+    source = sorted((home / "traces").glob("*.jsonl"))[0]
+    early = [json.loads(line) for line in source.read_text().splitlines()[:-1]]
+    for event in early:
+        event |= {"run_id": "e" * 32, "ts": "2026-11-20" + event["ts"][10:]}
+    (home / "traces" / f"{'e' * 32}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in early))
+    lines = _workbench(home, "stats").stdout.splitlines()
+    day_rows = [line for line in lines if line.startswith("2026-")]
+    assert len(day_rows) == 4 and all(row.split()[-5] != "0" for row in day_rows)
+    [quiet] = [line for line in lines if "without runs" in line]
+    assert quiet.strip().startswith("(") and "days without runs)" in quiet

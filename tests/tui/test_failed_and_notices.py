@@ -53,7 +53,7 @@ def _demo_run(home: Path, name: str) -> str:
 async def test_failed_only_shows_the_runs_that_failed_not_the_suites_samples(home: Path) -> None:
     app = WorkbenchApp(home)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot, lambda: _runs(app).total == 15)  # 6 runs, 9 samples
+        await settle(pilot, lambda: _runs(app).total == 6)  # 6 runs; the 9 samples folded
         await pilot.press("f")
         # The demo's four stopped runs; its samples end max_turns by design and passed.
         await settle(pilot, lambda: _runs(app).total == 4 and _runs(app).row(3) is not None)
@@ -74,7 +74,7 @@ async def test_a_broken_prices_file_is_a_notice_on_the_run(home: Path) -> None:
     (home / "prices.toml").write_text("[models.x\ninput = 1\n", encoding="utf-8")
     app = WorkbenchApp(home)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await settle(pilot, lambda: _runs(app).total == 15)
+        await settle(pilot, lambda: _runs(app).total == 6)
         app.open_run(_demo_run(home, "completed"))
         await settle(
             pilot,

@@ -259,25 +259,26 @@ async def test_runs_list_kinds_sorting_and_new_runs_arriving(home: Path) -> None
     async with app.run_test(size=SIZE) as pilot:
         runs = app.screen
         assert isinstance(runs, RunsScreen)
-        await settle(pilot, lambda: _runs(app).total == 11 and _runs(app).row(10) is not None)
-        kinds = {_row(app, i).origin for i in range(11)}
-        assert kinds == {"agent", "regression_sample"}
-        assert "sample" in "".join(_runs(app).render_line(y).text for y in range(11))
+        # Samples are folded under their suite run: counted, not listed…
+        await settle(pilot, lambda: _runs(app).total == 8 and _runs(app).row(7) is not None)
+        assert {_row(app, i).origin for i in range(8)} == {"agent"}
+        assert "3 suite samples folded" in plain(runs.query_one("#runs-count", Static))
 
         await pilot.press("f")  # failed samples are not in "failed only"…
         await settle(pilot, lambda: _runs(app).total == 7)
         runs.query_one("#filter-kind", Select).value = "agent and fork"
         await settle(pilot, lambda: _runs(app).total == 7)
         runs.query_one("#filter-kind", Select).value = "regression_sample"  # …unless asked
-        await settle(pilot, lambda: _runs(app).total == 3)
+        await settle(pilot, lambda: _runs(app).total == 3 and _runs(app).row(2) is not None)
+        assert "sample" in "".join(_runs(app).render_line(y).text for y in range(3))
         runs.query_one("#filter-kind", Select).clear()
         await pilot.press("f")
-        await settle(pilot, lambda: _runs(app).total == 11)
+        await settle(pilot, lambda: _runs(app).total == 8)
 
         # Sort: s steps through the columns, S reverses; a header click sorts by its column.
         await pilot.press("s")
-        await settle(pilot, lambda: runs.where.sort == "run_id" and _runs(app).row(10) is not None)
-        ids = [_row(app, i).run_id for i in range(11)]
+        await settle(pilot, lambda: runs.where.sort == "run_id" and _runs(app).row(7) is not None)
+        ids = [_row(app, i).run_id for i in range(8)]
         assert ids == sorted(ids, reverse=True)
         await pilot.press("S")
         await settle(pilot, lambda: not runs.where.descending and _runs(app).row(0) is not None)
@@ -286,8 +287,8 @@ async def test_runs_list_kinds_sorting_and_new_runs_arriving(home: Path) -> None
         tokens_x = str(header.render()).index("tokens")
         await pilot.click("#runs-header", offset=(tokens_x + 1, 0))
         await settle(pilot, lambda: runs.where.sort == "total_tokens")
-        await settle(pilot, lambda: _runs(app).row(10) is not None)
-        tokens = [_row(app, i).total_tokens for i in range(11)]
+        await settle(pilot, lambda: _runs(app).row(7) is not None)
+        tokens = [_row(app, i).total_tokens for i in range(8)]
         assert tokens == sorted(tokens, reverse=True)
         assert "tokens▼" in str(header.render())
 
@@ -297,7 +298,7 @@ async def test_runs_list_kinds_sorting_and_new_runs_arriving(home: Path) -> None
         (home / "traces" / f"{fresh}.jsonl").write_text(
             _as_origin(GOLDEN / f"{COMPLETED}.jsonl", "fork", fresh)
         )
-        await settle(pilot, lambda: runs.ingests > before and _runs(app).total == 12)
+        await settle(pilot, lambda: runs.ingests > before and _runs(app).total == 9)
 
 
 async def test_runs_list_at_100_columns_keeps_the_task_and_the_footer_keys(home: Path) -> None:

@@ -27,6 +27,6 @@ def test_a_newer_highlight_of_the_same_list_replaces_a_waiting_one() -> None:
 
 
 def test_counts_and_details_keep_only_the_newest() -> None:
-    assert RunsScreen.Counted(3).can_replace(RunsScreen.Counted(4))
+    assert RunsScreen.Counted(3, 0, 0).can_replace(RunsScreen.Counted(4, 0, 0))
     assert RunScreen.DetailReady(Text("a")).can_replace(RunScreen.DetailReady(Text("b")))
-    assert not RunScreen.DetailReady(Text("a")).can_replace(RunsScreen.Counted(1))
+    assert not RunScreen.DetailReady(Text("a")).can_replace(RunsScreen.Counted(1, 0, 0))

@@ -9,6 +9,7 @@ from pathlib import Path
 from textual.widgets import Select, Static
 
 from tests.tui.conftest import plain, settle
+from workbench.engine.views.search import SEARCHED
 from workbench.tui import WorkbenchApp
 from workbench.tui.app import error_line
 from workbench.tui.fork_screen import ForkScreen
@@ -26,7 +27,7 @@ async def test_a_search_for_a_closing_tag_is_shown_not_parsed(home: Path) -> Non
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await settle(pilot, lambda: _runs(app).total == 8)
         await pilot.press("ctrl+f", *"[/INST]", "enter")
-        said = "No run contains '[/INST]'."
+        said = f"No run contains '[/INST]' ({SEARCHED})."
         await settle(pilot, lambda: said in [n.message for n in app.notifications])
         await pilot.pause()  # the toast paints
         assert app.is_running

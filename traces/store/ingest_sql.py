@@ -97,7 +97,8 @@ def search_text(event_type: str, field: str, content: str) -> str:
     return f"""lower(CASE {event_type}
         WHEN 'run_start' THEN {field.format("task")}
         WHEN 'model_response' THEN {content}
-        WHEN 'tool_start' THEN {field.format("arguments_raw")}
+        WHEN 'tool_start'
+            THEN concat_ws(chr(10), {field.format("name")}, {field.format("arguments_raw")})
         WHEN 'tool_end' THEN concat_ws(chr(10), {field.format("result")}, {field.format("error")})
         WHEN 'error' THEN {field.format("message")}
         WHEN 'run_end' THEN {field.format("final_answer")} END)"""
@@ -135,7 +136,10 @@ _OTHER_VERSION = f"""CASE WHEN f.type = 'run_start' AND f.schema_version <> '{SC
 # only flags what DuckDB itself cannot read or type (the reasons are found on the careful
 # path), and extracts only the fields the row and `search_text` need. (The full checks and
 # every field cost a fifth of a bulk ingest's time.)
-_BULK_FIELDS = [*ENVELOPE, "task", "arguments_raw", "result", "error", "message", "final_answer"]
+_BULK_FIELDS = [
+    *ENVELOPE,
+    *("task", "name", "arguments_raw", "result", "error", "message", "final_answer"),
+]
 _BULK_FIELDS_STRUCT = _quote("{" + ", ".join(f'"{name}": "VARCHAR"' for name in _BULK_FIELDS) + "}")
 _UNREADABLE = """CASE WHEN raw IS NULL OR f.type IS NULL OR f.run_id IS NULL OR seq IS NULL
     OR seq < 0 OR ts IS NULL OR (f.turn IS NOT NULL AND coalesce(turn, 0) < 1)

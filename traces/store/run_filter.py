@@ -2,22 +2,28 @@
 and `mcp-serve`'s list, as SQL against the `runs` table (it may hold a million runs).
 
 What counts as a failed run is decided here and only here (`FAILED_RUN`): a run that did
-not complete, except a regression sample unless the kinds asked for name it (samples that
-stop at `max_turns` are the suite's design, not failures to debug), and never a sample that
-passed its case (`regress_samples.passed`).
+not complete, except a regression sample unless the kinds asked for name it or samples are
+asked for (samples that stop at `max_turns` are the suite's design, not failures to debug),
+and never a sample that passed its case (`regress_samples.passed`).
+
+The lists people read (`runs`, the TUI, `list_runs`) fold regression samples under their
+suite run (`samples=False`): a sample is listed only when samples or their kind are asked
+for, and the listing says how many it folded (`RunQuery.folded_samples`).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-# Failures the failed filter shows when no kind is asked for: every kind but samples.
-FAILED_RUN = """(status <> 'completed'
-    AND ($origins IS NOT NULL OR coalesce(origin, 'agent') <> 'regression_sample')
+SAMPLE = "coalesce(origin, 'agent') = 'regression_sample'"
+# Failures the failed filter shows when neither a kind nor samples are asked for: every kind
+# but samples.
+FAILED_RUN = f"""(status <> 'completed'
+    AND ($origins IS NOT NULL OR coalesce($samples, false) OR NOT {SAMPLE})
     AND (coalesce(origin, 'agent') <> 'regression_sample' OR run_id NOT IN (
         SELECT run_id FROM regress_samples WHERE passed AND run_id IS NOT NULL)))"""
 
@@ -27,7 +33,8 @@ WHERE ($status IS NULL OR status = $status)
     AND ($text IS NULL OR contains(lower(coalesce(task, '')), lower($text))
          OR starts_with(run_id, $text))
     AND ($origins IS NULL OR list_contains($origins, coalesce(origin, 'agent')))
-    AND ($run_ids IS NULL OR list_contains($run_ids, run_id))"""
+    AND ($run_ids IS NULL OR list_contains($run_ids, run_id))
+    AND (coalesce($samples, true) OR $origins IS NOT NULL OR NOT {SAMPLE})"""
 
 _PRICE_ROWS = '[{"model": "VARCHAR", "input": "DOUBLE", "output": "DOUBLE"}]'
 # A run's cost from its run_end totals and the price of its model (per million tokens).
@@ -68,6 +75,9 @@ class RunQuery:
     failed_only: bool = False
     origins: tuple[str, ...] | None = None  # run_start.origin values
     run_ids: tuple[str, ...] | None = None
+    # Regression samples: None lists them as any run (but not as failures), False folds
+    # them (listed only when `origins` names them), True lists them, failures included.
+    samples: bool | None = None
     model: str | None = None  # in the model name as recorded, any case
     since: datetime | None = None  # started at or after
     until: datetime | None = None  # started before
@@ -102,6 +112,13 @@ class RunQuery:
             **more,
         )
 
+    def folded_samples(self) -> RunQuery | None:
+        """The regression samples this listing folds away, as a query of their own (to
+        count them); None when it folds none."""
+        if self.samples is not False or self.origins is not None:
+            return None
+        return replace(self, origins=("regression_sample",), samples=None)
+
     def where(self) -> tuple[str, dict[str, Any]]:
         """The WHERE clause over `runs` and its parameters."""
         params: dict[str, Any] = {
@@ -110,6 +127,7 @@ class RunQuery:
             "failed_only": self.failed_only,
             "origins": list(self.origins) if self.origins is not None else None,
             "run_ids": list(self.run_ids) if self.run_ids is not None else None,
+            "samples": self.samples,
         }
         clauses = [_BASE]
         for name, clause in _CLAUSES.items():

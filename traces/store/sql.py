@@ -13,8 +13,8 @@ from traces.versions import SCHEMA_VERSION
 # A table added needs no bump: it is created in an older store when that opens (the schema
 # text differs, see `SCHEMA_TEXT`), and DROP_ALL drops it for the next rebuild.
 # 6: events clustered by ingest batch (run_batches), search_text; runs.duration_ms is the
-# trace's own span
-STORE_VERSION = 6
+# trace's own span; 7: search_text holds a tool call's name
+STORE_VERSION = 7
 # Rows are read back with the current event models, so a store is rebuilt when either the
 # tables or the trace schema it was filled under differ from this workbench's.
 STORE_META = {"store_version": str(STORE_VERSION), "schema_version": str(SCHEMA_VERSION)}
@@ -62,7 +62,7 @@ CREATE TABLE IF NOT EXISTS event_rows (
     line_no BIGINT,             -- NULL when read in bulk: see ingest.py
     batch INTEGER NOT NULL,
     problem VARCHAR,            -- why the line was refused; NULL for a good event
-    -- What `search` looks in (task, message text, tool arguments and result, error,
+    -- What `search` looks in (task, message text, tool name, arguments and result, error,
     -- answer), lowered, for the event types it covers: one scan of a column finds the few
     -- events whose JSON is then read, instead of parsing the JSON of every event.
     search_text VARCHAR
@@ -187,9 +187,13 @@ WHERE starts_with(path, $folder) AND rowid IN (
 
 # --- reads ------------------------------------------------------------------------------
 
+# `judged`: what its suite case judged of a regression sample (NULL for any other run).
 RUN_COLUMNS = """run_id, started_at, ended_at, task, model, status, turns, model_calls,
     tool_calls, tool_errors, total_tokens, duration_ms, parent_run_id, fork_turn,
-    final_answer, reason, source_path, origin"""
+    final_answer, reason, source_path, origin,
+    (SELECT CASE WHEN count(*) = 0 THEN NULL WHEN bool_or(s.passed) THEN 'passed'
+                 WHEN bool_or(coalesce(s.error, '') <> '') THEN 'error' ELSE 'failed' END
+     FROM regress_samples s WHERE s.run_id = runs.run_id) AS judged"""
 # Columns a runs listing may be sorted by (names of the `runs` table; never user text).
 RUN_SORT_COLUMNS = (
     "started_at",
@@ -364,6 +368,8 @@ WITH scoped AS (
     FROM scoped WHERE type = 'run_start'
     UNION ALL SELECT run_id, turn, seq, 'message', event->'message'->>'content'
     FROM scoped WHERE type = 'model_response'
+    UNION ALL SELECT run_id, turn, seq, 'tool_name', event->>'name'
+    FROM scoped WHERE type = 'tool_start'
     UNION ALL SELECT run_id, turn, seq, 'tool_arguments', event->>'arguments_raw'
     FROM scoped WHERE type = 'tool_start'
     UNION ALL SELECT run_id, turn, seq, 'tool_result', event->>'result'

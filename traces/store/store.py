@@ -58,12 +58,12 @@ class RunRow:
     reason: str | None
     source_path: str | None
     origin: str = "agent"  # a RunOrigin; "agent" for a run whose run_start is missing
+    judged: str | None = None  # a regression sample's case verdict: passed, failed, error
 
     def to_json(self) -> dict[str, Any]:
         out = dict(self.__dict__)
         for key in ("started_at", "ended_at"):
-            value = out[key]
-            out[key] = value.isoformat() if value is not None else None
+            out[key] = out[key].isoformat() if out[key] is not None else None
         return out
 
 

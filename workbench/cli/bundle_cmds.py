@@ -142,8 +142,11 @@ def cmd_import_bundle(args: argparse.Namespace) -> int:
         f"imported {len(report.added)} run(s) into {home}"
         + (f" ({len(report.already)} already there)" if report.already else "")
     )
-    for run_id in report.runs:
-        print(f"  {run_id}")
+    # Every run the count speaks of, the fork parents that came along included.
+    for run_id in [*report.runs, *report.parents]:
+        role = " (fork parent)" if run_id in report.parents else ""
+        there = " (already there)" if run_id in report.already else ""
+        print(f"  {run_id}{role}{there}")
     return 0
 
 

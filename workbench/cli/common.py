@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from enum import IntEnum
@@ -72,6 +73,11 @@ STATUS_EXIT: dict[str, ExitCode] = {
 }
 
 
+# argparse's words for a subcommand or choice that is not one of them.
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
+_QUOTED = re.compile(r"'([^']*)'")
+
+
 class CommandParser(argparse.ArgumentParser):
     """A parser whose argument errors are one line naming the command, what is wrong and
     where its --help is (exit 2), not argparse's usage block. Subparsers are made with the
@@ -83,7 +89,25 @@ class CommandParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        self.exit(ExitCode.USAGE, f"{self.prog}: {message}; see `{self.prog} --help`\n")
+        hint = self._did_you_mean(message)
+        self.exit(ExitCode.USAGE, f"{self.prog}: {message}{hint}; see `{self.prog} --help`\n")
+
+    def _did_you_mean(self, message: str) -> str:
+        """The command or flag a mistyped one was most likely meant to be (`shwo`: show,
+        `--faild`: --failed), from argparse's own message; "" when none is close."""
+        import difflib
+
+        choice = _INVALID_CHOICE.search(message)
+        if choice:
+            wrong, known = choice[1], _QUOTED.findall(choice[2])
+        else:
+            extra = message.removeprefix("unrecognized arguments: ")
+            flags = [word.split("=")[0] for word in extra.split() if word.startswith("--")]
+            if extra == message or not flags:
+                return ""
+            wrong, known = flags[0], list(self._option_string_actions)
+        close = difflib.get_close_matches(wrong, known, n=1, cutoff=0.6)
+        return f" (did you mean {close[0]}?)" if close else ""
 
     def parse_args(  # type: ignore[override]  # always a Namespace, never None
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None

@@ -24,10 +24,10 @@ from workbench.cli.common import (
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     search = subparsers.add_parser(
         "search",
-        help="find runs by a word in their task, messages, tool arguments, results or errors",
+        help="find runs by a word in their task, messages, tool calls, results or errors",
         description=(
             "Search every recorded run (ignoring case) in the task, what the model said, "
-            "tool arguments, tool results, errors and final answers. Prints one line per "
+            "tool names, arguments and results, errors and final answers. Prints one line per "
             "match: run, turn, where it matched and the text around it; newest runs first."
         ),
         epilog=(
@@ -69,7 +69,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def cmd_search(args: argparse.Namespace) -> int:
     from workbench.cli.read_cmds import open_store
-    from workbench.engine.views.search import search
+    from workbench.engine.views.search import SEARCHED, search
 
     with open_store(args) as store:
         run_id = store.resolve_run(args.run) if args.run else None
@@ -78,7 +78,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         print_json([hit.to_json() for hit in hits])
         return 0 if hits else 1  # like grep, with or without --json
     if not hits:
-        print(f"no run mentions {args.text!r}")
+        print(f"no run mentions {args.text!r} ({SEARCHED})")
         return 1
     paint = Paint(color_wanted(args))
     for hit in hits:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from traces.home import db_path
-from traces.origins import RUN_KINDS, kind_from_name, kind_label
+from traces.origins import JUDGED_LIKE, RUN_KINDS, judged_status, kind_from_name, kind_label
 from workbench.cli.common import (
     CliError,
     ExitCode,
@@ -66,8 +66,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     runs.add_argument(
         "--failed",
         action="store_true",
-        help="only runs that did not complete; regression samples only when --kind names "
-        "them, and never a sample that passed its case",
+        help="only runs that did not complete; regression samples only with --samples or "
+        "when --kind names them, and never a sample that passed its case",
+    )
+    runs.add_argument(
+        "--samples",
+        action="store_true",
+        help="list regression samples too (folded under their suite runs by default; "
+        "--kind sample lists only them)",
     )
     runs.add_argument("--text", help="only runs whose task contains TEXT")
     runs.add_argument(
@@ -223,6 +229,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
     with _store(args) as store:
         rows = store.runs(limit=args.limit, where=where)
         total = store.count_runs(where=where)
+        folding = where.folded_samples()
+        folded = store.count_runs(where=folding) if folding is not None else 0
         split = store.run_tokens([row.run_id for row in rows]) if prices or args.json else {}
     costs = {
         run_id: prices.cost(model, *split[run_id])
@@ -240,14 +248,16 @@ def cmd_runs(args: argparse.Namespace) -> int:
             )
         print_json(listed)
         return 0
+    if not rows and folded:
+        print(_folded_note(folded))
+        return 0
     if not rows and (args.status or args.text or args.failed or args.kind or filters_given(args)):
         print("no runs match these filters")
         return 0
     if not rows:
-        print(
-            "no runs yet: record one with `workbench run` or `workbench demo`, or "
-            "`workbench ingest PATH`"
-        )
+        from workbench.engine.views.first_steps import no_runs_yet
+
+        print(no_runs_yet(str(resolve_home(args))))
         return 0
     paint = Paint(color_wanted(args))
     cost_head = f"  {'COST':>9}" if prices else ""
@@ -267,14 +277,24 @@ def cmd_runs(args: argparse.Namespace) -> int:
         # A fork's parent (the run it was forked from), as an id prefix `show` takes.
         parent = f"{(row.parent_run_id or '-')[:8]:<8}"
         run_id = paint(f"{row.run_id[:12]:<12}", "cyan")
-        status = paint.status(f"{row.status:<20}", row.status)
+        shown = judged_status(row.judged) if row.judged else row.status
+        status = paint.status(f"{shown:<20}", JUDGED_LIKE.get(row.judged or "", row.status))
         print(
             f"{run_id}  {status}  {kind:<8}  {parent}  {row.turns:>5}  {tools}  "
             f"{row.total_tokens:>7}{cost}  {_when(row.started_at):<19}  {task[:60]}"
         )
     if total > len(rows):
         print(f"… {total - len(rows)} more (use --limit)")
+    if folded:
+        print(_folded_note(folded))
     return 0
+
+
+def _folded_note(folded: int) -> str:
+    return (
+        f"{folded} regression sample(s) folded under their suite runs: --samples lists them "
+        "(the TUI's R shows the suite runs)"
+    )
 
 
 def _tool_json(call: ToolCallNode) -> dict[str, Any]:
@@ -439,7 +459,7 @@ def timeline_json(timeline: Any) -> dict[str, Any]:
 
 
 def cmd_sql(args: argparse.Namespace) -> int:
-    from traces.store import StoreError, TraceStore
+    from traces.store import QueryError, StoreError, TraceStore
 
     with _store(args):
         pass  # ingest first; the query itself runs on a read-only connection
@@ -450,7 +470,10 @@ def cmd_sql(args: argparse.Namespace) -> int:
         else:
             opened = TraceStore.for_home(home, read_only=True)
         with opened as store:
-            columns, rows = store.query(args.query)
+            try:
+                columns, rows = store.query(args.query)
+            except QueryError as exc:
+                raise CliError(f"{exc}{_tables_hint(store, str(exc))}") from None
     except StoreError as exc:
         raise CliError(str(exc)) from None
     if args.json:
@@ -465,6 +488,22 @@ def cmd_sql(args: argparse.Namespace) -> int:
         print("  ".join(v[:w].ljust(w) for v, w in zip(row, widths, strict=True)))
     print(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
     return 0
+
+
+# DuckDB's words for a table or view that is not there.
+_NO_SUCH_TABLE = ("Catalog Error: Table with name", "Catalog Error: Table or view")
+
+
+def _tables_hint(store: TraceStore, message: str) -> str:
+    """After an unknown table: the tables and views there are (a dataset's with its schema)."""
+    if not message.startswith(_NO_SUCH_TABLE):
+        return ""
+    _, rows = store.query(
+        "SELECT DISTINCT table_schema, table_name FROM information_schema.tables "
+        "WHERE table_schema NOT IN ('information_schema', 'pg_catalog') ORDER BY ALL"
+    )
+    names = [name if schema == "main" else f"{schema}.{name}" for schema, name in rows]
+    return f"; the tables and views are: {', '.join(names)}" if names else ""
 
 
 def _cell(value: Any) -> str:

@@ -111,4 +111,6 @@ def run_query(args: argparse.Namespace, prices: Prices) -> RunQuery:
             for name, price in (prices.models.items() if wants_cost else ())
         },
     }
-    return RunQuery.of(args.status, args.text, args.failed, args.kind, None, **more)
+    return RunQuery.of(
+        args.status, args.text, args.failed, args.kind, None, samples=args.samples, **more
+    )

@@ -93,15 +93,17 @@ def stats_lines(stats: RunStats, width: int = 100) -> list[str]:
     kinds = ", ".join(stats.kinds)
     if not total.runs:
         return [f"no runs of {kinds} recorded yet; `workbench demo` records some"]
+    # The window from its first day with runs: a new home's 30-day window is mostly before it.
+    days = stats.by_day[next(i for i, d in enumerate(stats.by_day) if d.runs) :]
+    first_day = days[0].key
     lines = [
-        f"runs from {stats.first_day} to {stats.last_day} (UTC; {kinds})",
+        f"runs from {first_day} to {stats.last_day} (UTC; {kinds})",
         f"{total.runs:,} runs · {total.failures:,} failed ({total.failure_rate:.0%}) · "
         f"{count(total.tokens)} tokens · "
         + (f"{money(stats, total.cost)} · " if stats.priced else "")
         + f"latency p50 {ms(total.p50_ms)}, p95 {ms(total.p95_ms)}",
         "",
     ]
-    days = stats.by_day
     series: list[tuple[str, list[float | None]]] = [
         ("runs", [float(d.runs) for d in days]),
         ("failed", [float(d.failures) for d in days]),
@@ -110,7 +112,7 @@ def stats_lines(stats: RunStats, width: int = 100) -> list[str]:
     if stats.priced:
         series.append(("cost", [d.cost for d in days]))
     series.append(("p95 latency", [d.p95_ms for d in days]))
-    lines.append(f"per day, {stats.first_day} → {stats.last_day}")
+    lines.append(f"per day, {first_day} → {stats.last_day}")
     for name, values in series:
         tops = [v for v in values if v]
         top = max(tops) if tops else 0.0
@@ -134,7 +136,16 @@ def _table(stats: RunStats, title: str, rows: list[StatsRow], width: int) -> lis
     bar_width = max(8, min(40, width - key_width - len(figures) - 2))
     most = max((r.runs for r in rows), default=0)
     lines = [f"{title:<{key_width}} {'':<{bar_width}}{figures}"]
-    for row in rows:
+    quiet = 0  # days without runs since the last row shown: one line says how many
+    for row in [*rows, None]:
+        if row is not None and not row.runs:
+            quiet += 1
+            continue
+        if quiet:
+            lines.append(f"{'':<{key_width}} ({quiet} day{'s' if quiet > 1 else ''} without runs)")
+            quiet = 0
+        if row is None:
+            break
         key = row.key if len(row.key) <= key_width else row.key[: key_width - 1] + "…"
         cost = f" {money(stats, row.cost):>8}" if stats.priced else ""
         lines.append(

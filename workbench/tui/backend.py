@@ -28,7 +28,7 @@ from traces.home import traces_dir
 from traces.origins import RUN_KINDS
 from traces.run_names import is_safe_run_id
 from traces.schema_diff import diff_tool_schemas
-from traces.store import IngestReport, RunRow, TraceStore, UnknownRunError
+from traces.store import IngestReport, RunQuery, RunRow, TraceStore, UnknownRunError
 from workbench.engine.recording import fork_runner, run_service
 from workbench.engine.recording.fork import ForkContext, ForkRequest, fork_context
 from workbench.engine.recording.fork_runner import CancelFork, ForkOptions, ForkOutcome
@@ -89,15 +89,19 @@ class RunFilter:
     run_ids: tuple[str, ...] | None = None  # only these runs (what a content search found)
     sort: str | None = None  # a column of traces.store.sql.RUN_SORT_COLUMNS
     descending: bool = True
+    # Regression samples are folded under their suite runs unless asked for (the kind
+    # filter naming them asks).
+    samples: bool = False
 
-    def kwargs(self) -> dict[str, Any]:
-        return {
-            "text": self.text or None,
-            "status": self.status,
-            "failed_only": self.failed_only,
-            "origins": KIND_FILTERS[self.kind] if self.kind else None,
-            "run_ids": self.run_ids,
-        }
+    def query(self) -> RunQuery:
+        return RunQuery.of(
+            self.status,
+            self.text,
+            self.failed_only,
+            KIND_FILTERS[self.kind] if self.kind else None,
+            self.run_ids,
+            samples=self.samples,
+        )
 
 
 class Backend:
@@ -116,6 +120,9 @@ class Backend:
         # ingest: its context, each plan and the fork itself read it again.
         self._fork_parent: StoredParent | None = None
         self._fork_lock = threading.Lock()
+        # Ingests that stored something, whoever asked for them (a fork stores its own run):
+        # a list counted at an older value is out of date.
+        self.stored_changes = 0
 
     @contextmanager
     def _session(self) -> Iterator[TraceStore]:
@@ -170,23 +177,30 @@ class Backend:
         with self._session() as store:
             if store.read_only:
                 return IngestReport()  # new traces cannot be stored: browse what is there
-            return store.ingest_home(self.home, progress)
+            report = store.ingest_home(self.home, progress)
+            if report.new_runs or report.new_events:
+                self.stored_changes += 1
+            return report
 
     # ------------------------------------------------------------------ runs
 
-    def count_runs(self, where: RunFilter) -> int:
+    def count_runs(self, where: RunFilter) -> tuple[int, int]:
+        """The runs `where` lists, and the regression samples it folds away."""
+        query = where.query()
+        folding = query.folded_samples()
         with self._session() as store:
-            return int(store.count_runs(**where.kwargs()))
+            folded = store.count_runs(where=folding) if folding is not None else 0
+            return int(store.count_runs(where=query)), int(folded)
 
     def runs(self, where: RunFilter, offset: int, limit: int) -> list[RunRow]:
         with self._session() as store:
             return list(
                 store.runs(
-                    **where.kwargs(),
                     limit=limit,
                     offset=offset,
                     sort=where.sort,
                     descending=where.descending,
+                    where=where.query(),
                 )
             )
 

@@ -1,4 +1,5 @@
-"""The run screen's decision-chain tree and the summary above it."""
+"""The run screen's chain tree and header line: the tree's labels end at a word within the
+pane, and the summary line says what the run was and how it ended."""
 
 from __future__ import annotations
 
@@ -53,10 +54,10 @@ class ChainTree(Tree[ChainNode]):
         return Text.assemble(text[:end], "…")
 
 
-def walk(node: TreeNode[Any]) -> Iterator[TreeNode[Any]]:
+def walk_tree(node: TreeNode[Any]) -> Iterator[TreeNode[Any]]:
     for child in node.children:
         yield child
-        yield from walk(child)
+        yield from walk_tree(child)
 
 
 def ancestors(node: TreeNode[Any]) -> Iterator[TreeNode[Any]]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
-from traces.origins import kind_label
+from traces.origins import JUDGED_LIKE, judged_status, kind_label
 from traces.store import RunRow
 from workbench.tui.render import fmt_count, fmt_ms, fmt_time, one_line, short_id, status_badge
 
@@ -117,7 +117,7 @@ def run_row_line(row: RunRow, width: int, *, marked: bool = False) -> Text:
         "kind": Text(kind_label(origin), style="dim" if origin == "agent" else "cyan"),
         "task": Text(one_line(row.task, 200)),
         "model": Text(row.model or ""),
-        "status": status_badge(row.status),
+        "status": _status(row),
         "turns": Text(str(row.turns or 0)),
         "tools": Text(f"{row.tool_calls or 0}", style="red" if row.tool_errors else ""),
         "tokens": Text(fmt_count(row.total_tokens)),
@@ -125,3 +125,12 @@ def run_row_line(row: RunRow, width: int, *, marked: bool = False) -> Text:
         "parent": Text(parent, style="cyan"),
     }
     return _fit(cells, width)
+
+
+def _status(row: RunRow) -> Text:
+    """A run's status; a regression sample's is what its case judged, in the colours of
+    the run status it reads like (a sample that stops at max_turns by design passed)."""
+    if not row.judged:
+        return status_badge(row.status)
+    badge = status_badge(JUDGED_LIKE.get(row.judged, "error"))
+    return Text(f"{badge.plain[:2]}{judged_status(row.judged)}", style=badge.style)

@@ -21,10 +21,10 @@ from traces.events import (
     McpMessage,
     ModelChunk,
 )
-from workbench.engine.views.search import SearchHit
+from workbench.engine.views.search import SEARCHED, SearchHit
 from workbench.engine.views.timeline import run_tokens
 from workbench.tui.backend import Outline
-from workbench.tui.chain_tree import ChainTree, ancestors, run_summary, walk
+from workbench.tui.chain_tree import ChainTree, ancestors, run_summary, walk_tree
 from workbench.tui.chain_view import (
     SKELETON_TYPES,
     TURNS_PER_GROUP,
@@ -269,7 +269,7 @@ class RunScreen(WorkbenchScreen):
     def _select_seq(self, parent: TreeNode[ChainNode], seq: int) -> None:
         assert parent.data is not None
         target = find_node(parent.data.children, seq)
-        for node in walk(parent):
+        for node in walk_tree(parent):
             if node.data is target:
                 for ancestor in ancestors(node):
                     ancestor.expand()
@@ -471,7 +471,7 @@ class RunScreen(WorkbenchScreen):
     def on_run_screen_searched(self, message: Searched) -> None:
         self.matches, self.match_index = message.hits, -1
         if not message.hits:
-            self.notify(f"'{message.text}' is not in this run.")
+            self.notify(f"'{message.text}' is not in this run ({SEARCHED}).")
             return
         self.action_next_match(1)
 

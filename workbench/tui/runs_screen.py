@@ -26,7 +26,8 @@ from textual.widgets import Checkbox, Footer, Header, Input, Select, Static
 from traces.events import RUN_STATUSES
 from traces.origins import kind_label
 from traces.store import IngestReport, RunRow
-from workbench.engine.views.search import SearchHit
+from workbench.engine.views.first_steps import no_runs_yet
+from workbench.engine.views.search import SEARCHED, SearchHit
 from workbench.tui.backend import AGENT_AND_FORK, KIND_FILTERS, NotAvailable, RunFilter
 from workbench.tui.navigation import (
     OpenCompare,
@@ -117,9 +118,11 @@ class RunsScreen(WorkbenchScreen):
     ]
 
     class Counted(Message):
-        def __init__(self, total: int) -> None:
+        def __init__(self, total: int, folded: int, stored_changes: int) -> None:
             super().__init__()
             self.total = total
+            self.folded = folded  # regression samples the list folds away
+            self.stored_changes = stored_changes  # the backend's, when the count began
 
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, type(self))  # only the newest count matters
@@ -157,6 +160,8 @@ class RunsScreen(WorkbenchScreen):
         self._stop_watching = threading.Event()
         self._keep_position = False  # the next recount keeps the cursor (new runs arrived)
         self._following = False  # the traces folder is watched (once the store is open)
+        self._counted_changes = -1  # the backend's stored_changes the list was counted at
+        self._folded = 0  # regression samples the list folds under their suite runs
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -172,6 +177,7 @@ class RunsScreen(WorkbenchScreen):
             yield Static("loading…", id="runs-count")
         yield Static(id="read-only-notice")
         yield RunsHeader(id="runs-header")
+        yield Static(id="runs-empty")
         yield PagedList(self._fetch, self._render_row, id="runs-list")
         yield Footer()
 
@@ -199,7 +205,8 @@ class RunsScreen(WorkbenchScreen):
 
     @work(thread=True, exclusive=True, group="count", exit_on_error=False)
     def _count(self) -> None:
-        self.post_message(self.Counted(self.backend.count_runs(self.where)))
+        changes = self.backend.stored_changes
+        self.post_message(self.Counted(*self.backend.count_runs(self.where), changes))
 
     @work(thread=True, exclusive=True, group="ingest", exit_on_error=False)
     def _ingest(self) -> None:
@@ -256,14 +263,39 @@ class RunsScreen(WorkbenchScreen):
         elif self.workbench.watch_traces:
             self._watch()
 
+    def on_screen_resume(self) -> None:
+        if self._counted_changes != -1:  # not the first showing: on_mount counts that
+            self._recount_if_stale()  # a fork made meanwhile is listed at once
+
+    def _recount_if_stale(self) -> bool:
+        """Recount, keeping the cursor, when the store gained runs since the last count
+        (a fork ingests its run itself, so no later ingest reports it as new)."""
+        if self._counted_changes == self.backend.stored_changes:
+            return False
+        self._keep_position = True
+        self._count()
+        return True
+
     def on_runs_screen_counted(self, message: Counted) -> None:
+        self._counted_changes = message.stored_changes
+        self._folded = message.folded
         self._follow()
         runs, keep = self.runs_list, self._keep_position
         runs.reset(message.total, cursor=runs.cursor if keep else 0, keep_scroll=keep)
         self._keep_position = False
         self._show_count()
+        self._say_if_empty(message.total == 0 and not message.folded)
         if message.total == 0:
             self._start_ingest()
+
+    def _say_if_empty(self, empty: bool) -> None:
+        """An empty home (not an empty filter) says how to get runs."""
+        box = self.query_one("#runs-empty", Static)
+        box.display = empty and self.where == RunFilter()
+        if box.display:
+            follow = "they appear here on their own" if self.workbench.watch_traces else "g reloads"
+            said = f"{no_runs_yet(str(self.backend.home))}\n\nRun one, and {follow}."
+            box.update(Text(said))
 
     @on(PagedList.Highlighted, "#runs-list")
     def _first_rows_shown(self, event: PagedList.Highlighted) -> None:
@@ -282,6 +314,8 @@ class RunsScreen(WorkbenchScreen):
         shown = f"{total:,} run{'s' if total != 1 else ''}"
         if self.where.run_ids is not None:
             shown += f" containing '{self.search_text}'"
+        if self._folded:
+            shown += f" · {self._folded:,} suite samples folded (kind: sample lists them)"
         if self.marked:
             shown += f" · marked {', '.join(short_id(r) for r in self.marked)}"
         self.query_one("#runs-count", Static).update(Text(shown))
@@ -289,11 +323,7 @@ class RunsScreen(WorkbenchScreen):
     def on_runs_screen_ingested(self, message: Ingested) -> None:
         self.ingests += 1
         report = message.report
-        if report.new_runs or report.new_events:
-            # New runs arrive while the user reads the list: keep the cursor where it is.
-            self._keep_position = True
-            self._count()
-        else:
+        if not self._recount_if_stale():  # new runs keep the cursor where the user is
             self._show_count()  # in place of the progress, if any was shown
         if report.problems:
             self.notify(
@@ -343,7 +373,7 @@ class RunsScreen(WorkbenchScreen):
         found = tuple(dict.fromkeys(hit.run_id for hit in message.hits))
         self._apply(run_ids=found)
         if not found:
-            self.notify(f"No run contains '{message.text}'.")
+            self.notify(f"No run contains '{message.text}' ({SEARCHED}).")
 
     @on(Select.Changed, "#filter-status")
     def _status_changed(self, event: Select.Changed) -> None:
@@ -508,7 +538,7 @@ class RunsScreen(WorkbenchScreen):
         )
         yield (
             "Search run contents",
-            "Messages, tool calls, results, errors",
+            "Tasks, messages, tool names, arguments and results, errors",
             self.action_focus_search,
         )
         yield ("Sort by the next column", "Then reverse with S", self.action_sort_next)

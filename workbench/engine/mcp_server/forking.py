@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from traces.tree import answer_fields
 from workbench.engine.mcp_server.tools import ToolError
 from workbench.engine.recording.fork import ForkError, ForkRequest
 from workbench.engine.recording.fork_runner import ForkOptions, ForkSetup, open_fork, setup_fork
@@ -59,7 +60,7 @@ async def run_fork(fork: ForkSetup, home: Path) -> dict[str, Any]:
         "model": outcome.model,
         "status": result.status,
         "reason": result.reason or None,
-        "final_answer": result.final_answer,
+        **answer_fields(result.status, result.final_answer),
         "totals": result.totals.model_dump(mode="json"),
         "side_effects_refused": outcome.refused,
         "stopped": outcome.stopped,

@@ -155,6 +155,7 @@ class Workbench:
         *,
         status: str | None = None,
         failed: bool = False,
+        samples: bool = False,
         kind: str | None = None,
         model: str | None = None,
         text: str | None = None,
@@ -163,13 +164,17 @@ class Workbench:
     ) -> dict[str, Any]:
         from traces.store import RunQuery
 
-        where = RunQuery.of(status, text, failed, [kind] if kind else None, model=model or None)
+        kinds = [kind] if kind else None
+        where = RunQuery.of(status, text, failed, kinds, samples=samples, model=model or None)
+        folding = where.folded_samples()
         with self._store() as store:
             found = store.runs(limit=limit, offset=offset, where=where)
             total = store.count_runs(where=where)
+            folded = store.count_runs(where=folding) if folding is not None else 0
         shown = offset + len(found)
         return {
             "total": total,
+            "samples_folded": folded,
             "offset": offset,
             "runs": [_run_json(row) for row in found],
             "next_offset": shown if shown < total else None,
@@ -184,7 +189,7 @@ class Workbench:
         events_from: int | None = None,
         events: int,
     ) -> dict[str, Any]:
-        from traces.tree import build_chain
+        from traces.tree import answer_fields, build_chain
 
         with self._store() as store:
             run_id = self._run_id(store, run)
@@ -224,7 +229,7 @@ class Workbench:
                 "status": end.status,
                 "reason": end.reason,
                 "timeout_layer": end.timeout_layer,
-                "final_answer": end.final_answer,
+                **answer_fields(end.status, end.final_answer),
                 "totals": end.totals.model_dump(mode="json"),
             },
         }
@@ -353,11 +358,14 @@ class Workbench:
 
 
 def _run_json(row: RunRow) -> dict[str, Any]:
+    from traces.tree import answer_fields
+
     return {
         "run_id": row.run_id,
         "status": row.status,
         "reason": row.reason or None,
         "kind": row.origin,
+        "case": row.judged,  # a regression sample's verdict: passed, failed or error
         "model": row.model,
         "task": row.task,
         "started_at": row.started_at.isoformat() if row.started_at else None,
@@ -368,7 +376,7 @@ def _run_json(row: RunRow) -> dict[str, Any]:
         "duration_ms": row.duration_ms,
         "parent_run_id": row.parent_run_id,
         "fork_turn": row.fork_turn,
-        "final_answer": row.final_answer,
+        **answer_fields(row.status, row.final_answer),
     }
 
 

@@ -102,7 +102,17 @@ TOOLS: tuple[ToolDef, ...] = (
                     "default": False,
                     "description": (
                         "only runs that did not complete; regression samples only with "
-                        "kind regression_sample, and never a sample that passed its case"
+                        "samples or kind regression_sample, and never a sample that passed "
+                        "its case"
+                    ),
+                },
+                "samples": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": (
+                        "list regression samples too (folded under their suite runs by "
+                        "default: samples_folded counts them; kind regression_sample lists "
+                        "only them); a sample's case says what its suite case judged"
                     ),
                 },
                 "kind": {
@@ -153,7 +163,7 @@ TOOLS: tuple[ToolDef, ...] = (
     ToolDef(
         "search_runs",
         "Find where a text occurs in recorded runs (ignoring case): in tasks, what the model "
-        "said, tool arguments, tool results, errors and final answers. Use it to find the "
+        "said, tool names, arguments and results, errors and final answers. Use it to find the "
         "runs and turns that mention an error or a file; newest runs first. Not for listing "
         "runs by status: use list_runs.",
         _object(

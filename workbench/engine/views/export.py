@@ -27,7 +27,14 @@ from typing import IO, Any, Literal, TypeAlias, assert_never
 
 from traces.events import EVENT_TYPES, SCHEMA_VERSION, Event
 from traces.run_names import run_file_stem
-from traces.tree import RunChain, ToolCallNode, TurnNode, answer_label, build_chain
+from traces.tree import (
+    RunChain,
+    ToolCallNode,
+    TurnNode,
+    answer_fields,
+    answer_label,
+    build_chain,
+)
 from workbench.engine.recording.parent import OpenStore
 from workbench.engine.recording.window import TurnWindow
 from workbench.engine.views.timeline import Timeline, TurnTimeline, build_timeline, format_ms
@@ -198,10 +205,7 @@ def _json_head(chain: RunChain) -> dict[str, Any]:
         "task": start.task if start is not None else None,
         "model": start.model if start is not None else None,
         "parent_run_id": start.parent_run_id if start is not None else None,
-        # run_end's `final_answer` is an answer only when the run completed; a stopped
-        # run's is its last text (`answer_label`). The events keep the field as it is.
-        "answer": end.final_answer if end is not None and end.status == "completed" else None,
-        "last_text": end.final_answer if end is not None and end.status != "completed" else None,
+        **answer_fields(end.status if end else None, end.final_answer if end else None),
         "totals": end.totals.model_dump(mode="json") if end is not None else None,
     }
 

@@ -1,5 +1,5 @@
-"""Find runs by what they said and did: the task, the model's messages, tool arguments,
-tool results, errors and final answers, matched in DuckDB (`TraceStore.search`).
+"""Find runs by what they said and did: the task, the model's messages, tool names,
+arguments and results, errors and final answers, matched in DuckDB (`TraceStore.search`).
 
     hits = search(store, "report.py")                # newest runs first
     hits = search(store, "timeout", run_id=run_id)   # within one run, in event order
@@ -14,8 +14,17 @@ from traces.store import TraceStore
 from traces.text import one_line
 
 SearchPlace: TypeAlias = Literal[
-    "task", "message", "tool_arguments", "tool_result", "error", "answer", "last_text"
+    "task",
+    "message",
+    "tool_name",
+    "tool_arguments",
+    "tool_result",
+    "error",
+    "answer",
+    "last_text",
 ]
+# What a search looks in, as a user reads it beside "nothing found".
+SEARCHED = "searched tasks, messages, tool names, arguments and results, errors and answers"
 
 
 @dataclass(frozen=True)
@@ -23,7 +32,7 @@ class SearchHit:
     run_id: str
     turn: int | None
     seq: int
-    where: str  # a SearchPlace: "task" | "message" | "tool_arguments" | "tool_result" | ...
+    where: str  # a SearchPlace: "task" | "message" | "tool_name" | "tool_arguments" | ...
     snippet: str  # the text around the first match, on one line
 
     def to_json(self) -> dict[str, Any]:
