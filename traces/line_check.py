@@ -106,6 +106,34 @@ def loads(text: str | bytes) -> Any:
         raise ValueError("nested too deeply") from None
 
 
+# The keys every event has, which say whose event a line is and where it goes. JSON readers
+# differ on which of two values of a key counts (Python's and DuckDB's take the last, others
+# the first), so a line that gives one twice is refused, not guessed.
+_IDENTITY_KEYS = tuple(f'"{key}"'.encode() for key in ("run_id", "seq", "type", "turn", "ts"))
+
+
+def repeated_key(raw: bytes) -> str | None:
+    """The problem of a line whose object gives a key twice, else None; only a line that
+    holds one of the identity keys' names twice (anywhere: a cheap look) is parsed again."""
+    if not any(raw.count(key) > 1 for key in _IDENTITY_KEYS):
+        return None
+    repeated: list[str] = []
+
+    def keep_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        # Called for each object as it closes: the line's own object comes last.
+        keys = [key for key, _ in pairs]
+        repeated[:] = sorted({key for key in keys if keys.count(key) > 1})
+        return dict(pairs)
+
+    try:
+        json.loads(raw, object_pairs_hook=keep_repeats)
+    except (ValueError, RecursionError):
+        return None  # not the problem this looks for: the line's reading says what is
+    if not repeated:
+        return None
+    return f"the key '{repeated[0]}' is given twice (which value counts is ambiguous)"
+
+
 @dataclass
 class Line(Generic[T]):
     """One whole line of a trace and what the reader made of it."""
@@ -188,6 +216,10 @@ def check_lines(
                 yield Line(lines.number, text, problem=_invalid_line_reason(exc))
                 continue
             text = _stored_text(lines.current)
+            repeated = repeated_key(lines.current)
+            if repeated is not None:
+                yield Line(lines.number, text, problem=repeated)
+                continue
             declared = declared_version(record)
             if declared is not None:
                 if declared < SCHEMA_VERSION and declared not in MIGRATIONS:

@@ -8,7 +8,10 @@ show, search, diff, the TUI and a regression case."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,7 @@ from tests.engine.capture_support import runs
 from tests.engine.engine_support import cli
 from tests.tui.conftest import plain, settle
 from workbench.cli import main
+from workbench.engine.sessions.session import SESSION_LINE_CAP
 from workbench.tui import WorkbenchApp
 from workbench.tui.paged_list import PagedList
 from workbench.tui.run_screen import RunScreen
@@ -30,6 +34,7 @@ CLAUDE_RUN = "4d8b3f6d24514423a79bbe9926367ede"
 CODEX = SESSIONS / "codex"
 CODEX_RUN = "01a2342d99bf7c10889ccb0b48270501"
 TASK = "What do the notes in notes.txt say?"
+WORKBENCH = str(Path(sys.executable).with_name("workbench"))
 
 
 def workbench(capsys: pytest.CaptureFixture[str], home: Path, *argv: str) -> tuple[int, str, str]:
@@ -232,3 +237,45 @@ async def test_an_imported_session_opens_in_the_tui(tmp_path: Path) -> None:
         assert isinstance(app.screen, RunScreen)
         summary = plain(app.screen.query_one("#run-summary", Static))
         assert TASK in summary and "2 turns" in summary and "1 tool call" in summary
+
+
+def test_only_regular_files_are_read_and_a_line_over_the_cap_is_one_problem(
+    tmp_path: Path,
+) -> None:
+    """A rollout that is a symlink to /dev/zero or a FIFO is skipped with a note (it once
+    filled memory or hung the import for ever); a line longer than the cap is a problem line
+    and the lines after it still go in. Run as a subprocess so a hang fails, not blocks."""
+    source = tmp_path / "sessions"
+    shutil.copytree(CODEX, source)
+    [rollout] = list(source.rglob("rollout-*.jsonl"))
+    lines = rollout.read_bytes().splitlines(keepends=True)
+    with rollout.open("wb") as out:
+        out.writelines(lines[:3])
+        # A hole in the file: a line of NUL bytes just over the cap, costing no disk.
+        out.seek(SESSION_LINE_CAP + 1, 1)
+        out.write(b"\n")
+        out.writelines(lines[3:])
+    zero = rollout.with_name("rollout-zero.jsonl")
+    zero.symlink_to("/dev/zero")
+    fifo = rollout.with_name("rollout-fifo.jsonl")
+    os.mkfifo(fifo)
+
+    home = tmp_path / "home"
+    done = subprocess.run(
+        [WORKBENCH, "import", "codex", str(source), "--home", str(home)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert sorted(done.stderr.splitlines()) == sorted(
+        [
+            f"workbench import: cannot read {fifo}: not a regular file (a FIFO, device or socket); "
+            "skipped",
+            f"workbench import: {rollout}:4: longer than {SESSION_LINE_CAP // (1024 * 1024)} MB; "
+            "line skipped",
+            f"workbench import: cannot read {zero}: not a regular file (a FIFO, device or socket); "
+            "skipped",
+        ]
+    )
+    assert by_run(home)[CODEX_RUN][-1]["status"] == "completed"  # the rest still went in

@@ -253,3 +253,41 @@ def test_show_prints_valid_events_of_unusual_shape(
     assert main(["show", run_id, "--json"]) == 0
     tools = json.loads(capsys.readouterr().out)["chain"]["turns"][0]["request"]["tools"]
     assert tools == [None, "flat"]
+
+
+def test_a_trace_deleted_while_ingest_runs_is_skipped_with_a_note(
+    wb_home: Path, golden_dir: Path
+) -> None:
+    """Deleted between the look for new traces and their reading: one note, not a failed
+    ingest with advice about a full disk."""
+    sources = sorted(golden_dir.glob("*.jsonl"))[:3]
+    paths = [shutil.copy(source, wb_home / "traces" / source.name) for source in sources]
+    doomed = Path(paths[1])
+
+    def delete_on_reading(what: str, done: float) -> None:
+        if what.startswith("reading") and doomed.exists():
+            doomed.unlink()
+
+    with TraceStore.for_home(wb_home) as store:
+        report = store.ingest_home(wb_home, delete_on_reading)
+        assert report.problems == [f"{doomed}: gone while being ingested; skipped"]
+        kept = {row.run_id for row in store.runs()}
+    assert kept == {Path(path).stem for path in paths if Path(path) != doomed}
+
+
+@pytest.mark.parametrize("index", [0, 2])
+def test_a_line_naming_its_run_twice_is_one_problem_line(
+    wb_home: Path, golden: Path, index: int
+) -> None:
+    """JSON readers differ on which of two values of a key counts: such a line is refused
+    (by the reader and the store alike), and the rest of its file goes in."""
+    lines = golden_lines(golden)
+    own = json.loads(lines[0])["run_id"]
+    lines[index] = lines[index][:-1] + b', "run_id": "someone-else"}'
+    path = write(wb_home / "traces", "twice", lines)
+    why = "the key 'run_id' is given twice (which value counts is ambiguous)"
+    with TraceStore.for_home(wb_home) as store:
+        report = store.ingest_home(wb_home)
+        assert report.problems == [f"{path}:{index + 1}: {why}"]
+        assert store.count_events(own) == len(lines) - 1
+    assert read_trace(path).problems == [f"{path}:{index + 1}: {why}"]

@@ -68,3 +68,40 @@ def test_a_line_longer_than_duckdbs_default_object_size_is_read(tmp_path: Path) 
         assert store.run("run-big").status == "completed"
         end = store.events("run-big", types=["tool_end"])[0]
         assert isinstance(end, ToolEnd) and end.result == result
+
+
+def test_what_the_proxy_accepts_the_store_stores(tmp_path: Path) -> None:
+    """A capture of a 30 MB request (under the proxy's 32 MB limit: its run_start and its
+    request each hold it) and one of a 60 MB answer (its chunk, its response and its
+    run_end each hold that), made through the real proxy: every event is stored and each
+    run is listed, within the ingest's memory limit."""
+    import base64
+    import os
+
+    import openai
+
+    from workbench.engine.http.model_server import ModelServer, ScriptResponder
+    from workbench.engine.http.proxy import RecordingProxy
+
+    home = tmp_path / "home"
+    request = base64.b64encode(os.urandom(30 * MIB * 3 // 4)).decode()
+    answer = base64.b64encode(os.urandom(60 * MIB * 3 // 4)).decode()
+    steps = [{"content": "ok"}, {"content": answer}]
+    with (
+        ModelServer(ScriptResponder(steps, model="m")) as upstream,
+        RecordingProxy(upstream.base_url, home) as proxy,
+    ):
+        client = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
+        for content in (request, "hi"):
+            client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": content}], stream=False
+            )
+    with TraceStore.for_home(home) as store:
+        report = store.ingest_home(home)
+        assert report.problems == []
+        listed = {(row.task or "")[:10]: row for row in store.runs()}
+        assert set(listed) == {request[:10], "hi"}
+        for row in listed.values():
+            assert row.status == "completed"
+            assert store.count_events(row.run_id) == 5  # start, request, chunk, response, end
+        assert listed["hi"].final_answer == answer

@@ -22,6 +22,7 @@ all (a full disk) stops the ingest, keeping the batches before it.
 from __future__ import annotations
 
 import contextlib
+import os
 import tempfile
 from collections import deque
 from collections.abc import Callable
@@ -195,9 +196,13 @@ class _Batches:
 
         try:
             self._commit(body)
-        except (LongLineError, duckdb.Error) as exc:
+        except (LongLineError, duckdb.Error, OSError) as exc:
             for item, state in zip(batch, before, strict=True):
                 item.__dict__.update(state.fields)
+            if self._skip_gone(batch):
+                return
+            if isinstance(exc, OSError):
+                raise  # the store could not be written (StoreWriteError)
             self._rolled_back(batch, cost, exc)
             return
         self._report.problems.extend(problems)
@@ -205,6 +210,18 @@ class _Batches:
             item.bytes_done - state.bytes_done for item, state in zip(batch, before, strict=True)
         )
         self._queue.extendleft(reversed(more))
+
+    def _skip_gone(self, batch: list[Work]) -> bool:
+        """After a batch that failed: whether some of its files were deleted since they
+        were found (DuckDB cannot open them), each then one note, the others read again."""
+        there = {item.path: os.path.isfile(item.path) for item in batch}
+        if all(there.values()):
+            return False
+        for item in batch:
+            if not there[item.path]:
+                self._report.problems.append(f"{item.path}: gone while being ingested; skipped")
+        self._queue.extendleft(reversed([item for item in batch if there[item.path]]))
+        return True
 
     def _rolled_back(self, batch: list[Work], cost: int, exc: LongLineError | duckdb.Error) -> None:
         """After a batch that failed (its files back where they were): a long line that

@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic_core import ValidationError
 
-from traces.line_check import check_line, check_lines, loads
+from traces.line_check import check_line, check_lines, loads, repeated_key
 from traces.store import ingest_sql as sql
 from traces.store.db import duckdb
 from traces.store.scan import Work
@@ -53,6 +53,8 @@ def _reads_cleanly(path: str, size: int) -> bool:
         return False
     for line in data.split(b"\n")[:-1]:
         if not line.strip() or line.startswith((b"\xef\xbb\xbf", b"\x1e")):
+            return False
+        if repeated_key(line) is not None:
             return False
         try:
             check_line(line)

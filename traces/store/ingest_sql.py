@@ -314,11 +314,46 @@ DELETE FROM runs WHERE run_id IN (SELECT run_id FROM touched);
 DELETE FROM run_batches WHERE run_id IN (SELECT run_id FROM touched);
 INSERT INTO run_batches SELECT run_id, batches FROM touched;
 """
-INSERT_TOUCHED_RUNS = """
+# What a run's row takes from its run_start and run_end, each read in one parse of the event
+# (`json_extract_string` with a list of paths): the events themselves never go through the
+# aggregate, and a captured run_start holding a 30 MB first request is parsed once, not once
+# a field (which took more than the ingest's whole memory limit).
+_START_FIELDS = ("task", "model", "parent_run_id", "fork_turn", "schema_version", "origin")
+_END_FIELDS = (
+    "status",
+    "totals.turns",
+    "totals.model_calls",
+    "totals.tool_calls",
+    "totals.tool_errors",
+    "totals.total_tokens",
+    "final_answer",
+    "reason",
+    "timeout_layer",
+)
+
+
+def _paths(fields: tuple[str, ...]) -> str:
+    return "[" + ", ".join(f"'$.{field}'" for field in fields) + "]"
+
+
+def _s(name: str) -> str:
+    """A run_start field as `_paths` reads it into the list `s`."""
+    return f"s[{_START_FIELDS.index(name) + 1}]"
+
+
+def _e(name: str) -> str:
+    """A run_end field as `_paths` reads it into the list `e`."""
+    return f"e[{_END_FIELDS.index(name) + 1}]"
+
+
+INSERT_TOUCHED_RUNS = f"""
 INSERT INTO runs
 WITH touched_rows AS (
     SELECT run_id, seq, type, turn, ts, source_path,
-        CASE WHEN type IN ('run_start', 'run_end') THEN event END AS event,
+        CASE WHEN type = 'run_start'
+            THEN json_extract_string(event, {_paths(_START_FIELDS)}) END AS s,
+        CASE WHEN type = 'run_end'
+            THEN json_extract_string(event, {_paths(_END_FIELDS)}) END AS e,
         CASE WHEN type = 'tool_end' THEN event->>'ok' = 'false' END AS tool_failed,
         CASE WHEN type = 'model_response'
             THEN try_cast(event->'usage'->>'total_tokens' AS BIGINT) END AS tokens
@@ -332,25 +367,25 @@ WITH touched_rows AS (
         count(*) FILTER (WHERE type = 'tool_end') AS tool_calls,
         count(*) FILTER (WHERE tool_failed) AS tool_errors,
         sum(tokens) AS tokens,
-        arg_min(event, seq) FILTER (WHERE type = 'run_start') AS s,
-        arg_max(event, seq) FILTER (WHERE type = 'run_end') AS e,
+        arg_min(s, seq) FILTER (WHERE type = 'run_start') AS s,
+        arg_max(e, seq) FILTER (WHERE type = 'run_end') AS e,
         min(ts) FILTER (WHERE type = 'run_start') AS started_at,
         max(ts) FILTER (WHERE type = 'run_end') AS ended_at,
         min(source_path) AS source_path
     FROM touched_rows GROUP BY run_id
 )
-SELECT run_id, coalesce(started_at, first_ts), ended_at, s->>'task', s->>'model',
-    coalesce(e->>'status', 'incomplete'),
-    coalesce(try_cast(e->'totals'->>'turns' AS INTEGER), turns, 0),
-    coalesce(try_cast(e->'totals'->>'model_calls' AS INTEGER), model_calls),
-    coalesce(try_cast(e->'totals'->>'tool_calls' AS INTEGER), tool_calls),
-    coalesce(try_cast(e->'totals'->>'tool_errors' AS INTEGER), tool_errors),
-    coalesce(try_cast(e->'totals'->>'total_tokens' AS BIGINT), tokens, 0),
+SELECT run_id, coalesce(started_at, first_ts), ended_at, {_s("task")}, {_s("model")},
+    coalesce({_e("status")}, 'incomplete'),
+    coalesce(try_cast({_e("totals.turns")} AS INTEGER), turns, 0),
+    coalesce(try_cast({_e("totals.model_calls")} AS INTEGER), model_calls),
+    coalesce(try_cast({_e("totals.tool_calls")} AS INTEGER), tool_calls),
+    coalesce(try_cast({_e("totals.tool_errors")} AS INTEGER), tool_errors),
+    coalesce(try_cast({_e("totals.total_tokens")} AS BIGINT), tokens, 0),
     -- The run's duration on the trace's own clock, as `traces.tree.run_duration_ms`
     -- counts it (the timeline's length too): from its first event to its last.
     epoch_us(last_ts) / 1000.0 - epoch_us(first_ts) / 1000.0,
-    s->>'parent_run_id', try_cast(s->>'fork_turn' AS INTEGER), e->>'final_answer',
-    e->>'reason', e->>'timeout_layer', try_cast(s->>'schema_version' AS INTEGER), n,
-    source_path, coalesce(s->>'origin', 'agent')
+    {_s("parent_run_id")}, try_cast({_s("fork_turn")} AS INTEGER), {_e("final_answer")},
+    {_e("reason")}, {_e("timeout_layer")}, try_cast({_s("schema_version")} AS INTEGER), n,
+    source_path, coalesce({_s("origin")}, 'agent')
 FROM agg
 """

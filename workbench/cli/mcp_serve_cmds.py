@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 
 from workbench.cli.common import CliError, add_home, port_number, read_home
@@ -54,10 +56,24 @@ def cmd_mcp_serve(args: argparse.Namespace) -> int:
         print(f"serving MCP at {url} (home {home}, {writes}; Ctrl-C stops)", file=sys.stderr)
         sys.stderr.flush()
 
+    def left_running(calls: int) -> None:
+        # The client is gone and a call at work in a thread cannot be stopped: end now
+        # rather than wait for it (the store is written in transactions: a kill loses
+        # nothing committed).
+        were = "call still running was" if calls == 1 else "calls still running were"
+        print(f"stdin closed: {calls} {were} left unfinished", file=sys.stderr)
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):  # the client may be gone
+                stream.flush()
+        os._exit(0)
+
     try:
         if args.port is None:
             # Stdin closing ends it quietly; a signal says so, as the other servers do.
-            if asyncio.run(serve_stdio(home, allow_writes=args.allow_writes)) != "stdin closed":
+            stopped_by = asyncio.run(
+                serve_stdio(home, allow_writes=args.allow_writes, on_left_running=left_running)
+            )
+            if stopped_by != "stdin closed":
                 print("stopped", file=sys.stderr)
         else:
             asyncio.run(

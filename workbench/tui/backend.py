@@ -7,8 +7,8 @@ of its own. Nothing here imports
 Textual or a screen, so the door is typed and tested on its own (tests/tui/test_backend_*).
 
 DuckDB lets one process at a time open the database, so the backend holds it only while it
-is being used and lets go after a moment of idleness: `workbench runs`, `show` or `replay`
-in another terminal then work while the TUI stays open.
+is being used and lets go after a moment of idleness (`traces.store.held`): `workbench
+runs`, `show` or `replay` in another terminal then work while the TUI stays open.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from traces.origins import RUN_KINDS
 from traces.run_names import is_safe_run_id
 from traces.schema_diff import diff_tool_schemas
 from traces.store import IngestReport, RunQuery, RunRow, TraceStore, UnknownRunError
+from traces.store.held import IDLE_RELEASE_S, HeldStore
 from workbench.engine.recording import fork_runner, run_service
 from workbench.engine.recording.fork import ForkContext, ForkRequest, fork_context
 from workbench.engine.recording.fork_runner import CancelFork, ForkOptions, ForkOutcome
@@ -63,9 +64,6 @@ __all__ = [
     "Outline",
     "RunFilter",
 ]
-
-# Seconds without a store call after which the database is let go for other processes.
-IDLE_RELEASE_S = 1.0
 
 
 class NotAvailable(Exception):
@@ -107,12 +105,9 @@ class RunFilter:
 class Backend:
     def __init__(self, home: Path, idle_release_s: float = IDLE_RELEASE_S) -> None:
         self.home = home
-        self.idle_release_s = idle_release_s
-        self._store: TraceStore | None = None
-        self._lock = threading.RLock()
-        self._release: threading.Timer | None = None
-        self.released = threading.Event()  # set while the database is not held
-        self.released.set()
+        self._held = HeldStore(self._open, idle_release_s)
+        self._session = self._held.session
+        self.released = self._held.released  # set while the database is not held
         # Why the home cannot be written, once its store was found read-only: it is then
         # browsed as it is, and what would write there is refused (`check_writable`).
         self.read_only: str | None = None
@@ -123,23 +118,6 @@ class Backend:
         # Ingests that stored something, whoever asked for them (a fork stores its own run):
         # a list counted at an older value is out of date.
         self.stored_changes = 0
-
-    @contextmanager
-    def _session(self) -> Iterator[TraceStore]:
-        """The open store, opened on demand; let go once no call has used it for a while."""
-        with self._lock:
-            if self._release is not None:
-                self._release.cancel()
-                self._release = None
-            if self._store is None:
-                self._store = self._open()
-                self.released.clear()
-            try:
-                yield self._store
-            finally:
-                self._release = threading.Timer(self.idle_release_s, self.release)
-                self._release.daemon = True
-                self._release.start()
 
     def _open(self) -> TraceStore:
         if self.read_only is not None:  # found read-only once: no write attempt each time
@@ -161,14 +139,7 @@ class Backend:
 
     def release(self) -> None:
         """Close the database now (it reopens on the next call)."""
-        with self._lock:
-            if self._release is not None:
-                self._release.cancel()
-                self._release = None
-            if self._store is not None:
-                self._store.close()
-                self._store = None
-            self.released.set()
+        self._held.release()
 
     def ingest(self, progress: Callable[[str, float], None] | None = None) -> IngestReport:
         """Load new traces from the home folder (every read starts with this); `progress`

@@ -10,6 +10,7 @@ from typing import Any
 MAX_TEXT = 2000  # characters of one text field
 MAX_ITEMS = 100  # items of one list (as many as a page of the paged ones)
 MAX_ANSWER = 60_000  # characters of one whole answer, as JSON
+MAX_ERROR = 500  # characters of one error: it may quote an argument, never all of it
 
 
 def bounded(
@@ -47,3 +48,13 @@ def _cut(value: Any, where: str, cuts: list[str], max_text: int, max_items: int)
             _cut(item, f"{where}[{i}]", cuts, max_text, max_items) for i, item in enumerate(items)
         ]
     return value
+
+
+def error_line(message: str) -> str:
+    """`message` as one line of at most MAX_ERROR characters: an error that quotes a long
+    argument keeps its start and its end (what to do next), the middle cut and counted."""
+    line = " ".join(message.split())
+    if len(line) <= MAX_ERROR:
+        return line
+    keep = (MAX_ERROR - 40) // 2
+    return f"{line[:keep]}…[{len(line) - 2 * keep} characters]…{line[-keep:]}"

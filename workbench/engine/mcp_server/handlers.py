@@ -3,22 +3,25 @@ the store's runs list and search, the decision chain (`traces.tree`), the chain 
 diffs, replay, fork and the tool lint.
 
 Everything is read from the home's store and trace folder, by run id: nothing a client
-sends names a file. The store is opened for each call and closed after it (DuckDB lets one
-process write a file at a time, and the CLI and the TUI share it), and calls take turns at
-it. Texts leave redacted with the home's configured patterns, as every export does.
+sends names a file. The store is held open while calls come and let go once they pause
+(`traces.store.held`: DuckDB lets one process write a file at a time, and the CLI and the
+TUI share it), and calls take turns at it; each looks for new traces first, the quick look
+every command takes. Texts leave redacted with the home's configured patterns, as every
+export does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from traces.home import NoHomeError, RedactionConfigError, existing_home, traces_dir
 from traces.run_names import is_safe_run_id
+from traces.store.held import IDLE_RELEASE_S, HeldStore
 from workbench.engine.mcp_server.bounds import bounded
 from workbench.engine.mcp_server.tools import (
     TOOLS_BY_NAME,
@@ -26,6 +29,8 @@ from workbench.engine.mcp_server.tools import (
     checked_arguments,
 )
 from workbench.engine.views.tool_calls import tool_call_json, tool_name
+
+T = TypeVar("T")
 
 READ_ONLY_SUITE = (
     "run_suite records each sample as a run, and this server is read-only: start it with "
@@ -47,10 +52,45 @@ READ_ONLY_FORK = (
 class Workbench:
     """The tools over one home. `allow_writes` lets fork_run record new runs."""
 
-    def __init__(self, home: Path, *, allow_writes: bool = False) -> None:
+    def __init__(
+        self, home: Path, *, allow_writes: bool = False, idle_release_s: float = IDLE_RELEASE_S
+    ) -> None:
         self.home = home
         self.allow_writes = allow_writes
-        self._store_lock = threading.Lock()
+        self._held = HeldStore(self._open_store, idle_release_s)
+        self.store_released = self._held.released  # set while the database is not held
+        self._running = 0
+        self._running_lock = threading.Lock()
+
+    def _open_store(self) -> TraceStore:
+        from traces.store import TraceStore
+
+        return TraceStore.for_reading(existing_home(self.home))
+
+    def close(self) -> None:
+        """Let go of the store now."""
+        self._held.release()
+
+    @property
+    def running(self) -> int:
+        """How many calls are at work in a thread now."""
+        with self._running_lock:
+            return self._running
+
+    async def _off_loop(self, work: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """`work` in a thread, so the loop keeps reading the client (its next calls, its
+        closing stdin), counted in `running` while it runs: a thread cannot be cancelled."""
+
+        def counted() -> T:
+            with self._running_lock:
+                self._running += 1
+            try:
+                return work(*args, **kwargs)
+            finally:
+                with self._running_lock:
+                    self._running -= 1
+
+        return await asyncio.to_thread(counted)
 
     async def call(self, name: str, arguments: dict[str, Any] | None) -> dict[str, Any]:
         """The answer to one call, bounded and redacted; `ToolError` for one it refuses."""
@@ -65,7 +105,7 @@ class Workbench:
         elif name == "run_suite":
             answer = await self.run_suite(**args)
         else:
-            answer = await asyncio.to_thread(getattr(self, name), **args)
+            answer = await self._off_loop(getattr(self, name), **args)
         return bounded(self._redacted(answer))
 
     def _redacted(self, answer: dict[str, Any]) -> dict[str, Any]:
@@ -85,30 +125,28 @@ class Workbench:
     @contextmanager
     def _store(self) -> Iterator[TraceStore]:
         """The home's store with new traces ingested; its failures as one-line tool errors."""
-        from traces.store import AmbiguousRunError, StoreError, TraceStore, UnknownRunError
+        from traces.store import AmbiguousRunError, StoreError, UnknownRunError
 
-        with self._store_lock:
-            try:
-                with TraceStore.for_reading(existing_home(self.home)) as store:
-                    if not store.read_only:
-                        store.ingest_home(self.home)
-                    yield store
-            except (NoHomeError, StoreError) as exc:
-                raise ToolError(str(exc)) from None
-            except (UnknownRunError, AmbiguousRunError) as exc:
-                raise ToolError(str(exc.args[0]).replace("`workbench runs`", "list_runs")) from None
+        try:
+            with self._held.session() as store:
+                if not store.read_only:
+                    store.ingest_home(self.home)
+                yield store
+        except (NoHomeError, StoreError) as exc:
+            raise ToolError(str(exc)) from None
+        except (UnknownRunError, AmbiguousRunError) as exc:
+            raise ToolError(str(exc.args[0]).replace("`workbench runs`", "list_runs")) from None
 
     @contextmanager
     def _stored(self) -> Iterator[TraceStore]:
         """The home's store for one read of a run it holds (a fork's parent): no ingest."""
-        from traces.store import StoreError, TraceStore
+        from traces.store import StoreError
 
-        with self._store_lock:
-            try:
-                with TraceStore.for_reading(existing_home(self.home)) as store:
-                    yield store
-            except (NoHomeError, StoreError) as exc:
-                raise ToolError(str(exc)) from None
+        try:
+            with self._held.session() as store:
+                yield store
+        except (NoHomeError, StoreError) as exc:
+            raise ToolError(str(exc)) from None
 
     @staticmethod
     def _run_id(store: TraceStore, ref: str) -> str:
@@ -297,7 +335,7 @@ class Workbench:
     async def replay_run(self, *, run: str) -> dict[str, Any]:
         from workbench.engine.recording.replay import NotReplayable, check_replayable, replay_run
 
-        recording = await asyncio.to_thread(self._recording, run)
+        recording = await self._off_loop(self._recording, run)
         try:
             check_replayable(recording)
         except NotReplayable as exc:
@@ -332,11 +370,11 @@ class Workbench:
             mocks=mocks or {},
             allow_side_effects=allow_side_effects,
         )
-        parent = await asyncio.to_thread(self._stored_run, run)
+        parent = await self._off_loop(self._stored_run, run)
         # The tool policy of <home>/tool-policy.toml applies, as it does to `workbench fork`.
-        fork = await asyncio.to_thread(forking.setup, parent, request, self.home)
+        fork = await self._off_loop(forking.setup, parent, request, self.home)
         if dry_run:
-            plan = await asyncio.to_thread(forking.plan_json, fork)
+            plan = await self._off_loop(forking.plan_json, fork)
             return plan | {"writes_allowed": self.allow_writes}
         return await forking.run_fork(fork, self.home)
 

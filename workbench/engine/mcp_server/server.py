@@ -19,6 +19,7 @@ import logging
 import os
 import signal
 import socket
+import traceback
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 
+from workbench.engine.mcp_server.bounds import error_line
 from workbench.engine.mcp_server.handlers import Workbench
 from workbench.engine.mcp_server.tools import TOOLS, ToolError
 
@@ -62,7 +64,9 @@ def _tool_list() -> list[types.Tool]:
 
 
 def _error(message: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
+    return types.CallToolResult(
+        content=[types.TextContent(text=error_line(message))], is_error=True
+    )
 
 
 def build_server(workbench: Workbench) -> Server[Any]:
@@ -81,11 +85,12 @@ def build_server(workbench: Workbench) -> Server[Any]:
         except ToolError as exc:
             return _error(str(exc))
         except Exception as exc:  # a failure inside the engine must not end the server
-            log.exception("tool %s failed", params.name)
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            return _error(
-                f"{params.name} failed: {type(exc).__name__}{': ' + first if first else ''}"
-            )
+            message = f"{params.name} failed: {type(exc).__name__}{': ' + first if first else ''}"
+            # One line on stderr too, naming where it failed, for a bug report.
+            frame = traceback.extract_tb(exc.__traceback__)[-1]
+            log.error("%s (%s:%s)", error_line(message), frame.filename, frame.lineno)
+            return _error(message)
         text = json.dumps(answer, ensure_ascii=False, default=str, separators=(",", ":"))
         return types.CallToolResult(content=[types.TextContent(text=text)])
 
@@ -102,10 +107,19 @@ def build_server(workbench: Workbench) -> Server[Any]:
 MAX_LINE_BYTES = 256 * 1024 * 1024
 
 
-async def serve_stdio(home: Path, *, allow_writes: bool = False) -> str:
+async def serve_stdio(
+    home: Path,
+    *,
+    allow_writes: bool = False,
+    on_left_running: Callable[[int], None] | None = None,
+) -> str:
     """Serve over stdin and stdout until stdin closes, SIGTERM or Ctrl-C (SIGINT); each
-    cancels the calls in progress (their runs end `cancelled`) and returns which it was."""
-    server = build_server(Workbench(home, allow_writes=allow_writes))
+    cancels the calls in progress (their runs end `cancelled`) and returns which it was.
+    Calls at work in a thread cannot be cancelled: when stdin closes, `on_left_running`
+    hears how many there are (the process may end without them: nobody is left to read
+    their answer)."""
+    workbench = Workbench(home, allow_writes=allow_writes)
+    server = build_server(workbench)
     serving = asyncio.current_task()
     assert serving is not None
     loop = asyncio.get_running_loop()
@@ -126,12 +140,14 @@ async def serve_stdio(home: Path, *, allow_writes: bool = False) -> str:
         ):
             await server.run(read_stream, write_stream, server.create_initialization_options())
     except asyncio.CancelledError:
-        if not serving.uncancel():  # the stop asked for here, not a cancel from outside
-            return stopped_by
-        raise
+        if serving.uncancel():  # a cancel from outside, not the stop asked for here
+            raise
     finally:
         for number in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(number)
+        workbench.close()
+    if stopped_by == "stdin closed" and workbench.running and on_left_running is not None:
+        on_left_running(workbench.running)
     return stopped_by
 
 
@@ -210,7 +226,8 @@ async def serve_http(
     """Streamable HTTP at `http://host:port/mcp` until cancelled; `on_ready` hears the URL."""
     import uvicorn
 
-    server = build_server(Workbench(home, allow_writes=allow_writes))
+    workbench = Workbench(home, allow_writes=allow_writes)
+    server = build_server(workbench)
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
     sock = listening_socket(host, port)
     bound_host, bound_port = sock.getsockname()[:2]
@@ -218,4 +235,7 @@ async def serve_http(
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     if on_ready is not None:
         on_ready(f"http://{shown}:{bound_port}{MCP_PATH}")
-    await uvicorn.Server(config).serve(sockets=[sock])
+    try:
+        await uvicorn.Server(config).serve(sockets=[sock])
+    finally:
+        workbench.close()

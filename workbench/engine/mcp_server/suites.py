@@ -8,16 +8,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from traces.user_files import names_a_file
 from workbench.engine.mcp_server.tools import ToolError
 
 
 def home_file(home: Path, ref: str, what: str) -> Path:
     """`ref` (relative to the home, or absolute) as a file inside the home, else ToolError."""
     inside = home.resolve()
+    if "\x00" in ref:  # no file is named so; the system would refuse to look it up
+        raise ToolError(f"no {what} file {ref!r} in the home ({home}): a NUL is in its name")
     path = (inside / ref).resolve() if not Path(ref).is_absolute() else Path(ref).resolve()
     if not path.is_relative_to(inside):
         raise ToolError(f"the {what} must be a file inside the home ({home}); {ref!r} is not")
-    if not path.is_file():
+    if not names_a_file(path):  # a name too long to look up is not a file either
         raise ToolError(f"no {what} file {ref!r} in the home ({home})")
     return path
 

@@ -7,7 +7,6 @@ Needs the `otel` extra; imported only by the commands that use it.
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,63 +24,24 @@ from workbench.engine.otel.logs import (
     parse_logs_protobuf,
 )
 from workbench.engine.otel.spans import SpanRecord
+from workbench.engine.serving import ENCODINGS, BodyError, inflated
+
+__all__ = ["ENCODINGS", "BodyError", "decompressed"]
 
 TRACES_PATH = "/v1/traces"
 LOGS_PATH = "/v1/logs"
 METRICS_PATH = "/v1/metrics"
 # OTLP names the first; some clients send the second.
 PROTOBUF_TYPES = ("application/x-protobuf", "application/protobuf")
-# What OTLP exporters compress with; anything else is refused (415) before it is read.
-ENCODINGS = ("identity", "gzip", "x-gzip", "deflate")
 # The most a request may be, as sent and once decompressed: past it, 413.
 MAX_BODY = 64 * 1024 * 1024
 
 
-class BodyError(Exception):
-    """A request the receiver refuses: the HTTP status and one line saying why."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-# Inflated a slice at a time into one buffer: slices of one size reuse the same memory, and
-# the buffer goes back to the system when freed, so a bomb leaves no heap behind.
-_SLICE = 1024 * 1024
-
-
 def decompressed(body: bytes, encoding: str, limit: int = MAX_BODY) -> bytes:
-    """The body a request's Content-Encoding wraps, inflated a slice at a time so that no
-    more than `limit` bytes are ever held (a small gzip bomb would otherwise take
-    gigabytes): BodyError 413 past the limit, 400 for a body that is not what it says."""
-    if encoding == "identity":
-        return body
-    if encoding == "deflate":  # zlib-wrapped as the RFC says, or raw as some clients send
-        wbits = zlib.MAX_WBITS if body[:1] and body[0] & 0x0F == 8 else -zlib.MAX_WBITS
-    else:
-        wbits = 16 + zlib.MAX_WBITS
-    inflated = bytearray()
-    rest = body
-    while rest:  # a gzip body may be several members; each pass reads one
-        inflater = zlib.decompressobj(wbits)
-        while rest and not inflater.eof:  # each pass consumes input or adds output
-            try:
-                part = inflater.decompress(rest, min(_SLICE, limit + 1 - len(inflated)))
-            except zlib.error as exc:
-                raise BodyError(400, f"the body is not valid {encoding} ({exc})") from None
-            inflated += part
-            if len(inflated) > limit:
-                inflated.clear()  # now, not when the refusal's traceback goes
-                raise BodyError(
-                    413, f"the body inflates past {limit // 2**20} MiB; send smaller batches"
-                )
-            rest = inflater.unconsumed_tail
-        if not inflater.eof:
-            raise BodyError(400, f"the body is not valid {encoding} (it ends too soon)")
-        rest = inflater.unused_data
-        if rest and wbits != 16 + zlib.MAX_WBITS:
-            raise BodyError(400, f"the body is not valid {encoding} (data after its end)")
-    return bytes(inflated)
+    """The body a request's Content-Encoding wraps, inflated within `limit`
+    (`serving.inflated`): BodyError 413 past it, 400 for a body that is not what it says."""
+    too_big = f"the body inflates past {limit // 2**20} MiB; send smaller batches"
+    return inflated(body, encoding, limit, too_big)
 
 
 @dataclass

@@ -421,7 +421,7 @@ class Collector(HttpService):
                 max_request_bytes=max_request_bytes,
                 read_timeout_s=read_timeout_s,
                 refuse=self.receiver.refusal,
-                auto_decompress=False,  # `decompressed` inflates within the limit
+                auto_decompress=False,  # `decompressed` inflates within the limit, off the loop
             )
         except OSError as exc:
             raise CollectorError(

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from agent_core.wire import anthropic
+from traces.user_files import read_text
 from workbench.engine.sessions.session import (
+    SessionError,
     SessionLines,
     SessionRun,
     read_lines,
@@ -28,6 +30,8 @@ from workbench.engine.sessions.session import (
 )
 
 DEFAULT_ROOT = Path("~/.claude/projects")
+# A sub-agent's `.meta.json` names its type and call: a few hundred bytes.
+_META_BYTES = 1024 * 1024
 # Records a run is not made of, which Claude Code writes beside the conversation.
 KNOWN_TYPES = frozenset(
     {
@@ -52,7 +56,7 @@ _CLIENT_PARAMS = frozenset({"model", "betas", "metadata", "stream"})
 def session_files(root: Path) -> list[Path]:
     """The session transcripts under `root` (a transcript itself, a project folder or the
     projects folder); sub-agents' sidechains are read with their session."""
-    if root.is_file():
+    if not root.is_dir():  # a file, or what is not one: refused when it is read
         return [root]
     return sorted(p for p in root.rglob("*.jsonl") if p.parent.name != "subagents")
 
@@ -170,7 +174,11 @@ def read_session(path: Path) -> tuple[list[SessionRun], list[str]]:
         (agent, records, path, {}) for agent, records in sidechains.items()
     ]
     for sidechain in sorted((path.parent / path.stem / "subagents").glob("agent-*.jsonl")):
-        side_lines = read_lines(sidechain)
+        try:
+            side_lines = read_lines(sidechain)
+        except SessionError as exc:
+            problems.append(str(exc))
+            continue
         problems += side_lines.problems
         agent = str(_first(side_lines.records, "agentId") or sidechain.stem.removeprefix("agent-"))
         agents.append((agent, side_lines.records, sidechain, _agent_meta(sidechain)))
@@ -204,7 +212,7 @@ def _first(records: list[tuple[int, dict[str, Any]]], key: str) -> Any:
 def _agent_meta(sidechain: Path) -> dict[str, Any]:
     # `agent-<id>.meta.json` beside a sidechain: the agent type and the Agent call's id.
     try:
-        meta = json.loads(sidechain.with_suffix(".meta.json").read_text(encoding="utf-8"))
+        meta = json.loads(read_text(sidechain.with_suffix(".meta.json"), _META_BYTES))
     except (OSError, ValueError):
         return {}
     return meta if isinstance(meta, dict) else {}

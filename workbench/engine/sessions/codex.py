@@ -45,7 +45,7 @@ _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "local_
 
 def session_files(root: Path) -> list[Path]:
     """The rollouts under `root` (a rollout itself or any folder above them)."""
-    if root.is_file():
+    if not root.is_dir():  # a file, or what is not one: refused when it is read
         return [root]
     return sorted(root.rglob("rollout-*.jsonl"))
 

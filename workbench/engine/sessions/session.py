@@ -18,10 +18,11 @@ import hashlib
 import json
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from agent_core.tokens import estimate_prompt
 from agent_core.wire.chat import content_text, task_text, tool_calls
@@ -36,9 +37,13 @@ from traces.events import (
     ToolStart,
 )
 from traces.totals import RunningTotals
+from traces.user_files import open_regular
 
 TOOL_SOURCE = "client"
 NO_RESULT = "the session holds no result for this call"
+# The longest line read from a session file: far above any record the agents write (a
+# message with a few screenshots); a longer line is a problem line, never the whole memory.
+SESSION_LINE_CAP = 64 * 1024 * 1024
 
 
 class SessionError(ValueError):
@@ -55,28 +60,50 @@ class SessionLines:
 
 
 def read_lines(path: Path) -> SessionLines:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise SessionError(f"cannot read {path}: {exc.strerror or exc}") from None
+    """The records of a session file, read as a stream. A FIFO or device named `.jsonl` is
+    refused before anything is read (SessionError), a line over SESSION_LINE_CAP is a
+    problem line."""
     read = SessionLines(path)
-    for number, raw in enumerate(data.splitlines(), 1):
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw)
-        except RecursionError:
-            read.problems.append(f"{path}:{number}: nested too deeply to read; line skipped")
-            continue
-        except ValueError as exc:  # also bytes that are not UTF-8
-            why = str(exc).split(":")[0] if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
-            read.problems.append(f"{path}:{number}: not a JSON line ({why}); line skipped")
-            continue
-        if not isinstance(record, dict):
-            read.problems.append(f"{path}:{number}: not a JSON object; line skipped")
-            continue
-        read.records.append((number, record))
+    try:
+        with open_regular(path) as handle:
+            for number, raw in enumerate(_bounded_lines(handle), 1):
+                if raw is None:
+                    cap = SESSION_LINE_CAP // (1024 * 1024)
+                    read.problems.append(f"{path}:{number}: longer than {cap} MB; line skipped")
+                elif raw.strip():
+                    _read_record(read, number, raw)
+    except OSError as exc:
+        raise SessionError(f"cannot read {path}: {exc.strerror or exc}; skipped") from None
     return read
+
+
+def _bounded_lines(handle: BinaryIO) -> Iterator[bytes | None]:
+    """Each line of `handle`, or None for a line over the cap (the rest of it read past in
+    pieces, so no line costs more than the cap)."""
+    while line := handle.readline(SESSION_LINE_CAP + 1):
+        if len(line) <= SESSION_LINE_CAP:
+            yield line
+            continue
+        while not line.endswith(b"\n") and (line := handle.readline(SESSION_LINE_CAP)):
+            pass
+        yield None
+
+
+def _read_record(read: SessionLines, number: int, raw: bytes) -> None:
+    where = f"{read.path}:{number}"
+    try:
+        record = json.loads(raw)
+    except RecursionError:
+        read.problems.append(f"{where}: nested too deeply to read; line skipped")
+        return
+    except ValueError as exc:  # also bytes that are not UTF-8
+        why = str(exc).split(":")[0] if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
+        read.problems.append(f"{where}: not a JSON line ({why}); line skipped")
+        return
+    if not isinstance(record, dict):
+        read.problems.append(f"{where}: not a JSON object; line skipped")
+        return
+    read.records.append((number, record))
 
 
 def timestamp(value: Any) -> datetime | None:
