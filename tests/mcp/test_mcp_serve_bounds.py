@@ -156,8 +156,12 @@ def test_a_closed_stdin_ends_the_server_with_a_call_still_running(demo_home: Pat
         server.wait(timeout=120)
         assert server.stderr is not None
         err = server.stderr.read()
-        # Ended while the store was still held here: the call it left was not waited for.
+        # Ended while the store was still held here: a call already at work in a thread was
+        # not waited for (and said so); one not yet started when stdin ended was cancelled.
         assert server.returncode == 0, err
-        assert "1 call still running was left" in err, err
+        assert "Traceback" not in err and err in (
+            "",
+            "stdin closed: 1 call still running was left unfinished\n",
+        ), err
     finally:
         holder.close()

@@ -124,11 +124,12 @@ async def serve_stdio(
     assert serving is not None
     loop = asyncio.get_running_loop()
     stopped_by = "stdin closed"
+    asked = False  # a stop was asked for here (a signal, stdin's end)
 
     def stop(reason: str) -> None:
-        nonlocal stopped_by
-        if not serving.cancelling():
-            stopped_by = reason
+        nonlocal stopped_by, asked
+        if not asked:
+            asked, stopped_by = True, reason
             serving.cancel()
 
     for number in (signal.SIGINT, signal.SIGTERM):
@@ -142,12 +143,18 @@ async def serve_stdio(
     except asyncio.CancelledError:
         if serving.uncancel():  # a cancel from outside, not the stop asked for here
             raise
+    except Exception:
+        # Once the stop cancels them, the SDK's tasks may break off in their own words (a
+        # stream closed under a message still being relayed): that is the stop too.
+        if not asked:
+            raise
+        serving.uncancel()
     finally:
         for number in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(number)
+        if stopped_by == "stdin closed" and workbench.running and on_left_running is not None:
+            on_left_running(workbench.running)  # before the store is let go: a call holds it
         workbench.close()
-    if stopped_by == "stdin closed" and workbench.running and on_left_running is not None:
-        on_left_running(workbench.running)
     return stopped_by
 
 
