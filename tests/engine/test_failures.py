@@ -5,6 +5,7 @@ are known, and on the demo's failing runs."""
 from __future__ import annotations
 
 import json
+import resource
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -218,3 +219,54 @@ def test_masking_keeps_words_and_masks_what_varies(tmp_path: Path) -> None:
         for text, expected in cases.items():
             _, rows = store.query(f"SELECT {masked('$text')}", {"text": text})
             assert rows[0][0] == expected, text
+
+
+def test_a_million_runs_are_grouped_in_sql_not_in_python(tmp_path: Path) -> None:
+    """200,000 of a million runs fail, each with its own path, request id and duration in
+    its error, calling one of two tools: two groups, counted in DuckDB."""
+    home = tmp_path / "home"
+    (home / "traces").mkdir(parents=True)
+    with TraceStore.for_home(home) as store:
+        store.query(
+            """
+            INSERT INTO runs (run_id, started_at, task, model, status, reason, origin)
+            SELECT printf('%032x', i),
+                TIMESTAMPTZ '2026-11-30 12:00:00+00' - to_days(CAST(i % 10 AS INTEGER)),
+                'task ' || (i % 7), CASE WHEN i % 4 = 0 THEN 'model-a' ELSE 'model-b' END,
+                CASE WHEN i % 5 = 0 THEN 'max_turns' ELSE 'completed' END,
+                CASE WHEN i % 5 = 0 THEN 'reached max_turns=' || (i % 9) ELSE 'done' END,
+                'agent'
+            FROM range(1000000) t(i)
+            """
+        )
+        store.query(
+            """
+            INSERT INTO event_rows (run_id, seq, type, turn, ts, event, source_path, batch)
+            SELECT printf('%032x', i), k, ['tool_start', 'tool_end', 'run_end'][k + 1],
+                CASE WHEN k < 2 THEN 1 END, TIMESTAMPTZ '2026-11-30 12:00:00+00',
+                CASE k WHEN 2 THEN json_object('status', 'max_turns')
+                ELSE json_object('call_id', 'call_' || i,
+                    'name', CASE WHEN i % 3 = 0 THEN 'save_note' ELSE 'read_file' END,
+                    'ok', false, 'error', 'tool_failure',
+                    'result', 'Error: no file ''/data/f' || i || '.txt'' (req_' || (i * 7919)
+                        || ') after ' || (i % 97) || ' ms') END,
+                'generated', 1
+            FROM range(0, 1000000, 5) t(i), range(3) s(k)
+            """
+        )
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+
+    report = _failures(home, "--examples", "1")
+
+    assert report["failed_runs"] == 200_000 and report["total_groups"] == 2
+    assert [(g["tool"], g["runs"]) for g in report["groups"]] == [
+        ("read_file", 133_333),
+        ("save_note", 66_667),
+    ]
+    assert report["groups"][0]["error"] == "tool_failure: Error: no file <str> (<id>) after <n> ms"
+    assert report["groups"][0]["per_day"] == [66_667, 0, 0, 0, 0, 66_666]
+    # Runs without their run_start: what changed before the first is not known, not "nothing".
+    assert report["groups"][0]["changes_at_first"]["changed"] is None
+    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    if peak_kb > before:  # ru_maxrss is the largest child so far: only a new peak is this one
+        assert peak_kb < 600_000, f"workbench failures peaked at {peak_kb // 1024} MB"

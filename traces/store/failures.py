@@ -83,15 +83,23 @@ WITH failed AS (
         WHERE t.type = 'tool_start' AND t.problem IS NULL AND t.seq < s.first.seq
           AND coalesce(t.event->>'call_id', '') <> coalesce(s.first.call_id, '')
     ) WHERE back <= 3 GROUP BY run_id
-), signed AS (
+), unmasked AS MATERIALIZED (
     SELECT f.run_id, f.model, f.task, f.started_at,
         coalesce(f.status, '') AS status,
-        coalesce({masked("left(f.reason, 500)")}, '') AS reason,
+        coalesce(left(f.reason, 500), '') AS raw_reason,
         coalesce(s.first.step, 'end') AS step,
         coalesce(s.first.tool, '') AS tool,
-        coalesce({masked("left(s.first.text, 500)")}, '') AS error,
+        coalesce(left(s.first.text, 500), '') AS raw_error,
         coalesce(b.tools_before, []::VARCHAR[]) AS tools_before
     FROM failed f LEFT JOIN steps s USING (run_id) LEFT JOIN before b USING (run_id)
+), texts AS (
+    -- Each distinct text masked once: runs often repeat a reason or an error word for word.
+    SELECT raw, {masked("raw")} AS masked FROM (
+        SELECT raw_reason AS raw FROM unmasked UNION SELECT raw_error FROM unmasked)
+), signed AS MATERIALIZED (
+    SELECT u.run_id, u.model, u.task, u.started_at, u.status, r.masked AS reason, u.step,
+        u.tool, e.masked AS error, u.tools_before
+    FROM unmasked u JOIN texts r ON r.raw = u.raw_reason JOIN texts e ON e.raw = u.raw_error
 ), groups AS (
     SELECT {_KEY}, count(*) AS runs, min(started_at) AS first_seen,
         max(started_at) AS last_seen, arg_min(run_id, started_at) AS first_run,

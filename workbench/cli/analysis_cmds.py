@@ -97,7 +97,7 @@ def _group_lines(report: FailureReport, group: FailureGroup) -> list[str]:
 
     row = group.row
     step = f"{row.step} in {row.tool}" if row.tool else row.step
-    head = f"{row.runs:>5} × {row.status} · {step}"
+    head = f"{row.runs:>5,} × {row.status} · {step}"
     lines = [f"{head}   [{group.signature}]"]
     if row.reason:
         lines.append(f"        reason   {row.reason}")
@@ -117,7 +117,11 @@ def _group_lines(report: FailureReport, group: FailureGroup) -> list[str]:
         lines.append(f"        first    {row.first_run[:12]}, the first run of its task")
     else:
         since = f"since {changes.run_before[:12]} ({changes.status_before}), the run before"
-        what = "; ".join(changes.changed) or "nothing in model, system prompt or tools"
+        what = (
+            "; ".join(changes.changed) or "nothing in model, system prompt or tools"
+            if changes.changed is not None
+            else "not known: a run's set-up (its run_start) is not recorded"
+        )
         lines.append(f"        changed  {what}")
         lines.append(f"                 {since} {row.first_run[:12]}")
     return lines

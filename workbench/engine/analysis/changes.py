@@ -31,7 +31,9 @@ class Changes:
 
     run_before: str | None  # None: no earlier run of the task to compare with
     status_before: str | None
-    changed: list[str]  # one line each: "model a → b", "tool read_file: description", ...
+    # One line each: "model a → b", "tool read_file description 1a2b → 3c4d", ...; None
+    # when either run's set-up is not recorded (a run without its run_start).
+    changed: list[str] | None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -49,7 +51,7 @@ def changes_before(store: TraceStore, run_ids: list[str]) -> dict[str, Changes]:
             found[run_id] = Changes(None, None, [])
             continue
         now, then = _set_up(store, run_id), _set_up(store, before)
-        changed = [] if now is None or then is None else _differences(then, now)
+        changed = None if now is None or then is None else _differences(then, now)
         found[run_id] = Changes(before, store.run(before).status, changed)
     return found
 
