@@ -5,28 +5,15 @@ and a store of a million runs counted in SQL, never loaded into Python."""
 from __future__ import annotations
 
 import json
-import os
 import resource
-import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from tests.support.processes import workbench_at
 from tests.support.stats_home import OTHER_MODEL, spread_runs
 
-EXE = Path(sys.executable).with_name("workbench")
-
-
-def _workbench(home: Path, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "100"}
-    return subprocess.run(
-        [str(EXE), "--home", str(home), *argv],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-    )
+_workbench = workbench_at
 
 
 def _by(runs: list[dict[str, Any]], key: str) -> dict[str, dict[str, float]]:

@@ -3,6 +3,7 @@ their output read line by line as it comes, and a disk that fills up (a file siz
 
 from __future__ import annotations
 
+import os
 import queue
 import resource
 import subprocess
@@ -17,6 +18,19 @@ from typing import IO
 
 WORKBENCH = str(Path(sys.executable).with_name("workbench"))
 WAIT_S = 120.0  # generous: a deadline for a hang, on a machine whose cores may be busy
+
+
+def workbench_at(
+    home: Path, *argv: str, timeout: float = WAIT_S
+) -> subprocess.CompletedProcess[str]:
+    """`workbench --home HOME ARGV…` run to its end, on a 100-column terminal."""
+    return subprocess.run(
+        [WORKBENCH, "--home", str(home), *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "COLUMNS": "100"},
+    )
 
 
 @dataclass

@@ -282,14 +282,16 @@ ORDER BY seq
 # The run's first failure (`workbench.engine.views.outline.event_is_failure`): an error, a
 # failed tool call, unparsable arguments, or an end that is not `completed`; one query,
 # reading the JSON of those event types only.
-FIRST_FAILURE = f"""
-SELECT event, seq {_RUN_ROWS}
-  AND type IN ('error', 'tool_end', 'tool_start', 'run_end')
+# Also what `traces.store.failures` groups failing runs by.
+FAILURE_EVENT = """type IN ('error', 'tool_end', 'tool_start', 'run_end')
   AND CASE type
       WHEN 'error' THEN true
       WHEN 'tool_end' THEN NOT coalesce(try_cast(event->>'ok' AS BOOLEAN), true)
       WHEN 'tool_start' THEN event->>'parse_error' IS NOT NULL
-      ELSE coalesce(event->>'status', '') <> 'completed' END
+      ELSE coalesce(event->>'status', '') <> 'completed' END"""
+FIRST_FAILURE = f"""
+SELECT event, seq {_RUN_ROWS}
+  AND {FAILURE_EVENT}
 ORDER BY seq LIMIT 1
 """
 TOOL_SCHEMAS = "SELECT schema FROM tool_schemas WHERE run_id = $run_id ORDER BY position"

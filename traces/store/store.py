@@ -10,16 +10,17 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from traces.home import ambiguous_run, db_path, traces_dir
-from traces.store import dataset, sql
+from traces.store import dataset, failures, sql
 from traces.store.dataset import DatasetExport
 from traces.store.db import duckdb
+from traces.store.failures import FailureGroups
 from traces.store.opening import (
     AmbiguousRunError,
     QueryError,
@@ -276,6 +277,22 @@ class TraceStore:
         with self._cursor() as cur:
             row = cur.execute(sql.runs_count(clause), params)
             return int((row.fetchone() or (0,))[0])
+
+    def failure_groups(
+        self, where: RunQuery | None = None, examples: int = 3, limit: int = 50
+    ) -> FailureGroups:
+        """The failing runs `where` keeps (its failed filter set), grouped by failure
+        signature, biggest groups first (`traces.store.failures`), `examples` runs each."""
+        query = replace(where or RunQuery(samples=False), failed_only=True)
+        clause, params = query.where()
+        with self._cursor() as cur:
+            return failures.failure_groups(cur, clause, params, examples, limit)
+
+    def runs_before_of_task(self, run_ids: Iterable[str]) -> dict[str, str | None]:
+        """For each run, the latest run of the same task started before it, or None."""
+        with self._cursor() as cur:
+            rows = cur.execute(failures.RUN_BEFORE_OF_TASK, {"run_ids": list(run_ids)})
+            return {str(run_id): before for run_id, before in rows.fetchall()}
 
     def resolve_run(self, prefix: str) -> str:
         """The full run id that `prefix` starts; raises when none or several match."""

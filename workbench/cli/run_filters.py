@@ -39,6 +39,12 @@ def when(text: str) -> datetime:
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
+SINCE_HELP = (
+    "only runs started at or after TIME: ISO (2026-11-30, 2026-11-30T14:00; UTC unless an "
+    "offset is given) or an age (90m, 6h, 7d, 2w)"
+)
+
+
 def add_run_filters(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("more filters (all in SQL on the store)")
     group.add_argument(
@@ -48,8 +54,7 @@ def add_run_filters(parser: argparse.ArgumentParser) -> None:
         "--since",
         type=when,
         metavar="TIME",
-        help="only runs started at or after TIME: ISO (2026-11-30, 2026-11-30T14:00; UTC "
-        "unless an offset is given) or an age (90m, 6h, 7d, 2w)",
+        help=SINCE_HELP,
     )
     group.add_argument("--until", type=when, metavar="TIME", help="only runs started before TIME")
     group.add_argument("--min-tokens", type=_count, metavar="N", help="at least N tokens in all")

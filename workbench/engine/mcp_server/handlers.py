@@ -218,6 +218,17 @@ class Workbench:
             "next_offset": shown if shown < total else None,
         }
 
+    def list_failures(
+        self, *, limit: int, examples: int, since_days: int | None = None
+    ) -> dict[str, Any]:
+        from datetime import UTC, datetime, timedelta
+
+        from workbench.engine.analysis.failures import failure_report
+
+        since = None if since_days is None else datetime.now(UTC) - timedelta(days=since_days)
+        with self._store() as store:
+            return failure_report(store, since, examples=examples, limit=limit).to_json()
+
     def show_run(
         self,
         *,

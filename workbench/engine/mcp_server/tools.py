@@ -134,6 +134,32 @@ TOOLS: tuple[ToolDef, ...] = (
         ),
     ),
     ToolDef(
+        "list_failures",
+        "Group the runs that did not complete by failure signature: status and reason, the "
+        "first failing step's tool and error text with numbers, ids, paths and quoted values "
+        "masked, and the tools called before it. Each group gives its run count, first and "
+        "last seen, runs per day, example runs, models, and what changed in model, system "
+        "prompt or tools since the run of its task before its first. Use it to see which "
+        "ways runs fail most; offline, no model. Not for one run: use show_run.",
+        _object(
+            {
+                "since_days": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "only runs started in the last this many days",
+                },
+                "limit": _page(10, MAX_PAGE, "groups, the biggest"),
+                "examples": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 20,
+                    "default": 3,
+                    "description": "example run ids per group, the newest",
+                },
+            }
+        ),
+    ),
+    ToolDef(
         "show_run",
         "Show one run's decision chain: per turn what the model said, the tool calls with "
         "their arguments and results, errors, and why the run stopped. Use it to debug a "

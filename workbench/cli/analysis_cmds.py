@@ -1,0 +1,127 @@
+"""`workbench failures`: failing runs grouped by failure signature, offline, no model.
+
+The groups come from `workbench.engine.analysis.failures`; this module only lays them out.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from workbench.cli.common import add_home, positive_int, print_json
+from workbench.cli.run_filters import SINCE_HELP, when
+
+if TYPE_CHECKING:
+    from workbench.engine.analysis.failures import FailureGroup, FailureReport
+
+LIMIT_DEFAULT = 20
+EXAMPLES_DEFAULT = 3
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    failures = subparsers.add_parser(
+        "failures",
+        help="failing runs grouped by failure signature (offline, no model)",
+        description=(
+            "Groups the runs that did not complete (as `runs --failed` lists them) by a "
+            "failure signature: the run's status and reason, its first failing step (a tool "
+            "error, bad arguments, a model error, or the end itself) with that step's tool "
+            "and error text, and the tools called just before it. Numbers, ids, hex, paths, "
+            "URLs, quoted values and timestamps in the texts are masked, so runs that failed "
+            "the same way group together. Each group shows how many runs, when it was first "
+            "and last seen, failing runs per day, example runs and the models affected."
+        ),
+        epilog=(
+            "examples:\n  workbench failures\n  workbench failures --since 7d\n"
+            "  workbench failures --json | jq '.groups[0].examples'"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    failures.add_argument(
+        "--since",
+        type=when,
+        metavar="TIME",
+        help=SINCE_HELP,
+    )
+    failures.add_argument(
+        "--limit",
+        type=positive_int,
+        default=LIMIT_DEFAULT,
+        metavar="N",
+        help=f"the N biggest groups (default {LIMIT_DEFAULT})",
+    )
+    failures.add_argument(
+        "--examples",
+        type=positive_int,
+        default=EXAMPLES_DEFAULT,
+        metavar="N",
+        help=f"example runs per group, the newest (default {EXAMPLES_DEFAULT})",
+    )
+    failures.add_argument("--json", action="store_true", help="print the groups as JSON")
+    add_home(failures)
+    failures.set_defaults(func=cmd_failures)
+
+
+def cmd_failures(args: argparse.Namespace) -> int:
+    from workbench.cli.read_cmds import open_store
+    from workbench.engine.analysis.failures import failure_report
+
+    with open_store(args) as store:
+        report = failure_report(store, args.since, examples=args.examples, limit=args.limit)
+    if args.json:
+        print_json(report.to_json())
+    else:
+        print("\n".join(failures_lines(report)))
+    return 0
+
+
+def failures_lines(report: FailureReport) -> list[str]:
+    when_text = f" since {report.since:%Y-%m-%d %H:%M} UTC" if report.since else ""
+    if not report.groups:
+        return [f"no failing runs{when_text}" + ("" if report.since else " recorded")]
+    groups = report.total_groups
+    lines = [
+        f"{report.failed_runs:,} failing run{'s' if report.failed_runs != 1 else ''}"
+        f"{when_text} in {groups:,} group{'s' if groups != 1 else ''}"
+        + (f" (the {len(report.groups)} biggest shown)" if groups > len(report.groups) else "")
+        + (f"; per day {report.days[0]} → {report.days[-1]}" if report.days else ""),
+    ]
+    for group in report.groups:
+        lines += ["", *_group_lines(report, group)]
+    lines += ["", "`workbench show RUN` shows a run; a group's runs are listed newest first"]
+    return lines
+
+
+def _group_lines(report: FailureReport, group: FailureGroup) -> list[str]:
+    from workbench.engine.views.stats import sparkline
+
+    row = group.row
+    step = f"{row.step} in {row.tool}" if row.tool else row.step
+    head = f"{row.runs:>5,} × {row.status} · {step}"
+    lines = [f"{head}   [{group.signature}]"]
+    if row.reason:
+        lines.append(f"        reason   {row.reason}")
+    if row.error and row.error != f"{row.reason}":
+        lines.append(f"        error    {row.error}")
+    if row.tools_before:
+        lines.append(f"        after    {' → '.join(row.tools_before)}")
+    first = f"{row.first_seen:%Y-%m-%d %H:%M}" if row.first_seen else "-"
+    last = f"{row.last_seen:%Y-%m-%d %H:%M}" if row.last_seen else "-"
+    days = f"   per day │{sparkline([float(n) for n in group.per_day])}│" if report.days else ""
+    lines.append(f"        seen     {first} → {last}{days}")
+    tasks = f" · {row.tasks} task{'s' if row.tasks != 1 else ''}"
+    lines.append(f"        models   {', '.join(row.models) or '-'}{tasks}")
+    lines.append(f"        runs     {' '.join(run[:12] for run in row.examples)}")
+    changes = group.changes
+    if changes.run_before is None:
+        lines.append(f"        first    {row.first_run[:12]}, the first run of its task")
+    else:
+        since = f"since {changes.run_before[:12]} ({changes.status_before}), the run before"
+        what = (
+            "; ".join(changes.changed) or "nothing in model, system prompt or tools"
+            if changes.changed is not None
+            else "not known: a run's set-up (its run_start) is not recorded"
+        )
+        lines.append(f"        changed  {what}")
+        lines.append(f"                 {since} {row.first_run[:12]}")
+    return lines

@@ -1,0 +1,5 @@
+"""Answers from many runs at once: failing runs grouped by failure signature (`failures`).
+
+A wing of its own (SPEC: "the analysis … are engine wings of their own"): it reads the
+store and may stand only on `recording` and `serving` among the other wings.
+"""
