@@ -174,3 +174,59 @@ def test_two_homes_annotation_files_merge_as_files(
         {"id": mine["id"], "author": "alice"},
         {"id": theirs["id"], "author": "carol"},
     ]
+
+
+def listed(home: Path, capsys: pytest.CaptureFixture[str], *flags: str) -> set[str]:
+    code, out, err = wb(home, capsys, "runs", "--json", "--limit", "500", *flags)
+    assert code == 0, err
+    return {row["run_id"] for row in json.loads(out)}
+
+
+def test_runs_filter_by_label_unreviewed_and_score_in_sql(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    every = listed(home, capsys)
+    loop, done = demo_run(home, "duplicate-call-loop"), demo_run(home, "completed")
+    assert listed(home, capsys, "--unreviewed") == every
+    note_json(home, capsys, f"{loop}:1:call_s1_0", "--label", "wrong-tool")
+    low = note_json(home, capsys, done, "--label", "fine", "--score", "helpful=0.3")
+    note_json(home, capsys, done, "--score", "helpful=0.9", "--author", "bob")
+    assert listed(home, capsys, "--label", "wrong-tool") == {loop}
+    assert listed(home, capsys, "--label", "nobody-used-it") == set()
+    assert listed(home, capsys, "--unreviewed") == every - {loop, done}
+    assert listed(home, capsys, "--score", "helpful<0.5") == {done}
+    assert listed(home, capsys, "--score", "helpful >= 0.95") == set()
+    assert listed(home, capsys, "--label", "fine", "--score", "helpful>0.5") == {done}
+    # A removed note no longer counts.
+    assert wb(home, capsys, "note", done, "--remove", low["id"])[0] == 0
+    assert listed(home, capsys, "--label", "fine") == set()
+    assert listed(home, capsys, "--score", "helpful<0.5") == set()
+    code, out, _ = wb(home, capsys, "runs", "--label", "fine")
+    assert code == 0 and out == "no runs match these filters\n"
+    with pytest.raises(SystemExit) as exited:
+        wb(home, capsys, "runs", "--score", "helpful")
+    assert exited.value.code == 2
+    assert "is not a score filter: give NAME<VALUE" in capsys.readouterr().err
+
+
+GOLDEN = Path(__file__).parents[1] / "fixtures" / "annotations"
+
+
+def test_golden_annotation_files_of_every_version_read_back_and_ingest(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from traces.annotations import ANNOTATION_VERSIONS, read_annotation
+
+    assert sorted(p.name for p in GOLDEN.iterdir()) == [f"v{n}" for n in ANNOTATION_VERSIONS]
+    home = tmp_path / "home"
+    annotations_dir(home).mkdir(parents=True)
+    for path in GOLDEN.glob("v*/*.jsonl"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            record = read_annotation(line)
+            assert json.loads(record.model_dump_json(exclude_none=True)) == json.loads(line)
+        shutil.copy(path, annotations_dir(home) / f"{path.parent.name}-{path.name}")
+    rows = sql(home, capsys, "SELECT id, turn, call_id, labels FROM annotations ORDER BY id")
+    assert rows == [
+        {"id": "20261201093000-0a1b2c3d", "turn": None, "call_id": None, "labels": ["loops"]},
+        {"id": "20261201093200-2c3d4e5f", "turn": 1, "call_id": "call_s1_0", "labels": []},
+    ]
