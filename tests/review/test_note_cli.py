@@ -230,3 +230,37 @@ def test_golden_annotation_files_of_every_version_read_back_and_ingest(
         {"id": "20261201093000-0a1b2c3d", "turn": None, "call_id": None, "labels": ["loops"]},
         {"id": "20261201093200-2c3d4e5f", "turn": 1, "call_id": "call_s1_0", "labels": []},
     ]
+
+
+def test_show_marks_annotated_turns_and_calls_and_export_carries_the_notes(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = demo_run(home, "duplicate-call-loop")
+    on_run = note_json(home, capsys, run_id, "--label", "loop", "--text", "asks twice")
+    note_json(home, capsys, f"{run_id}:2", "--label", "repeat", "--author", "bob")
+    note_json(home, capsys, f"{run_id}:1:call_s1_0", "--score", "relevant=1")
+    code, out, _ = wb(home, capsys, "show", run_id[:8])
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].endswith(" ✎1")  # the run
+    assert [line for line in lines if line.startswith("── turn ")][1].endswith(" ✎1")
+    assert any(" call_s1_0 " in line and line.endswith(" ✎1") for line in lines)
+    listed = lines[lines.index("annotations (3):") + 1 :]
+    assert listed[0] == f'  {on_run["id"]}  run             alice: [loop] "asks twice"'
+    assert "bob: [repeat]" in listed[1] and "alice: relevant=1" in listed[2]
+
+    code, out, _ = wb(home, capsys, "show", run_id, "--json")
+    notes = json.loads(out)["annotations"]
+    assert [(n["turn"], n["call_id"], n["author"]) for n in notes] == [
+        (None, None, "alice"),
+        (2, None, "bob"),
+        (1, "call_s1_0", "alice"),
+    ]
+    code, out, _ = wb(home, capsys, "export", run_id, "--format", "md")
+    assert code == 0
+    assert out.endswith(
+        "## Annotations\n\n- **run** (alice): `loop` — asks twice\n- **turn 2** (bob): "
+        "`repeat`\n- **turn 1 call call_s1_0** (alice): relevant=1\n"
+    )
+    code, out, _ = wb(home, capsys, "export", run_id, "--format", "json")
+    assert [n["id"] for n in json.loads(out)["annotations"]] == [n["id"] for n in notes]
