@@ -106,3 +106,9 @@ def open_run_trace(home: Path, run_id: str, secrets: Iterable[str | None] = ()) 
     from traces.writer import JsonlWriter  # the event models, only for commands that write
 
     return JsonlWriter(traces_dir(home), run_id, home_redactor(home, secrets))
+
+
+def annotations_dir(home: Path) -> Path:
+    """Where annotations live: one append-only `<author>.jsonl` per author
+    (`traces.annotations`)."""
+    return home / "annotations"

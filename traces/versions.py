@@ -89,10 +89,16 @@ def _v2_to_v3(record: dict[str, Any]) -> dict[str, Any]:
 MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
-def migrate(record: dict[str, Any], version: int) -> dict[str, Any]:
-    """Bring one decoded line from `version` up to the current schema."""
-    while version < SCHEMA_VERSION:
-        step = MIGRATIONS.get(version)
+def migrate(
+    record: dict[str, Any],
+    version: int,
+    current: int = SCHEMA_VERSION,
+    migrations: Mapping[int, Migration] = MIGRATIONS,
+) -> dict[str, Any]:
+    """Bring one decoded line from `version` up to the current schema (of the traces, or
+    of another file contract given its `current` version and `migrations`)."""
+    while version < current:
+        step = migrations.get(version)
         if step is None:
             raise ValueError(f"no migration from schema_version {version}")
         record = step(record)
@@ -100,14 +106,20 @@ def migrate(record: dict[str, Any], version: int) -> dict[str, Any]:
     return record
 
 
-def check_versions() -> None:
-    """Raises unless every version has a summary and every older one a migration."""
+def check_versions(
+    current: int = SCHEMA_VERSION,
+    summaries: Mapping[int, str] = SCHEMA_VERSIONS,
+    migrations: Mapping[int, Migration] = MIGRATIONS,
+    names: tuple[str, str] = ("SCHEMA_VERSIONS", "MIGRATIONS"),
+) -> None:
+    """Raises unless every version has a summary and every older one a migration (of the
+    traces, or of another file contract: `traces.annotations` checks its own)."""
     # A schema bump must come with its summary and the migration from the version before.
-    older = set(range(1, SCHEMA_VERSION))
-    if set(SCHEMA_VERSIONS) != older | {SCHEMA_VERSION}:
-        raise RuntimeError(f"SCHEMA_VERSIONS must describe versions 1..{SCHEMA_VERSION}")
-    if set(MIGRATIONS) != older:
-        raise RuntimeError(f"MIGRATIONS must migrate each of versions 1..{SCHEMA_VERSION - 1}")
+    older = set(range(1, current))
+    if set(summaries) != older | {current}:
+        raise RuntimeError(f"{names[0]} must describe versions 1..{current}")
+    if set(migrations) != older:
+        raise RuntimeError(f"{names[1]} must migrate each of versions 1..{current - 1}")
 
 
 check_versions()

@@ -63,7 +63,13 @@ _CLAUSES: dict[str, str] = {
         WHERE type = 'error' AND problem IS NULL AND event->>'kind' = $error_kind)""",
     "min_cost": _COST.replace("OP", ">= $min_cost"),
     "max_cost": _COST.replace("OP", "<= $max_cost"),
+    # Annotations that count (`notes_sql`: no tombstone removed them), on the run or on
+    # any of its turns and calls.
+    "label": "run_id IN (SELECT run_id FROM annotations WHERE list_contains(labels, $label))",
+    "unreviewed": "(NOT $unreviewed OR run_id NOT IN (SELECT run_id FROM annotations))",
 }
+# How `score` compares an annotation's score with its value: a closed set, never user text.
+SCORE_OPERATORS = ("<=", ">=", "<", ">", "=")
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,9 @@ class RunQuery:
     error_kind: str | None = None  # recorded an error event of this kind
     min_cost: float | None = None  # needs `prices`
     max_cost: float | None = None
+    label: str | None = None  # annotated with this label (on the run, a turn or a call)
+    unreviewed: bool | None = None  # True: no annotation at all
+    score: tuple[str, str, float] | None = None  # (name, one of SCORE_OPERATORS, value)
     # Per model name: input and output price per million tokens (runs of an unpriced model
     # never pass a cost filter).
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
@@ -136,6 +145,15 @@ class RunQuery:
                 continue
             clauses.append(f"    AND {clause}")
             params[name] = value
+        if self.score is not None:
+            name, operator, value = self.score
+            if operator not in SCORE_OPERATORS:
+                raise ValueError(f"score operator {operator!r} is not one of {SCORE_OPERATORS}")
+            clauses.append(
+                "    AND run_id IN (SELECT run_id FROM annotation_scores "
+                f"WHERE name = $score_name AND value {operator} $score_value)"
+            )
+            params |= {"score_name": name, "score_value": value}
         if self.min_cost is not None or self.max_cost is not None:
             params["prices"] = json.dumps(
                 [

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import zlib
 
+from traces.store.notes_sql import ANNOTATION_DROP, ANNOTATION_SCHEMA
 from traces.versions import SCHEMA_VERSION
 
 # Bump when the tables below change shape; an older store file is rebuilt from its traces.
@@ -144,6 +145,7 @@ FROM (
 -- them files the store knows (`scan.pending_in_folder`). Apart from store_meta, which is
 -- written far more often: a checkpoint copies a changed table whole.
 CREATE TABLE IF NOT EXISTS listings (folder VARCHAR PRIMARY KEY, names VARCHAR);
+{ANNOTATION_SCHEMA}
 INSERT OR IGNORE INTO store_meta VALUES
     ('store_version', '{STORE_VERSION}'), ('schema_version', '{SCHEMA_VERSION}');
 """
@@ -152,7 +154,7 @@ INSERT OR IGNORE INTO store_meta VALUES
 SCHEMA_TEXT = f"{zlib.crc32(SCHEMA.encode()):08x}"
 SCHEMA_TEXT_SET = "INSERT OR REPLACE INTO store_meta VALUES ('schema_text', $text)"
 
-DROP_ALL = """
+DROP_ALL = f"""{ANNOTATION_DROP}
 DROP VIEW IF EXISTS tool_schemas; DROP VIEW IF EXISTS tool_calls; DROP VIEW IF EXISTS model_calls;
 DROP VIEW IF EXISTS events; DROP TABLE IF EXISTS runs; DROP TABLE IF EXISTS event_rows;
 DROP TABLE IF EXISTS run_batches;

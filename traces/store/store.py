@@ -16,8 +16,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from traces.home import ambiguous_run, db_path, traces_dir
-from traces.store import dataset, failures, sql
+from traces.home import ambiguous_run, annotations_dir, db_path, traces_dir
+from traces.store import dataset, failures, notes, sql
 from traces.store.dataset import DatasetExport
 from traces.store.db import duckdb
 from traces.store.failures import FailureGroups
@@ -186,12 +186,13 @@ class TraceStore:
         takes (`scan.pending_in_folder`)."""
         folder = traces_dir(home)
         report = IngestReport()
-        if not folder.is_dir():
-            return report
         with self._writing(), self._cursor() as cur:
-            work, listing = pending_in_folder(cur, folder, report)
-            self._ingest(cur, work, report, progress)
-            listing.record(cur)  # every file listed is in the store now
+            if folder.is_dir():
+                work, listing = pending_in_folder(cur, folder, report)
+                self._ingest(cur, work, report, progress)
+                listing.record(cur)  # every file listed is in the store now
+            if not self.read_only:  # the annotations of those runs: `traces.store.notes`
+                notes.ingest_annotations(cur, annotations_dir(home), report)
             return report
 
     @contextmanager
@@ -315,6 +316,18 @@ class TraceStore:
         if row is None:
             raise UnknownRunError(f"no run {run_id}; `workbench runs` lists them")
         return RunRow(*row)
+
+    # --- annotations (`traces.store.notes`) ----------------------------------------------
+
+    def annotations(self, run_id: str | None = None) -> list[dict[str, Any]]:
+        """The annotations that count on a run (every run's for None), oldest first."""
+        with self._cursor() as cur:
+            return notes.run_annotations(cur, run_id)
+
+    def annotation_records(self, run_ids: Iterable[str]) -> list[str]:
+        """The annotation lines (tombstones too) on these runs, as their files hold them."""
+        with self._cursor() as cur:
+            return notes.annotation_records(cur, list(run_ids))
 
     # --- events -------------------------------------------------------------------------
 

@@ -414,11 +414,13 @@ def cmd_show(args: argparse.Namespace) -> int:
             start = first[0].turn if first and first[0].turn else 1
             window = (start, start + SHOW_TURNS - 1)
         events = store.events(run_id, turns=window)
+        notes = store.annotations(run_id)
     chain = build_chain(events)
     timeline = build_timeline(events)
     model = row.model or ""
     if args.json:
         document: dict[str, Any] = {"run": row.to_json(), "chain": chain_json(chain)}
+        document["annotations"] = notes
         document["tokens"] = turn_figures(timeline, model, prices)
         if window is not None:
             document["turns_shown"] = list(window)
@@ -435,9 +437,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         width = shutil.get_terminal_size((100, 30)).columns
         lines = render_timeline(timeline, width=width, cost=cost)
     else:
-        lines = chain_lines(
-            chain, timeline, prices, full=args.full, paint=Paint(color_wanted(args))
-        )
+        paint = Paint(color_wanted(args))
+        lines = chain_lines(chain, timeline, prices, full=args.full, paint=paint, notes=notes)
     if window is not None:
         shown = [turn.turn for turn in chain.turns]
         if shown and shown[-1] < row.turns:

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from traces.store import RunQuery
     from workbench.engine.views.cost import Prices
 
+# `--score NAME<0.5`: a score's name, a comparison and a number.
+_SCORE = re.compile(r"^\s*([^<>=]+?)\s*(<=|>=|<|>|=)\s*([-+]?(?:\d+\.?\d*|\.\d+))\s*$")
 _AGO = re.compile(r"^(\d+(?:\.\d+)?)\s*(s|m|h|d|w)$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
@@ -43,6 +45,16 @@ SINCE_HELP = (
     "only runs started at or after TIME: ISO (2026-11-30, 2026-11-30T14:00; UTC unless an "
     "offset is given) or an age (90m, 6h, 7d, 2w)"
 )
+
+
+def score_filter(text: str) -> tuple[str, str, float]:
+    """`--score NAME<0.5` (or <=, >, >=, =) as a name, an operator and a value."""
+    found = _SCORE.match(text)
+    if found is None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a score filter: give NAME<VALUE (or <=, >, >=, =), e.g. helpful<0.5"
+        )
+    return found[1], found[2], float(found[3])
 
 
 def add_run_filters(parser: argparse.ArgumentParser) -> None:
@@ -79,11 +91,25 @@ def add_run_filters(parser: argparse.ArgumentParser) -> None:
         metavar="KIND",
         help="only runs that recorded an error of this kind (e.g. timeout, http_429, config)",
     )
+    group.add_argument(
+        "--label",
+        metavar="L",
+        help="only runs annotated with label L (on the run, a turn or a call; `workbench note`)",
+    )
+    group.add_argument(
+        "--unreviewed", action="store_true", default=None, help="only runs with no annotation"
+    )
+    group.add_argument(
+        "--score",
+        type=score_filter,
+        metavar="NAME<VALUE",
+        help="only runs with a score NAME below VALUE (or <=, >, >=, =), e.g. 'helpful<0.5'",
+    )
 
 
 def filters_given(args: argparse.Namespace) -> bool:
     names = ("model", "since", "until", "min_tokens", "max_tokens", "min_cost", "max_cost")
-    more = ("min_latency", "max_latency", "tool", "error_kind")
+    more = ("min_latency", "max_latency", "tool", "error_kind", "label", "unreviewed", "score")
     return any(getattr(args, name) is not None for name in names + more)
 
 
@@ -111,6 +137,9 @@ def run_query(args: argparse.Namespace, prices: Prices) -> RunQuery:
         "error_kind": args.error_kind,
         "min_cost": args.min_cost,
         "max_cost": args.max_cost,
+        "label": args.label,
+        "unreviewed": args.unreviewed,
+        "score": args.score,
         "prices": {
             name: (price.input_per_million, price.output_per_million)
             for name, price in (prices.models.items() if wants_cost else ())

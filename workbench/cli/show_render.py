@@ -6,7 +6,7 @@ prompt and every message as sent, and cuts nothing."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, TypeAlias
 
@@ -14,6 +14,7 @@ from agent_core.wire.chat import content_text, tool_calls
 from traces.tree import RunChain, TurnNode, answer_label
 from workbench.cli.common import Paint, counted
 from workbench.engine.recording.tool_policy import call_label, recorded_decisions
+from workbench.engine.review.notes import annotation_line
 from workbench.engine.views.cost import Prices
 from workbench.engine.views.timeline import Timeline, format_ms
 
@@ -75,7 +76,10 @@ def chain_lines(
     *,
     full: bool = False,
     paint: Paint | None = None,
+    notes: Sequence[dict[str, Any]] = (),
 ) -> list[str]:
+    """The run as `show` prints it; `notes` are its annotations (`TraceStore.annotations`):
+    a turn or a call annotated is marked `✎N`, and they are listed after the end."""
     cut: Clip = partial(clip, full=full)
     paint = paint or Paint(False)
     lines: list[str] = []
@@ -85,6 +89,7 @@ def chain_lines(
         lines.append(
             paint(f"run {chain.run_id}", "bold")
             + f"  model {start.model}  tools {len(start.tools)}"
+            + _mark([n for n in notes if n["turn"] is None])
         )
         lines.append(f"task: {cut(start.task, 300)}")
         if full:
@@ -111,7 +116,8 @@ def chain_lines(
             else ""
         )
         status = paint(f"[{turn.status}]", "green" if turn.status == "ok" else "red")
-        lines.append("\n" + paint(f"── turn {turn.turn}", "bold") + f" {status}{usage}")
+        mark = _mark([n for n in notes if n["turn"] == turn.turn and n["call_id"] is None])
+        lines.append("\n" + paint(f"── turn {turn.turn}", "bold") + f" {status}{usage}{mark}")
         if full and turn.request is not None:
             messages = list(turn.request.messages)
             # History is resent each turn; a trimmed one is not a continuation: show it all.
@@ -122,14 +128,24 @@ def chain_lines(
             sent = messages
         lines += [
             paint(line, "red") if line.startswith(("  error", "  attempt")) else line
-            for line in _turn_lines(chain, turn, cut, full)
+            for line in _turn_lines(chain, turn, cut, full, notes)
         ]
     lines.append("")
     lines += _end_lines(chain, model, prices, timeline.end_ms, paint, cut)
+    if notes:
+        lines.append(paint(f"annotations ({len(notes)}):", "bold"))
+        lines += [f"  {annotation_line(note)}" for note in notes]
     return lines
 
 
-def _turn_lines(chain: RunChain, turn: TurnNode, cut: Clip, full: bool) -> list[str]:
+def _mark(notes: Sequence[dict[str, Any]]) -> str:
+    """` ✎N` after a turn or call that N annotations are on (`workbench note`)."""
+    return f" ✎{len(notes)}" if notes else ""
+
+
+def _turn_lines(
+    chain: RunChain, turn: TurnNode, cut: Clip, full: bool, notes: Sequence[dict[str, Any]]
+) -> list[str]:
     lines: list[str] = []
     policies = recorded_decisions(chain.start.meta) if chain.start is not None else {}
     request = turn.request
@@ -174,6 +190,7 @@ def _turn_lines(chain: RunChain, turn: TurnNode, cut: Clip, full: bool) -> list[
         lines.append(
             f"  tool {tool.name} [{tool.status}, {timing}, {tool.start.source}{flags}] "
             f"{tool.call_id} {cut(tool.start.arguments_raw, 160)}"
+            + _mark([n for n in notes if n["turn"] == turn.turn and n["call_id"] == tool.call_id])
         )
         if tool.start.parse_error:
             lines.append(f"    arguments: {tool.start.parse_error}")

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Literal, TypeAlias, assert_never
 
+from traces.annotations import annotation_target
 from traces.events import EVENT_TYPES, SCHEMA_VERSION, Event
 from traces.run_names import run_file_stem
 from traces.tree import (
@@ -115,6 +116,7 @@ def write_stored(
         own = store.events(run_id, types=["run_start", "run_end"])
         span = store.time_span(run_id)
         turns = tuple(store.turn_numbers(run_id))
+        notes = store.annotations(run_id)
     if not total:
         raise ExportError("the run has no events to export")
     if progress is not None:
@@ -122,12 +124,14 @@ def write_stored(
     chain = build_chain(own)
     chain.run_id = run_id
     if fmt == "json":
-        _write_json(out, _json_head(chain), _event_pages(open_store, run_id, total, progress))
+        # Only when there are some: a run without is the document `export_run` makes.
+        document = _json_head(chain) | ({"annotations": notes} if notes else {})
+        _write_json(out, document, _event_pages(open_store, run_id, total, progress))
     elif fmt == "md":
         duration = (span[1] - span[0]).total_seconds() * 1000.0 if span else 0.0
         turn_lines = _markdown_turns(open_store, run_id, turns, duration, progress)
         head, end = _markdown_head(chain, duration), _markdown_end(chain)
-        _write_lines(out, itertools.chain(head, turn_lines, end))
+        _write_lines(out, itertools.chain(head, turn_lines, end, _markdown_notes(notes)))
     else:
         assert_never(fmt)
 
@@ -227,6 +231,20 @@ def _write_json(out: IO[str], head: dict[str, Any], events: Iterable[Event]) -> 
         out.write(("," if written else "") + "\n" + textwrap.indent(item, "    "))
         written = True
     out.write("\n  ]\n}\n" if written else "]\n}\n")
+
+
+def _markdown_notes(notes: Sequence[dict[str, Any]]) -> list[str]:
+    """The run's annotations (`workbench note`), one bullet each; nothing when it has none."""
+    if not notes:
+        return []
+    lines = ["", "## Annotations", ""]
+    for note in notes:
+        where = annotation_target(note["turn"], note["call_id"])
+        what = [f"`{label}`" for label in note["labels"]]
+        what += [f"{name}={value:g}" for name, value in note["scores"].items()]
+        text = f" — {note['text']}" if note["text"] else ""
+        lines.append(f"- **{where}** ({note['author']}): {' · '.join(what) or '(note)'}{text}")
+    return lines
 
 
 def _seq(event: Event) -> int:
