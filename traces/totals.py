@@ -1,7 +1,7 @@
 """The running totals of a run: summed while it goes, written once as `run_end.totals`.
 
 Every writer of runs counts with this one type: the agent loop, the MCP sessions, the
-OpenTelemetry import (and the proxy's capture, which keeps a copy of its own for now)."""
+OpenTelemetry import and the proxy's capture."""
 
 from __future__ import annotations
 
@@ -30,8 +30,13 @@ class RunningTotals:
         self.total_tokens += input_tokens + output_tokens if total_tokens is None else total_tokens
 
     def add_tool_call(self, ok: bool) -> None:
-        self.tool_calls += 1
-        self.tool_errors += 0 if ok else 1
+        self.add_tool_calls(1, 0 if ok else 1)
+
+    def add_tool_calls(self, count: int, failed: int = 0) -> None:
+        """`count` tool calls at once (a client's results read together), `failed` of them
+        failed."""
+        self.tool_calls += count
+        self.tool_errors += failed
 
     def totals(self, duration_ms: float) -> Totals:
         """The totals as `run_end` carries them, for a run that took `duration_ms`."""

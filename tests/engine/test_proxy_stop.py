@@ -14,10 +14,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import openai
 import pytest
@@ -29,6 +31,8 @@ from tests.support.servers import text_chunks
 from workbench.engine.http.model_server import ModelServer, Reply
 
 EXCHANGES = 12
+HOLD_ON = "hold on"
+STALLED_KEY = "sk-stalled-0123456789abcdef"  # a key no chunk's text has a piece of
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc")
 
@@ -61,11 +65,17 @@ def recording_process(parent: int) -> int:
 
 
 @contextmanager
-def proxy_in_terminal(home: Path) -> Iterator[InTerminal]:
-    """A proxy in front of a model that answers every request, its recording process held
-    stopped from its start-up on, every core kept busy."""
+def proxy_in_terminal(home: Path, *, held: bool = True) -> Iterator[InTerminal]:
+    """A proxy in front of a model that answers every request (but those that ask it to
+    hold on: their streams stall after two chunks), every core kept busy; its recording
+    process held stopped from its start-up on, unless not `held`."""
     reply = Reply(chunks=text_chunks("hello there"))
-    with busy_cores(), ModelServer(lambda body: reply, keep_requests=False) as upstream:
+    stalled = Reply(chunks=text_chunks("hello there"), stall_after=2)
+
+    def answer(body: dict[str, Any]) -> Reply:
+        return stalled if body["messages"][0]["content"].startswith(HOLD_ON) else reply
+
+    with busy_cores(), ModelServer(answer, keep_requests=False) as upstream:
         process = subprocess.Popen(
             [WORKBENCH, "proxy", "--upstream", upstream.base_url, "--home", str(home)],
             stdout=subprocess.PIPE,
@@ -80,7 +90,8 @@ def proxy_in_terminal(home: Path) -> Iterator[InTerminal]:
             ready = out.wait_for(lambda line: line.startswith("proxying "))
             assert ready is not None, err.all()
             recorder = recording_process(process.pid)
-            os.kill(recorder, signal.SIGSTOP)
+            if held:
+                os.kill(recorder, signal.SIGSTOP)
             yield InTerminal(process, out, err, ready.split()[1], recorder)
         finally:
             if process.poll() is None:
@@ -160,6 +171,58 @@ def test_a_second_ctrl_c_stops_at_once_and_says_what_was_not_recorded(tmp_path: 
     assert err[-1] == (
         f"workbench proxy: stopped without recording {EXCHANGES} exchanges "
         "(not yet sorted into runs)"
+    ), err
+    assert not any("Traceback" in line for line in err), err
+
+
+def begun_runs(home: Path, count: int) -> list[str]:
+    """The runs of the first `count` exchanges whose answer the recording process has begun
+    to record: two chunks of each written (the recording process tells the proxy which run
+    an exchange went into before it records a second chunk). Nothing announces the writing
+    of a trace, so its folder is looked at until then, with a deadline for a hang."""
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        found = []
+        for path in (home / "traces").glob("*.jsonl"):
+            whole = path.read_text().rpartition("\n")[0]
+            if whole.count('"type":"model_chunk"') >= 2:
+                found.append(path.stem)
+        if len(found) >= count:
+            return sorted(found)
+        time.sleep(0.05)
+    raise AssertionError(f"{count} runs were not begun in {WAIT_S:.0f} s")
+
+
+def test_a_second_ctrl_c_names_the_runs_it_left_unrecorded(tmp_path: Path) -> None:
+    """Two clients' streams, stalled mid-answer, are being recorded in runs of their own
+    when the recording process freezes; a dozen clients are answered after that. A second
+    Ctrl-C names the two runs and counts the exchanges not yet sorted into any."""
+    home = tmp_path / "home"
+    with proxy_in_terminal(home, held=False) as proxy:
+        client = openai.OpenAI(
+            base_url=proxy.url, api_key=STALLED_KEY, max_retries=0, timeout=WAIT_S
+        )
+        streams = [
+            client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": f"{HOLD_ON} {i}"}], stream=True
+            )
+            for i in range(2)
+        ]
+        stalled = begun_runs(home, 2)
+        os.kill(proxy.recorder, signal.SIGSTOP)
+        answer_clients(proxy.url)
+        proxy.ctrl_c()
+        assert proxy.err.wait_for(lambda line: "still queued" in line), proxy.err.all()
+        proxy.ctrl_c()
+        code = proxy.exit_code()
+        err = proxy.err.all()
+        for stream in streams:
+            stream.close()
+        client.close()
+    assert code != 0, err
+    assert err[-1] == (
+        f"workbench proxy: stopped without recording {EXCHANGES + 2} exchanges "
+        f"(runs {stalled[0]}, {stalled[1]}, and {EXCHANGES} not yet sorted into runs)"
     ), err
     assert not any("Traceback" in line for line in err), err
 

@@ -7,7 +7,8 @@ turn it belongs to and writes it in the trace contract (docs/capture.md has the 
   last request's messages plus the answer) continues that run as its next turn; the same
   messages again after a failed answer are the next attempt of the same turn. Anything else
   starts a new run: task = first user message, system prompt, tools, params and model as
-  sent, `origin: "captured"`, `client` = the user agent.
+  sent, `origin: "captured"`, `client` = the user agent. (The runs a request may continue
+  are kept in a `ConversationIndex`, workbench.engine.http.conversations.)
 - `X-Workbench-Run: NAME` names the run (`meta.name`) and only continues runs of that name.
 - Tool results the client sends back for the previous answer's calls become that turn's
   `tool_start`/`tool_end` with `observed: true` (the client ran them, we only saw results).
@@ -18,10 +19,10 @@ turn it belongs to and writes it in the trace contract (docs/capture.md has the 
 - Every credential the client sends (headers and query parameters, see
   `traces.redact.credentials`) is a secret of its run.
 
-Recording never gets in the way of forwarding: the proxy calls in here from the exchange's
-recording task as things happen, passing the times they happened (`time.monotonic()`
-readings; events are stamped with them), and a failure here is reported once and the
-exchange goes unrecorded.
+Recording never gets in the way of forwarding: the recording process
+(workbench.engine.http.recording) calls in here from each exchange's recording task as
+things happen, passing the times they happened (`time.monotonic()` readings; events are
+stamped with them), and a failure here is reported once and the exchange goes unrecorded.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -52,15 +53,15 @@ from traces.events import (
     RunEnd,
     RunStart,
     RunStatus,
-    Totals,
     utc_now,
 )
 from traces.home import open_run_trace, traces_dir
 from traces.recorder import Recorder
 from traces.redact import Redactor, credentials, url_credentials
+from traces.totals import RunningTotals
 from workbench.engine.http import observed, text_protocol
+from workbench.engine.http.conversations import ConversationIndex, meaning
 from workbench.engine.http.responses_memory import ResponsesMemory, continued
-from workbench.engine.recording.same_request import joined_digest, message_digest
 
 RUN_HEADER = "x-workbench-run"
 # Runs remembered after they ended, for follow-ups; older ones are forgotten, looked for
@@ -89,11 +90,7 @@ class CapturedRun:
     last_request: list[bytes] = field(default_factory=list)
     pending_calls: list[dict[str, Any]] = field(default_factory=list)
     answered_at: float = 0.0
-    resume_key: tuple[str, bytes] | None = None
-    totals: dict[str, float] = field(default_factory=dict)
-
-    def add(self, key: str, amount: float) -> None:
-        self.totals[key] = self.totals.get(key, 0) + amount
+    totals: RunningTotals = field(default_factory=RunningTotals)
 
 
 class Exchange:
@@ -202,15 +199,11 @@ class Exchange:
                 chunks=self.chunks,
             )
             self.closed = True
-            run.add("model_calls", 1)
             # As the agent loop counts: the provider's usage where the answer carries it,
             # else our estimates of the prompt and of the answer.
             answer = estimate_message(message)
-            prompt, output, total = usage_counts(response.usage, self.estimated, answer)
-            run.add("input_tokens", prompt)
-            run.add("output_tokens", output)
-            run.add("total_tokens", total)
-            run.conversation = [*run.last_request, message_digest(message)]
+            run.totals.add_model_call(*usage_counts(response.usage, self.estimated, answer))
+            run.conversation = [*run.last_request, *meaning([message])]
             run.answered_at = ended
             run.pending_calls = list(message.get("tool_calls") or [])
             answer_id = response.body.get("id")
@@ -226,12 +219,11 @@ class Exchange:
             provider = self.codec.provider_calls(response.body)
             if provider:
                 failed = observed.record_provider_calls(run.recorder, run.turn, at, provider)
-                run.add("tool_calls", len(provider))
-                run.add("tool_errors", failed)
+                run.totals.add_tool_calls(len(provider), failed)
             final = observed.final_answer(run.pending_calls)
             if final is not None:  # the client ends its run on this call
                 observed.record_final_answer(run.recorder, run.turn, at, run.pending_calls, final)
-                run.add("tool_calls", len(run.pending_calls))
+                run.totals.add_tool_calls(len(run.pending_calls))
                 run.pending_calls = []
                 self.book.end(run, "completed", ended, final_answer=final)
             elif run.pending_calls:
@@ -254,7 +246,7 @@ class Exchange:
                 status_code=status if status >= 400 else None,
             )
             self.closed = True
-            self.run.add("model_calls", 1)
+            self.run.totals.add_model_call()
             self.run.state = "failed"
             self.book.resumable(self.run)
 
@@ -305,12 +297,8 @@ class CaptureBook:
         self.runs: OrderedDict[str, CapturedRun] = OrderedDict()
         self._forget_at = MAX_REMEMBERED_RUNS  # how many runs known make `_forget_old` look
         self.problems: list[str] = []
-        # Runs a request may continue, by the text of what it must repeat: ("retry", the
-        # failed request's messages) or ("extend", the conversation so far).
-        # (Each entry's runs by id, in the order they came: many clients may send the
-        # same conversation, and taking one out must not compare it with all the others.)
-        self._resumable: dict[tuple[str, bytes], dict[str, CapturedRun]] = {}
-        self._sizes: Counter[int] = Counter()  # conversation lengths in the index
+        # The runs a request may continue: failed, waiting for their client, or completed.
+        self.conversations: ConversationIndex[CapturedRun] = ConversationIndex()
         # Responses API answers by id (which `previous_response_id` continues) and their
         # output items (which `item_reference` names).
         self.responses: ResponsesMemory[CapturedRun] = ResponsesMemory()
@@ -355,17 +343,17 @@ class CaptureBook:
             if named is not None:
                 messages = continued(named.messages, messages)
             estimated = estimate_prompt(messages, tools)
-            meaning = [message_digest(m) for m in messages]
+            said = meaning(messages)
             if named is not None and (name is None or named.run.name == name):
-                named_run = named.run
-                run, follows = (
-                    (None, named_run) if named_run.state == "completed" else (named_run, None)
-                )
+                found: CapturedRun | None = named.run
             else:
                 named = None
-                run, follows = self._continued(meaning, name)
+                found = self.conversations.find(said, name)
+            # A completed run is followed up by a run of its own; the others go on.
+            completed = found is not None and found.state == "completed"
+            run, follows = (None, found) if completed else (found, None)
             if run is not None:
-                self._settled(run)
+                self.conversations.remove(run)
             if run is not None and run.state == "failed":
                 run.attempt += 1
             elif run is not None and run.state == "waiting":
@@ -380,7 +368,7 @@ class CaptureBook:
             for secret in secrets:
                 run.redactor.add_secret(secret)
             run.state = "answering"
-            run.last_request = meaning
+            run.last_request = said
             run.recorder.emit(
                 ModelRequest,
                 turn=run.turn,
@@ -398,45 +386,12 @@ class CaptureBook:
             return Exchange(self, run, sent, estimated, api, messages)
         return None
 
-    def _continued(
-        self, meaning: list[bytes], name: str | None
-    ) -> tuple[CapturedRun | None, CapturedRun | None]:
-        """The run this request continues (retries, or extends while it waits for its
-        client), or the completed run it follows up; the longest conversation wins."""
-        for run in reversed(self._resumable.get(("retry", joined_digest(meaning)), {}).values()):
-            if name is None or run.name == name:
-                return run, None
-        for size in sorted((n for n in self._sizes if n < len(meaning)), reverse=True):
-            waiting = self._resumable.get(("extend", joined_digest(meaning[:size])), {})
-            for run in reversed(waiting.values()):
-                if name is None or run.name == name:
-                    return (None, run) if run.state == "completed" else (run, None)
-        return None, None
-
     def resumable(self, run: CapturedRun) -> None:
         """`run` now waits for its client, failed, or completed: index it for what comes."""
-        self._settled(run)
         if run.state == "failed":
-            entry = ("retry", joined_digest(run.last_request))
+            self.conversations.retries(run, run.last_request)
         else:
-            entry = ("extend", joined_digest(run.conversation))
-            self._sizes[len(run.conversation)] += 1
-        self._resumable.setdefault(entry, {})[run.run_id] = run
-        run.resume_key = entry
-
-    def _settled(self, run: CapturedRun) -> None:
-        """Take `run` out of the index (it is answering again, or forgotten)."""
-        entry, run.resume_key = run.resume_key, None
-        if entry is None:
-            return
-        runs = self._resumable.get(entry, {})
-        runs.pop(run.run_id, None)
-        if not runs:
-            self._resumable.pop(entry, None)
-        if entry[0] == "extend":
-            self._sizes[len(run.conversation)] -= 1
-            if self._sizes[len(run.conversation)] <= 0:
-                del self._sizes[len(run.conversation)]
+            self.conversations.extends(run, run.conversation)
 
     def _observe_results(self, run: CapturedRun, new_messages: list[Any], sent: float) -> None:
         """The client ran the last answer's tool calls; record the results it sends back."""
@@ -444,8 +399,7 @@ class CaptureBook:
         missing = observed.record_results(
             run.recorder, run.turn, self.utc(sent), run.pending_calls, new_messages, waited_ms
         )
-        run.add("tool_calls", len(run.pending_calls))
-        run.add("tool_errors", missing)
+        run.totals.add_tool_calls(len(run.pending_calls), missing)
         run.pending_calls = []
 
     def _start(
@@ -509,16 +463,7 @@ class CaptureBook:
         final_answer: str | None = None,
         reason: str = "",
     ) -> None:
-        totals = Totals(
-            turns=run.turn,
-            model_calls=int(run.totals.get("model_calls", 0)),
-            tool_calls=int(run.totals.get("tool_calls", 0)),
-            tool_errors=int(run.totals.get("tool_errors", 0)),
-            input_tokens=int(run.totals.get("input_tokens", 0)),
-            output_tokens=int(run.totals.get("output_tokens", 0)),
-            total_tokens=int(run.totals.get("total_tokens", 0)),
-            duration_ms=(when - run.started) * 1000.0,
-        )
+        run.totals.turns = run.turn
         run.recorder.emit(
             RunEnd,
             turn=None,
@@ -526,7 +471,7 @@ class CaptureBook:
             status=status,
             reason=reason,
             final_answer=final_answer,
-            totals=totals,
+            totals=run.totals.totals((when - run.started) * 1000.0),
         )
         run.recorder.close()
         run.state = "completed" if status == "completed" else "ended"
@@ -534,7 +479,7 @@ class CaptureBook:
     def forget(self, run: CapturedRun, state: RunState) -> None:
         """Stop recording a run without ending it (its trace stays `incomplete`)."""
         run.recorder.close()
-        self._settled(run)
+        self.conversations.remove(run)
         run.state = state
         self.runs.pop(run.run_id, None)
 
@@ -545,15 +490,14 @@ class CaptureBook:
                 with self.guard():
                     self.end(run, "cancelled", time.monotonic(), reason="the proxy stopped")
         self.runs.clear()
-        self._resumable.clear()
-        self._sizes.clear()
+        self.conversations.clear()
 
     def _forget_old(self) -> None:
         if len(self.runs) <= self._forget_at:
             return
         ended = [r for r in self.runs.values() if r.state in ("completed", "ended")]
         for run in ended[: max(0, len(ended) - MAX_REMEMBERED_RUNS)]:
-            self._settled(run)
+            self.conversations.remove(run)
             self.runs.pop(run.run_id, None)
         self._forget_at = len(self.runs) + FORGET_EVERY
 

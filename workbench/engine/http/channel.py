@@ -1,12 +1,12 @@
 """The proxy's side of recording: what its handlers see, sent to the recording process.
 
 What a handler sees of an exchange — its request when it arrives, when it went upstream,
-each stream piece with its arrival time, a whole answer, how it ended — goes as a message,
-in the order it happened, to the `RecordingChannel`, which sends the messages of every
-20 ms (or 1 MiB of bodies) as one frame down a pipe to the recording process
-(workbench.engine.http.recording). Memory stays bounded: the proxy's handlers wait (the only
-time a chunk waits for recording) when more than MAX_UNRECORDED_BYTES sit in the pipe
-unread.
+each stream piece with its arrival time, a whole answer, how it ended — goes as a message
+(one type each, workbench.engine.http.recording_messages), in the order it happened, to the
+`RecordingChannel`, which sends the messages of every 20 ms (or 1 MiB of bodies) as one
+frame down a pipe to the recording process (workbench.engine.http.recording). Memory stays
+bounded: the proxy's handlers wait (the only time a chunk waits for recording) when more
+than MAX_UNRECORDED_BYTES sit in the pipe unread.
 
 The recording process tells the proxy, a line at a time on its stdout, which run each
 exchange went into and when it is recorded to its end, so the proxy knows what is still
@@ -29,9 +29,10 @@ import struct
 import sys
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import assert_never
 
 from traces.events import ModelApi
+from workbench.engine.http import recording_messages as msg
 from workbench.engine.serving import finish_or_hurry
 
 # How many bytes may wait to be recorded (in the pipe, and read but not yet recorded)
@@ -51,8 +52,6 @@ LAG_CHECK_S = 1.0
 # Run ids named in one line; the rest are counted.
 NAMED_RUNS = 10
 
-Cut = Literal["hung_up", "stopped"]
-
 # The recording process's first lines: the terminal's and a service manager's signals are
 # the proxy's to act on, ignored before anything else is imported (a Ctrl-C during its
 # start-up killed it with everything queued).
@@ -69,7 +68,7 @@ class RecordingChannel:
     def __init__(self, home: Path, upstream: str, anthropic_upstream: str | None) -> None:
         self._args = [str(home), upstream, anthropic_upstream or ""]
         self._process: asyncio.subprocess.Process | None = None
-        self._messages: list[tuple[Any, ...]] = []
+        self._messages: list[msg.Message] = []
         self._pending = 0  # bytes of bodies and pieces in `_messages`
         self._timer: asyncio.TimerHandle | None = None
         self._keys = 0
@@ -113,30 +112,30 @@ class RecordingChannel:
         self._keys += 1
         if not self._broken:
             self._unrecorded[self._keys] = None
-        self._send(("arrive", self._keys, api, raw, headers, query, when), len(raw))
+        self._send(msg.Arrived(self._keys, api, raw, headers, query, when), len(raw))
         return self._keys
 
     def went_up(self, key: int, when: float) -> None:
-        self._send(("up", key, when))
+        self._send(msg.WentUp(key, when))
 
     def piece(self, key: int, when: float, piece: bytes) -> None:
         """A stream piece, sent before the client gets it (so that the client's next
         request, which may continue its run, comes after it)."""
-        self._send(("piece", key, when, piece), len(piece))
+        self._send(msg.Piece(key, when, piece), len(piece))
 
     def whole(self, key: int, status: int, body: bytes, when: float) -> None:
         """A whole (non-streamed) answer or an error's body, about to reach the client."""
-        self._send(("whole", key, status, body, when), len(body))
+        self._send(msg.Whole(key, status, body, when), len(body))
 
     def over(
-        self, key: int, when: float, problem: str | None, cut: Cut | None, whole: bool
+        self, key: int, when: float, problem: str | None, cut: msg.Cut | None, whole: bool
     ) -> None:
         """The handler is done: the upstream could not be reached or broke off (`problem`),
         the client hung up or the proxy stopped (`cut`), or every piece reached the client
         (`whole`)."""
         if key in self._unrecorded:
             self._finished[key] = time.monotonic()
-        self._send(("over", key, when, problem, cut, whole))
+        self._send(msg.Over(key, when, problem, cut, whole))
 
     @property
     def full(self) -> bool:
@@ -152,7 +151,7 @@ class RecordingChannel:
             except ConnectionError:
                 self._gone()
 
-    def _send(self, message: tuple[Any, ...], size: int = 0) -> None:
+    def _send(self, message: msg.Message, size: int = 0) -> None:
         if self._broken:
             return
         self._messages.append(message)
@@ -186,26 +185,27 @@ class RecordingChannel:
             _say("the recording process stopped; forwarding goes on unrecorded")
 
     async def _read_acks(self, stdout: asyncio.StreamReader) -> None:
-        """What the recording process says: `begun KEY RUN`, `done KEY`, `cut RUN WHY`."""
+        """What the recording process says, a report a line."""
         async for line in stdout:
-            kind, _, rest = line.decode("utf-8", "replace").rstrip("\n").partition(" ")
-            if kind == "done":
-                key = int(rest)
-                self._unrecorded.pop(key, None)
-                self._finished.pop(key, None)
-            elif kind == "begun":
-                key_text, _, run_id = rest.partition(" ")
-                if int(key_text) in self._unrecorded:
-                    self._unrecorded[int(key_text)] = run_id
-            elif kind == "cut":
-                run_id, _, why = rest.partition(" ")
-                if not self.cut_runs:
-                    _say(
-                        f"the trace of run {run_id} could not be written whole ({why}); it "
-                        "ends at its last whole event, and runs recorded after it may be cut "
-                        "too: free some space"
-                    )
-                self.cut_runs.append(run_id)
+            match msg.read_report(line.decode("utf-8", "replace")):
+                case msg.Done(key):
+                    self._unrecorded.pop(key, None)
+                    self._finished.pop(key, None)
+                case msg.Begun(key, run_id):
+                    if key in self._unrecorded:
+                        self._unrecorded[key] = run_id
+                case msg.TraceCut(run_id, why):
+                    if not self.cut_runs:
+                        _say(
+                            f"the trace of run {run_id} could not be written whole ({why}); "
+                            "it ends at its last whole event, and runs recorded after it may "
+                            "be cut too: free some space"
+                        )
+                    self.cut_runs.append(run_id)
+                case None:
+                    pass  # not a report (nothing else writes there)
+                case unknown:
+                    assert_never(unknown)
 
     def _check_lag(self) -> None:
         """Say once when recording has fallen far behind forwarding."""

@@ -36,7 +36,8 @@ from aiohttp import web
 from agent_core.wire.codecs import API_PATHS
 from traces.events import ModelApi
 from workbench.engine.http.capture import RUN_HEADER
-from workbench.engine.http.channel import Cut, RecordingChannel
+from workbench.engine.http.channel import RecordingChannel
+from workbench.engine.http.recording_messages import Cut
 from workbench.engine.http.server import (
     DEFAULT_MAX_REQUEST_BYTES,
     DEFAULT_READ_TIMEOUT_S,

@@ -10,10 +10,11 @@ exchanges it may continue (those whose answer was over for their client, to its 
 rest, up to their request), each answer's chunks as they came.
 
 It stops reading while more than MAX_UNRECORDED_BYTES are read but not yet recorded, so
-memory stays bounded. It tells the proxy on its stdout which run each exchange went into
-(`begun KEY RUN`), when one is recorded to its end (`done KEY`) and a trace that could not
-be written whole (`cut RUN WHY`). It ends when the pipe does, once it has recorded what it
-was sent and ended the runs still open; signals are the proxy's to act on.
+memory stays bounded. It tells the proxy on its stdout, a line a report, which run each
+exchange went into, when one is recorded to its end and a trace that could not be written
+whole (the messages both ways are typed in workbench.engine.http.recording_messages). It
+ends when the pipe does, once it has recorded what it was sent and ended the runs still
+open; signals are the proxy's to act on.
 """
 
 from __future__ import annotations
@@ -29,11 +30,26 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, assert_never
 
 from agent_core.wire.codecs import codec_for
 from traces.events import ModelApi
-from workbench.engine.http.channel import FRAME, MAX_UNRECORDED_BYTES, Cut
+from workbench.engine.http.capture import CaptureBook, Exchange
+from workbench.engine.http.channel import FRAME, MAX_UNRECORDED_BYTES
+from workbench.engine.http.recording_messages import (
+    Arrived,
+    Begun,
+    Cut,
+    Done,
+    Message,
+    Over,
+    Piece,
+    Report,
+    TraceCut,
+    WentUp,
+    Whole,
+    report_line,
+)
 from workbench.engine.serving import run_loop
 
 # This process's CPU priority below the proxy's.
@@ -49,11 +65,12 @@ def main(argv: list[str]) -> int:
 
 
 async def _record_all(home: Path, upstream: str, anthropic_upstream: str | None) -> None:
-    from workbench.engine.http.capture import CaptureBook
-
     acks = _Acks(sys.stdout.buffer)
     book = CaptureBook(
-        home, upstream, anthropic_upstream, on_cut=lambda run_id, why: acks.say("cut", run_id, why)
+        home,
+        upstream,
+        anthropic_upstream,
+        on_cut=lambda run_id, why: acks.tell(TraceCut(run_id, why)),
     )
     sorter = _Sorter(book, acks)
     loop = asyncio.get_running_loop()
@@ -63,7 +80,7 @@ async def _record_all(home: Path, upstream: str, anthropic_upstream: str | None)
         while True:
             try:
                 size = FRAME.unpack(await reader.readexactly(FRAME.size))[0]
-                messages = pickle.loads(await reader.readexactly(size))
+                messages: list[Message] = pickle.loads(await reader.readexactly(size))
             except asyncio.IncompleteReadError:
                 break
             for message in messages:
@@ -76,17 +93,17 @@ async def _record_all(home: Path, upstream: str, anthropic_upstream: str | None)
 
 
 class _Acks:
-    """What the proxy is told, a line per fact on this process's stdout: written once a
+    """What the proxy is told, a line per report on this process's stdout: written once a
     turn of the loop, so a backlog of exchanges costs a write, not one each."""
 
     def __init__(self, out: BinaryIO) -> None:
         self._out = out
         self._lines: list[str] = []
 
-    def say(self, *words: object) -> None:
+    def tell(self, report: Report) -> None:
         if not self._lines:
             asyncio.get_running_loop().call_soon(self.flush)
-        self._lines.append(" ".join(" ".join(str(word).split()) for word in words) + "\n")
+        self._lines.append(report_line(report))
 
     def flush(self) -> None:
         lines, self._lines = self._lines, []
@@ -119,7 +136,7 @@ class _Budget:
 class _Sorter:
     """The exchanges being recorded, each in a task of its own, fed by the messages."""
 
-    def __init__(self, book: Any, acks: _Acks) -> None:
+    def __init__(self, book: CaptureBook, acks: _Acks) -> None:
         self.book = book
         self.acks = acks
         self.budget = _Budget()
@@ -130,44 +147,52 @@ class _Sorter:
         self._last: _Seen | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def handle(self, message: tuple[Any, ...]) -> None:
-        kind, key = message[0], message[1]
-        if kind == "arrive":
-            _, _, api, raw, headers, query, when = message
-            seen = _Seen(key, api, json.loads(raw), headers, query, when, _Pieces(self.budget))
+    def handle(self, message: Message) -> None:
+        if isinstance(message, Arrived):
+            seen = _Seen(
+                message.key,
+                message.api,
+                json.loads(message.raw),
+                message.headers,
+                message.query,
+                message.when,
+                _Pieces(self.budget),
+            )
             # The exchanges before this one that it may continue are recorded first: those
             # whose answer is over for their client, to its end; the rest, up to their
             # request. Requests are recorded in the order they came (each after those
             # before it), so the last one's being recorded stands for all of theirs: a new
             # exchange waits on a few events, not on one for every exchange still streaming.
             last = self._last if self._last is not None and not self._last.begun.is_set() else None
-            self._seen[key] = self._last = seen
+            self._seen[message.key] = self._last = seen
             task = asyncio.create_task(self._record(seen, self._ends.given, last))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
             return
-        if (found := self._seen.get(key)) is None:
+        if (found := self._seen.get(message.key)) is None:
             return
         seen = found
-        if kind == "up":
-            if not seen.sent_or_over.is_set():
-                seen.sent = message[2]
+        match message:
+            case WentUp(when=when):
+                if not seen.sent_or_over.is_set():
+                    seen.sent = when
+                    seen.sent_or_over.set()
+            case Piece(when=when, piece=piece):
+                seen.tail = _watch_for_done(seen, seen.tail, piece)
+                seen.pieces.put(when, piece)
+            case Whole(status=status, body=body, when=when):
+                seen.status, seen.whole, seen.ended = status, body, when
+                seen.answered = True
+            case Over(when=when, problem=problem, cut=cut, whole=whole):
+                seen.problem, seen.cut = problem, cut
+                seen.ended = seen.ended or when
+                seen.answered = seen.answered or whole
+                seen.over.set()
                 seen.sent_or_over.set()
-        elif kind == "piece":
-            _, _, when, piece = message
-            seen.tail = _watch_for_done(seen, seen.tail, piece)
-            seen.pieces.put(when, piece)
-        elif kind == "whole":
-            _, _, seen.status, seen.whole, seen.ended = message
-            seen.answered = True
-        elif kind == "over":
-            _, _, when, seen.problem, seen.cut, whole = message
-            seen.ended = seen.ended or when
-            seen.answered = seen.answered or whole
-            seen.over.set()
-            seen.sent_or_over.set()
-            seen.pieces.end()
-            del self._seen[key]
+                seen.pieces.end()
+                del self._seen[message.key]
+            case _:
+                assert_never(message)
         if (seen.answered or seen.over.is_set()) and not seen.ending and not seen.settled.is_set():
             seen.ending = self._ends.give()
 
@@ -195,16 +220,16 @@ class _Sorter:
             seen.exchange = book.begin(seen.body, seen.headers, seen.query, seen.sent, seen.api)
             seen.begun.set()
             if seen.exchange is not None:
-                self.acks.say("begun", seen.key, seen.exchange.run.run_id)
+                self.acks.tell(Begun(seen.key, seen.exchange.run.run_id))
             seen.pieces.counted()
-            await _record_answer(book, seen, self._settle)
+            await _record_answer(seen, self._settle)
         except Exception as exc:  # one exchange's failure must not end the others'
             book.report(f"could not record an exchange: {type(exc).__name__}: {exc}")
         finally:
             seen.pieces.stop()
             seen.begun.set()
             self._settle(seen)
-            self.acks.say("done", seen.key)
+            self.acks.tell(Done(seen.key))
 
     def _settle(self, seen: _Seen) -> None:
         """The exchange is recorded to its end (or never will be)."""
@@ -332,7 +357,7 @@ class _Seen:
     over: asyncio.Event = field(default_factory=asyncio.Event)  # the handler is done
     begun: asyncio.Event = field(default_factory=asyncio.Event)  # the request is recorded
     settled: asyncio.Event = field(default_factory=asyncio.Event)  # and its answer's end
-    exchange: Any = None
+    exchange: Exchange | None = None
     ending: int = 0  # its number among those whose answer got over for their client
 
 
@@ -347,7 +372,7 @@ def _watch_for_done(seen: _Seen, tail: bytes, piece: bytes) -> bytes:
     return (tail + piece[-32:])[-32:]
 
 
-async def _record_answer(book: Any, seen: _Seen, settle: Callable[[_Seen], None]) -> None:
+async def _record_answer(seen: _Seen, settle: Callable[[_Seen], None]) -> None:
     """Record the answer's pieces as they come. A stream is whole at `[DONE]` or the
     format's last event: recorded then, whatever the upstream does after it. Without
     either, its end decides."""
