@@ -100,7 +100,7 @@ async def test_verify_opens_the_replay_at_the_divergence(home: Path) -> None:
         assert "diverged" in verdict
         seq = int(verdict.split(" at seq ")[1].split(",")[0])
         assert seq > 0 and replay.timeline.cursor == seq
-        assert f"event {seq + 1} /" in plain(replay.query_one("#replay-position", Static))
+        assert f"seq {seq} of" in plain(replay.query_one("#replay-position", Static))
 
 
 # ---------------------------------------------------------------- fork dialog
