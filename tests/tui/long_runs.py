@@ -21,6 +21,7 @@ def long_run(
     result: Callable[[int], str] = lambda turn: "ok",
     *,
     counted: bool = False,
+    model: str = "gpt-4o-mini",
 ) -> None:
     """A completed run of `turns` turns, each a model call that asks for one tool call
     answered `result(turn)`; turn n's call was billed n prompt and 2n completion tokens.
@@ -28,7 +29,7 @@ def long_run(
     run_end carries every total (calls, tokens), not just the turns."""
     writer = JsonlWriter(folder, run_id)
     rec = Recorder(run_id, [writer])
-    rec.emit(RunStart, turn=None, task="a long task", model="gpt-4o-mini")
+    rec.emit(RunStart, turn=None, task="a long task", model=model)
     for turn in range(1, turns + 1):
         rec.turn = turn
         rec.emit(ModelRequest, messages=[{"role": "user", "content": f"step {turn}"}])
