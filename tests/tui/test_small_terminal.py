@@ -187,6 +187,14 @@ async def test_the_overview_shows_its_titles_and_figures_whole(
             assert "█" in line, line  # the runs as a bar, still there
 
 
+def _footer_whole(app: WorkbenchApp) -> str:
+    """The footer as drawn, after checking that every key it holds shows whole in it."""
+    footer = screen_lines(app)[-1]
+    for key in app.screen.query(FooterKey):
+        assert f"{key.key_display} {key.description}" in footer, (key.description, footer)
+    return footer
+
+
 @pytest.mark.parametrize("size", SIZES)
 async def test_the_fork_dialog_shows_run_and_every_key(home: Path, size: tuple[int, int]) -> None:
     parent = _demo_run(home, "completed")
@@ -199,11 +207,21 @@ async def test_the_fork_dialog_shows_run_and_every_key(home: Path, size: tuple[i
         await settle(
             pilot, lambda: isinstance(app.screen, ForkScreen) and app.screen.context is not None
         )
+        fork = app.screen
         await pilot.pause()
         lines = screen_lines(app)
-        assert any("Run fork (ctrl+r)" in line for line in lines), "Run is below the fold"
-        assert any("mock a recorded tool result" in line for line in lines)
-        footer = lines[-1]
-        for key in app.screen.query(FooterKey):
-            assert key.description in footer, (key.description, footer)
-        assert "Run fork" in footer and "System prompt" in footer and "Mock" in footer
+        assert any("Run fork" in line for line in lines), "Run is below the fold"
+        assert any("mock a recorded tool result (calls made" in line for line in lines)
+        footer = _footer_whole(app)
+        for key in ("esc Back", "^r Run fork", "f2 System", "f3 User", "f4 Tool", "f5 Mock"):
+            assert key in footer, footer
+        await pilot.press("f2")  # in a text box
+        await settle(pilot, lambda: app.focused is fork.query_one("#fork-text"))
+        _footer_whole(app)
+        await pilot.press("ctrl+r")  # run it: the comparison opens, then come back
+        await settle(pilot, lambda: isinstance(app.screen, ChainCompareScreen))
+        await pilot.press("escape")
+        await settle(pilot, lambda: app.screen is fork)
+        await pilot.pause()
+        assert "^o Compare" in _footer_whole(app)
+        assert any("Run fork" in line for line in screen_lines(app))
