@@ -19,13 +19,17 @@ def long_run(
     ended: bool = True,
     run_id: str = LONG,
     result: Callable[[int], str] = lambda turn: "ok",
+    *,
+    counted: bool = False,
+    model: str = "gpt-4o-mini",
 ) -> None:
     """A completed run of `turns` turns, each a model call that asks for one tool call
     answered `result(turn)`; turn n's call was billed n prompt and 2n completion tokens.
-    Not `ended`: the trace stops after its last turn, without a run_end."""
+    Not `ended`: the trace stops after its last turn, without a run_end. `counted`: the
+    run_end carries every total (calls, tokens), not just the turns."""
     writer = JsonlWriter(folder, run_id)
     rec = Recorder(run_id, [writer])
-    rec.emit(RunStart, turn=None, task="a long task", model="gpt-4o-mini")
+    rec.emit(RunStart, turn=None, task="a long task", model=model)
     for turn in range(1, turns + 1):
         rec.turn = turn
         rec.emit(ModelRequest, messages=[{"role": "user", "content": f"step {turn}"}])
@@ -38,5 +42,16 @@ def long_run(
             ToolEnd, call_id=f"c{turn}", name=f"tool_of_turn_{turn}", ok=True, result=result(turn)
         )
     if ended:
-        rec.emit(RunEnd, turn=None, status="completed", totals=Totals(turns=turns))
+        totals = Totals(turns=turns)
+        if counted:
+            tokens_in, tokens_out = turns * (turns + 1) // 2, turns * (turns + 1)
+            totals = Totals(
+                turns=turns,
+                model_calls=turns,
+                tool_calls=turns,
+                input_tokens=tokens_in,
+                output_tokens=tokens_out,
+                total_tokens=tokens_in + tokens_out,
+            )
+        rec.emit(RunEnd, turn=None, status="completed", totals=totals)
     rec.close()

@@ -103,8 +103,7 @@ async def test_suite_samples_are_folded_and_listed_when_their_kind_is_chosen(
     async with app.run_test(size=size) as pilot:
         await settle(pilot, lambda: _runs(app).total == 6 and _runs(app).row(5) is not None)
         assert {getattr(_runs(app).row(i), "origin", None) for i in range(6)} == {"agent"}
-        if size[0] >= 140:  # at 80 columns the count line is off screen (issue 42, 2.6)
-            assert "6 runs · 9 suite samples folded (kind: sample lists them)" in _count_line(app)
+        assert "6 runs · 9 suite samples folded (kind: sample lists them)" in _count_line(app)
         kind = app.screen.query_one("#filter-kind", Select)
         kind.value = "regression_sample"
         await settle(pilot, lambda: _runs(app).total == 9 and _runs(app).row(0) is not None)

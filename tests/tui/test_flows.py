@@ -90,7 +90,7 @@ async def test_step_through_the_replay_and_verify(home: Path) -> None:
         await settle(pilot)
         assert replay.timeline.cursor == 2
         position = plain(replay.query_one("#replay-position", Static))
-        assert "event 3 / 43" in position and "turn 1" in position
+        assert "seq 2 of 0–42" in position and "turn 1" in position
         assert "model_chunk" in plain(replay.query_one("#replay-event", Static))
 
         await pilot.press("e")  # first failure: the failed list_dir in turn 4

@@ -54,7 +54,7 @@ async def test_direct_keys_edit_a_tool_description_and_the_fork_answers_differen
         # The footer names the direct keys.
         await settle(pilot, lambda: len(fork.query(FooterKey)) > 0)
         shown_keys = {key.description for key in fork.query_one(Footer).query(FooterKey)}
-        assert {"System prompt", "Tool description", "Mock a result"} <= shown_keys
+        assert {"System", "User", "Tool", "Mock"} <= shown_keys
 
         # The plan shows before anything runs: what comes from the log, each tool's policy.
         plan = fork.query_one("#fork-plan", Static)

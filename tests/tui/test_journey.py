@@ -100,7 +100,7 @@ async def test_verify_opens_the_replay_at_the_divergence(home: Path) -> None:
         assert "diverged" in verdict
         seq = int(verdict.split(" at seq ")[1].split(",")[0])
         assert seq > 0 and replay.timeline.cursor == seq
-        assert f"event {seq + 1} /" in plain(replay.query_one("#replay-position", Static))
+        assert f"seq {seq} of" in plain(replay.query_one("#replay-position", Static))
 
 
 # ---------------------------------------------------------------- fork dialog
@@ -312,7 +312,7 @@ async def test_runs_list_at_100_columns_keeps_the_task_and_the_footer_keys(home:
         fixed = sum(c.width + 1 for c in visible_columns(100) if c.width)
         assert 100 - fixed >= TASK_MIN_WIDTH
         line = _runs(app).render_line(7).text
-        assert "What is in README.md, and what time" in line
+        assert "What is in README.md, and what" in line  # the task's room, less the scrollbar
         footer = " ".join(str(getattr(key, "key", "")) for key in app.screen.query("FooterKey"))
         assert "question_mark" in footer.split()[:3] and "q" in footer.split()[:3]
 

@@ -39,6 +39,9 @@ CALL_MARKS: dict[CallStatus, tuple[str, str, str]] = {
 }
 
 
+VERDICT_WIDTH = len("first divergence")
+
+
 def _turn_cell(turn: ChainTurn | None) -> Text:
     """One run's turn as text: each call with its arguments and result, or the answer."""
     if turn is None:
@@ -108,26 +111,24 @@ def edit_text(edit: Edit) -> Text:
 def render_chain_diff(diff: ChainDiff) -> RenderableType:
     """A `ChainDiff`: one row per turn, A beside B, the first divergence marked."""
     table = Table(expand=True, header_style="bold", show_lines=True)
-    table.add_column("", width=2, no_wrap=True)
-    table.add_column("turn", justify="right", width=4, no_wrap=True)
+    table.add_column("turn", justify="right", no_wrap=True)  # with its mark: ▶ or ~
     table.add_column(f"A {short_id(diff.run_a)}", ratio=1)
     table.add_column(f"B {short_id(diff.run_b)}", ratio=1)
-    table.add_column("verdict", width=22)
+    # As wide as "first divergence", no wider: the runs' texts take the room (at 80
+    # columns a verdict 22 wide left each run 19). Longer verdicts wrap at their commas.
+    table.add_column("verdict", max_width=VERDICT_WIDTH)
     for row in diff.rows:
         if row.first_divergence:
-            mark, verdict = Text("▶", "bold red"), Text("first divergence\n", "bold red")
+            mark, verdict = ("▶ ", "bold red"), Text("first divergence\n", "bold red")
             verdict.append(", ".join(row.differences), style="red")
         elif row.same:
-            mark, verdict = Text(""), Text("same", style="green")
+            mark, verdict = ("", ""), Text("same", style="green")
         else:
-            mark, verdict = Text("~", "yellow"), Text(", ".join(row.differences), style="yellow")
+            mark, verdict = ("~ ", "yellow"), Text(", ".join(row.differences), style="yellow")
         style = "on #3a1010" if row.first_divergence else ""
-        table.add_row(
-            mark, str(row.turn), _turn_cell(row.a), _turn_cell(row.b), verdict, style=style
-        )
-    table.add_row(
-        Text(""), Text("end"), status_badge(diff.status_a), status_badge(diff.status_b), Text("")
-    )
+        turn = Text.assemble(mark, str(row.turn))
+        table.add_row(turn, _turn_cell(row.a), _turn_cell(row.b), verdict, style=style)
+    table.add_row(Text("end"), status_badge(diff.status_a), status_badge(diff.status_b), Text(""))
     if diff.is_equal:
         summary = Text("The decision chains are the same.", style="bold green")
     elif diff.first_divergence is not None:

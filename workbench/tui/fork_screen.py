@@ -20,13 +20,14 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.timer import Timer
-from textual.widgets import Button, Footer, Header, Input, Label, Select, Static, TextArea
+from textual.widgets import Button, Header, Input, Label, Select, Static, TextArea
 
 from agent_core.agent import TextDelta
 from traces.events import Event, ModelChunk, RunStart
 from workbench.engine.recording.dry_run import DryRun
 from workbench.engine.recording.fork import ForkContext, ForkRequest, RecordedCall
 from workbench.tui.backend import CancelFork, Endpoint, ForkOutcome
+from workbench.tui.footer import Footer
 from workbench.tui.fork_draft import (
     ForkDraft,
     call_options,
@@ -40,6 +41,7 @@ from workbench.tui.navigation import OpenCompare
 from workbench.tui.render import event_summary, short_id
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
 
+WIDE_FOOTER = 100  # columns from which the footer has room for the palette's key too
 # How long typing pauses before the plan is made again for the changed fork.
 REPLAN_AFTER_S = 0.3
 NO_MODEL = (
@@ -80,15 +82,18 @@ class ForkScreen(WorkbenchScreen):
 
     # Direct keys for what to change, shown in the footer: one key (pressed again: the
     # next tool or call) instead of opening a dropdown and walking it.
+    # Short names, a compact footer, compare only once there is a fork to compare, and
+    # `q` and `ctrl+a` (which work as everywhere) left out: every key shows at 80 columns.
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "app.quit", "Quit", show=False),
         Binding("ctrl+r", "run_fork", "Run fork", priority=True),
-        Binding("ctrl+x", "cancel_fork", "Cancel fork", priority=True),
-        Binding("ctrl+o", "compare", "Compare with parent", priority=True),
-        Binding("f2", "edit('system')", "System prompt"),
-        Binding("f3", "edit('user')", "User message"),
-        Binding("f4", "next_tool", "Tool description"),
-        Binding("f5", "next_call", "Mock a result"),
-        Binding("ctrl+a", "select_all", "Select all", priority=True),
+        Binding("ctrl+x", "cancel_fork", "Cancel", priority=True),
+        Binding("ctrl+o", "compare", "Compare", priority=True, tooltip="Compare with parent"),
+        Binding("f2", "edit('system')", "System", tooltip="Edit the system prompt"),
+        Binding("f3", "edit('user')", "User", tooltip="Edit the last user message"),
+        Binding("f4", "next_tool", "Tool", tooltip="Edit the next tool's description"),
+        Binding("f5", "next_call", "Mock", tooltip="Mock the next recorded tool result"),
+        Binding("ctrl+a", "select_all", "Select all", priority=True, show=False),
     ]
 
     class ContextLoaded(Message):
@@ -141,49 +146,61 @@ class ForkScreen(WorkbenchScreen):
             id="fork-title",
         )
         with Horizontal():
-            with VerticalScroll(id="fork-form"):
-                with Horizontal(classes="form-row"):
-                    yield Label("turn", classes="inline-label")
-                    yield Input(str(self.turn), id="fork-turn", type="integer")
-                    yield Select([], prompt="change…", id="fork-edit")
-                yield TextArea("", id="fork-text", soft_wrap=True)
-                yield Label(
-                    "mock a recorded tool result (calls made before this turn)",
-                    classes="field-label",
-                )
-                yield Select([], prompt="no mocked result", id="fork-call")
-                yield TextArea("", id="fork-mock", soft_wrap=True)
-                yield Static(changes_text(self.draft), id="fork-changes")
-                yield Static(Text("planning…", style="dim"), id="fork-plan")
-                yield Label("model", classes="field-label")
-                endpoint = self._shown = self.workbench.fork_endpoint or self.workbench.endpoint
-                with Horizontal(classes="form-row"):
-                    yield Input(
-                        endpoint.base_url or "",
-                        placeholder="base URL, e.g. http://127.0.0.1:8080/v1",
-                        id="fork-base-url",
+            with Vertical(id="fork-side"):
+                with VerticalScroll(id="fork-form"):
+                    with Horizontal(classes="form-row"):
+                        yield Label("turn", classes="inline-label")
+                        yield Input(str(self.turn), id="fork-turn", type="integer")
+                        yield Select([], prompt="change…", id="fork-edit")
+                    yield TextArea("", id="fork-text", soft_wrap=True)
+                    yield Label(
+                        "mock a recorded tool result (calls made before this turn)",
+                        classes="field-label",
                     )
-                    yield Input(endpoint.model or "", placeholder="model name", id="fork-model")
-                with Horizontal(classes="form-row"):
-                    yield Input(
-                        endpoint.api_key or "",
-                        placeholder="API key (never written to traces)",
-                        password=True,
-                        id="fork-api-key",
-                    )
-                    yield Input(
-                        str(endpoint.script or ""),
-                        placeholder="or a model script file",
-                        id="fork-script",
-                    )
+                    yield Select([], prompt="no mocked result", id="fork-call")
+                    yield TextArea("", id="fork-mock", soft_wrap=True)
+                    yield Static(changes_text(self.draft), id="fork-changes")
+                    yield Static(Text("planning…", style="dim"), id="fork-plan")
+                    yield Label("model", classes="field-label")
+                    endpoint = self._shown = self.workbench.fork_endpoint or self.workbench.endpoint
+                    with Horizontal(classes="form-row"):
+                        yield Input(
+                            endpoint.base_url or "",
+                            placeholder="base URL, e.g. http://127.0.0.1:8080/v1",
+                            id="fork-base-url",
+                        )
+                        yield Input(endpoint.model or "", placeholder="model name", id="fork-model")
+                    with Horizontal(classes="form-row"):
+                        yield Input(
+                            endpoint.api_key or "",
+                            placeholder="API key (never written to traces)",
+                            password=True,
+                            id="fork-api-key",
+                        )
+                        yield Input(
+                            str(endpoint.script or ""),
+                            placeholder="or a model script file",
+                            id="fork-script",
+                        )
+                # Below the scrolling form, not in it: Run stays on screen however long
+                # the plan (the keys are in the footer).
                 with Horizontal(id="fork-buttons"):
-                    yield Button("Run fork (ctrl+r)", id="fork-run", variant="primary")
-                    yield Button("Cancel (ctrl+x)", id="fork-cancel", disabled=True)
-                    yield Button("Compare (ctrl+o)", id="fork-compare", disabled=True)
+                    yield Button("Run fork", id="fork-run", variant="primary")
+                    yield Button("Cancel", id="fork-cancel", disabled=True)
+                    yield Button("Compare", id="fork-compare", disabled=True)
             with Vertical(id="fork-output"):
                 yield Label("live output", classes="pane-title")
                 yield ForkOutput(id="fork-log")
-        yield Footer()
+        yield Footer(compact=True)
+
+    def on_resize(self) -> None:
+        # The command palette's key (ctrl+p works still) gives its room to the dialog's own
+        # keys in a narrow terminal.
+        footer = self.query_one(Footer)
+        wide = self.size.width >= WIDE_FOOTER
+        if footer.show_command_palette != wide:
+            footer.show_command_palette = wide
+            footer.refresh(recompose=True)
 
     @property
     def output(self) -> ForkOutput:
@@ -477,6 +494,8 @@ class ForkScreen(WorkbenchScreen):
             return self.running  # else ctrl+x stays the text boxes' cut
         if action == "select_all":  # else ctrl+a stays what the focused widget makes of it
             return isinstance(self.focused, TextArea | Input)
+        if action == "compare":  # shown once there is a fork to compare
+            return self.fork_run_id is not None and not self.running
         return True
 
     @on(Button.Pressed, "#fork-cancel")
@@ -516,6 +535,7 @@ class ForkScreen(WorkbenchScreen):
             f"fork {short_id(result.run_id)} ended: {result.status} — {result.reason}", "bold"
         )
         self.fork_run_id = result.run_id
+        self.refresh_bindings()  # compare (ctrl+o) now has a fork to compare
         self.query_one("#fork-compare", Button).disabled = False
         self.notify(f"Fork {short_id(result.run_id)} finished: {result.status}")
         if result.status != "cancelled":

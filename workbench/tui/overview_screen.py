@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 from textual import work
@@ -32,6 +33,9 @@ CHARTS: tuple[tuple[str, str], ...] = (
     ("p95_ms", "p95 latency"),
 )
 MODEL_BAR_WIDTH = 24
+MODEL_BAR_MIN = 8  # below this the model's name gives up room to the bar
+MODEL_NAME_MAX = 40
+MODEL_NAME_MIN = 12
 
 
 def money(stats: RunStats, amount: float | None) -> str:
@@ -80,34 +84,62 @@ def totals_text(stats: RunStats) -> Text:
     return text
 
 
-def models_table(stats: RunStats) -> Table:
-    """A row per model, most runs first, with its runs as a bar (failed part apart)."""
+def models_table(stats: RunStats, width: int = 120) -> Table:
+    """A row per model, most runs first, with its runs as a bar (failed part apart), laid
+    out for `width`: the figures and their titles whole, the bar and then the model's name
+    give way (the name ends in "…")."""
+    titles = ["runs", "failed", "tokens", *(("cost",) if stats.priced else ()), "p50", "p95"]
+    rows = [_model_cells(stats, row) for row in stats.by_model]
+    figures = [max([len(t), *(r[i + 1].cell_len for r in rows)]) for i, t in enumerate(titles)]
+    # Each column is padded a blank either side; what is left goes to the name and the bar.
+    room = width - sum(figures) - 2 * (len(titles) + 2)
+    name = min(max((len(row.key) for row in stats.by_model), default=5), MODEL_NAME_MAX)
+    bar = min(MODEL_BAR_WIDTH, max(room - name, 0))
+    if bar < MODEL_BAR_MIN:
+        name = max(MODEL_NAME_MIN, room - MODEL_BAR_MIN)
+        bar = max(0, min(MODEL_BAR_MIN, room - name))
     table = Table(box=None, padding=(0, 1), header_style="bold", expand=False)
-    table.add_column("model", no_wrap=True, overflow="ellipsis", max_width=28)
-    table.add_column("", no_wrap=True)  # the runs as a bar
-    for title in ("runs", "failed", "tokens", *(("cost",) if stats.priced else ()), "p50", "p95"):
-        table.add_column(title, justify="right", no_wrap=True)
+    table.add_column("model", no_wrap=True, overflow="ellipsis", max_width=name)
+    if bar:
+        table.add_column("", no_wrap=True)  # the runs as a bar
+    for title, size in zip(titles, figures, strict=True):
+        table.add_column(title, justify="right", no_wrap=True, min_width=size)
     most = max((row.runs for row in stats.by_model), default=0)
-    for row in stats.by_model:
-        table.add_row(*_model_cells(stats, row, most))
+    for row, cells in zip(stats.by_model, rows, strict=True):
+        drawn = [_bar(row, most, bar)] if bar else []
+        table.add_row(cells[0], *drawn, *cells[1:])
     return table
 
 
-def _model_cells(stats: RunStats, row: StatsRow, most: int) -> list[Text | str]:
-    bar = runs_bar(row, most, MODEL_BAR_WIDTH)
+class ModelsTable:
+    """`models_table` for the width it is drawn in (the overview's pane, any terminal)."""
+
+    def __init__(self, stats: RunStats) -> None:
+        self.stats = stats
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield models_table(self.stats, options.max_width)
+
+
+def _bar(row: StatsRow, most: int, width: int) -> Text:
+    bar = runs_bar(row, most, width)
     drawn = Text()
     drawn.append(bar.replace(FAILED_BAR, "").rstrip(), style="green")
     drawn.append(FAILED_BAR * bar.count(FAILED_BAR), style="red")
-    cells: list[Text | str] = [
+    return drawn
+
+
+def _model_cells(stats: RunStats, row: StatsRow) -> list[Text]:
+    """The model's name, then its figures."""
+    cells = [
         Text(row.key),
-        drawn,
-        str(row.runs),
+        Text(str(row.runs)),
         Text(str(row.failures), style="red" if row.failures else ""),
-        fmt_count(row.tokens),
+        Text(fmt_count(row.tokens)),
     ]
     if stats.priced:
-        cells.append(money(stats, row.cost))
-    return [*cells, fmt_ms(row.p50_ms), fmt_ms(row.p95_ms)]
+        cells.append(Text(money(stats, row.cost)))
+    return [*cells, Text(fmt_ms(row.p50_ms)), Text(fmt_ms(row.p95_ms))]
 
 
 class OverviewScreen(WorkbenchScreen):
@@ -177,7 +209,7 @@ class OverviewScreen(WorkbenchScreen):
         axis = self.query_one("#overview-axis", Static)
         axis.update(self._axis(stats))
         models = self.query_one("#overview-models", Static)
-        models.update(models_table(stats) if stats.by_model else "")
+        models.update(ModelsTable(stats) if stats.by_model else "")
         if message.problem:
             self.notify(f"{message.problem}; costs are left out", severity="warning", timeout=8)
 

@@ -30,7 +30,7 @@ RenderRow = Callable[[Any, int, int], Text]  # (row, index, width) -> line
 
 class PagedList(ScrollView, Generic[T], can_focus=True):
     DEFAULT_CSS = """
-    PagedList { height: 1fr; }
+    PagedList { height: 1fr; overflow-x: hidden; }
     PagedList > .paged-list--cursor { background: $accent 40%; }
     PagedList:focus > .paged-list--cursor { background: $accent; color: $text; }
     """
@@ -111,6 +111,9 @@ class PagedList(ScrollView, Generic[T], can_focus=True):
         self.cursor = min(max(cursor, 0), max(total - 1, 0))
         if not keep_scroll:
             self.scroll_to(y=0, animate=False)
+            # A list opened at a row further down (the replay at its event) shows that row,
+            # in the middle, once its height is known.
+            self.call_after_refresh(self._show_cursor, True)
         self.refresh()
 
     def row(self, index: int) -> Any | None:
@@ -161,7 +164,9 @@ class PagedList(ScrollView, Generic[T], can_focus=True):
     # ------------------------------------------------------------------ rendering
 
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
+        # The width left of the scrollbar: a line laid out for the whole width would lose
+        # its right end (the runs list's tokens, say) under the scrollbar.
+        width = self.scrollable_content_region.width
         index = round(self.scroll_offset.y) + y
         if index >= self.total:
             return Strip.blank(width, self.rich_style)
@@ -182,14 +187,22 @@ class PagedList(ScrollView, Generic[T], can_focus=True):
     def watch_cursor(self, old: int, new: int) -> None:
         if self.total == 0:
             return
-        top = round(self.scroll_offset.y)
-        height = self.scrollable_content_region.height or self.size.height
-        if new < top:
-            self.scroll_to(y=new, animate=False)
-        elif new >= top + height:
-            self.scroll_to(y=new - height + 1, animate=False)
+        self._show_cursor()
         self.refresh()
         self._post_highlight()
+
+    def _show_cursor(self, centre: bool = False) -> None:
+        """Scroll the cursor's row into view: just so (stepping), or to the middle."""
+        top = round(self.scroll_offset.y)
+        height = self.scrollable_content_region.height or self.size.height
+        if top <= self.cursor < top + height:
+            return
+        if centre:
+            self.scroll_to(y=max(0, self.cursor - height // 2), animate=False)
+        elif self.cursor < top:
+            self.scroll_to(y=self.cursor, animate=False)
+        else:
+            self.scroll_to(y=self.cursor - height + 1, animate=False)
 
     def _post_highlight(self) -> None:
         self.post_message(self.Highlighted(self, self.cursor, self.row(self.cursor)))

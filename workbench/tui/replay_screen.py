@@ -33,12 +33,16 @@ MAX_PAUSE_S = 3.0  # a recorded gap longer than this plays as this, so play neve
 def position_text(
     index: int, total: int, event: Event | None, playing: bool, pacing: Pacing
 ) -> Text:
+    """Where the stepper is, numbered as the trace numbers its events (`seq`, from 0), as
+    the list's first column and the detail's header are."""
     turn = f" · turn {event.turn}" if event is not None and event.turn is not None else ""
     state = ("▶ playing", "bold green") if playing else ("⏸ paused", "yellow")
+    seq = event.seq if event is not None else index  # the list's index is the seq
+    where = (str(seq), "bold") if total else ("—", "dim")  # as the list's column has it
     return Text.assemble(
-        ("event ", "dim"),
-        (f"{index + 1 if total else 0:,}", "bold"),
-        (f" / {total:,}{turn}  ·  ", "dim"),
+        ("seq ", "dim"),
+        where,
+        (f" of 0–{max(total - 1, 0)}{turn}  ·  ", "dim"),
         state,
         (f"  ·  pacing: {pacing}", "dim"),
     )

@@ -5,12 +5,16 @@ arrow, and one line per store `RunRow`. Pure functions, as in `workbench.tui.ren
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
 from traces.origins import JUDGED_LIKE, judged_status, kind_label
 from traces.store import RunRow
 from workbench.tui.render import fmt_count, fmt_ms, fmt_time, one_line, short_id, status_badge
+
+if TYPE_CHECKING:
+    from workbench.tui.backend import RunFilter
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,8 @@ RUN_COLUMNS: tuple[RunColumn, ...] = (
     RunColumn("parent", 12, "left", "parent_run_id", drop=6),
 )
 TASK_MIN_WIDTH = 30  # the task keeps this much before droppable columns give way
+# A blank column after the last figure, so it never touches the scrollbar beside it.
+RIGHT_MARGIN = 1
 
 
 def visible_columns(width: int) -> list[RunColumn]:
@@ -46,20 +52,32 @@ def visible_columns(width: int) -> list[RunColumn]:
     columns go (parent first, then time, model, started…) so the task keeps its room."""
     shown = list(RUN_COLUMNS)
     for rank in sorted({c.drop for c in RUN_COLUMNS if c.drop}, reverse=True):
-        fixed = sum(c.width for c in shown) + len(shown) - 1
+        fixed = sum(c.width for c in shown) + len(shown) - 1 + RIGHT_MARGIN
         if width - fixed >= TASK_MIN_WIDTH:
             break
         shown = [c for c in shown if c.drop != rank]
     return shown
 
 
-def _fit(cells: dict[str, Text], width: int) -> Text:
+def _layout(width: int) -> tuple[list[RunColumn], int]:
+    """The columns shown at `width` and the task's width among them."""
     columns = visible_columns(width)
-    fixed = sum(c.width for c in columns) + len(columns) - 1
-    flex = max(8, width - fixed)
+    fixed = sum(c.width for c in columns) + len(columns) - 1 + RIGHT_MARGIN
+    return columns, max(8, width - fixed)
+
+
+def _fit(cells: dict[str, Text], width: int) -> Text:
+    columns, flex = _layout(width)
+    # A figure is never cut: one wider than its column (a run of 100,000 turns) takes the
+    # room from the task on its line, so the figures' right edges stay in line.
+    sizes = {
+        c.title: max(c.width, cells[c.title].cell_len) if c.justify == "right" else c.width
+        for c in columns
+    }
+    flex = max(1, flex - sum(sizes[c.title] - c.width for c in columns))
     line = Text(no_wrap=True, overflow="ellipsis")
     for i, column in enumerate(columns):
-        size = column.width or flex
+        size = sizes[column.title] or flex
         cell = cells[column.title].copy()
         cell.truncate(size, overflow="ellipsis")
         pad = size - cell.cell_len
@@ -92,9 +110,7 @@ def runs_header(width: int, sort: str | None = None, descending: bool = True) ->
 
 def header_column_at(x: int, width: int) -> RunColumn | None:
     """The column under character `x` of a runs line `width` wide (a header click)."""
-    columns = visible_columns(width)
-    fixed = sum(c.width for c in columns) + len(columns) - 1
-    flex = max(8, width - fixed)
+    columns, flex = _layout(width)
     left = 0
     for column in columns:
         right = left + (column.width or flex)
@@ -134,3 +150,36 @@ def _status(row: RunRow) -> Text:
         return status_badge(row.status)
     badge = status_badge(JUDGED_LIKE.get(row.judged, "error"))
     return Text(f"{badge.plain[:2]}{judged_status(row.judged)}", style=badge.style)
+
+
+def filters_named(where: RunFilter, search_text: str = "") -> list[str]:
+    """Each filter the list applies, in words: what its count is a count of."""
+    named = []
+    if where.run_ids is not None:
+        named.append(f"containing '{search_text}'")
+    if where.failed_only:
+        named.append("failed only")
+    if where.status:
+        named.append(f"status: {where.status}")
+    if where.kind:
+        named.append(f"kind: {where.kind}")
+    if where.text:
+        named.append(f"task or id: '{where.text}'")
+    return named
+
+
+def count_line(
+    total: int, where: RunFilter, search_text: str, folded: int, marked: list[str]
+) -> Text:
+    """The runs list's count, naming every filter it is a count under (a search with
+    "failed only" on says so), the samples folded away and the marked runs."""
+    parts = [f"{total:,} run{'s' if total != 1 else ''}"]
+    named = filters_named(where, search_text)
+    if named and named[0].startswith("containing"):
+        parts[0] += f" {named.pop(0)}"
+    parts += named
+    if folded:
+        parts.append(f"{folded:,} suite samples folded (kind: sample lists them)")
+    if marked:
+        parts.append(f"marked {', '.join(short_id(r) for r in marked)}")
+    return Text(" · ".join(parts))

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import suppress
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -37,9 +38,11 @@ from workbench.tui.navigation import (
     OpenSchemaDiff,
 )
 from workbench.tui.paged_list import PagedList
-from workbench.tui.render import short_id
+from workbench.tui.render import plural, short_id
 from workbench.tui.run_rows import (
     RUN_COLUMNS,
+    count_line,
+    filters_named,
     header_column_at,
     run_row_line,
     runs_header,
@@ -174,7 +177,8 @@ class RunsScreen(WorkbenchScreen):
             kinds = [(_kind_prompt(k), k) for k in KIND_FILTERS]
             yield FilterSelect(kinds, prompt="any kind", id="filter-kind")
             yield Checkbox("failed only (f)", id="filter-failed")
-            yield Static("loading…", id="runs-count")
+        # A line of its own: beside the filters it fell off an 80-column screen.
+        yield Static("loading…", id="runs-count")
         yield Static(id="read-only-notice")
         yield RunsHeader(id="runs-header")
         yield Static(id="runs-empty")
@@ -310,15 +314,10 @@ class RunsScreen(WorkbenchScreen):
             self._ingest()
 
     def _show_count(self) -> None:
-        total = self.runs_list.total
-        shown = f"{total:,} run{'s' if total != 1 else ''}"
-        if self.where.run_ids is not None:
-            shown += f" containing '{self.search_text}'"
-        if self._folded:
-            shown += f" · {self._folded:,} suite samples folded (kind: sample lists them)"
-        if self.marked:
-            shown += f" · marked {', '.join(short_id(r) for r in self.marked)}"
-        self.query_one("#runs-count", Static).update(Text(shown))
+        shown = count_line(
+            self.runs_list.total, self.where, self.search_text, self._folded, self.marked
+        )
+        self.query_one("#runs-count", Static).update(shown)
 
     def on_runs_screen_ingested(self, message: Ingested) -> None:
         self.ingests += 1
@@ -371,9 +370,15 @@ class RunsScreen(WorkbenchScreen):
     def on_runs_screen_searched(self, message: Searched) -> None:
         self.search_text = message.text
         found = tuple(dict.fromkeys(hit.run_id for hit in message.hits))
+        others = filters_named(replace(self.where, run_ids=None))  # besides the search
         self._apply(run_ids=found)
         if not found:
             self.notify(f"No run contains '{message.text}' ({SEARCHED}).")
+        elif others:
+            self.notify(
+                f"'{message.text}' is in {plural(len(found), 'run')}; listed under the "
+                f"filters on: {', '.join(others)}."
+            )
 
     @on(Select.Changed, "#filter-status")
     def _status_changed(self, event: Select.Changed) -> None:
@@ -448,7 +453,7 @@ class RunsScreen(WorkbenchScreen):
 
     def action_sort_next(self) -> None:
         """Sort by the next column shown (newest first again after the last)."""
-        width = self.runs_list.size.width or 120
+        width = self.runs_list.scrollable_content_region.width or 120
         columns = [c.sort for c in visible_columns(width) if c.sort]
         current = self.where.sort or "started_at"
         following = (
