@@ -30,14 +30,17 @@ def short_count(n: int) -> str:
 
 
 def short_ms(ms: float) -> str:
-    """A duration: `4.1 ms`, `850 ms`, `1.23 s`, `4m05s` (never wider than 7 characters
-    below 100 minutes, so it fits the narrow columns of the runs list)."""
+    """A duration to three figures: `4.1 ms`, `850 ms`, `1.23 s`, `12.3 s`, `4m05s` (never
+    wider than 6 characters below 100 minutes, so it fits the narrow columns of the runs
+    list and of `workbench stats`)."""
     if ms < 9.95:
         return f"{ms:.1f} ms"
     if ms < 999.5:
         return f"{ms:.0f} ms"
-    if ms < 59_995:
+    if ms < 9_995:
         return f"{ms / 1000:.2f} s"
+    if ms < 59_950:
+        return f"{ms / 1000:.1f} s"
     seconds = round(ms / 1000)
     return f"{seconds // 60}m{seconds % 60:02d}s"
 

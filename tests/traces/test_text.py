@@ -26,14 +26,18 @@ def test_text_people_read_is_cut_at_a_word_boundary_when_one_is_near() -> None:
 
 
 def test_one_duration_format_for_the_cli_the_tui_and_export() -> None:
-    assert [short_ms(ms) for ms in (4.14, 9.96, 850, 999.7, 1234, 59_990, 245_000)] == [
+    durations = (4.14, 9.96, 850, 999.7, 1234, 9_996, 59_940, 59_960, 245_000, 5_999_000)
+    assert [short_ms(ms) for ms in durations] == [
         "4.1 ms",
         "10 ms",
         "850 ms",
         "1.00 s",
         "1.23 s",
-        "59.99 s",
+        "10.0 s",
+        "59.9 s",
+        "1m00s",
         "4m05s",
+        "99m59s",
     ]
     assert format_ms is short_ms
 
