@@ -6,7 +6,6 @@ import asyncio
 import json
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +14,10 @@ import pytest
 
 from tests.engine.capture_support import API_KEY, STEPS, TASK, TOOLS, read_run, run_agent, runs
 from tests.engine.test_serve_model import serve
+from tests.support.processes import WORKBENCH
 from tests.support.servers import Sequence, text_chunks
 from workbench.engine.http.model_server import ModelServer, Reply, ScriptResponder
 from workbench.engine.http.proxy import RecordingProxy
-
-WORKBENCH = str(Path(sys.executable).with_name("workbench"))
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])

@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import pytest
 
 from tests.engine.capture_support import assert_no_key_in, read_run, runs
 from tests.engine.test_serve_model import serve
+from tests.support.processes import WORKBENCH
 from workbench.engine.http.model_server import ModelServer, ScriptResponder
 from workbench.engine.http.proxy import RecordingProxy
 
@@ -28,7 +28,6 @@ pytestmark = [
     ),
 ]
 
-WORKBENCH = str(Path(sys.executable).with_name("workbench"))
 KEY = "sk-smolagents-test-0123456789abcdef"
 TASK = "What is 8080 times two?"
 USAGE = {"prompt_tokens": 900, "completion_tokens": 20, "total_tokens": 920}

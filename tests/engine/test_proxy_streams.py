@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +14,11 @@ import pytest
 
 from tests.engine.capture_support import STEPS, read_run, run_agent, runs
 from tests.engine.test_serve_model import serve
+from tests.support.processes import WORKBENCH
 from tests.support.servers import Sequence, text_chunks
 from tests.support.streams import load_stream, stream_files, stream_reply
 from workbench.engine.http.model_server import ModelServer, Reply, ScriptResponder
 from workbench.engine.http.proxy import RecordingProxy
-
-WORKBENCH = str(Path(sys.executable).with_name("workbench"))
 
 
 class HeldOpen:

@@ -3,6 +3,7 @@ their output read line by line as it comes, and a disk that fills up (a file siz
 
 from __future__ import annotations
 
+import os
 import queue
 import resource
 import subprocess
@@ -58,6 +59,18 @@ class Lines:
         """Every line, once the pipe has ended."""
         self.wait_for(lambda line: False)
         return self.seen
+
+
+def workbench_process(*argv: str) -> subprocess.Popen[str]:
+    """`workbench ARGV…` started as people start it, its output piped as text and unbuffered,
+    so a server's first line (where it listens) can be read as soon as it is printed."""
+    return subprocess.Popen(
+        [WORKBENCH, *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ | {"PYTHONUNBUFFERED": "1"},
+    )
 
 
 def file_size_limit(limit: int) -> Callable[[], None]:
