@@ -1,9 +1,11 @@
-"""Shared pieces of the TUI tests: a home folder of golden traces and Pilot helpers that wait
-for workers and their messages instead of sleeping."""
+"""Shared pieces of the TUI tests: a home folder of golden traces, one of the demo's runs, and
+Pilot helpers that wait for workers and their messages instead of sleeping."""
 
 from __future__ import annotations
 
 import contextlib
+import io
+import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +17,7 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 from textual.worker import WorkerCancelled, WorkerFailed
 
+from workbench.cli import main
 from workbench.tui.document import Document
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "v1"
@@ -34,6 +37,25 @@ def home(tmp_path: Path) -> Path:
     return folder
 
 
+def golden_usage(run_id: str) -> dict[int, dict[str, Any]]:
+    """A golden run's usage by turn, as its model responses recorded it."""
+    usage = {}
+    for line in (GOLDEN / f"{run_id}.jsonl").read_text().splitlines():
+        event = json.loads(line)
+        if event["type"] == "model_response":
+            usage[event["turn"]] = event["usage"]
+    return usage
+
+
+@pytest.fixture
+def demo_home(tmp_path: Path) -> Path:
+    """A home with the runs `workbench demo` records (one of each status)."""
+    home = tmp_path / "demo"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["--home", str(home), "demo", "--no-tui"]) == 0
+    return home
+
+
 async def settle(
     pilot: Pilot[Any], until: Callable[[], object] | None = None, tries: int = 200
 ) -> None:
@@ -48,6 +70,16 @@ async def settle(
             return
         await pilot.pause(0.02)  # a timer (replay play) or a page request may be next
     raise AssertionError("the app did not reach the expected state")
+
+
+async def pair_result(pilot: Pilot[Any], screen_type: type, busy: str) -> str:
+    """The text of a two-run screen's result (compare, schema diff) once the screen is open
+    and its result no longer says `busy` ("aligning", "diffing")."""
+    app = pilot.app
+    await settle(pilot, lambda: isinstance(app.screen, screen_type))
+    screen = app.screen
+    await settle(pilot, lambda: busy not in plain(screen.query_one("#pair-result", Document)))
+    return plain(screen.query_one("#pair-result", Document))
 
 
 def plain(widget: Static | Document, width: int = 160) -> str:

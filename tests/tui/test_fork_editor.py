@@ -9,7 +9,6 @@ import contextlib
 import io
 from pathlib import Path
 
-import pytest
 from textual.widgets import Footer, Select, Static, TextArea
 from textual.widgets._footer import FooterKey
 
@@ -23,14 +22,6 @@ from workbench.tui.document import Document
 from workbench.tui.fork_screen import ForkScreen
 
 SIZE = (160, 45)
-
-
-@pytest.fixture
-def demo_home(tmp_path: Path) -> Path:
-    home = tmp_path / "demo"
-    with contextlib.redirect_stdout(io.StringIO()):
-        assert main(["--home", str(home), "demo", "--no-tui"]) == 0
-    return home
 
 
 def _demo_run(home: Path, status: str) -> str:
