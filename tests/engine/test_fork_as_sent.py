@@ -12,7 +12,7 @@ import openai
 import pytest
 
 from agent_core.wire import anthropic as anthropic_wire
-from tests.engine.capture_support import API_KEY, read_run
+from tests.engine.capture_support import API_KEY, TOOLS, read_run
 from tests.engine.sdk_requests import check_anthropic_request, check_responses_request
 from tests.engine.test_proxy_wire import root
 from tests.engine.wire_support import (
@@ -42,17 +42,11 @@ MANY_TOOLS: list[Any] = [
 ]
 
 
+# The captures' calculator in the Responses shape (its function's fields at the top).
 CALCULATOR: list[Any] = [
-    {
-        "type": "function",
-        "name": "calculator",
-        "description": "Evaluate arithmetic.",
-        "parameters": {
-            "type": "object",
-            "properties": {"expression": {"type": "string"}},
-            "required": ["expression"],
-        },
-    }
+    {"type": "function", **tool["function"]}
+    for tool in TOOLS
+    if tool["function"]["name"] == "calculator"
 ]
 
 
