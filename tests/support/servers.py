@@ -6,6 +6,7 @@ import re
 import threading
 from typing import Any
 
+from agent_core.wire import chat_completions
 from workbench.engine.http.model_server import Reply
 
 
@@ -41,3 +42,14 @@ def text_chunks(text: str, *, usage: dict[str, Any] | None = None) -> list[dict[
         chunks.append({"id": "chatcmpl-test", "choices": [], "usage": usage})
     chunks.append("data: [DONE]")
     return chunks
+
+
+def completion(
+    message: dict[str, Any], finish: str, usage: tuple[int, int], *, model: str
+) -> Reply:
+    """A whole chat completion of `model` answering `message`, billed `usage` (prompt and
+    completion tokens)."""
+    counts = {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}
+    answer_id = "chatcmpl-1"
+    body = chat_completions.whole_body(message, finish, counts, model=model, response_id=answer_id)
+    return Reply(body=body)
