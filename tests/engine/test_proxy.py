@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import signal
 import subprocess
@@ -15,7 +14,12 @@ import pytest
 from tests.engine.capture_support import API_KEY, STEPS, TASK, TOOLS, read_run, run_agent, runs
 from tests.engine.test_serve_model import serve
 from tests.support.processes import WORKBENCH
-from tests.support.servers import Sequence, text_chunks
+from tests.support.servers import (
+    Sequence,
+    hang_up_after_first_chunk,
+    open_streams_at_once,
+    text_chunks,
+)
 from workbench.engine.http.model_server import ModelServer, Reply, ScriptResponder
 from workbench.engine.http.proxy import RecordingProxy
 
@@ -168,11 +172,7 @@ def test_a_client_that_goes_away_leaves_an_incomplete_run(tmp_path: Path) -> Non
         RecordingProxy(upstream.base_url, home) as proxy,
     ):
         client = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
-        stream = client.chat.completions.create(
-            model="m", messages=[{"role": "user", "content": "count"}], stream=True
-        )
-        next(iter(stream))
-        stream.close()
+        hang_up_after_first_chunk(client)
         client.close()
         # A whole exchange after the hang-up: the proxy has seen the hang-up by its end.
         other = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
@@ -272,29 +272,12 @@ async def test_holds_200_concurrent_streams(tmp_path: Path) -> None:
     # Each upstream stream holds after its first chunk until the upstream stops, so all 200
     # are open through the proxy at once when every client has its first chunk.
     reply = Reply(chunks=text_chunks("one two"), stall_after=1)
-    streams, first_chunks = 200, 0
-    all_open = asyncio.Event()
+    streams = 200
     with (
         ModelServer(lambda body: reply, keep_requests=False) as upstream,
         RecordingProxy(upstream.base_url, tmp_path / "home") as proxy,
     ):
-        client = openai.AsyncOpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
-
-        async def one(number: int) -> None:
-            nonlocal first_chunks
-            stream = await client.chat.completions.create(
-                model="m", messages=[{"role": "user", "content": f"q{number}"}], stream=True
-            )
-            await anext(aiter(stream))
-            first_chunks += 1
-            if first_chunks == streams:
-                all_open.set()
-            await all_open.wait()
-            await stream.close()
-
-        await asyncio.wait_for(asyncio.gather(*(one(n) for n in range(streams))), 600)
-        await client.close()
-    assert first_chunks == streams
+        assert await open_streams_at_once(proxy.base_url, streams) == streams
     assert len(runs(tmp_path / "home")) == streams
 
 

@@ -15,7 +15,7 @@ import pytest
 from tests.engine.capture_support import STEPS, read_run, run_agent, runs
 from tests.engine.test_serve_model import serve
 from tests.support.processes import WORKBENCH
-from tests.support.servers import Sequence, text_chunks
+from tests.support.servers import Sequence, hang_up_after_first_chunk, text_chunks
 from tests.support.streams import load_stream, stream_files, stream_reply
 from workbench.engine.http.model_server import ModelServer, Reply, ScriptResponder
 from workbench.engine.http.proxy import RecordingProxy
@@ -146,11 +146,7 @@ def test_a_capture_left_incomplete_says_so_naming_its_run(
         RecordingProxy(upstream.base_url, home) as proxy,
     ):
         client = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
-        stream = client.chat.completions.create(
-            model="m", messages=[{"role": "user", "content": "count"}], stream=True
-        )
-        next(iter(stream))
-        stream.close()
+        hang_up_after_first_chunk(client)
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
         client.close()
     first = runs(home)[0]
