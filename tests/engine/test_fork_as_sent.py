@@ -24,6 +24,7 @@ from tests.engine.wire_support import (
     recorded_events,
     whole_answer,
 )
+from tests.support.servers import recording_proxy
 from workbench.cli import main
 from workbench.engine.http.model_server import ModelServer, Reply, ScriptResponder
 from workbench.engine.http.proxy import RecordingProxy
@@ -55,10 +56,7 @@ def _captured_many_tools_run(home: Path) -> str:
         {"tool_calls": [{"id": "call_0", "name": "tool_0", "arguments": {"x": "a"}}]},
         {"content": "Done."},
     ]
-    with (
-        ModelServer(ScriptResponder(steps)) as upstream,
-        RecordingProxy(upstream.base_url, home) as proxy,
-    ):
+    with recording_proxy(ScriptResponder(steps), home) as (_, proxy):
         client = openai.OpenAI(base_url=proxy.base_url, api_key=API_KEY, max_retries=0)
         messages: list[Any] = [{"role": "user", "content": "Use the tools."}]
         first = client.chat.completions.create(model="m", messages=messages, tools=MANY_TOOLS)

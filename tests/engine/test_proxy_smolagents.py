@@ -17,8 +17,8 @@ import pytest
 from tests.engine.capture_support import assert_no_key_in, read_run, runs
 from tests.engine.test_serve_model import serve
 from tests.support.processes import WORKBENCH
-from workbench.engine.http.model_server import ModelServer, ScriptResponder
-from workbench.engine.http.proxy import RecordingProxy
+from tests.support.servers import recording_proxy
+from workbench.engine.http.model_server import ScriptResponder
 
 pytestmark = [
     pytest.mark.frameworks,
@@ -68,10 +68,7 @@ def smolagents_agent(base_url: str) -> str:
 
 def test_a_smolagents_run_is_one_completed_run_that_replays_and_forks(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    with (
-        ModelServer(ScriptResponder(STEPS, model="demo-model")) as upstream,
-        RecordingProxy(upstream.base_url, home) as proxy,
-    ):
+    with recording_proxy(ScriptResponder(STEPS, model="demo-model"), home) as (upstream, proxy):
         assert smolagents_agent(proxy.base_url) == "16160"
         sent = upstream.requests
     # What it sends: the call as text, the result as a user message.
@@ -140,10 +137,7 @@ def _fork(home: Path, tmp_path: Path, run_id: str, steps: Any, *argv: str) -> li
 
 
 def _captured(home: Path) -> str:
-    with (
-        ModelServer(ScriptResponder(STEPS, model="demo-model")) as upstream,
-        RecordingProxy(upstream.base_url, home) as proxy,
-    ):
+    with recording_proxy(ScriptResponder(STEPS, model="demo-model"), home) as (_, proxy):
         assert smolagents_agent(proxy.base_url) == "16160"
     return str(read_run(home)[0]["run_id"])
 

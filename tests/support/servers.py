@@ -5,12 +5,16 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import openai
 
 from agent_core.wire import chat_completions
-from workbench.engine.http.model_server import Reply
+from workbench.engine.http.model_server import ModelServer, Reply, Responder
+from workbench.engine.http.proxy import RecordingProxy
 
 
 class Sequence:
@@ -91,3 +95,13 @@ def hang_up_after_first_chunk(client: openai.OpenAI) -> None:
     )
     next(iter(stream))
     stream.close()
+
+
+@contextmanager
+def recording_proxy(
+    responder: Responder, home: Path
+) -> Iterator[tuple[ModelServer, RecordingProxy]]:
+    """A local model server answering with `responder`, and `workbench proxy` in front of
+    it recording into `home`."""
+    with ModelServer(responder) as upstream, RecordingProxy(upstream.base_url, home) as proxy:
+        yield upstream, proxy

@@ -8,9 +8,9 @@ import pytest
 from textual.widgets import Static
 
 from tests.engine.capture_support import STEPS, run_agent
+from tests.support.servers import recording_proxy
 from tests.tui.conftest import plain, settle
-from workbench.engine.http.model_server import ModelServer, ScriptResponder
-from workbench.engine.http.proxy import RecordingProxy
+from workbench.engine.http.model_server import ScriptResponder
 from workbench.tui import WorkbenchApp
 from workbench.tui.paged_list import PagedList
 from workbench.tui.replay_screen import ReplayScreen
@@ -21,10 +21,7 @@ from workbench.tui.run_screen import RunScreen
 def captured_home(tmp_path: Path) -> Path:
     """A home holding one run, captured by the proxy from an agent that streams."""
     home = tmp_path / "home"
-    with (
-        ModelServer(ScriptResponder(STEPS)) as upstream,
-        RecordingProxy(upstream.base_url, home) as proxy,
-    ):
+    with recording_proxy(ScriptResponder(STEPS), home) as (_, proxy):
         run_agent(proxy.base_url, stream=True)
     return home
 
