@@ -6,26 +6,22 @@ all of the run's events answers."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from tests.engine.stored_runs import long_run
+from tests.support.golden import golden_traces_in
 from traces.events import ToolEnd
 from traces.store import TraceStore
 from workbench.engine.views.outline import event_is_failure
 
-GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "v1"
 LONG = "1" * 32
 
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
-    traces = tmp_path / "traces"
-    traces.mkdir()
-    for trace in GOLDEN.glob("*.jsonl"):
-        shutil.copy(trace, traces / trace.name)
+    golden_traces_in(tmp_path / "traces")
     return tmp_path
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,10 +16,10 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 from textual.worker import WorkerCancelled, WorkerFailed
 
+from tests.support.golden import GOLDEN as GOLDEN  # the TUI tests import it from here
+from tests.support.golden import golden_traces_in
 from workbench.cli import main
 from workbench.tui.document import Document
-
-GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "v1"
 
 # Golden runs by status (tests/fixtures/traces/make_v1.py).
 COMPLETED = "276a0272c8a551178d8bfedb26070002"
@@ -31,9 +30,7 @@ MAX_TURNS = "9885cb1103bd5320996b905ed85bc767"
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     folder = tmp_path / "home"
-    (folder / "traces").mkdir(parents=True)
-    for trace in GOLDEN.glob("*.jsonl"):
-        shutil.copy(trace, folder / "traces" / trace.name)
+    golden_traces_in(folder / "traces")
     return folder
 
 
