@@ -46,11 +46,11 @@ from agent_core.mcp_servers import (
     child_pids,
     exception_leaves,
     group_alive,
-    one_line,
     os_reason,
     session_leader,
     sole_leaf,
     stderr_summary,
+    tail_on_one_line,
 )
 
 log = logging.getLogger(__name__)
@@ -299,7 +299,7 @@ class McpConnection:
                 except MCPError as exc:
                     raise self._call_error(exc, "tools/list", 0) from None
                 except ValidationError as exc:
-                    message = f"invalid tools/list result: {one_line(str(exc), 200)}"
+                    message = f"invalid tools/list result: {tail_on_one_line(str(exc), 200)}"
                     raise McpCallError("protocol", message) from None
                 for tool in result.tools:
                     # A tool listed twice (a repeated page) is one tool: the first listing.
@@ -527,7 +527,7 @@ async def _handshake(connection: McpConnection, startup_timeout_s: float) -> Non
             reason = f"{exc} (JSON-RPC error {code})"
         raise McpStartError(config.name, config.describe(), reason, _tail(connection)) from None
     except (RuntimeError, ValidationError) as exc:
-        reason = f"invalid handshake: {one_line(str(exc), 200)}"
+        reason = f"invalid handshake: {tail_on_one_line(str(exc), 200)}"
         raise McpStartError(config.name, config.describe(), reason, _tail(connection)) from None
 
 

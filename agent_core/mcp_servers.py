@@ -67,7 +67,9 @@ class McpCallError(Exception):
         self.code = code
 
 
-def one_line(text: str, limit: int = STDERR_TAIL_CHARS) -> str:
+def tail_on_one_line(text: str, limit: int = STDERR_TAIL_CHARS) -> str:
+    """`text`'s non-blank lines joined by " | "; past `limit` characters, the END kept (a
+    validation error names what went wrong last), led by "…"."""
     flat = " | ".join(line.strip() for line in text.strip().splitlines() if line.strip())
     return flat if len(flat) <= limit else "…" + flat[-limit:]
 

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+# text_of is defined with the chat messages; the wire formats and sessions import it here.
+from agent_core.wire.chat import text_of as text_of
 from agent_core.wire.chat import tool_calls
 from agent_core.wire.spans import WireSpan
 
@@ -216,15 +218,6 @@ def usage(prompt: Any, completion: Any, total: Any = None) -> dict[str, Any] | N
         total_n = prompt_n + completion_n
     out = {"prompt_tokens": prompt_n, "completion_tokens": completion_n, "total_tokens": total_n}
     return {k: v for k, v in out.items() if v is not None}
-
-
-def text_of(content: Any) -> str:
-    """Text of a content value: a string, or the `text` of its parts joined."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return ""
 
 
 def all_text(content: Any, kinds: frozenset[str]) -> bool:

@@ -86,14 +86,22 @@ def final_answer(calls: list[Any]) -> str | None:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def content_text(content: Any) -> str:
-    """A message's content as plain text: a string as is, the text of its parts joined
-    (parts without text, such as images, say nothing), none as ""."""
+def text_of(content: Any) -> str:
+    """Text of a content value: a string as is, the `text` of its parts joined (parts
+    without text, such as images, say nothing); anything else ""."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
         return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return "" if content is None else json.dumps(content, ensure_ascii=False)
+    return ""
+
+
+def content_text(content: Any) -> str:
+    """A message's content as plain text (`text_of`), none as "" and any other value as its
+    JSON, so that nothing a message held is shown as empty."""
+    if content is None or isinstance(content, str | list):
+        return text_of(content)
+    return json.dumps(content, ensure_ascii=False)
 
 
 # Context a coding agent wraps in a tag of its own and sends as (part of) a user message:

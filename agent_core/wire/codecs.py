@@ -119,13 +119,28 @@ class WireCodec(Protocol):
         """The tool calls the provider ran itself within a whole answer."""
 
 
-class ChatCodec:
-    api: ModelApi = "chat"
-    paths: tuple[str, ...] = ("/v1/chat/completions", "/chat/completions")
+class _OpenAICodec:
+    """What OpenAI's two formats share: the vendor's URL and keys, a bearer token, and one
+    shape of error (Responses' `{"error": {...}}`, which chat clients read too)."""
+
     vendor: Literal["openai", "anthropic"] = "openai"
     env_prefixes: tuple[str, ...] = ("OPENAI",)
     default_base_url = OPENAI_BASE_URL
     bearer_auth = True
+
+    def headers(self, api_key: str) -> dict[str, str]:
+        return {}
+
+    def error_body(self, status: int, message: str, kind: str, **extra: Any) -> dict[str, Any]:
+        return responses.error_body(message, kind, **extra)
+
+    def error_reply(self, status: int, body: Any) -> Any:
+        return body
+
+
+class ChatCodec(_OpenAICodec):
+    api: ModelApi = "chat"
+    paths: tuple[str, ...] = ("/v1/chat/completions", "/chat/completions")
     keeps_body = False  # the messages are the body
     named_events = False
     done_line = True
@@ -149,29 +164,16 @@ class ChatCodec:
     def path(self, base_url: str) -> str:
         return "/chat/completions"
 
-    def headers(self, api_key: str) -> dict[str, str]:
-        return {}
-
     def previous_answer_id(self, body: dict[str, Any]) -> str | None:
         return None
 
     def whole_response(self, body: dict[str, Any]) -> AssembledResponse:
         return whole_assembler(body).response()
 
-    def error_body(self, status: int, message: str, kind: str, **extra: Any) -> dict[str, Any]:
-        return responses.error_body(message, kind, **extra)
 
-    def error_reply(self, status: int, body: Any) -> Any:
-        return body
-
-
-class ResponsesCodec:
+class ResponsesCodec(_OpenAICodec):
     api: ModelApi = "responses"
     paths: tuple[str, ...] = ("/v1/responses", "/responses")
-    vendor: Literal["openai", "anthropic"] = "openai"
-    env_prefixes: tuple[str, ...] = ("OPENAI",)
-    default_base_url = OPENAI_BASE_URL
-    bearer_auth = True
     keeps_body = True
     named_events = True
     done_line = False
@@ -193,9 +195,6 @@ class ResponsesCodec:
     def path(self, base_url: str) -> str:
         return "/responses"
 
-    def headers(self, api_key: str) -> dict[str, str]:
-        return {}
-
     def previous_answer_id(self, body: dict[str, Any]) -> str | None:
         named = body.get("previous_response_id")
         return named if isinstance(named, str) and named else None
@@ -205,12 +204,6 @@ class ResponsesCodec:
 
     def is_whole(self, data: dict[str, Any]) -> bool:
         return "type" not in data  # every event of a stream names its type
-
-    def error_body(self, status: int, message: str, kind: str, **extra: Any) -> dict[str, Any]:
-        return responses.error_body(message, kind, **extra)
-
-    def error_reply(self, status: int, body: Any) -> Any:
-        return body
 
 
 ANTHROPIC_VERSION = "2023-06-01"

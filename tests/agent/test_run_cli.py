@@ -54,21 +54,16 @@ def read_step(path: str = "README.md") -> dict[str, Any]:
     }
 
 
+def scripted_run(task: str, script: Path, project: Path, home: Path, *extra: str) -> list[str]:
+    """`workbench run TASK` against a scripted model, its tools confined to `project`."""
+    args = ["run", task, "--script", str(script), "--root", str(project), "--home", str(home)]
+    return [*args, *extra]
+
+
 def test_run_with_a_script_completes(tmp_path: Path, project: Path, capsys) -> None:
     script = write_script(tmp_path, [read_step(), {"content": "A tiny demo project."}])
     home = tmp_path / "home"
-    code = main(
-        [
-            "run",
-            "What is this?",
-            "--script",
-            str(script),
-            "--root",
-            str(project),
-            "--home",
-            str(home),
-        ]
-    )
+    code = main(scripted_run("What is this?", script, project, home))
     out = capsys.readouterr().out
     assert code == 0
     assert "Reading." in out and "A tiny demo project." in out
@@ -91,7 +86,7 @@ def test_tool_choice_forces_calls_until_one_is_made(
     steps = [read_step(), read_step("src/main.py"), {"content": "Done."}]
     script = write_script(tmp_path, steps)
     home = tmp_path / "home"
-    args = ["run", "task", "--script", str(script), "--root", str(project), "--home", str(home)]
+    args = scripted_run("task", script, project, home)
     assert main([*args, "--tool-choice", choice]) == 0
     (trace,) = traces(home)
     events = read_trace(trace).events
@@ -104,7 +99,7 @@ def test_tool_choice_forces_calls_until_one_is_made(
 def test_tool_choice_auto_is_sent_on_every_turn(tmp_path: Path, project: Path) -> None:
     script = write_script(tmp_path, [read_step(), {"content": "Done."}])
     home = tmp_path / "home"
-    args = ["run", "task", "--script", str(script), "--root", str(project), "--home", str(home)]
+    args = scripted_run("task", script, project, home)
     assert main([*args, "--tool-choice", "auto"]) == 0
     events = read_trace(traces(home)[0]).events
     params = [e.params for e in events if e.type == "model_request"]  # type: ignore[union-attr]
@@ -147,7 +142,7 @@ def test_each_end_condition_from_the_command_line(
 ) -> None:
     script = write_script(tmp_path, steps)
     home = tmp_path / "home"
-    args = ["run", "task", "--script", str(script), "--root", str(project), "--home", str(home)]
+    args = scripted_run("task", script, project, home)
     assert main([*args, *flags]) == code
     (trace,) = traces(home)
     assert run_end(trace).status == status
@@ -157,22 +152,7 @@ def test_each_end_condition_from_the_command_line(
 def test_json_result(tmp_path: Path, project: Path, capsys) -> None:
     script = write_script(tmp_path, [{"content": "hello"}])
     home = tmp_path / "home"
-    assert (
-        main(
-            [
-                "run",
-                "hi",
-                "--script",
-                str(script),
-                "--json",
-                "--home",
-                str(home),
-                "--root",
-                str(project),
-            ]
-        )
-        == 0
-    )
+    assert main(scripted_run("hi", script, project, home, "--json")) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["status"] == "completed" and result["final_answer"] == "hello"
     assert Path(result["trace"]).exists()
@@ -197,20 +177,7 @@ def test_bad_tool_description_flags(
     tmp_path: Path, project: Path, capsys, flag: str, message: str
 ) -> None:
     script = write_script(tmp_path, [{"content": "x"}])
-    code = main(
-        [
-            "run",
-            "hi",
-            "--script",
-            str(script),
-            "--root",
-            str(project),
-            "--home",
-            str(tmp_path),
-            "--tool-description",
-            flag,
-        ]
-    )
+    code = main(scripted_run("hi", script, project, tmp_path, "--tool-description", flag))
     assert code == 2
     assert message in capsys.readouterr().err
 
@@ -219,22 +186,9 @@ def test_tool_description_from_file_is_recorded(tmp_path: Path, project: Path) -
     script = write_script(tmp_path, [{"content": "x"}])
     (tmp_path / "desc.txt").write_text("Evaluate sums.\n")
     home = tmp_path / "home"
-    main(
-        [
-            "run",
-            "hi",
-            "--script",
-            str(script),
-            "--root",
-            str(project),
-            "--home",
-            str(home),
-            "--tool-description",
-            f"calculator=@{tmp_path / 'desc.txt'}",
-            "--system",
-            "Be terse.",
-        ]
-    )
+    description = f"calculator=@{tmp_path / 'desc.txt'}"
+    system = ["--system", "Be terse."]
+    main(scripted_run("hi", script, project, home, "--tool-description", description, *system))
     start = read_trace(traces(home)[0]).events[0]
     assert isinstance(start, RunStart)
     descriptions = {t["function"]["name"]: t["function"]["description"] for t in start.tools}
@@ -261,20 +215,8 @@ def test_user_tools_from_a_module(tmp_path: Path, project: Path, monkeypatch) ->
         ],
     )
     home = tmp_path / "home"
-    code = main(
-        [
-            "run",
-            "temperature?",
-            "--script",
-            str(script),
-            "--root",
-            str(project),
-            "--home",
-            str(home),
-            "--tools",
-            "station_tools:registry",
-        ]
-    )
+    tools = ["--tools", "station_tools:registry"]
+    code = main(scripted_run("temperature?", script, project, home, *tools))
     assert code == 0
     events = read_trace(traces(home)[0]).events
     assert isinstance(events[0], RunStart)
@@ -441,7 +383,7 @@ def test_a_bad_redaction_pattern_is_one_clear_line(
     home.mkdir()
     (home / "redact-patterns.txt").write_text("ok-\\d+\n(unclosed\n")
     script = write_script(tmp_path, [{"content": "x"}])
-    args = ["run", "t", "--script", str(script), "--root", str(project), "--home", str(home)]
+    args = scripted_run("t", script, project, home)
     assert main(args) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0

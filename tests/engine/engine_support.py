@@ -132,3 +132,25 @@ async def cli(*argv: str) -> int:
     from workbench.cli import main
 
     return await asyncio.to_thread(main, list(argv))
+
+
+def read_call(path: str, call_id: str) -> dict[str, Any]:
+    """A scripted model step that reads `path` with `read_file`."""
+    return {"tool_calls": [{"id": call_id, "name": "read_file", "arguments": {"path": path}}]}
+
+
+def recorded_read_run(tmp_path: Path) -> tuple[Path, Path, str]:
+    """A home holding one run, recorded by `workbench run`, whose tools read `project`: it
+    reads a.txt, then answers. Returns the home, the project and the run's id."""
+    from workbench.cli import main
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "a.txt").write_text("alpha\n")
+    home = tmp_path / "home"
+    script = tmp_path / "parent.json"
+    script.write_text(json.dumps([read_call("a.txt", "call_a"), {"content": "alpha it is"}]))
+    run = ["run", "What is in a.txt?", "--script", str(script), "--root", str(project)]
+    assert main([*run, "--home", str(home)]) == 0
+    [trace] = traces_dir(home).glob("*.jsonl")
+    return home, project, trace.stem

@@ -1,9 +1,11 @@
-"""Generated runs for reading a run from the store by turn and by call (forks, exports), with
-what pairing and counting are made of; and a store that counts what it hands back."""
+"""Generated runs, the one builder of them for the tests: runs for reading from the store by
+turn and by call (forks, exports), with what pairing and counting are made of; long runs of
+many turns (the store's paging, the TUI's windowed screens); and a store that counts what it
+hands back."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
@@ -139,6 +141,58 @@ def varied_run(
     if ended and not killed:
         rec.emit(RunEnd, turn=None, status="completed", totals=Totals(turns=turns))
     rec.close()
+
+
+LONG = "7" * 32
+TURNS = 130  # more than a window of turns (`TURN_WINDOW`, 100)
+
+
+def long_run(
+    folder: Path,
+    turns: int,
+    ended: bool = True,
+    run_id: str = LONG,
+    result: Callable[[int], str] = lambda turn: "ok",
+    failing_turn: int | None = None,
+    *,
+    counted: bool = False,
+    model: str = "gpt-4o-mini",
+) -> Path:
+    """A run of `turns` turns of four events each: a model call that answers "Step n Said"
+    and asks for one tool call (`tool_of_turn_n`) answered `result(turn)`, the call of
+    `failing_turn` failing; turn n's call was billed n prompt and 2n completion tokens. Not
+    `ended`: the trace stops after its last turn, without a run_end. `counted`: the run_end
+    carries every total (calls, tokens), not just the turns. Returns the trace."""
+    writer = JsonlWriter(folder, run_id)
+    rec = Recorder(run_id, [writer])
+    rec.emit(RunStart, turn=None, task="a long task", model=model)
+    for turn in range(1, turns + 1):
+        rec.turn = turn
+        rec.emit(ModelRequest, messages=[{"role": "user", "content": f"step {turn}"}])
+        call = {"id": f"c{turn}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        message = {"role": "assistant", "content": f"Step {turn} Said", "tool_calls": [call]}
+        usage = {"prompt_tokens": turn, "completion_tokens": 2 * turn}
+        rec.emit(ModelResponse, message=message, usage=usage)
+        name = f"tool_of_turn_{turn}"
+        rec.emit(ToolStart, call_id=f"c{turn}", name=name, arguments_raw="{}")
+        ok = turn != failing_turn
+        text = result(turn) if ok else ""
+        rec.emit(ToolEnd, call_id=f"c{turn}", name=name, ok=ok, result=text)
+    if ended:
+        totals = Totals(turns=turns)
+        if counted:
+            tokens_in, tokens_out = turns * (turns + 1) // 2, turns * (turns + 1)
+            totals = Totals(
+                turns=turns,
+                model_calls=turns,
+                tool_calls=turns,
+                input_tokens=tokens_in,
+                output_tokens=tokens_out,
+                total_tokens=tokens_in + tokens_out,
+            )
+        rec.emit(RunEnd, turn=None, status="completed", totals=totals)
+    rec.close()
+    return writer.path
 
 
 def stored_home(home: Path, runs: dict[str, dict[str, Any]]) -> Path:

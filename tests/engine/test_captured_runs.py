@@ -10,16 +10,13 @@ import pytest
 
 from tests.engine.capture_support import STEPS, TASK, run_agent, runs
 from tests.engine.engine_support import cli, read_events
-from workbench.engine.http.model_server import ModelServer, ScriptResponder
-from workbench.engine.http.proxy import RecordingProxy
+from tests.support.servers import recording_proxy
+from workbench.engine.http.model_server import ScriptResponder
 
 
 def capture(home: Path, times: int = 1) -> list[str]:
     for _ in range(times):
-        with (
-            ModelServer(ScriptResponder(STEPS)) as upstream,
-            RecordingProxy(upstream.base_url, home) as proxy,
-        ):
+        with recording_proxy(ScriptResponder(STEPS), home) as (_, proxy):
             run_agent(proxy.base_url, stream=True)
     return [events[0]["run_id"] for events in runs(home)]
 

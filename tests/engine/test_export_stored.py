@@ -4,13 +4,13 @@ page of events) at a time, and tells how far it is as it goes."""
 
 from __future__ import annotations
 
-import shutil
 import tracemalloc
 from pathlib import Path
 
 import pytest
 
 from tests.engine.stored_runs import CountingStore, varied_run
+from tests.support.golden import golden_traces_in
 from traces.reader import read_trace
 from traces.store import TraceStore
 from workbench.cli import main
@@ -25,7 +25,6 @@ from workbench.engine.views.export import (
     export_stored,
 )
 
-GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "v1"
 LONG_TURNS = 2 * EXPORT_TURNS + 50  # three windows of turns
 
 
@@ -40,8 +39,7 @@ def test_stored_exports_of_recorded_runs_are_their_documents(
     tmp_path: Path, fmt: ExportFormat
 ) -> None:
     home, folder = _home(tmp_path)
-    for trace in GOLDEN.glob("*.jsonl"):
-        shutil.copy(trace, folder / trace.name)
+    golden_traces_in(folder)
     varied_run(folder, "5" * 32, 7)
     with TraceStore.for_home(home) as store:
         store.ingest_home(home)

@@ -12,7 +12,7 @@ import openai
 import pytest
 
 from agent_core.wire import anthropic as anthropic_wire
-from tests.engine.capture_support import API_KEY, read_run
+from tests.engine.capture_support import API_KEY, TOOLS, read_run
 from tests.engine.sdk_requests import check_anthropic_request, check_responses_request
 from tests.engine.test_proxy_wire import root
 from tests.engine.wire_support import (
@@ -24,6 +24,7 @@ from tests.engine.wire_support import (
     recorded_events,
     whole_answer,
 )
+from tests.support.servers import recording_proxy
 from workbench.cli import main
 from workbench.engine.http.model_server import ModelServer, Reply, ScriptResponder
 from workbench.engine.http.proxy import RecordingProxy
@@ -42,17 +43,11 @@ MANY_TOOLS: list[Any] = [
 ]
 
 
+# The captures' calculator in the Responses shape (its function's fields at the top).
 CALCULATOR: list[Any] = [
-    {
-        "type": "function",
-        "name": "calculator",
-        "description": "Evaluate arithmetic.",
-        "parameters": {
-            "type": "object",
-            "properties": {"expression": {"type": "string"}},
-            "required": ["expression"],
-        },
-    }
+    {"type": "function", **tool["function"]}
+    for tool in TOOLS
+    if tool["function"]["name"] == "calculator"
 ]
 
 
@@ -61,10 +56,7 @@ def _captured_many_tools_run(home: Path) -> str:
         {"tool_calls": [{"id": "call_0", "name": "tool_0", "arguments": {"x": "a"}}]},
         {"content": "Done."},
     ]
-    with (
-        ModelServer(ScriptResponder(steps)) as upstream,
-        RecordingProxy(upstream.base_url, home) as proxy,
-    ):
+    with recording_proxy(ScriptResponder(steps), home) as (_, proxy):
         client = openai.OpenAI(base_url=proxy.base_url, api_key=API_KEY, max_retries=0)
         messages: list[Any] = [{"role": "user", "content": "Use the tools."}]
         first = client.chat.completions.create(model="m", messages=messages, tools=MANY_TOOLS)

@@ -20,8 +20,8 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from tests.engine.engine_support import read_call, recorded_read_run
 from traces.home import traces_dir
-from workbench.cli import main
 from workbench.engine.http.model_server import ModelServer, ScriptResponder
 from workbench.engine.recording.fork import ForkRequest
 from workbench.engine.recording.fork_runner import gone_note
@@ -32,26 +32,8 @@ from workbench.tui.fork_draft import plan_text
 WORKBENCH = [sys.executable, "-c", "import sys; from workbench.cli import main; sys.exit(main())"]
 
 
-def _read(path: str, call_id: str) -> dict[str, Any]:
-    return {"tool_calls": [{"id": call_id, "name": "read_file", "arguments": {"path": path}}]}
-
-
 # The fork, at turn 2, reads a file the parent never read: a new call, run live.
-FORK_STEPS = [_read("b.txt", "call_b"), {"content": "beta it is"}]
-
-
-def _parent(tmp_path: Path) -> tuple[Path, Path, str]:
-    """A home holding one run whose tools read `project` (read a.txt, then answer)."""
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "a.txt").write_text("alpha\n")
-    home = tmp_path / "home"
-    script = tmp_path / "parent.json"
-    script.write_text(json.dumps([_read("a.txt", "call_a"), {"content": "alpha it is"}]))
-    run = ["run", "What is in a.txt?", "--script", str(script), "--root", str(project)]
-    assert main([*run, "--home", str(home)]) == 0
-    [trace] = traces_dir(home).glob("*.jsonl")
-    return home, project, trace.stem
+FORK_STEPS = [read_call("b.txt", "call_b"), {"content": "beta it is"}]
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -100,7 +82,7 @@ def _read_live(fork: Recording) -> str:
 async def test_the_three_front_ends_fork_a_run_whose_folder_is_gone_alike(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    home, project, run_id = await asyncio.to_thread(_parent, tmp_path)
+    home, project, run_id = await asyncio.to_thread(recorded_read_run, tmp_path)
     shutil.rmtree(project)
     here = tmp_path / "here"  # the folder each front end is started in
     here.mkdir()
@@ -156,7 +138,7 @@ async def test_the_three_front_ends_fork_a_run_whose_folder_is_gone_alike(
 async def test_the_cli_and_mcp_serve_plan_a_fork_alike(tmp_path: Path) -> None:
     """The plan of a fork (`fork --dry-run --json`, fork_run's dry_run): the read-only
     built-ins fire live on the parent's folder in both, with the same notes."""
-    home, project, run_id = await asyncio.to_thread(_parent, tmp_path)
+    home, project, run_id = await asyncio.to_thread(recorded_read_run, tmp_path)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     request = ["fork", run_id, "--turn", "2", "--system", "Be brief.", "--dry-run", "--json"]

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,20 +13,22 @@ import pytest
 
 from tests.engine.capture_support import API_KEY, STEPS, TASK, TOOLS, read_run, run_agent, runs
 from tests.engine.test_serve_model import serve
-from tests.support.servers import Sequence, text_chunks
+from tests.support.processes import WORKBENCH
+from tests.support.servers import (
+    Sequence,
+    hang_up_after_first_chunk,
+    open_streams_at_once,
+    recording_proxy,
+    text_chunks,
+)
 from workbench.engine.http.model_server import ModelServer, Reply, ScriptResponder
 from workbench.engine.http.proxy import RecordingProxy
-
-WORKBENCH = str(Path(sys.executable).with_name("workbench"))
 
 
 @pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
 def test_an_openai_sdk_agent_is_recorded_and_replays_offline(tmp_path: Path, stream: bool) -> None:
     home = tmp_path / "home"
-    with (
-        ModelServer(ScriptResponder(STEPS, model="demo-model")) as upstream,
-        RecordingProxy(upstream.base_url, home) as proxy,
-    ):
+    with recording_proxy(ScriptResponder(STEPS, model="demo-model"), home) as (upstream, proxy):
         answer = run_agent(proxy.base_url, stream=stream)
         sent = upstream.requests
     assert answer == STEPS[1]["content"]
@@ -72,10 +72,7 @@ def test_streams_pass_through_unchanged(tmp_path: Path) -> None:
     reply = Reply(
         chunks=[": keep-alive", *text_chunks("Hello there, friend.", usage={"total_tokens": 3})]
     )
-    with (
-        ModelServer(lambda body: reply) as upstream,
-        RecordingProxy(upstream.base_url, tmp_path / "home") as proxy,
-    ):
+    with recording_proxy(lambda body: reply, tmp_path / "home") as (upstream, proxy):
         raw = []
         for base_url in (upstream.base_url, proxy.base_url):
             client = openai.OpenAI(base_url=base_url, api_key="k", max_retries=0)
@@ -111,9 +108,9 @@ def test_upstream_errors_reach_the_client_unchanged_and_a_retry_is_the_next_atte
     )
     home = tmp_path / "home"
     ask: list[Any] = [{"role": "user", "content": "hi"}]
-    with (
-        ModelServer(Sequence(limited, Reply(chunks=text_chunks("Hi!")))) as upstream,
-        RecordingProxy(upstream.base_url, home) as proxy,
+    with recording_proxy(Sequence(limited, Reply(chunks=text_chunks("Hi!"))), home) as (
+        _,
+        proxy,
     ):
         client = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
         with pytest.raises(openai.RateLimitError) as caught:
@@ -135,9 +132,9 @@ def test_upstream_errors_reach_the_client_unchanged_and_a_retry_is_the_next_atte
 def test_runs_from_traffic_names_follow_ups_and_separate_conversations(tmp_path: Path) -> None:
     home = tmp_path / "home"
     hello = [{"role": "user", "content": "Say hello."}]
-    with (
-        ModelServer(lambda body: Reply(chunks=text_chunks("Hello."))) as upstream,
-        RecordingProxy(upstream.base_url, home) as proxy,
+    with recording_proxy(lambda body: Reply(chunks=text_chunks("Hello.")), home) as (
+        _,
+        proxy,
     ):
         client = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
 
@@ -165,16 +162,9 @@ def test_a_client_that_goes_away_leaves_an_incomplete_run(tmp_path: Path) -> Non
     home = tmp_path / "home"
     slow = Reply(chunks=text_chunks("one two three four"), chunk_delay_s=30)
     quick = Reply(chunks=text_chunks("done"))
-    with (
-        ModelServer(Sequence(slow, quick)) as upstream,
-        RecordingProxy(upstream.base_url, home) as proxy,
-    ):
+    with recording_proxy(Sequence(slow, quick), home) as (_, proxy):
         client = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
-        stream = client.chat.completions.create(
-            model="m", messages=[{"role": "user", "content": "count"}], stream=True
-        )
-        next(iter(stream))
-        stream.close()
+        hang_up_after_first_chunk(client)
         client.close()
         # A whole exchange after the hang-up: the proxy has seen the hang-up by its end.
         other = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
@@ -232,10 +222,7 @@ def test_an_unreachable_upstream_is_a_502_with_one_line(tmp_path: Path) -> None:
 def test_an_upstream_that_breaks_off_mid_stream_cuts_the_client_too(tmp_path: Path) -> None:
     broken = Reply(chunks=text_chunks("one two three four"), drop_after=2)
     home = tmp_path / "home"
-    with (
-        ModelServer(lambda body: broken) as upstream,
-        RecordingProxy(upstream.base_url, home) as proxy,
-    ):
+    with recording_proxy(lambda body: broken, home) as (_, proxy):
         client = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
         stream = client.chat.completions.create(
             model="m", messages=[{"role": "user", "content": "count"}], stream=True
@@ -274,37 +261,20 @@ async def test_holds_200_concurrent_streams(tmp_path: Path) -> None:
     # Each upstream stream holds after its first chunk until the upstream stops, so all 200
     # are open through the proxy at once when every client has its first chunk.
     reply = Reply(chunks=text_chunks("one two"), stall_after=1)
-    streams, first_chunks = 200, 0
-    all_open = asyncio.Event()
+    streams = 200
     with (
         ModelServer(lambda body: reply, keep_requests=False) as upstream,
         RecordingProxy(upstream.base_url, tmp_path / "home") as proxy,
     ):
-        client = openai.AsyncOpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
-
-        async def one(number: int) -> None:
-            nonlocal first_chunks
-            stream = await client.chat.completions.create(
-                model="m", messages=[{"role": "user", "content": f"q{number}"}], stream=True
-            )
-            await anext(aiter(stream))
-            first_chunks += 1
-            if first_chunks == streams:
-                all_open.set()
-            await all_open.wait()
-            await stream.close()
-
-        await asyncio.wait_for(asyncio.gather(*(one(n) for n in range(streams))), 600)
-        await client.close()
-    assert first_chunks == streams
+        assert await open_streams_at_once(proxy.base_url, streams) == streams
     assert len(runs(tmp_path / "home")) == streams
 
 
 def test_a_key_the_client_echoes_in_a_message_is_redacted(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    with (
-        ModelServer(lambda body: Reply(chunks=text_chunks("noted"))) as upstream,
-        RecordingProxy(upstream.base_url, home) as proxy,
+    with recording_proxy(lambda body: Reply(chunks=text_chunks("noted")), home) as (
+        _,
+        proxy,
     ):
         client = openai.OpenAI(base_url=proxy.base_url, api_key=API_KEY, max_retries=0)
         client.chat.completions.create(
@@ -318,10 +288,9 @@ def test_a_request_that_cannot_be_recorded_is_still_forwarded(
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     odd: Any = ["not a message object", "nor this"]
-    with (
-        ModelServer(lambda body: Reply(body={"choices": []}, status=200)) as upstream,
-        RecordingProxy(upstream.base_url, tmp_path / "home") as proxy,
-    ):
+    with recording_proxy(
+        lambda body: Reply(body={"choices": []}, status=200), tmp_path / "home"
+    ) as (upstream, proxy):
         for _ in range(2):
             raw = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
             answer = raw.chat.completions.with_raw_response.create(model="m", messages=odd)
@@ -337,10 +306,7 @@ def test_a_client_that_echoes_the_answer_with_fields_of_its_own_continues_its_ru
     tmp_path: Path,
 ) -> None:
     home = tmp_path / "home"
-    with (
-        ModelServer(ScriptResponder(STEPS)) as upstream,
-        RecordingProxy(upstream.base_url, home) as proxy,
-    ):
+    with recording_proxy(ScriptResponder(STEPS), home) as (_, proxy):
         client = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
         history: Any = [{"role": "user", "content": TASK}]
         first = client.chat.completions.create(model="m", messages=history)
@@ -368,10 +334,7 @@ def test_a_captured_run_counts_tokens_as_the_agent_loop_does(tmp_path: Path) -> 
             text_chunks("Counted.", usage={"prompt_tokens": 70, "completion_tokens": 2}),
         ]
     )
-    with (
-        ModelServer(lambda body: Reply(chunks=next(answers))) as upstream,
-        RecordingProxy(upstream.base_url, home) as proxy,
-    ):
+    with recording_proxy(lambda body: Reply(chunks=next(answers)), home) as (_, proxy):
         client = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
         for text in ("Say something.", "Say something else."):
             client.chat.completions.create(
@@ -400,10 +363,7 @@ def test_arguments_with_a_trailing_comma_are_recorded_as_the_loop_reads_them(
         {"content": "It says hello."},
     ]
     home = tmp_path / "home"
-    with (
-        ModelServer(ScriptResponder(steps)) as upstream,
-        RecordingProxy(upstream.base_url, home) as proxy,
-    ):
+    with recording_proxy(ScriptResponder(steps), home) as (_, proxy):
         client = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
         messages: list[Any] = [{"role": "user", "content": "Read README.md."}]
         first = client.chat.completions.create(model="m", messages=messages, tools=TOOLS)

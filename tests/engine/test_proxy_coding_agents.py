@@ -19,6 +19,7 @@ import anthropic
 import openai
 
 from tests.engine.capture_support import read_run
+from tests.support.servers import recording_proxy
 from workbench.engine.http.model_server import ModelServer, ScriptResponder
 from workbench.engine.http.proxy import RecordingProxy
 from workbench.engine.http.serve import replay_server
@@ -198,10 +199,9 @@ def codex_shaped(base_url: str) -> str:
 
 def test_a_codex_shaped_run_is_captured_and_replays(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    with (
-        ModelServer(ScriptResponder(steps("exec_command", {"cmd": "cat notes.txt"}))) as upstream,
-        RecordingProxy(upstream.base_url, home) as proxy,
-    ):
+    with recording_proxy(
+        ScriptResponder(steps("exec_command", {"cmd": "cat notes.txt"})), home
+    ) as (_, proxy):
         assert codex_shaped(proxy.base_url) == ANSWER
     events = read_run(home)
     assert OPENAI_KEY not in json.dumps(events)

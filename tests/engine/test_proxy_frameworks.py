@@ -27,8 +27,8 @@ from tests.engine.capture_support import (
     run_tool,
 )
 from tests.engine.test_serve_model import serve
-from workbench.engine.http.model_server import ModelServer, ScriptResponder
-from workbench.engine.http.proxy import RecordingProxy
+from tests.support.servers import recording_proxy
+from workbench.engine.http.model_server import ScriptResponder
 
 pytestmark = pytest.mark.frameworks
 
@@ -129,10 +129,7 @@ FRAMEWORKS: dict[str, tuple[str, Callable[[str], str]]] = {
 def test_a_framework_run_is_captured_and_replays_offline(tmp_path: Path, framework: str) -> None:
     agent = FRAMEWORKS[framework][1]
     home = tmp_path / "home"
-    with (
-        ModelServer(ScriptResponder(STEPS, model="demo-model")) as upstream,
-        RecordingProxy(upstream.base_url, home) as proxy,
-    ):
+    with recording_proxy(ScriptResponder(STEPS, model="demo-model"), home) as (_, proxy):
         answer = agent(proxy.base_url)
     assert answer == STEPS[1]["content"]
 

@@ -27,8 +27,8 @@ from tests.engine.capture_support import (
     read_run,
 )
 from tests.engine.test_serve_model import serve
-from workbench.engine.http.model_server import ModelServer, ScriptResponder
-from workbench.engine.http.proxy import RecordingProxy
+from tests.support.servers import recording_proxy
+from workbench.engine.http.model_server import ScriptResponder
 
 ROOT = Path(__file__).parents[2]
 AGENT = Path(__file__).parent / "node" / "ai_sdk_agent.mjs"
@@ -56,10 +56,7 @@ def test_the_ai_sdk_default_provider_is_captured_and_replays_offline(
     tmp_path: Path, stream: bool
 ) -> None:
     home = tmp_path / "home"
-    with (
-        ModelServer(ScriptResponder(STEPS, model="demo-model")) as upstream,
-        RecordingProxy(upstream.base_url, home) as proxy,
-    ):
+    with recording_proxy(ScriptResponder(STEPS, model="demo-model"), home) as (upstream, proxy):
         answer = ai_sdk_agent(proxy.base_url, stream=stream)
         sent = upstream.requests
     assert answer == STEPS[1]["content"]

@@ -13,10 +13,9 @@ import openai
 import pytest
 
 from tests.engine.capture_support import read_run
-from tests.support.servers import text_chunks
+from tests.support.servers import recording_proxy, text_chunks
 from traces.home import REDACT_FILE
-from workbench.engine.http.model_server import ModelServer, Reply
-from workbench.engine.http.proxy import RecordingProxy
+from workbench.engine.http.model_server import Reply
 
 KEY = "azure-4f9c1e7a2b8d6035-key"
 
@@ -31,10 +30,7 @@ SENT_AS: dict[str, dict[str, Any]] = {
 
 def capture(home: Path, replies: list[Reply], stream: bool, **client: Any) -> None:
     answers = iter(replies)
-    with (
-        ModelServer(lambda body: next(answers)) as upstream,
-        RecordingProxy(upstream.base_url, home) as proxy,
-    ):
+    with recording_proxy(lambda body: next(answers), home) as (upstream, proxy):
         sdk = openai.OpenAI(base_url=proxy.base_url, api_key="none", max_retries=0, **client)
         for _ in replies:
             try:

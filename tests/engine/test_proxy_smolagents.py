@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,9 @@ import pytest
 
 from tests.engine.capture_support import assert_no_key_in, read_run, runs
 from tests.engine.test_serve_model import serve
-from workbench.engine.http.model_server import ModelServer, ScriptResponder
-from workbench.engine.http.proxy import RecordingProxy
+from tests.support.processes import WORKBENCH
+from tests.support.servers import recording_proxy
+from workbench.engine.http.model_server import ScriptResponder
 
 pytestmark = [
     pytest.mark.frameworks,
@@ -28,7 +28,6 @@ pytestmark = [
     ),
 ]
 
-WORKBENCH = str(Path(sys.executable).with_name("workbench"))
 KEY = "sk-smolagents-test-0123456789abcdef"
 TASK = "What is 8080 times two?"
 USAGE = {"prompt_tokens": 900, "completion_tokens": 20, "total_tokens": 920}
@@ -69,10 +68,7 @@ def smolagents_agent(base_url: str) -> str:
 
 def test_a_smolagents_run_is_one_completed_run_that_replays_and_forks(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    with (
-        ModelServer(ScriptResponder(STEPS, model="demo-model")) as upstream,
-        RecordingProxy(upstream.base_url, home) as proxy,
-    ):
+    with recording_proxy(ScriptResponder(STEPS, model="demo-model"), home) as (upstream, proxy):
         assert smolagents_agent(proxy.base_url) == "16160"
         sent = upstream.requests
     # What it sends: the call as text, the result as a user message.
@@ -141,10 +137,7 @@ def _fork(home: Path, tmp_path: Path, run_id: str, steps: Any, *argv: str) -> li
 
 
 def _captured(home: Path) -> str:
-    with (
-        ModelServer(ScriptResponder(STEPS, model="demo-model")) as upstream,
-        RecordingProxy(upstream.base_url, home) as proxy,
-    ):
+    with recording_proxy(ScriptResponder(STEPS, model="demo-model"), home) as (_, proxy):
         assert smolagents_agent(proxy.base_url) == "16160"
     return str(read_run(home)[0]["run_id"])
 

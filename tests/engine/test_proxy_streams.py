@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +14,10 @@ import pytest
 
 from tests.engine.capture_support import STEPS, read_run, run_agent, runs
 from tests.engine.test_serve_model import serve
-from tests.support.servers import Sequence, text_chunks
+from tests.support.processes import WORKBENCH
+from tests.support.servers import Sequence, hang_up_after_first_chunk, recording_proxy, text_chunks
 from tests.support.streams import load_stream, stream_files, stream_reply
 from workbench.engine.http.model_server import ModelServer, Reply, ScriptResponder
-from workbench.engine.http.proxy import RecordingProxy
-
-WORKBENCH = str(Path(sys.executable).with_name("workbench"))
 
 
 class HeldOpen:
@@ -51,10 +48,7 @@ def test_an_answer_is_recorded_at_done_while_the_upstream_keeps_the_stream_open(
     home = tmp_path / "home"
     # The openai SDK stops reading at `[DONE]` and closes the connection; the upstream
     # holds each stream open until it stops, after the proxy has.
-    with (
-        ModelServer(HeldOpen(STEPS)) as upstream,
-        RecordingProxy(upstream.base_url, home) as proxy,
-    ):
+    with recording_proxy(HeldOpen(STEPS), home) as (_, proxy):
         answer = run_agent(proxy.base_url, stream=True)
     assert answer == STEPS[1]["content"]
 
@@ -86,10 +80,7 @@ def test_real_streams_held_open_after_done_are_recorded_whole(tmp_path: Path, na
     assert reply.chunks is not None
     reply.stall_after = len(reply.chunks)  # then silent, the stream still open
     home = tmp_path / "home"
-    with (
-        ModelServer(lambda body: reply) as upstream,
-        RecordingProxy(upstream.base_url, home) as proxy,
-    ):
+    with recording_proxy(lambda body: reply, home) as (_, proxy):
         client = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
         stream = client.chat.completions.create(
             model="m", messages=[{"role": "user", "content": "go"}], stream=True
@@ -114,9 +105,9 @@ def test_an_answer_is_whole_once_a_chunk_carried_its_finish_reason(
     ]
     held = Reply(chunks=chunks, stall_after=len(chunks))
     home = tmp_path / "home"
-    with (
-        ModelServer(Sequence(held, Reply(chunks=text_chunks("ok")))) as upstream,
-        RecordingProxy(upstream.base_url, home) as proxy,
+    with recording_proxy(Sequence(held, Reply(chunks=text_chunks("ok"))), home) as (
+        _,
+        proxy,
     ):
         client = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
         stream = client.chat.completions.create(
@@ -143,16 +134,12 @@ def test_a_capture_left_incomplete_says_so_naming_its_run(
 ) -> None:
     home = tmp_path / "home"
     stalled = Reply(chunks=text_chunks("one two three four"), stall_after=2)
-    with (
-        ModelServer(Sequence(stalled, Reply(chunks=text_chunks("done")))) as upstream,
-        RecordingProxy(upstream.base_url, home) as proxy,
+    with recording_proxy(Sequence(stalled, Reply(chunks=text_chunks("done"))), home) as (
+        _,
+        proxy,
     ):
         client = openai.OpenAI(base_url=proxy.base_url, api_key="k", max_retries=0)
-        stream = client.chat.completions.create(
-            model="m", messages=[{"role": "user", "content": "count"}], stream=True
-        )
-        next(iter(stream))
-        stream.close()
+        hang_up_after_first_chunk(client)
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
         client.close()
     first = runs(home)[0]
@@ -181,10 +168,7 @@ async def test_a_path_that_leaves_the_base_path_is_refused(
 ) -> None:
     from tests.engine.test_serve_hardening import exchange
 
-    with (
-        ModelServer(ScriptResponder([])) as upstream,
-        RecordingProxy(upstream.base_url, tmp_path / "home") as proxy,
-    ):
+    with recording_proxy(ScriptResponder([]), tmp_path / "home") as (upstream, proxy):
         head = f"{request_line} HTTP/1.1\nHost: localhost\nConnection: close\nContent-Length: 2\n"
         status, body = await exchange(proxy.base_url, head, b"{}")
         # Inside the base path, dots and all, is still passed through.

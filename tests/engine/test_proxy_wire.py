@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +28,9 @@ from tests.engine.wire_support import (
     run_anthropic_agent,
     run_responses_agent,
 )
+from tests.support.processes import WORKBENCH
 from workbench.engine.http.model_server import ModelServer, Reply, ScriptResponder
 from workbench.engine.http.proxy import RecordingProxy
-
-WORKBENCH = str(Path(sys.executable).with_name("workbench"))
 
 
 def workbench_json(home: Path, *argv: str) -> Any:

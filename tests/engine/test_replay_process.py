@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.engine.engine_support import THREE_TURNS, Project
-from tests.tui.long_runs import long_run
+from tests.engine.stored_runs import long_run
 from workbench.engine.recording.load import read_recording_file
 from workbench.engine.recording.replay import NotReplayable, ReplayOutcome, replay_run
 from workbench.engine.recording.replay_process import (

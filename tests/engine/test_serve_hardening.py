@@ -15,7 +15,7 @@ import openai
 import pytest
 
 from tests.engine.test_serve_model import serve
-from tests.support.servers import text_chunks
+from tests.support.servers import open_streams_at_once, text_chunks
 from workbench.engine.http.model_server import ModelServer, Reply, ScriptResponder
 
 
@@ -100,26 +100,8 @@ async def test_holds_200_concurrent_streams_none_refused() -> None:
     # stops, so all 200 are open on the server at the same moment once every first chunk is in.
     reply = Reply(chunks=text_chunks("one two"), stall_after=1)
     streams = 200
-    first_chunks = 0
-    all_open = asyncio.Event()
     with ModelServer(lambda body: reply, keep_requests=False) as server:
-        client = openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0)
-
-        async def one() -> None:
-            nonlocal first_chunks
-            stream = await client.chat.completions.create(
-                model="m", messages=[{"role": "user", "content": "q"}], stream=True
-            )
-            await anext(aiter(stream))
-            first_chunks += 1
-            if first_chunks == streams:
-                all_open.set()
-            await all_open.wait()
-            await stream.close()
-
-        await asyncio.wait_for(asyncio.gather(*(one() for _ in range(streams))), 600)
-        await client.close()
-    assert first_chunks == streams
+        assert await open_streams_at_once(server.base_url, streams) == streams
 
 
 def test_the_cli_answers_bad_requests_without_a_traceback(tmp_path: Path) -> None:

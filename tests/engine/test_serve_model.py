@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,8 +14,7 @@ import openai
 import pytest
 
 from tests.engine.engine_support import THREE_TURNS, Project, cli, read_events
-
-WORKBENCH = str(Path(sys.executable).with_name("workbench"))
+from tests.support.processes import WORKBENCH
 
 
 @contextmanager

@@ -6,12 +6,9 @@ gets 408 without holding the server, and `--max-request-mb` limits each the same
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -23,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from tests.engine.capture_support import read_run
+from tests.support.processes import workbench_process
 from workbench.engine.http.model_server import ModelServer, ScriptResponder
 
-WORKBENCH = shutil.which("workbench", path=str(Path(sys.executable).parent)) or "workbench"
 OTEL_FIXTURES = Path(__file__).parents[1] / "interop" / "fixtures"
 SERVERS = ["proxy", "serve-model", "collect"]
 WAIT_S = 30.0
@@ -76,13 +73,7 @@ def running(server: str, tmp_path: Path, *flags: str) -> Iterator[Running]:
             "serve-model": ["serve-model", "--script", str(script)],
             "collect": ["collect"],
         }[server]
-        process = subprocess.Popen(
-            [WORKBENCH, "--home", str(home), *command, "--port", "0", *flags],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=os.environ | {"PYTHONUNBUFFERED": "1"},
-        )
+        process = workbench_process("--home", str(home), *command, "--port", "0", *flags)
         try:
             assert process.stdout is not None
             ready = process.stdout.readline()  # blocks until the server is listening

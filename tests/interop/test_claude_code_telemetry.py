@@ -20,6 +20,7 @@ import pytest
 pytest.importorskip("opentelemetry.sdk", reason="needs the otel extra")
 
 from tests.interop.test_collect_signals import check_claude_code_run
+from tests.support.servers import completion
 from workbench.engine.http.model_server import ModelServer, Reply
 from workbench.engine.otel.collect import Collector
 
@@ -31,20 +32,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def _completion(message: dict[str, Any], finish: str, usage: tuple[int, int]) -> Reply:
-    return Reply(
-        body={
-            "id": "chatcmpl-1",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "claude-sonnet-4-5",
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {
-                "prompt_tokens": usage[0],
-                "completion_tokens": usage[1],
-                "total_tokens": sum(usage),
-            },
-        }
-    )
+    return completion(message, finish, usage, model="claude-sonnet-4-5")
 
 
 def test_claude_code_telemetry_from_the_real_cli_becomes_a_run(

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +32,12 @@ from tests.interop.coding_agents import (
     run_claude,
     run_codex,
 )
+from tests.support.processes import WORKBENCH
 from workbench.engine.http.model_server import ModelServer, ScriptResponder
 from workbench.engine.http.proxy import RecordingProxy
 from workbench.engine.http.serve import replay_server
 
 pytestmark = pytest.mark.coding_agents
-WORKBENCH = str(Path(sys.executable).with_name("workbench"))
 
 
 def need(name: str) -> Path:

@@ -9,11 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import shutil
 import signal
-import subprocess
-import sys
 import threading
 import urllib.error
 import urllib.request
@@ -30,6 +26,7 @@ pytest.importorskip("opentelemetry.sdk", reason="needs the otel extra")
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from tests.support.processes import workbench_process
 from workbench.engine.otel import collect as otel_collect
 from workbench.engine.otel.collect import BodyError, OtlpReceiver, decompressed
 from workbench.engine.otel.ingest import parse_json
@@ -80,16 +77,8 @@ class Collector:
     """`workbench collect` on a free loopback port, until `stop`."""
 
     def __init__(self, home: Path, *flags: str) -> None:
-        workbench = shutil.which("workbench", path=str(Path(sys.executable).parent))
-        assert workbench is not None
         self.home = home
-        self.process = subprocess.Popen(
-            [workbench, "--home", str(home), "collect", "--port", "0", *flags],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=os.environ | {"PYTHONUNBUFFERED": "1"},
-        )
+        self.process = workbench_process("--home", str(home), "collect", "--port", "0", *flags)
         assert self.process.stdout is not None and self.process.stderr is not None
         first = self.process.stdout.readline()
         assert first.startswith("collecting OTLP/HTTP spans on http://127.0.0.1:"), first

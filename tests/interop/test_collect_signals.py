@@ -6,11 +6,7 @@ and JSON, through the OpenTelemetry SDK's own exporters."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
-import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -33,6 +29,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader, MetricExportR
 from opentelemetry.sdk.resources import Resource
 
 from tests.interop.producers import FIXTURES
+from tests.support.processes import workbench_process
 from workbench.engine.otel.collect import Collector
 
 HERE = Path(__file__).parent / "fixtures"
@@ -79,15 +76,7 @@ def _post(url: str, data: bytes, content_type: str) -> tuple[int, bytes]:
 
 
 def test_collect_says_why_a_trace_gave_no_run(wb_home: Path) -> None:
-    workbench = shutil.which("workbench", path=str(Path(sys.executable).parent))
-    assert workbench is not None
-    process = subprocess.Popen(
-        [workbench, "collect", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=os.environ | {"PYTHONUNBUFFERED": "1"},
-    )
+    process = workbench_process("collect", "--port", "0")
     try:
         assert process.stdout is not None and process.stderr is not None
         first = process.stdout.readline()

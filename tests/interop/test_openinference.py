@@ -30,7 +30,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from tests.support.servers import Sequence
+from tests.support.servers import Sequence, completion
 from workbench.engine.http.model_server import ModelServer, Reply
 from workbench.engine.otel.collect import Collector
 
@@ -52,20 +52,7 @@ TOOLS: list[Any] = [
 
 
 def _completion(message: dict[str, Any], finish: str, usage: tuple[int, int]) -> Reply:
-    return Reply(
-        body={
-            "id": "chatcmpl-1",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "local-model",
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": {
-                "prompt_tokens": usage[0],
-                "completion_tokens": usage[1],
-                "total_tokens": sum(usage),
-            },
-        }
-    )
+    return completion(message, finish, usage, model="local-model")
 
 
 ASK_TOOL = _completion(

@@ -9,12 +9,8 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import shutil
 import signal
 import socket
-import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -22,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.interop.conftest import RecordingReceiver
+from tests.support.processes import workbench_process
 from traces.events import RunStart
 from traces.reader import read_trace
 from traces.tree import build_chain
@@ -260,15 +257,7 @@ def _post(
 
 def test_collect_command_runs_until_interrupted(golden_home: Path, tmp_path: Path) -> None:
     other = tmp_path / "teammate"
-    workbench = shutil.which("workbench", path=str(Path(sys.executable).parent))
-    assert workbench is not None
-    process = subprocess.Popen(
-        [workbench, "--home", str(other), "collect", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=os.environ | {"PYTHONUNBUFFERED": "1"},
-    )
+    process = workbench_process("--home", str(other), "collect", "--port", "0")
     try:
         assert process.stdout is not None
         first = process.stdout.readline()

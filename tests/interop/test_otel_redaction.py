@@ -8,16 +8,13 @@ A home with a configured pattern takes spans holding a matching string, through
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
-import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
 import pytest
 
+from tests.support.processes import workbench_process
 from workbench.cli import main
 
 pytest.importorskip("opentelemetry.sdk", reason="needs the otel extra")
@@ -81,15 +78,7 @@ def test_collect_applies_the_homes_redaction_patterns(
 ) -> None:
     home = tmp_path / "collected"
     _configure(home)
-    workbench = shutil.which("workbench", path=str(Path(sys.executable).parent))
-    assert workbench is not None
-    process = subprocess.Popen(
-        [workbench, "--home", str(home), "collect", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=os.environ | {"PYTHONUNBUFFERED": "1"},
-    )
+    process = workbench_process("--home", str(home), "collect", "--port", "0")
     try:
         assert process.stdout is not None
         endpoint = process.stdout.readline().split(" on ")[1].split(" into ")[0]

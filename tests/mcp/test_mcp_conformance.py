@@ -7,15 +7,14 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.mcp.mcp_support import INSTALL_HINT, ROOT
+from tests.support.processes import WORKBENCH
 
 HARNESS = ROOT / "node_modules" / ".bin" / "conformance"
-WORKBENCH = Path(sys.executable).parent / "workbench"
 
 
 def _node_major(node: str) -> int:

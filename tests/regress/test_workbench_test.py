@@ -10,6 +10,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from workbench.engine.http.model_server import ModelServer, Reply, ScriptResponder
 
 CLI = "import sys; from workbench.cli import main; sys.exit(main())"
@@ -41,6 +43,14 @@ expect_not_tool = "read_file"
 MISLEADING = "Evaluate arithmetic expressions exactly. Do not use it for a file."
 
 
+@pytest.fixture
+def suite(tmp_path: Path) -> Path:
+    """The file-tools suite (SUITE) as a file."""
+    path = tmp_path / "file-tools.wbsuite.toml"
+    path.write_text(SUITE, encoding="utf-8")
+    return path
+
+
 def workbench(
     *args: str, server: ModelServer, home: Path, root: Path
 ) -> subprocess.CompletedProcess[str]:
@@ -50,10 +60,8 @@ def workbench(
 
 
 def test_baseline_then_a_misleading_edit_fails_with_the_description_diff(
-    tmp_path: Path, chooser_server: ModelServer, project: Path
+    tmp_path: Path, suite: Path, chooser_server: ModelServer, project: Path
 ) -> None:
-    suite = tmp_path / "file-tools.wbsuite.toml"
-    suite.write_text(SUITE, encoding="utf-8")
     home = tmp_path / "home"
 
     passing = workbench(
@@ -102,10 +110,8 @@ def test_baseline_then_a_misleading_edit_fails_with_the_description_diff(
 
 
 def test_json_output_and_samples_override(
-    tmp_path: Path, chooser_server: ModelServer, project: Path
+    tmp_path: Path, suite: Path, chooser_server: ModelServer, project: Path
 ) -> None:
-    suite = tmp_path / "s.wbsuite.toml"
-    suite.write_text(SUITE, encoding="utf-8")
     result = workbench(
         str(suite),
         "--json",
@@ -147,10 +153,8 @@ def test_a_bad_suite_exits_2_with_one_line(
 
 
 def test_unknown_baseline_or_tool_exits_2(
-    tmp_path: Path, chooser_server: ModelServer, project: Path
+    tmp_path: Path, suite: Path, chooser_server: ModelServer, project: Path
 ) -> None:
-    suite = tmp_path / "s.wbsuite.toml"
-    suite.write_text(SUITE, encoding="utf-8")
     home = tmp_path / "home"
     no_baseline = workbench(
         str(suite), "--baseline", "nope", server=chooser_server, home=home, root=project
@@ -163,9 +167,7 @@ def test_unknown_baseline_or_tool_exits_2(
     assert bad_tool.returncode == 2 and "unknown tool 'nope'" in bad_tool.stderr
 
 
-def test_an_unreachable_model_exits_2(tmp_path: Path, project: Path) -> None:
-    suite = tmp_path / "s.wbsuite.toml"
-    suite.write_text(SUITE, encoding="utf-8")
+def test_an_unreachable_model_exits_2(tmp_path: Path, suite: Path, project: Path) -> None:
     with ModelServer(lambda body: None) as server:  # type: ignore[arg-type, return-value]
         url = server.base_url
     command = [sys.executable, "-c", CLI, "test", str(suite), "--home", str(tmp_path / "h")]
@@ -179,12 +181,10 @@ def test_an_unreachable_model_exits_2(tmp_path: Path, project: Path) -> None:
 
 
 def test_a_model_that_does_not_answer_in_time_is_an_error_not_a_choice(
-    tmp_path: Path, project: Path
+    tmp_path: Path, suite: Path, project: Path
 ) -> None:
     # However slow the machine, a sample whose model call failed (here: the model's
     # timeout, as a retried connection error ends when it is slow) judges no tool choice.
-    suite = tmp_path / "s.wbsuite.toml"
-    suite.write_text(SUITE, encoding="utf-8")
     silent = Reply(chunks=[], stall_after=0)
     with ModelServer(lambda body: silent) as server:
         options = ["--samples", "1", "--model-timeout", "1"]
@@ -195,10 +195,8 @@ def test_a_model_that_does_not_answer_in_time_is_an_error_not_a_choice(
 
 
 def test_progress_off_a_terminal_is_printed_when_asked(
-    tmp_path: Path, chooser_server: ModelServer, project: Path
+    tmp_path: Path, suite: Path, chooser_server: ModelServer, project: Path
 ) -> None:
-    suite = tmp_path / "file-tools.wbsuite.toml"
-    suite.write_text(SUITE, encoding="utf-8")
     home = tmp_path / "home"
     for asked in (["--progress"], []):
         result = workbench(str(suite), *asked, server=chooser_server, home=home, root=project)
@@ -209,10 +207,8 @@ def test_progress_off_a_terminal_is_printed_when_asked(
 
 
 def test_sample_traces_get_the_homes_redaction(
-    tmp_path: Path, chooser_server: ModelServer, project: Path
+    tmp_path: Path, suite: Path, chooser_server: ModelServer, project: Path
 ) -> None:
-    suite = tmp_path / "file-tools.wbsuite.toml"
-    suite.write_text(SUITE, encoding="utf-8")
     home = tmp_path / "home"
     home.mkdir()
     (home / "redact-patterns.txt").write_text("notes\\.txt\n", encoding="utf-8")

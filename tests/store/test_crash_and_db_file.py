@@ -7,6 +7,8 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -66,8 +68,10 @@ def test_sigkilled_writer_leaves_a_trace_whose_whole_lines_ingest(tmp_path: Path
         assert store.count_events("killed-run") == whole_lines
 
 
-def test_database_held_by_another_process_is_a_clear_error(tmp_path: Path) -> None:
-    db = tmp_path / "w.duckdb"
+@contextmanager
+def held(db: Path) -> Iterator[Callable[[], None]]:
+    """`db` open in another process until the block ends or it calls the `let_go` it is
+    given (the holder lets go once it reads a line)."""
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER, str(db)],
         stdin=subprocess.PIPE,
@@ -75,43 +79,46 @@ def test_database_held_by_another_process_is_a_clear_error(tmp_path: Path) -> No
         text=True,
     )
     assert holder.stdout is not None and holder.stdin is not None
+    stdin = holder.stdin
+
+    def let_go() -> None:
+        if not stdin.closed:
+            stdin.write("\n")
+            stdin.close()
+
     try:
         assert holder.stdout.readline().strip() == "ready"
+        yield let_go
+    finally:
+        let_go()
+        holder.wait()
+
+
+def test_database_held_by_another_process_is_a_clear_error(tmp_path: Path) -> None:
+    db = tmp_path / "w.duckdb"
+    with held(db):
         with pytest.raises(StoreLockedError, match=str(db)) as caught:
             TraceStore.open(db)
         assert "\n" not in str(caught.value)
-    finally:
-        holder.stdin.write("\n")
-        holder.stdin.close()
-        holder.wait()
     TraceStore.open(db).close()  # free again once the other process is gone
 
 
 def test_opening_waits_for_another_process_to_let_go(tmp_path: Path) -> None:
     db = tmp_path / "w.duckdb"
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(db)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert holder.stdout is not None and holder.stdin is not None
-    assert holder.stdout.readline().strip() == "ready"
-    with pytest.raises(StoreLockedError):
-        TraceStore.open(db, wait_s=0.0)
     opened: list[int] = []
 
     def open_when_free() -> None:
         with TraceStore.open(db, wait_s=30.0) as store:
             opened.append(store.count_runs())
 
-    waiter = threading.Thread(target=open_when_free)
-    waiter.start()
-    holder.stdin.write("\n")  # the holder lets go once it reads a line
-    holder.stdin.close()
-    waiter.join()
+    with held(db) as let_go:
+        with pytest.raises(StoreLockedError):
+            TraceStore.open(db, wait_s=0.0)
+        waiter = threading.Thread(target=open_when_free)
+        waiter.start()
+        let_go()
+        waiter.join()
     assert opened == [0]
-    holder.wait()
 
 
 def test_corrupt_database_file_is_a_clear_error(tmp_path: Path) -> None:

@@ -6,60 +6,27 @@ all of the run's events answers."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from traces.events import (
-    ModelRequest,
-    ModelResponse,
-    RunEnd,
-    RunStart,
-    ToolEnd,
-    ToolStart,
-    Totals,
-)
-from traces.recorder import Recorder
+from tests.engine.stored_runs import long_run
+from tests.support.golden import golden_traces_in
+from traces.events import ToolEnd
 from traces.store import TraceStore
-from traces.writer import JsonlWriter
 from workbench.engine.views.outline import event_is_failure
 
-GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "v1"
 LONG = "1" * 32
-
-
-def long_run(folder: Path, turns: int, failing_turn: int | None = None) -> Path:
-    """A completed run of `turns` turns of four events each (request, response, tool start
-    and end); the tool call of `failing_turn` fails."""
-    writer = JsonlWriter(folder, LONG)
-    rec = Recorder(LONG, [writer])
-    rec.emit(RunStart, turn=None, task="a long task", model="m")
-    for turn in range(1, turns + 1):
-        rec.turn = turn
-        rec.emit(ModelRequest, messages=[{"role": "user", "content": f"step {turn}"}])
-        call = {"id": f"c{turn}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
-        message = {"role": "assistant", "content": f"Step {turn} Said", "tool_calls": [call]}
-        rec.emit(ModelResponse, message=message)
-        rec.emit(ToolStart, call_id=f"c{turn}", name="f", arguments_raw="{}")
-        ok = turn != failing_turn
-        rec.emit(ToolEnd, call_id=f"c{turn}", name="f", ok=ok, result="done" if ok else "")
-    rec.emit(RunEnd, turn=None, status="completed", totals=Totals(turns=turns))
-    rec.close()
-    return writer.path
 
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
-    traces = tmp_path / "traces"
-    traces.mkdir()
-    for trace in GOLDEN.glob("*.jsonl"):
-        shutil.copy(trace, traces / trace.name)
+    golden_traces_in(tmp_path / "traces")
     return tmp_path
 
 
 def test_a_run_is_read_from_the_batches_that_hold_it(home: Path) -> None:
-    path = long_run(home / "traces", turns=20)
+    path = long_run(home / "traces", 20, run_id=LONG)
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(b"".join(lines[:30]))  # the run is still being written
     with TraceStore.for_home(home) as store:
@@ -83,7 +50,7 @@ def test_a_run_is_read_from_the_batches_that_hold_it(home: Path) -> None:
 
 
 def test_a_long_run_pages_by_position(home: Path) -> None:
-    long_run(home / "traces", turns=750)  # 3,002 events
+    long_run(home / "traces", 750, run_id=LONG)  # 3,002 events
     with TraceStore.for_home(home) as store:
         store.ingest_home(home)
         everything = store.events(LONG)
@@ -97,7 +64,7 @@ def test_a_long_run_pages_by_position(home: Path) -> None:
 
 
 def test_a_run_with_a_gap_in_its_seqs_still_pages_by_position(home: Path) -> None:
-    path = long_run(home / "traces", turns=10)
+    path = long_run(home / "traces", 10, run_id=LONG)
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(b"".join(lines[:5] + lines[6:]))  # seq 5 is missing
     with TraceStore.for_home(home) as store:
@@ -108,7 +75,7 @@ def test_a_run_with_a_gap_in_its_seqs_still_pages_by_position(home: Path) -> Non
 
 
 def test_the_first_failure_is_the_first_event_a_walk_finds(home: Path) -> None:
-    long_run(home / "traces", turns=300, failing_turn=280)
+    long_run(home / "traces", 300, run_id=LONG, failing_turn=280)
     with TraceStore.for_home(home) as store:
         store.ingest_home(home)
         run_ids = [run.run_id for run in store.runs(limit=1000)]
@@ -125,7 +92,7 @@ def test_the_first_failure_is_the_first_event_a_walk_finds(home: Path) -> None:
 
 
 def test_search_finds_text_as_written_in_any_case(home: Path) -> None:
-    long_run(home / "traces", turns=30)
+    long_run(home / "traces", 30, run_id=LONG)
     with TraceStore.for_home(home) as store:
         store.ingest_home(home)
         hits = store.search("STEP 17 said")
@@ -137,7 +104,7 @@ def test_search_finds_text_as_written_in_any_case(home: Path) -> None:
 def test_show_pages_a_run_of_many_turns(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from workbench.cli import main
 
-    long_run(home / "traces", turns=130)
+    long_run(home / "traces", 130, run_id=LONG)
     argv = ["--home", str(home)]
     assert main(["show", LONG[:8], *argv]) == 0
     first = capsys.readouterr().out

@@ -3,22 +3,17 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
+from tests.support.golden import GOLDEN, golden_traces_in
 from traces.store import TraceStore
-
-GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "v1"
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> TraceStore:
-    traces = tmp_path / "traces"
-    traces.mkdir()
-    for trace in GOLDEN.glob("*.jsonl"):
-        shutil.copy(trace, traces / trace.name)
+    traces = golden_traces_in(tmp_path / "traces")
     # One of them a regression sample: the v2 origin says where a run came from.
     sample = traces / "aebcfee64292505baee318065362e2e4.jsonl"
     lines = sample.read_text().splitlines()

@@ -74,6 +74,18 @@ class Lines:
         return self.seen
 
 
+def workbench_process(*argv: str) -> subprocess.Popen[str]:
+    """`workbench ARGV…` started as people start it, its output piped as text and unbuffered,
+    so a server's first line (where it listens) can be read as soon as it is printed."""
+    return subprocess.Popen(
+        [WORKBENCH, *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ | {"PYTHONUNBUFFERED": "1"},
+    )
+
+
 def file_size_limit(limit: int) -> Callable[[], None]:
     """A `preexec_fn` that lets the process (and its children) write at most `limit` bytes
     per file: past it a write fails as on a full disk."""

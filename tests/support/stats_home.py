@@ -8,7 +8,8 @@ import json
 from datetime import datetime, timedelta
 from pathlib import Path
 
-GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "v1"
+from tests.support.golden import GOLDEN
+
 OTHER_MODEL = "big-model"
 PRICES = (
     '[models."gpt-4o-mini-2024-07-18"]\ninput = 0.15\noutput = 0.60\n'

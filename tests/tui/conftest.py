@@ -1,10 +1,11 @@
-"""Shared pieces of the TUI tests: a home folder of golden traces and Pilot helpers that wait
-for workers and their messages instead of sleeping."""
+"""Shared pieces of the TUI tests: a home folder of golden traces, one of the demo's runs, and
+Pilot helpers that wait for workers and their messages instead of sleeping."""
 
 from __future__ import annotations
 
 import contextlib
-import shutil
+import io
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,9 +16,10 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 from textual.worker import WorkerCancelled, WorkerFailed
 
+from tests.support.golden import GOLDEN as GOLDEN  # the TUI tests import it from here
+from tests.support.golden import golden_traces_in
+from workbench.cli import main
 from workbench.tui.document import Document
-
-GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "v1"
 
 # Golden runs by status (tests/fixtures/traces/make_v1.py).
 COMPLETED = "276a0272c8a551178d8bfedb26070002"
@@ -28,10 +30,27 @@ MAX_TURNS = "9885cb1103bd5320996b905ed85bc767"
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     folder = tmp_path / "home"
-    (folder / "traces").mkdir(parents=True)
-    for trace in GOLDEN.glob("*.jsonl"):
-        shutil.copy(trace, folder / "traces" / trace.name)
+    golden_traces_in(folder / "traces")
     return folder
+
+
+def golden_usage(run_id: str) -> dict[int, dict[str, Any]]:
+    """A golden run's usage by turn, as its model responses recorded it."""
+    usage = {}
+    for line in (GOLDEN / f"{run_id}.jsonl").read_text().splitlines():
+        event = json.loads(line)
+        if event["type"] == "model_response":
+            usage[event["turn"]] = event["usage"]
+    return usage
+
+
+@pytest.fixture
+def demo_home(tmp_path: Path) -> Path:
+    """A home with the runs `workbench demo` records (one of each status)."""
+    home = tmp_path / "demo"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["--home", str(home), "demo", "--no-tui"]) == 0
+    return home
 
 
 async def settle(
@@ -48,6 +67,16 @@ async def settle(
             return
         await pilot.pause(0.02)  # a timer (replay play) or a page request may be next
     raise AssertionError("the app did not reach the expected state")
+
+
+async def pair_result(pilot: Pilot[Any], screen_type: type, busy: str) -> str:
+    """The text of a two-run screen's result (compare, schema diff) once the screen is open
+    and its result no longer says `busy` ("aligning", "diffing")."""
+    app = pilot.app
+    await settle(pilot, lambda: isinstance(app.screen, screen_type))
+    screen = app.screen
+    await settle(pilot, lambda: busy not in plain(screen.query_one("#pair-result", Document)))
+    return plain(screen.query_one("#pair-result", Document))
 
 
 def plain(widget: Static | Document, width: int = 160) -> str:

@@ -4,16 +4,15 @@ run's tools could read (recorded in its run_start)."""
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from textual.widgets import Static
 
+from tests.engine.engine_support import read_call, recorded_read_run
 from tests.tui.conftest import plain, settle
 from traces.events import ToolEnd
-from workbench.cli import main
 from workbench.engine.http.model_server import ModelServer, ScriptResponder
 from workbench.engine.recording.fork import ForkRequest
 from workbench.tui import WorkbenchApp
@@ -21,22 +20,11 @@ from workbench.tui.backend import Backend, Endpoint, Outline, RunFilter
 from workbench.tui.run_screen import RunScreen
 
 
-def _read(path: str, call_id: str) -> dict[str, object]:
-    return {"tool_calls": [{"id": call_id, "name": "read_file", "arguments": {"path": path}}]}
-
-
 def test_a_tui_fork_reads_new_files_from_the_recorded_root(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "a.txt").write_text("alpha\n")
+    home, project, _ = recorded_read_run(tmp_path)
     (project / "b.txt").write_text("beta\n")
-    home = tmp_path / "home"
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps([_read("a.txt", "call_a"), {"content": "alpha it is"}]))
-    run = ["run", "What is in a.txt?", "--script", str(script), "--root", str(project)]
-    assert main([*run, "--home", str(home)]) == 0
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)  # the current folder has no b.txt: only the recorded root does
@@ -45,7 +33,7 @@ def test_a_tui_fork_reads_new_files_from_the_recorded_root(
     backend.ingest()
     [parent] = backend.runs(RunFilter(), 0, 10)
     items: list[object] = []
-    fork_answers: list[dict[str, Any]] = [_read("b.txt", "call_b"), {"content": "beta it is"}]
+    fork_answers: list[dict[str, Any]] = [read_call("b.txt", "call_b"), {"content": "beta it is"}]
     with ModelServer(ScriptResponder(fork_answers)) as server:
         result = backend.run_fork(
             parent.run_id,
@@ -63,14 +51,7 @@ def test_a_tui_fork_reads_new_files_from_the_recorded_root(
 
 def _fork_at_turn_two(tmp_path: Path) -> tuple[Path, str, Outline]:
     """A two-turn run (read a file, answer) and a fork of it at turn 2 that answers at once."""
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "a.txt").write_text("alpha\n")
-    home = tmp_path / "home"
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps([_read("a.txt", "call_a"), {"content": "alpha it is"}]))
-    run = ["run", "What is in a.txt?", "--script", str(script), "--root", str(project)]
-    assert main([*run, "--home", str(home)]) == 0
+    home, _, _ = recorded_read_run(tmp_path)
     backend = Backend(home)
     backend.ingest()
     [parent] = backend.runs(RunFilter(), 0, 10)

@@ -4,27 +4,30 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.widgets import Static
 
 from tests.engine.capture_support import STEPS, run_agent
+from tests.support.servers import recording_proxy
 from tests.tui.conftest import plain, settle
-from workbench.engine.http.model_server import ModelServer, ScriptResponder
-from workbench.engine.http.proxy import RecordingProxy
+from workbench.engine.http.model_server import ScriptResponder
 from workbench.tui import WorkbenchApp
 from workbench.tui.paged_list import PagedList
 from workbench.tui.replay_screen import ReplayScreen
 from workbench.tui.run_screen import RunScreen
 
 
-async def test_a_captured_run_shows_its_observed_tool_calls(tmp_path: Path) -> None:
+@pytest.fixture
+def captured_home(tmp_path: Path) -> Path:
+    """A home holding one run, captured by the proxy from an agent that streams."""
     home = tmp_path / "home"
-    with (
-        ModelServer(ScriptResponder(STEPS)) as upstream,
-        RecordingProxy(upstream.base_url, home) as proxy,
-    ):
+    with recording_proxy(ScriptResponder(STEPS), home) as (_, proxy):
         run_agent(proxy.base_url, stream=True)
+    return home
 
-    app = WorkbenchApp(home)
+
+async def test_a_captured_run_shows_its_observed_tool_calls(captured_home: Path) -> None:
+    app = WorkbenchApp(captured_home)
     async with app.run_test(size=(160, 45)) as pilot:
         runs = app.screen.query_one("#runs-list", PagedList)
         await settle(pilot, lambda: runs.total == 1 and runs.row(0) is not None)
@@ -52,15 +55,10 @@ def _detail(screen: RunScreen) -> str:
     return plain(screen.query_one("#detail-body", Static))
 
 
-async def test_verify_replay_of_a_captured_run_is_a_notice_not_a_verdict(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    with (
-        ModelServer(ScriptResponder(STEPS)) as upstream,
-        RecordingProxy(upstream.base_url, home) as proxy,
-    ):
-        run_agent(proxy.base_url, stream=True)
-
-    app = WorkbenchApp(home)
+async def test_verify_replay_of_a_captured_run_is_a_notice_not_a_verdict(
+    captured_home: Path,
+) -> None:
+    app = WorkbenchApp(captured_home)
     async with app.run_test(size=(160, 45)) as pilot:
         runs = app.screen.query_one("#runs-list", PagedList)
         await settle(pilot, lambda: runs.total == 1 and runs.row(0) is not None)

@@ -5,19 +5,15 @@ mark of their own."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 from textual.widgets import Static
 
-from tests.tui.conftest import GOLDEN, MAX_TURNS, plain, settle
+from tests.tui.conftest import GOLDEN, MAX_TURNS, golden_usage, plain, settle
 from traces.store import TraceStore
 from traces.tree import TOOL_CALL_OUTCOMES
-from workbench.cli import main
 from workbench.tui import WorkbenchApp
 from workbench.tui.render import TOOL_MARKS, TURN_MARKS
 from workbench.tui.run_screen import RunScreen
@@ -56,14 +52,6 @@ async def _open_turn(pilot, screen: RunScreen, turn: int) -> list[Any]:
     return list(node.children)
 
 
-@pytest.fixture
-def demo_home(tmp_path: Path) -> Path:
-    home = tmp_path / "demo"
-    with contextlib.redirect_stdout(io.StringIO()):
-        assert main(["--home", str(home), "demo", "--no-tui"]) == 0
-    return home
-
-
 async def test_a_refused_call_is_in_the_tree_and_its_turn_is_not_green(demo_home: Path) -> None:
     with TraceStore.for_home(demo_home) as store:
         run = next(r for r in store.runs() if r.status == "duplicate_tool_calls")
@@ -91,11 +79,7 @@ async def test_a_refused_call_is_in_the_tree_and_its_turn_is_not_green(demo_home
 
 async def test_every_turn_shows_status_time_tokens_and_cost_unopened(home: Path) -> None:
     (home / "prices.toml").write_text(PRICES)
-    usage = {}
-    for line in (GOLDEN / f"{MAX_TURNS}.jsonl").read_text().splitlines():
-        event = json.loads(line)
-        if event["type"] == "model_response":
-            usage[event["turn"]] = event["usage"]
+    usage = golden_usage(MAX_TURNS)
     app = WorkbenchApp(home)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _open(pilot, app, MAX_TURNS)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.engine.stored_runs import LONG, TURNS, long_run
 from tests.tui.conftest import COMPLETED, plain, settle
-from tests.tui.long_runs import LONG, TURNS, long_run
 from workbench.tui import WorkbenchApp
 from workbench.tui.diff_screens import ChainCompareScreen
 from workbench.tui.document import Document

@@ -9,7 +9,7 @@ from pathlib import Path
 from textual.widgets import Select, Static, TextArea
 
 from tests.engine.engine_support import Project, SearchTools, search_schema
-from tests.tui.conftest import ERROR, MAX_TURNS, plain, settle
+from tests.tui.conftest import ERROR, MAX_TURNS, pair_result, plain, settle
 from workbench.engine.http.model_server import ModelServer, ScriptResponder
 from workbench.tui import Endpoint, WorkbenchApp
 from workbench.tui.backend import Backend
@@ -118,12 +118,7 @@ async def test_schema_diff_of_two_marked_runs(home: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, lambda: _runs(app).total == 8 and _runs(app).row(1) is not None)
         await pilot.press("space", "down", "space", "d")
-        await settle(pilot, lambda: isinstance(app.screen, SchemaDiffScreen))
-        screen = app.screen
-        await settle(
-            pilot, lambda: "diffing" not in plain(screen.query_one("#pair-result", Document))
-        )
-        shown = plain(screen.query_one("#pair-result", Document))
+        shown = await pair_result(pilot, SchemaDiffScreen, "diffing")
         assert "could not" not in shown
         assert "read_file" in shown
 
@@ -137,12 +132,7 @@ async def test_schema_diff_shows_a_change_inside_a_nested_parameter(tmp_path: Pa
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, lambda: _runs(app).total == 2 and _runs(app).row(1) is not None)
         await pilot.press("space", "down", "space", "d")
-        await settle(pilot, lambda: isinstance(app.screen, SchemaDiffScreen))
-        screen = app.screen
-        await settle(
-            pilot, lambda: "diffing" not in plain(screen.query_one("#pair-result", Document))
-        )
-        shown = plain(screen.query_one("#pair-result", Document))
+        shown = await pair_result(pilot, SchemaDiffScreen, "diffing")
         assert "0 added, 0 removed, 1 changed" in shown, shown
         assert "~ search" in shown and "filters (type)" in shown
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import contextlib
 import io
 from pathlib import Path
+from typing import Any
 
-import pytest
 from textual.widgets import Footer, Select, Static, TextArea
 from textual.widgets._footer import FooterKey
 
@@ -25,17 +25,20 @@ from workbench.tui.fork_screen import ForkScreen
 SIZE = (160, 45)
 
 
-@pytest.fixture
-def demo_home(tmp_path: Path) -> Path:
-    home = tmp_path / "demo"
-    with contextlib.redirect_stdout(io.StringIO()):
-        assert main(["--home", str(home), "demo", "--no-tui"]) == 0
-    return home
-
-
 def _demo_run(home: Path, status: str) -> str:
     with TraceStore.for_home(home) as store:
         return next(run.run_id for run in store.runs() if run.status == status)
+
+
+async def _open_fork(pilot: Any, app: WorkbenchApp, parent: str, turn: int) -> ForkScreen:
+    """The fork dialog for `parent` at `turn`, once its context has loaded."""
+    app.open_fork(parent, turn)
+    await settle(
+        pilot, lambda: isinstance(app.screen, ForkScreen) and app.screen.context is not None
+    )
+    fork = app.screen
+    assert isinstance(fork, ForkScreen) and fork.context is not None
+    return fork
 
 
 async def test_direct_keys_edit_a_tool_description_and_the_fork_answers_differently(
@@ -45,12 +48,8 @@ async def test_direct_keys_edit_a_tool_description_and_the_fork_answers_differen
     app = WorkbenchApp(demo_home, endpoint=Endpoint())  # no model: the demo's own fork model
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        app.open_fork(parent, 1)
-        await settle(
-            pilot, lambda: isinstance(app.screen, ForkScreen) and app.screen.context is not None
-        )
-        fork = app.screen
-        assert isinstance(fork, ForkScreen) and fork.context is not None
+        fork = await _open_fork(pilot, app, parent, 1)
+        assert fork.context is not None
         # The footer names the direct keys.
         await settle(pilot, lambda: len(fork.query(FooterKey)) > 0)
         shown_keys = {key.description for key in fork.query_one(Footer).query(FooterKey)}
@@ -93,12 +92,7 @@ async def test_the_plan_follows_a_mocked_result_as_it_is_typed(demo_home: Path) 
     app = WorkbenchApp(demo_home, endpoint=Endpoint())
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        app.open_fork(parent, 2)
-        await settle(
-            pilot, lambda: isinstance(app.screen, ForkScreen) and app.screen.context is not None
-        )
-        fork = app.screen
-        assert isinstance(fork, ForkScreen)
+        fork = await _open_fork(pilot, app, parent, 2)
         plan = fork.query_one("#fork-plan", Static)
         await settle(pilot, lambda: "no edits" in plain(plan))
         mock = fork.query_one("#fork-mock", TextArea)

@@ -11,7 +11,7 @@ from typing import Any
 from textual.widgets import Footer, Sparkline, Static
 
 from tests.support.stats_home import OTHER_MODEL, spread_runs
-from tests.tui.conftest import GOLDEN, MAX_TURNS, plain, settle
+from tests.tui.conftest import MAX_TURNS, golden_usage, plain, settle
 from workbench.cli import main
 from workbench.tui import WorkbenchApp
 from workbench.tui.help import HelpScreen
@@ -91,11 +91,7 @@ async def test_the_overview_of_an_unpriced_empty_home(tmp_path: Path) -> None:
 
 
 async def test_the_timeline_draws_tokens_per_turn_beside_the_waterfall(home: Path) -> None:
-    usage = {}
-    for line in (GOLDEN / f"{MAX_TURNS}.jsonl").read_text().splitlines():
-        event = json.loads(line)
-        if event["type"] == "model_response":
-            usage[event["turn"]] = event["usage"]
+    usage = golden_usage(MAX_TURNS)
     app = WorkbenchApp(home)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, lambda: app.screen.query("#runs-list"))

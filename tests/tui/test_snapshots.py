@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.tui.conftest import COMPLETED, ERROR, MAX_TURNS, plain, settle
+from tests.tui.conftest import COMPLETED, ERROR, MAX_TURNS, pair_result, plain, settle
 from workbench.tui import Endpoint, WorkbenchApp
+from workbench.tui.diff_screens import ChainCompareScreen, SchemaDiffScreen
 from workbench.tui.paged_list import PagedList
 from workbench.tui.run_screen import RunScreen
 
@@ -62,9 +63,7 @@ def test_chain_compare_screen(snap_compare, home: Path) -> None:
     async def run_before(pilot) -> None:
         await _runs_loaded(pilot)
         pilot.app.open_compare(MAX_TURNS, COMPLETED)
-        await settle(
-            pilot, lambda: "aligning" not in str(pilot.app.screen.query_one("#pair-result").content)
-        )
+        await pair_result(pilot, ChainCompareScreen, "aligning")
 
     assert snap_compare(_app(home), terminal_size=SIZE, run_before=run_before)
 
@@ -73,9 +72,7 @@ def test_schema_diff_screen(snap_compare, home: Path) -> None:
     async def run_before(pilot) -> None:
         await _runs_loaded(pilot)
         pilot.app.open_schema_diff(MAX_TURNS, COMPLETED)
-        await settle(
-            pilot, lambda: "diffing" not in str(pilot.app.screen.query_one("#pair-result").content)
-        )
+        await pair_result(pilot, SchemaDiffScreen, "diffing")
 
     assert snap_compare(_app(home), terminal_size=SIZE, run_before=run_before)
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.engine.stored_runs import LONG, TURNS, long_run
 from tests.tui.conftest import COMPLETED, settle
-from tests.tui.long_runs import LONG, TURNS, long_run
 from workbench.tui import WorkbenchApp
 from workbench.tui.paged_list import PagedList
 from workbench.tui.timeline_screen import TimelineScreen, Waterfall

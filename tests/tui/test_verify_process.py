@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from textual.widgets import Static
 
+from tests.engine.stored_runs import LONG, long_run
 from tests.tui.conftest import plain, settle
-from tests.tui.long_runs import LONG, long_run
 from workbench.tui import WorkbenchApp
 from workbench.tui.paged_list import PagedList
 from workbench.tui.replay_screen import ReplayScreen

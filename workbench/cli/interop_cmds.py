@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -67,23 +68,42 @@ def _date(text: str) -> datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parquet = subparsers.add_parser(
-        "export-parquet",
-        help="append the store's runs and events to a Parquet dataset (by day)",
-        description=EXPORT_PARQUET_HELP,
+def _command(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    func: Callable[[argparse.Namespace], int],
+    summary: str,
+    description: str,
+) -> argparse.ArgumentParser:
+    """A command of these: its --help shows `description` as written."""
+    parser = subparsers.add_parser(
+        name,
+        help=summary,
+        description=description,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.set_defaults(func=func)
+    return parser
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parquet = _command(
+        subparsers,
+        "export-parquet",
+        cmd_export_parquet,
+        "append the store's runs and events to a Parquet dataset (by day)",
+        EXPORT_PARQUET_HELP,
     )
     parquet.add_argument("dest", metavar="DEST", help="a folder or an object store URL")
     parquet.add_argument("--json", action="store_true", help="print the report as JSON")
     add_home(parquet)
-    parquet.set_defaults(func=cmd_export_parquet)
 
-    otel = subparsers.add_parser(
+    otel = _command(
+        subparsers,
         "export-otel",
-        help="send runs to an OpenTelemetry backend as OTLP/HTTP spans",
-        description=EXPORT_OTEL_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        cmd_export_otel,
+        "send runs to an OpenTelemetry backend as OTLP/HTTP spans",
+        EXPORT_OTEL_HELP,
     )
     otel.add_argument("runs", nargs="*", metavar="RUN", help="run ids or unique prefixes")
     otel.add_argument("--all", action="store_true", help="every run in the store")
@@ -109,13 +129,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     otel.add_argument("--json", action="store_true", help="print the report as JSON")
     add_home(otel)
-    otel.set_defaults(func=cmd_export_otel)
 
-    collect = subparsers.add_parser(
+    collect = _command(
+        subparsers,
         "collect",
-        help="receive OpenTelemetry spans (OTLP/HTTP) from other agents as runs",
-        description=COLLECT_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        cmd_collect,
+        "receive OpenTelemetry spans (OTLP/HTTP) from other agents as runs",
+        COLLECT_HELP,
     )
     # 64 MiB: otel_collect's MAX_BODY, written out here because --help must not import it.
     add_server_flags(collect, port=4318, max_request_mb=64)
@@ -138,18 +158,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "(default 300)",
     )
     add_home(collect)
-    collect.set_defaults(func=cmd_collect)
 
-    ingest = subparsers.add_parser(
+    ingest = _command(
+        subparsers,
         "ingest-otel",
-        help="import OTLP JSON files of GenAI / OpenInference spans (and logs) as runs",
-        description=COLLECT_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        cmd_ingest_otel,
+        "import OTLP JSON files of GenAI / OpenInference spans (and logs) as runs",
+        COLLECT_HELP,
     )
     ingest.add_argument("files", nargs="+", metavar="FILE", help="OTLP JSON files")
     ingest.add_argument("--json", action="store_true", help="print the runs as JSON")
     add_home(ingest)
-    ingest.set_defaults(func=cmd_ingest_otel)
 
 
 def cmd_export_parquet(args: argparse.Namespace) -> int:

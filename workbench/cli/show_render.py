@@ -11,12 +11,13 @@ from functools import partial
 from typing import Any, TypeAlias
 
 from agent_core.wire.chat import content_text, tool_calls
+from traces.text import short_ms
 from traces.tree import RunChain, TurnNode, answer_label
 from workbench.cli.common import Paint, counted
 from workbench.engine.recording.tool_policy import call_label, recorded_decisions
 from workbench.engine.review.notes import annotation_line
 from workbench.engine.views.cost import Prices
-from workbench.engine.views.timeline import Timeline, format_ms
+from workbench.engine.views.timeline import Timeline
 
 Clip: TypeAlias = Callable[[Any, int], str]
 
@@ -235,7 +236,7 @@ def _end_lines(
         f"totals: {counted(totals.turns, 'turn')}, {counted(totals.model_calls, 'model call')}, "
         f"{counted(totals.tool_calls, 'tool call')} ({totals.tool_errors} failed), "
         f"{totals.total_tokens} tokens ({totals.input_tokens} in / {totals.output_tokens} out)"
-        f"{priced}, {format_ms(duration_ms)}"
+        f"{priced}, {short_ms(duration_ms)}"
     )
     ids = [call.call_id for turn in chain.turns for call in turn.tool_calls]
     if ids:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any, assert_never
 
 from rich.console import Group, RenderableType
@@ -31,6 +32,7 @@ from traces.events import (
     ToolsChanged,
     ToolStart,
 )
+from traces.text import one_line as text_one_line
 from traces.text import short_count, short_ms
 from traces.tree import ToolCallOutcome, answer_label
 from workbench.engine.views.outline import TurnGlance, event_is_failure
@@ -118,16 +120,8 @@ def plural(n: int | None, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def one_line(text: str | None, limit: int = 80) -> str:
-    """The text on one line, cut to `limit` at a word boundary when one is near."""
-    flat = " ".join((text or "").split())
-    if len(flat) <= limit:
-        return flat
-    cut = flat[: max(0, limit - 1)]
-    space = cut.rfind(" ")
-    if space >= limit * 2 // 3:
-        cut = cut[:space]
-    return cut + "…"
+# The TUI cuts what people read at a word boundary when one is near.
+one_line = partial(text_one_line, at_word=True)
 
 
 # ---------------------------------------------------------------- events

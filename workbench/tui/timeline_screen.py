@@ -19,6 +19,7 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Footer, Header, Static
 
+from traces.text import bar_cells
 from workbench.engine.views.timeline import PricedTimeline
 from workbench.tui.navigation import OpenRun
 from workbench.tui.render import fmt_count, fmt_ms, short_id
@@ -38,13 +39,6 @@ def cost_text(view: PricedTimeline, input_tokens: int, output_tokens: int) -> st
     """`  · $0.0012` when the model has a price; empty otherwise."""
     amount = view.cost(input_tokens, output_tokens)
     return f"  · {view.prices.format(amount)}" if amount is not None else ""
-
-
-def _bar(start: float, end: float, total: float, width: int) -> tuple[int, int]:
-    scale = width / total if total > 0 else 0.0
-    first = min(width - 1, int(start * scale))
-    last = max(first + 1, min(width, round(end * scale)))
-    return first, last
 
 
 def tokens_bar(input_tokens: int, output_tokens: int, most: int, width: int) -> Text:
@@ -136,7 +130,7 @@ def render_timeline(view: PricedTimeline, width: int) -> Text:
             label = (" " + lane + span.label + mark)[:LABEL_WIDTH].ljust(LABEL_WIDTH)
             colour = "blue" if span.kind == "model" else "yellow"
             style = colour if span.ok else "bold red"
-            first, last = _bar(span.start_ms - origin, span.end_ms - origin, total, track)
+            first, last = bar_cells(span.start_ms - origin, span.end_ms - origin, total, track)
             out.append(label, style="red" if not span.ok else "")
             out.append("│" + " " * first, style="dim")
             out.append("█" * (last - first), style=style)

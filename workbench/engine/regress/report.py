@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from traces.schema_diff import ToolSchemaDiff, diff_tool_schemas, render_text
-from workbench.engine.regress.runner import CaseResult, SuiteResult
+from workbench.engine.regress.runner import CaseResult, SampleResult, SuiteResult
 
 MARKS = {"pass": "ok", "fail": "FAIL", "regressed": "REGR", "error": "ERR"}
 
@@ -126,18 +126,7 @@ def to_json(result: SuiteResult) -> dict[str, Any]:
         "cases": [
             {
                 **case_row(case),
-                "samples": [
-                    {
-                        "sample": s.sample,
-                        "run_id": s.run_id,
-                        "passed": s.passed,
-                        "chosen": s.chosen,
-                        "reason": s.reason,
-                        "status": s.status,
-                        "error": s.error,
-                    }
-                    for s in case.samples
-                ],
+                "samples": [sample_row(s) for s in case.samples],
             }
             for case in result.cases
         ],
@@ -158,6 +147,19 @@ def case_row(case: CaseResult) -> dict[str, Any]:
     }
 
 
+def sample_row(sample: SampleResult) -> dict[str, Any]:
+    """A sample as the JSON report and the store's regress_samples rows have it."""
+    return {
+        "sample": sample.sample,
+        "run_id": sample.run_id,
+        "passed": sample.passed,
+        "chosen": sample.chosen,
+        "reason": sample.reason,
+        "status": sample.status,
+        "error": sample.error,
+    }
+
+
 def store_rows(
     result: SuiteResult,
 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
@@ -174,18 +176,7 @@ def store_rows(
         "tool_descriptions": result.tool_descriptions,
     }
     samples = [
-        {
-            "case_id": s.case_id,
-            "sample": s.sample,
-            "run_id": s.run_id,
-            "passed": s.passed,
-            "reason": s.reason,
-            "chosen": s.chosen,
-            "status": s.status,
-            "error": s.error,
-        }
-        for case in result.cases
-        for s in case.samples
+        {"case_id": s.case_id, **sample_row(s)} for case in result.cases for s in case.samples
     ]
     return run, [case_row(case) for case in result.cases], samples
 

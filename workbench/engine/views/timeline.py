@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from agent_core.tokens import estimate_message
 from traces.events import Error, Event, ModelRequest, ModelResponse, ToolEnd, ToolStart
+from traces.text import bar_cells, short_ms
 from traces.tree import run_duration_ms
 from workbench.engine.recording.window import TURN_WINDOW, TurnWindow
 from workbench.engine.views.cost import Prices, PricesError
@@ -281,17 +282,13 @@ def run_tokens(summaries: Iterable[TurnSummary]) -> tuple[int, int]:
 
 
 def _bar(span_start: float, span_end: float, total: float, width: int) -> str:
-    """The span drawn on a `width`-cell track of `total` ms: at least one cell."""
-    scale = width / total if total > 0 else 0.0
-    first = min(width - 1, int(span_start * scale))
-    last = max(first + 1, min(width, round(span_end * scale)))
+    """The span drawn on a `width`-cell track of `total` ms."""
+    first, last = bar_cells(span_start, span_end, total, width)
     return " " * first + "█" * (last - first) + " " * (width - last)
 
 
-def format_ms(value: float) -> str:
-    if value >= 1000:
-        return f"{value / 1000:.2f} s"
-    return f"{value:.1f} ms" if value < 10 else f"{value:.0f} ms"
+# The one duration format (`traces.text.short_ms`), by the name views/export.py imports.
+format_ms = short_ms
 
 
 def render_timeline(
@@ -301,19 +298,19 @@ def render_timeline(
     label_width = 28
     track = max(10, width - label_width - 12)
     total = max(timeline.end_ms, 1.0)
-    lines = [f"timeline of run {timeline.run_id[:12]}: {format_ms(timeline.end_ms)}"]
+    lines = [f"timeline of run {timeline.run_id[:12]}: {short_ms(timeline.end_ms)}"]
     for turn in timeline.turns:
         tokens = f"{turn.input_tokens} in / {turn.output_tokens} out tokens"
         if cost is not None:
             tokens += cost(turn.input_tokens, turn.output_tokens)
         lines.append(
-            f"turn {turn.turn}  {format_ms(turn.start_ms)} → {format_ms(turn.end_ms)} "
-            f"({format_ms(turn.duration_ms)}), {tokens}"
+            f"turn {turn.turn}  {short_ms(turn.start_ms)} → {short_ms(turn.end_ms)} "
+            f"({short_ms(turn.duration_ms)}), {tokens}"
         )
         for span in turn.spans:
             indent = "  " + "  " * span.lane + ("∥ " if span.lane else "")
             mark = "" if span.ok else " ✗"
             label = (indent + span.label + mark)[:label_width].ljust(label_width)
             bar = _bar(span.start_ms, span.end_ms, total, track)
-            lines.append(f"{label}|{bar}| {format_ms(span.duration_ms):>9}")
+            lines.append(f"{label}|{bar}| {short_ms(span.duration_ms):>9}")
     return lines
