@@ -134,7 +134,7 @@ def test_a_fork_of_an_anthropic_run_reads_the_anthropic_settings(
         elif front == "mcp":
             fork = setup(load_recording(trace.stem, home), ForkRequest(turn=2), home)
             result = asyncio.run(run_fork(fork, home))
-            assert (result["status"], result["final_answer"]) == ("completed", "Forked.")
+            assert (result["status"], result["answer"]) == ("completed", "Forked.")
         else:
             shown, fork_run_id = asyncio.run(_fork_in_the_dialog(home, trace.stem))
             # The dialog shows the settings the fork uses, not the OpenAI ones.

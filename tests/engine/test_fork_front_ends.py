@@ -127,7 +127,7 @@ async def test_the_three_front_ends_fork_a_run_whose_folder_is_gone_alike(
             planned = await _fork_run(session, run=run_id, turn=2, dry_run=True)
             answer = await _fork_run(session, run=run_id, turn=2)
     assert planned["notes"] == [note] and answer["notes"] == [note]
-    assert answer["status"] == "completed" and answer["final_answer"] == "beta it is"
+    assert answer["status"] == "completed" and answer["answer"] == "beta it is"
     fork = _fork_of(home, before)
     assert _read_live(fork).startswith("1: beta")
     roots["mcp-serve"] = fork.run_start.meta["root"]

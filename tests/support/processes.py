@@ -33,6 +33,31 @@ def workbench_at(
     )
 
 
+# Runs a command as its only child and writes the child's peak RSS (KiB) to a file: the
+# test's own process reaps other tests' children too (pytest-xdist runs many tests in one
+# worker), so its RUSAGE_CHILDREN may be another process's peak.
+_PEAK = (
+    "import resource, subprocess, sys; done = subprocess.run(sys.argv[2:]); "
+    "open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)); "
+    "sys.exit(done.returncode)"
+)
+
+
+def workbench_peak(
+    home: Path, scratch: Path, *argv: str, timeout: float = WAIT_S
+) -> tuple[subprocess.CompletedProcess[str], int]:
+    """`workbench_at`, and the peak RSS in KiB of that `workbench` process alone."""
+    peak = scratch / "peak-kb"
+    done = subprocess.run(
+        [sys.executable, "-c", _PEAK, str(peak), WORKBENCH, "--home", str(home), *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "COLUMNS": "100"},
+    )
+    return done, int(peak.read_text())
+
+
 @dataclass
 class Lines:
     """A pipe's lines as they come, read by a thread of their own."""
