@@ -14,8 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-# text_of is defined with the chat messages; the wire formats and sessions import it here.
-from agent_core.wire.chat import text_of as text_of
 from agent_core.wire.chat import tool_calls
 from agent_core.wire.spans import WireSpan
 

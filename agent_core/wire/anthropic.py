@@ -32,11 +32,10 @@ from agent_core.wire.answer import (
     function_call,
     loop_response,
     result_text,
-    text_of,
     usage,
 )
 from agent_core.wire.arguments import parse_arguments
-from agent_core.wire.chat import arguments_text
+from agent_core.wire.chat import arguments_text, text_of
 from agent_core.wire.spans import WireSpan, placed
 
 CONVERSATION_KEYS = frozenset({"model", "messages", "system", "tools", "stream"})

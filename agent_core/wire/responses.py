@@ -30,9 +30,9 @@ from agent_core.wire.answer import (
     function_call,
     loop_response,
     result_text,
-    text_of,
     usage,
 )
+from agent_core.wire.chat import text_of
 from agent_core.wire.spans import WireSpan, placed
 
 # Request keys that carry the conversation or the transport; the rest are parameters.

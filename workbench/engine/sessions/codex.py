@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from agent_core.wire import responses
-from agent_core.wire.answer import text_of, usage
+from agent_core.wire.answer import usage
+from agent_core.wire.chat import text_of
 from workbench.engine.sessions.session import (
     SessionRun,
     read_lines,

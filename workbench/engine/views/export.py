@@ -28,6 +28,7 @@ from typing import IO, Any, Literal, TypeAlias, assert_never
 from traces.annotations import annotation_target
 from traces.events import EVENT_TYPES, SCHEMA_VERSION, Event
 from traces.run_names import run_file_stem
+from traces.text import short_ms
 from traces.tree import (
     RunChain,
     ToolCallNode,
@@ -38,7 +39,7 @@ from traces.tree import (
 )
 from workbench.engine.recording.parent import OpenStore
 from workbench.engine.recording.window import TurnWindow
-from workbench.engine.views.timeline import Timeline, TurnTimeline, build_timeline, format_ms
+from workbench.engine.views.timeline import Timeline, TurnTimeline, build_timeline
 
 ExportFormat: TypeAlias = Literal["json", "md"]
 EXPORT_FORMATS: tuple[ExportFormat, ...] = ("json", "md")
@@ -290,7 +291,7 @@ def _markdown_head(chain: RunChain, duration_ms: float) -> list[str]:
         rows += [
             ("turns", str(totals.turns)),
             ("tokens", f"{totals.input_tokens} in / {totals.output_tokens} out"),
-            ("duration", format_ms(duration_ms)),
+            ("duration", short_ms(duration_ms)),
         ]
     lines += ["| | |", "|---|---|", *(f"| {key} | {value} |" for key, value in rows), ""]
     if start is not None:
@@ -324,7 +325,7 @@ def _markdown_turn(turn: TurnNode, figures: TurnTimeline | None) -> list[str]:
     if figures is not None:
         heading += (
             f" · {figures.input_tokens} in / {figures.output_tokens} out tokens, "
-            f"{format_ms(figures.duration_ms)}"
+            f"{short_ms(figures.duration_ms)}"
         )
     lines = [heading, ""]
     for call in turn.model_calls:

@@ -287,10 +287,6 @@ def _bar(span_start: float, span_end: float, total: float, width: int) -> str:
     return " " * first + "█" * (last - first) + " " * (width - last)
 
 
-# The one duration format (`traces.text.short_ms`), by the name views/export.py imports.
-format_ms = short_ms
-
-
 def render_timeline(
     timeline: Timeline, width: int = 100, cost: Callable[[int, int], str] | None = None
 ) -> list[str]:
