@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from tests.support.demo import demo_run
 from traces.home import annotations_dir, traces_dir
 from workbench.cli import main
-from workbench.engine.recording.load import read_recording_file
 
 
 @pytest.fixture(scope="module")
@@ -30,14 +30,6 @@ def home(demo_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pa
     shutil.copytree(traces_dir(demo_home), traces_dir(copy))
     monkeypatch.setenv("WORKBENCH_AUTHOR", "alice")
     return copy
-
-
-def demo_run(home: Path, name: str) -> str:
-    for path in traces_dir(home).glob("*.jsonl"):
-        start = read_recording_file(path).run_start
-        if start.meta.get("demo") == name:
-            return start.run_id
-    raise AssertionError(f"no demo run {name}")
 
 
 def wb(home: Path, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -4,37 +4,23 @@ tokens and cost), `show --timeline`, `search` and `export`."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-from traces.home import traces_dir
+from tests.support.demo import copied_home, demo_run, record_demo
 from workbench.cli import main
-from workbench.engine.recording.load import read_recording_file
 
 
 @pytest.fixture(scope="module")
 def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("demo") / "home"
-    assert main(["--home", str(home), "demo", "--no-tui"]) == 0
-    return home
+    return record_demo(tmp_path_factory.mktemp("demo") / "home")
 
 
 @pytest.fixture
 def home(demo_home: Path, tmp_path: Path) -> Path:
     """A copy of the demo's home, so a test may add prices without touching the others."""
-    copy = tmp_path / "home"
-    shutil.copytree(demo_home, copy)
-    return copy
-
-
-def demo_run(home: Path, name: str) -> str:
-    for path in traces_dir(home).glob("*.jsonl"):
-        start = read_recording_file(path).run_start
-        if start.meta.get("demo") == name:
-            return start.run_id
-    raise AssertionError(f"no demo run {name}")
+    return copied_home(demo_home, tmp_path / "home")
 
 
 def test_show_names_call_ids_and_the_refused_repeat_without_calling_it_an_answer(

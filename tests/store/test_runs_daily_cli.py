@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import pty
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.demo import copied_home, demo_runs
 from traces.events import RunEnd
 from traces.home import traces_dir
 from traces.tree import NOT_AN_ANSWER
@@ -79,19 +79,7 @@ def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def home(demo_home: Path, tmp_path: Path) -> Path:
-    copy = tmp_path / "home"
-    shutil.copytree(demo_home, copy)
-    return copy
-
-
-def demo_runs(home: Path) -> dict[str, str]:
-    """The demo's runs by scenario name."""
-    found = {}
-    for path in traces_dir(home).glob("*.jsonl"):
-        start = read_recording_file(path).run_start
-        if "demo" in start.meta:
-            found[str(start.meta["demo"])] = start.run_id
-    return found
+    return copied_home(demo_home, tmp_path / "home")
 
 
 # --- issue 25 item 2: failures that are failures ---------------------------------------

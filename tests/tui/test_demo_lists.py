@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 from textual.widgets import Select, Static
 
+from tests.support.demo import copied_home, demo_run, record_demo
 from tests.tui.conftest import COMPLETED, GOLDEN, plain, settle
-from traces.home import traces_dir
 from workbench.cli import main
-from workbench.engine.recording.load import read_recording_file
 from workbench.tui import WorkbenchApp
 from workbench.tui.diff_screens import ChainCompareScreen
 from workbench.tui.fork_screen import ForkScreen
@@ -24,28 +23,16 @@ SIZES = [(200, 50), (80, 24)]
 
 @pytest.fixture(scope="module")
 def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("demo") / "home"
-    assert main(["--home", str(home), "demo", "--no-tui"]) == 0
-    return home
+    return record_demo(tmp_path_factory.mktemp("demo") / "home")
 
 
 @pytest.fixture
 def home(demo_home: Path, tmp_path: Path) -> Path:
-    copy = tmp_path / "home"
-    shutil.copytree(demo_home, copy)
-    return copy
+    return copied_home(demo_home, tmp_path / "home")
 
 
 def _runs(app: WorkbenchApp) -> PagedList:
     return app.screen.query_one("#runs-list", PagedList)
-
-
-def _demo_run(home: Path, name: str) -> str:
-    for path in traces_dir(home).glob("*.jsonl"):
-        start = read_recording_file(path).run_start
-        if start.meta.get("demo") == name:
-            return start.run_id
-    raise AssertionError(name)
 
 
 def _count_line(app: WorkbenchApp) -> str:
@@ -56,7 +43,7 @@ def _count_line(app: WorkbenchApp) -> str:
 async def test_a_fork_made_in_the_tui_is_listed_when_the_user_is_back(
     home: Path, size: tuple[int, int]
 ) -> None:
-    parent = _demo_run(home, "completed")
+    parent = demo_run(home, "completed")
     # No watcher: the fork must be listed by the TUI's own doing, not by a file event.
     app = WorkbenchApp(home, watch=False)
     async with app.run_test(size=size) as pilot:
@@ -82,7 +69,7 @@ async def test_a_tool_name_is_found_in_the_run(home: Path, size: tuple[int, int]
     app = WorkbenchApp(home, watch=False)
     async with app.run_test(size=size, notifications=True) as pilot:
         await settle(pilot, lambda: _runs(app).total > 0)
-        app.open_run(_demo_run(home, "completed"))
+        app.open_run(demo_run(home, "completed"))
         await settle(pilot, lambda: getattr(app.screen, "outline", None) is not None)
         await pilot.press("slash", *"calculator", "enter")
         await settle(pilot, lambda: any("calculator" in n.message for n in app.notifications))

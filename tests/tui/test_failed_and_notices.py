@@ -4,17 +4,16 @@ is a notice."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 from textual.widgets import Static
 
+from tests.support.demo import copied_home, demo_run, record_demo
 from tests.tui.conftest import plain, settle
 from traces.home import traces_dir
 from traces.tree import NOT_AN_ANSWER
-from workbench.cli import main
 from workbench.engine.recording.load import read_recording_file
 from workbench.tui import WorkbenchApp
 from workbench.tui.paged_list import PagedList
@@ -26,28 +25,16 @@ SIZE = (160, 45)
 
 @pytest.fixture(scope="module")
 def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("demo") / "home"
-    assert main(["--home", str(home), "demo", "--no-tui"]) == 0
-    return home
+    return record_demo(tmp_path_factory.mktemp("demo") / "home")
 
 
 @pytest.fixture
 def home(demo_home: Path, tmp_path: Path) -> Path:
-    copy = tmp_path / "home"
-    shutil.copytree(demo_home, copy)
-    return copy
+    return copied_home(demo_home, tmp_path / "home")
 
 
 def _runs(app: WorkbenchApp) -> PagedList:
     return app.screen.query_one("#runs-list", PagedList)
-
-
-def _demo_run(home: Path, name: str) -> str:
-    for path in traces_dir(home).glob("*.jsonl"):
-        start = read_recording_file(path).run_start
-        if start.meta.get("demo") == name:
-            return start.run_id
-    raise AssertionError(name)
 
 
 async def test_failed_only_shows_the_runs_that_failed_not_the_suites_samples(home: Path) -> None:
@@ -63,7 +50,7 @@ async def test_failed_only_shows_the_runs_that_failed_not_the_suites_samples(hom
 
 
 def test_a_stopped_runs_end_names_its_last_text_as_not_an_answer(home: Path) -> None:
-    loop = read_recording_file(traces_dir(home) / f"{_demo_run(home, 'duplicate-call-loop')}.jsonl")
+    loop = read_recording_file(traces_dir(home) / f"{demo_run(home, 'duplicate-call-loop')}.jsonl")
     console = Console(width=120, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
     console.print(render_event(loop.events[-1]))
     shown = console.export_text()
@@ -75,7 +62,7 @@ async def test_a_broken_prices_file_is_a_notice_on_the_run(home: Path) -> None:
     app = WorkbenchApp(home)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await settle(pilot, lambda: _runs(app).total == 6)
-        app.open_run(_demo_run(home, "completed"))
+        app.open_run(demo_run(home, "completed"))
         await settle(
             pilot,
             lambda: (

@@ -18,8 +18,8 @@ from textual.widgets import Input, Static
 from textual.widgets._footer import FooterKey
 
 from tests.engine.stored_runs import long_run
+from tests.support.demo import demo_run
 from tests.tui.conftest import settle
-from tests.tui.test_demo_lists import _demo_run
 from traces.home import traces_dir
 from workbench.cli import main
 from workbench.tui import WorkbenchApp
@@ -156,7 +156,7 @@ async def test_compare_gives_the_runs_the_room_not_the_verdict(
     app = WorkbenchApp(home, watch=False)
     async with app.run_test(size=size) as pilot:
         await _loaded(pilot, app)
-        app.open_compare(_demo_run(home, "completed"), _demo_run(home, "max-turns"))
+        app.open_compare(demo_run(home, "completed"), demo_run(home, "max-turns"))
         await settle(pilot, lambda: isinstance(app.screen, ChainCompareScreen))
         await settle(pilot, lambda: "verdict" in "".join(screen_lines(app)))
         head = next(line for line in screen_lines(app) if "verdict" in line)
@@ -197,7 +197,7 @@ def _footer_whole(app: WorkbenchApp) -> str:
 
 @pytest.mark.parametrize("size", SIZES)
 async def test_the_fork_dialog_shows_run_and_every_key(home: Path, size: tuple[int, int]) -> None:
-    parent = _demo_run(home, "completed")
+    parent = demo_run(home, "completed")
     app = WorkbenchApp(home, watch=False)
     async with app.run_test(size=size) as pilot:
         await _loaded(pilot, app)
