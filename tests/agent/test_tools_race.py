@@ -20,10 +20,12 @@ READS = 300
 
 
 @contextmanager
-def swapping(place: Path, outside: Path, spare: Path | None = None) -> Iterator[None]:
+def swapping(place: Path, outside: Path, spare: Path | None = None) -> Iterator[list[int]]:
     """A thread that keeps turning `place` into a symlink to `outside` and back, a bounded
-    number of times, until the block ends. Back is a regular file, or with `spare` (a
-    folder beside it) that folder, moved in and out of `place`."""
+    number of times, until the block ends; yields the count of swaps made so far. Back is a
+    regular file, or with `spare` (a folder beside it) that folder, moved in and out of
+    `place`. Which state each read meets depends on the machine's speed: the tests judge
+    only that no read ever met the outside, and that the swapper swapped both ways."""
     stop = threading.Event()
     swapped = threading.Event()
     link = place.with_name(place.name + ".link")
@@ -46,8 +48,10 @@ def swapping(place: Path, outside: Path, spare: Path | None = None) -> Iterator[
             else:
                 os.unlink(place)
                 os.rename(spare, place)
+            swaps[0] = number + 1
             swapped.set()
 
+    swaps = [0]
     if spare is not None:
         os.rename(spare, place)
     else:
@@ -56,7 +60,7 @@ def swapping(place: Path, outside: Path, spare: Path | None = None) -> Iterator[
     thread.start()
     try:
         assert swapped.wait(10)
-        yield
+        yield swaps
     finally:
         stop.set()
         thread.join(10)
@@ -76,13 +80,12 @@ async def test_read_file_never_reads_a_file_swapped_for_a_symlink(
 ) -> None:
     tools = builtin_tools(project)
     texts = []
-    with swapping(project / "notes.txt", outside / "notes.txt"):
+    with swapping(project / "notes.txt", outside / "notes.txt") as swaps:
         for number in range(READS):
             result = await tools.call("read_file", {"path": "notes.txt"}, f"c{number}")
             texts.append(result.text)
     assert not [text for text in texts if SECRET in text]
-    assert any("inside text" in text for text in texts)  # the race really ran both ways
-    assert any("symlink" in text for text in texts)
+    assert swaps[0] >= 2  # the race ran both ways
 
 
 async def test_folder_tools_never_follow_a_folder_swapped_for_a_symlink(
@@ -93,7 +96,7 @@ async def test_folder_tools_never_follow_a_folder_swapped_for_a_symlink(
     spare.mkdir()
     (spare / "notes.txt").write_text("inside notes\n")
     texts = []
-    with swapping(project / "docs", outside, spare):
+    with swapping(project / "docs", outside, spare) as swaps:
         for number in range(READS):
             for name, arguments in [
                 ("read_file", {"path": "docs/notes.txt"}),
@@ -104,7 +107,7 @@ async def test_folder_tools_never_follow_a_folder_swapped_for_a_symlink(
                 result = await tools.call(name, arguments, f"c{number}")
                 texts.append(result.text)
     assert not [text for text in texts if SECRET in text]
-    assert any("inside notes" in text for text in texts)
+    assert swaps[0] >= 2  # the race ran both ways
 
 
 async def test_symlinks_that_stay_inside_the_root_still_work(project: Path) -> None:
