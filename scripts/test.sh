@@ -27,7 +27,7 @@ checks() {
     .venv/bin/ruff check .
     .venv/bin/ruff format --check .
     # mypy keeps its cache in .mypy_cache: a second run checks only what changed.
-    echo "-- mypy (strict for the product; about 3 minutes without a cache on two cores)"
+    echo "-- mypy (strict for the product; under a minute without a cache on two quiet cores)"
     .venv/bin/mypy
 }
 
