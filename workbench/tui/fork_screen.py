@@ -429,8 +429,10 @@ class ForkScreen(WorkbenchScreen):
             self._replan_timer = self.set_timer(REPLAN_AFTER_S, self._replan)
 
     def _replan(self) -> None:
-        self._replan_timer = None
+        # Read the boxes while this timer is still the pending one: reading them shows the
+        # changes, which would otherwise set another timer, and so on every moment.
         request = self.fork_request()
+        self._replan_timer = None
         if (request, self.endpoint()) != self._planned:
             plan = self.query_one("#fork-plan", Static)
             plan.update(Text("planning the changed fork…", style="dim"))
