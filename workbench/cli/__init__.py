@@ -86,10 +86,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         args = parser.parse_args([*(sys.argv[1:] if argv is None else argv), "tui"])
-    if args.progress:
-        from workbench.cli.progress import show_off_terminal
+    # Each call of main says it again: a caller that runs several commands in one process
+    # (tests, the pytest plugin) gets progress off a terminal only for those that asked.
+    from workbench.cli.progress import show_off_terminal
 
-        show_off_terminal()
+    show_off_terminal(args.progress)
     try:
         return int(args.func(args) or 0)
     except CliError as exc:
