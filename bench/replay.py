@@ -25,8 +25,8 @@ from agent_core.model.scripted import ScriptedModel  # noqa: E402
 from agent_core.tools.builtin import builtin_tools  # noqa: E402
 from traces.events import Limits  # noqa: E402
 from traces.writer import JsonlWriter  # noqa: E402
-from workbench.engine.recording.load import read_recording_file  # noqa: E402
-from workbench.engine.recording.replay import replay_run  # noqa: E402
+from workbench.engine.recording.replay.verify import replay_run  # noqa: E402
+from workbench.engine.recording.runs.load import read_recording_file  # noqa: E402
 
 TARGET_S = 1.0
 

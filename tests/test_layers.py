@@ -68,7 +68,8 @@ def test_import_linter_contracts_hold() -> None:
         cwd=ROOT,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
-    assert "Contracts: 9 kept, 0 broken" in result.stdout
+    assert "Contracts: 10 kept, 0 broken" in result.stdout
+    assert "Recording's rooms point down only KEPT" in result.stdout
     assert "TUI and pytest plugin do not import the CLI KEPT" in result.stdout
     assert "No import cycles in traces and agent_core KEPT" in result.stdout
     assert "Engine wings stand on recording KEPT" in result.stdout

@@ -42,14 +42,15 @@ sys.stderr.write("LOADED " + json.dumps(loaded) + "\\n")
 
 NEVER = ["textual", "openai", "mcp", "aiohttp"]
 # Building the parser needs neither the store, the event models, the agent nor asyncio
-# (`workbench.engine.recording.run_service`, shared by the front ends, keeps its imports light too).
+# (`workbench.engine.recording.running.service`, shared by the front ends, keeps its imports
+# light too).
 NOT_FOR_HELP = [
     *NEVER,
     "duckdb",
     "pydantic",
     "agent_core",
     "asyncio",
-    "workbench.engine.recording.fork",
+    "workbench.engine.recording.fork.plan",
 ]
 
 

@@ -124,7 +124,7 @@ class SuiteFile(pytest.File):
 
     async def _run(self) -> Any:
         from traces.home import home_dir
-        from workbench.engine.recording.run_service import (
+        from workbench.engine.recording.running.service import (
             ModelSettings,
             SetupError,
             build_model,

@@ -106,8 +106,8 @@ def test_a_fork_of_an_anthropic_run_reads_the_anthropic_settings(
     import asyncio
 
     from workbench.engine.mcp_server.forking import run_fork, setup
-    from workbench.engine.recording.fork import ForkRequest
-    from workbench.engine.recording.load import load_recording
+    from workbench.engine.recording.fork.plan import ForkRequest
+    from workbench.engine.recording.runs.load import load_recording
 
     home = tmp_path / "home"
     with ModelServer(ScriptResponder(STEPS)) as parent_server:

@@ -297,7 +297,7 @@ def test_a_long_run_streams_into_its_bundle(
     here), and the bundle holds the trace byte for byte. xz's dictionary, which grows with
     the archive up to 64 MiB, is held at 1 MiB here so as to weigh the rest alone."""
     from tests.engine.stored_runs import varied_run
-    from workbench.engine.recording import bundle
+    from workbench.engine.recording.runs import bundle
 
     fixed = [{"id": lzma.FILTER_LZMA2, "preset": 9, "dict_size": 1 << 20}]
     monkeypatch.setattr(bundle, "_filters", lambda size: fixed)
@@ -328,7 +328,7 @@ def test_a_run_too_big_to_read_back_is_not_bundled(
 ) -> None:
     """A bundle is only written when `read_bundle` would take it (caps made small here)."""
     from tests.engine.stored_runs import varied_run
-    from workbench.engine.recording import bundle
+    from workbench.engine.recording.runs import bundle
 
     monkeypatch.setattr(bundle, "MAX_MEMBER_BYTES", 20_000)
     home = tmp_path / "home"

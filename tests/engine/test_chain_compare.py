@@ -15,7 +15,7 @@ from workbench.engine.diff.text_changes import (
     marked,
     render_comparison,
 )
-from workbench.engine.recording.load import read_recording_file
+from workbench.engine.recording.runs.load import read_recording_file
 
 MOCK = "config.toml\nnotes.md"
 FORK_ANSWERS = [

@@ -17,7 +17,7 @@ from traces.store import TraceStore
 from workbench.cli import main
 from workbench.engine.diff.text_changes import compare_runs, compare_stored_runs
 from workbench.engine.mcp_server.handlers import Workbench
-from workbench.engine.recording.load import read_recording_file
+from workbench.engine.recording.runs.load import read_recording_file
 
 SHORT, LONGER, KILLED, SAME, IDS = ("a" * 32, "b" * 32, "c" * 32, "d" * 32, "e" * 32)
 

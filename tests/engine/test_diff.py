@@ -8,7 +8,7 @@ from typing import Any
 
 from tests.engine.engine_support import THREE_TURNS, Project, SearchTools, cli, search_schema
 from workbench.engine.diff.alignment import diff_chains
-from workbench.engine.recording.load import read_recording_file
+from workbench.engine.recording.runs.load import read_recording_file
 
 NEW_DESCRIPTION = "Read one text file and return its numbered lines. Never use it for folders."
 
@@ -86,7 +86,7 @@ async def test_fork_against_its_parent_inherits_the_turns_before_the_fork(
     from agent_core.model.scripted import ScriptedModel
     from traces.home import traces_dir
     from traces.writer import JsonlWriter
-    from workbench.engine.recording.fork import ForkRequest, fork_agent, plan_fork
+    from workbench.engine.recording.fork.plan import ForkRequest, fork_agent, plan_fork
 
     path, _ = await project.record(THREE_TURNS)
     parent = read_recording_file(path)

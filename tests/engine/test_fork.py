@@ -14,9 +14,15 @@ from tests.engine.engine_support import THREE_TURNS, Project, cli, note_tools, r
 from traces.events import ModelRequest, RunStart, ToolEnd
 from traces.home import traces_dir
 from workbench.engine.http.model_server import ModelServer, ScriptResponder
-from workbench.engine.recording.fork import REFUSED, ForkError, ForkRequest, fork_agent, plan_fork
-from workbench.engine.recording.load import read_recording_file
-from workbench.engine.recording.replay import replay_run
+from workbench.engine.recording.fork.plan import (
+    REFUSED,
+    ForkError,
+    ForkRequest,
+    fork_agent,
+    plan_fork,
+)
+from workbench.engine.recording.replay.verify import replay_run
+from workbench.engine.recording.runs.load import read_recording_file
 
 MOCK = "config.toml\nsecrets.env"
 EMPTY_SCHEMA = {"type": "object", "properties": {}}

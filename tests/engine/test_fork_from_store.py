@@ -17,17 +17,17 @@ from tests.engine.stored_runs import CountingStore, stored_home
 from traces.store import TraceStore
 from workbench.cli import main
 from workbench.engine.mcp_server.handlers import Workbench
-from workbench.engine.recording.dry_run import dry_run
-from workbench.engine.recording.fork import (
+from workbench.engine.recording.fork.dry_run import dry_run
+from workbench.engine.recording.fork.plan import (
     ForkRequest,
     ForkToolset,
     fork_context,
     mockable_call_ids,
     plan_fork,
 )
-from workbench.engine.recording.load import read_recording_file
-from workbench.engine.recording.parent import StoredParent
-from workbench.engine.recording.run_service import ModelSettings
+from workbench.engine.recording.running.service import ModelSettings
+from workbench.engine.recording.runs.load import read_recording_file
+from workbench.engine.recording.runs.parent import StoredParent
 
 VARIED = "5" * 32
 

@@ -23,9 +23,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from tests.engine.engine_support import read_call, recorded_read_run
 from traces.home import traces_dir
 from workbench.engine.http.model_server import ModelServer, ScriptResponder
-from workbench.engine.recording.fork import ForkRequest
-from workbench.engine.recording.fork_runner import gone_note
-from workbench.engine.recording.load import Recording, read_recording_file
+from workbench.engine.recording.fork.plan import ForkRequest
+from workbench.engine.recording.fork.runner import gone_note
+from workbench.engine.recording.runs.load import Recording, read_recording_file
 from workbench.tui.backend import Backend, Endpoint
 from workbench.tui.fork_draft import plan_text
 

@@ -12,10 +12,10 @@ import pytest
 from tests.engine.engine_support import Project, cli, read_events
 from traces.events import RunEnd, RunStart, ToolEnd
 from traces.home import traces_dir
-from workbench.engine.recording.fork import ForkRequest, offline_fork_script, recorded_root
-from workbench.engine.recording.fork_runner import ForkOptions, fork_choices
-from workbench.engine.recording.load import Recording, read_recording_file
-from workbench.engine.recording.run_service import ModelSettings, SetupError
+from workbench.engine.recording.fork.plan import ForkRequest, offline_fork_script, recorded_root
+from workbench.engine.recording.fork.runner import ForkOptions, fork_choices
+from workbench.engine.recording.running.service import ModelSettings, SetupError
+from workbench.engine.recording.runs.load import Recording, read_recording_file
 
 # Written like docs/script-format.md's example: no ids, so the script numbers them itself.
 READ_THEN_ANSWER: list[dict[str, object]] = [

@@ -21,8 +21,8 @@ from tests.engine.wire_support import OPENAI_KEY
 from workbench.cli import main
 from workbench.engine.http.model_server import ModelServer, ScriptResponder
 from workbench.engine.http.proxy import RecordingProxy
-from workbench.engine.recording.fork import ForkRequest, plan_fork
-from workbench.engine.recording.load import load_recording
+from workbench.engine.recording.fork.plan import ForkRequest, plan_fork
+from workbench.engine.recording.runs.load import load_recording
 
 WEB_SEARCH = {"type": "web_search_20250305", "name": "web_search", "max_uses": 1}
 
@@ -73,8 +73,8 @@ def test_a_fork_offers_a_wire_tool_as_the_client_sent_it(
 def test_a_wire_tool_keeps_its_name_in_the_fork_dialog_and_refuses_a_schema(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from workbench.engine.recording.fork import fork_context
-    from workbench.engine.recording.run_service import ModelSettings
+    from workbench.engine.recording.fork.plan import fork_context
+    from workbench.engine.recording.running.service import ModelSettings
 
     home = tmp_path / "home"
     run_id = _captured_patch_run(home)

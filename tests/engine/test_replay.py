@@ -19,8 +19,8 @@ from tests.engine.engine_support import THREE_TURNS, Project, cli, read_events, 
 from traces.home import traces_dir
 from traces.writer import JsonlWriter
 from workbench.engine.http.model_server import ModelServer, ScriptResponder
-from workbench.engine.recording.load import RecordingError, load_recording, read_recording_file
-from workbench.engine.recording.replay import ReplayStep, replay_run, replay_stream
+from workbench.engine.recording.replay.verify import ReplayStep, replay_run, replay_stream
+from workbench.engine.recording.runs.load import RecordingError, load_recording, read_recording_file
 
 
 async def test_scripted_run_replays_identically(project: Project) -> None:
@@ -397,7 +397,7 @@ async def test_an_imported_run_is_refused_with_a_reason_not_a_divergence(
 ) -> None:
     import dataclasses
 
-    from workbench.engine.recording.replay import NotReplayable
+    from workbench.engine.recording.replay.verify import NotReplayable
 
     path, _ = await project.record(THREE_TURNS)
     recording = read_recording_file(path)

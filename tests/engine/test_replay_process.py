@@ -14,14 +14,14 @@ import pytest
 
 from tests.engine.engine_support import THREE_TURNS, Project
 from tests.engine.stored_runs import long_run
-from workbench.engine.recording.load import read_recording_file
-from workbench.engine.recording.replay import NotReplayable, ReplayOutcome, replay_run
-from workbench.engine.recording.replay_process import (
+from workbench.engine.recording.replay.process import (
     ReplayProcess,
     ReplayProcessError,
     ReplayProgress,
     replay_in_process,
 )
+from workbench.engine.recording.replay.verify import NotReplayable, ReplayOutcome, replay_run
+from workbench.engine.recording.runs.load import read_recording_file
 
 # Long enough that the process is still reading it when a test lets go (reading alone
 # takes a second or more), written once for the module.
@@ -123,7 +123,7 @@ def test_the_process_ends_itself_when_its_caller_lets_go(long_trace: Path) -> No
     # However the caller ends (even killed, with no chance to kill its child), the pipe to
     # the child's stdin closes, and the child stops.
     child = subprocess.Popen(
-        [sys.executable, "-m", "workbench.engine.recording.replay_process", str(long_trace)],
+        [sys.executable, "-m", "workbench.engine.recording.replay.process", str(long_trace)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,

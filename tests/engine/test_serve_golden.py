@@ -18,7 +18,7 @@ import pytest
 from tests.engine.test_serve_model import serve
 from traces.events import ModelRequest
 from traces.tree import TurnNode
-from workbench.engine.recording.load import Recording, read_recording_file
+from workbench.engine.recording.runs.load import Recording, read_recording_file
 
 TRACES = Path(__file__).parents[1] / "fixtures" / "traces"
 GOLDEN = sorted(TRACES.glob("v*/*.jsonl"))

@@ -123,7 +123,7 @@ async def test_our_own_client_reruns_a_recording_against_the_replay_responder(
     from agent_core.model.openai_client import OpenAIChatModel
     from workbench.engine.http.model_server import ModelServer
     from workbench.engine.http.serve import ReplayResponder
-    from workbench.engine.recording.load import read_recording_file
+    from workbench.engine.recording.runs.load import read_recording_file
 
     path, first = await project.record(THREE_TURNS)
     with ModelServer(ReplayResponder(read_recording_file(path))) as server:
@@ -138,7 +138,7 @@ async def test_our_own_client_reruns_a_recording_against_the_replay_responder(
 async def test_a_non_streamed_recording_serves_streamed_requests_too(project: Project) -> None:
     from workbench.engine.http.model_server import ModelServer
     from workbench.engine.http.serve import ReplayResponder
-    from workbench.engine.recording.load import read_recording_file
+    from workbench.engine.recording.runs.load import read_recording_file
 
     path, _ = await project.record(THREE_TURNS, stream=False)
     first = recorded_requests(path)[1]

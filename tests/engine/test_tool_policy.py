@@ -20,14 +20,14 @@ from tests.engine.engine_support import Project, cli, note_tools
 from tests.engine.test_fork import FORK_CALLS, NOTE_RUN
 from traces.events import RunStart, ToolEnd
 from traces.home import open_run_trace
-from workbench.engine.recording.fork import ForkRequest, fork_agent, plan_fork
-from workbench.engine.recording.load import read_recording_file
-from workbench.engine.recording.tool_policy import (
+from workbench.engine.recording.fork.plan import ForkRequest, fork_agent, plan_fork
+from workbench.engine.recording.fork.tool_policy import (
     PolicyError,
     ToolPolicy,
     call_outcome,
     parse_rule,
 )
+from workbench.engine.recording.runs.load import read_recording_file
 from workbench.engine.regress.suite import SuiteError, parse_suite
 
 NOTES_MODULE = """

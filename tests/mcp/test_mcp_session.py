@@ -1,4 +1,4 @@
-"""MCP sessions recorded by the engine (`workbench.engine.recording.mcp_session`), as
+"""MCP sessions recorded by the engine (`workbench.engine.recording.running.mcp_session`), as
 `workbench mcp list` and `mcp call` run them: through the one trace opener (the home's
 redaction applies), every frame and call in the trace, no outbox kept in memory, and the
 run's totals counted with the one running-totals type."""
@@ -12,8 +12,8 @@ import pytest
 from tests.mcp.mcp_support import fault, write_config
 from traces.events import McpMessage, RunEnd, RunStart, ToolEnd
 from traces.reader import read_trace
-from workbench.engine.recording.mcp_session import McpSession, record_session
-from workbench.engine.recording.run_service import SetupError
+from workbench.engine.recording.running.mcp_session import McpSession, record_session
+from workbench.engine.recording.running.service import SetupError
 
 
 def test_a_long_session_keeps_no_outbox_and_counts_its_calls(tmp_path: Path) -> None:

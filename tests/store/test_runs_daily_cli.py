@@ -18,7 +18,7 @@ from tests.support.demo import copied_home, demo_runs
 from traces.events import RunEnd
 from traces.home import traces_dir
 from traces.tree import NOT_AN_ANSWER
-from workbench.engine.recording.load import read_recording_file
+from workbench.engine.recording.runs.load import read_recording_file
 
 CLI = "import sys; from workbench.cli import main; sys.exit(main())"
 EDIT = "list_dir=List a folder's files."  # takes the guidance out: the demo suite regresses

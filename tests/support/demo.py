@@ -10,7 +10,7 @@ from pathlib import Path
 
 from traces.home import traces_dir
 from workbench.cli import main
-from workbench.engine.recording.load import read_recording_file
+from workbench.engine.recording.runs.load import read_recording_file
 
 
 def record_demo(home: Path) -> Path:

@@ -14,7 +14,7 @@ from tests.engine.engine_support import read_call, recorded_read_run
 from tests.tui.conftest import plain, settle
 from traces.events import ToolEnd
 from workbench.engine.http.model_server import ModelServer, ScriptResponder
-from workbench.engine.recording.fork import ForkRequest
+from workbench.engine.recording.fork.plan import ForkRequest
 from workbench.tui import WorkbenchApp
 from workbench.tui.backend import Backend, Endpoint, Outline, RunFilter
 from workbench.tui.run_screen import RunScreen

@@ -14,7 +14,7 @@ from tests.support.demo import copied_home, demo_run, record_demo
 from tests.tui.conftest import plain, settle
 from traces.home import traces_dir
 from traces.tree import NOT_AN_ANSWER
-from workbench.engine.recording.load import read_recording_file
+from workbench.engine.recording.runs.load import read_recording_file
 from workbench.tui import WorkbenchApp
 from workbench.tui.paged_list import PagedList
 from workbench.tui.render import render_event

@@ -74,8 +74,8 @@ async def test_open_the_failed_run_and_jump_to_its_first_error(home: Path) -> No
 
 
 async def test_step_through_the_replay_and_verify(home: Path) -> None:
-    from workbench.engine.recording.load import load_recording
-    from workbench.engine.recording.replay import replay_run
+    from workbench.engine.recording.replay.verify import replay_run
+    from workbench.engine.recording.runs.load import load_recording
 
     app = WorkbenchApp(home)
     async with app.run_test(size=SIZE) as pilot:

@@ -109,7 +109,7 @@ async def test_the_plan_follows_a_mocked_result_as_it_is_typed(demo_home: Path) 
 
 
 async def test_a_bundle_opens_in_the_tui_on_its_runs(demo_home: Path, tmp_path: Path) -> None:
-    from workbench.engine.recording.bundle_import import opened_bundle
+    from workbench.engine.recording.runs.bundle_import import opened_bundle
 
     run = _demo_run(demo_home, "completed")
     bundle = tmp_path / "one.wbundle"

@@ -16,8 +16,8 @@ from textual.widgets import Static
 from tests.support.read_only import read_only
 from tests.tui.conftest import COMPLETED, plain, settle
 from traces.store import TraceStore
-from workbench.engine.recording.load import load_recording
-from workbench.engine.recording.replay import replay_run
+from workbench.engine.recording.replay.verify import replay_run
+from workbench.engine.recording.runs.load import load_recording
 from workbench.tui import WorkbenchApp
 from workbench.tui.paged_list import PagedList
 from workbench.tui.regress_screen import RegressScreen

@@ -92,7 +92,7 @@ def test_a_tools_changed_event_names_what_changed_and_what_is_offered() -> None:
 
 
 def test_a_divergence_outside_a_turn_says_so_instead_of_none() -> None:
-    from workbench.engine.recording.replay import Divergence, ReplayOutcome
+    from workbench.engine.recording.replay.verify import Divergence, ReplayOutcome
     from workbench.tui.replay_screen import render_outcome
 
     divergence = Divergence(None, "run_end", 9, "the recording has no more events")
@@ -113,7 +113,7 @@ def test_the_kind_filter_and_column_name_the_kinds_runs_kind_takes() -> None:
 
 def test_what_differs_keeps_every_line_of_a_long_text_under_its_first() -> None:
     from workbench.engine.diff.text_changes import compare_runs, word_diff
-    from workbench.engine.recording.load import read_recording_file
+    from workbench.engine.recording.runs.load import read_recording_file
     from workbench.tui.diff_screens import render_comparison
 
     run = read_recording_file(GOLDEN / f"{ERROR}.jsonl")

@@ -15,7 +15,7 @@ from typing import Any
 
 from workbench.cli.common import CliError, add_home, print_json, resolve_home
 
-# As `workbench.engine.recording.bundle` has them; not imported from there, since every
+# As `workbench.engine.recording.runs.bundle` has them; not imported from there, since every
 # start asks `looks_like_bundle` and the engine loads the agent and pydantic.
 SUFFIX = ".wbundle"
 _XZ_MAGIC = b"\xfd7zXZ\x00"
@@ -87,8 +87,8 @@ def _bundle_error(exc: Exception, path: Path) -> CliError:
 
 
 def cmd_bundle(args: argparse.Namespace) -> int:
-    from workbench.engine.recording.bundle import BundledTrace, BundleError, write_bundle
-    from workbench.engine.recording.load import RecordingError, trace_path
+    from workbench.engine.recording.runs.bundle import BundledTrace, BundleError, write_bundle
+    from workbench.engine.recording.runs.load import RecordingError, trace_path
 
     home = resolve_home(args)
     out: Path = args.output
@@ -121,8 +121,8 @@ def cmd_bundle(args: argparse.Namespace) -> int:
 
 def cmd_import_bundle(args: argparse.Namespace) -> int:
     from workbench.cli.common import writable_home
-    from workbench.engine.recording.bundle import BundleError
-    from workbench.engine.recording.bundle_import import import_bundle
+    from workbench.engine.recording.runs.bundle import BundleError
+    from workbench.engine.recording.runs.bundle_import import import_bundle
 
     home = resolve_home(args)
     try:
@@ -160,8 +160,8 @@ def on_bundles(
     bundles = {name: Path(ref) for name, ref in refs.items() if ref and looks_like_bundle(ref)}
     if not bundles:
         return None
-    from workbench.engine.recording.bundle import BundleError
-    from workbench.engine.recording.bundle_import import import_bundle, opened_bundle
+    from workbench.engine.recording.runs.bundle import BundleError
+    from workbench.engine.recording.runs.bundle_import import import_bundle, opened_bundle
 
     first = next(iter(bundles.values()))
     try:
@@ -208,8 +208,8 @@ def _dispatch(
 def open_tui(path: Path) -> int:
     """`workbench FILE`: the TUI on a throwaway home holding the bundle's runs."""
     from workbench.cli import main
-    from workbench.engine.recording.bundle import BundleError
-    from workbench.engine.recording.bundle_import import opened_bundle
+    from workbench.engine.recording.runs.bundle import BundleError
+    from workbench.engine.recording.runs.bundle_import import opened_bundle
 
     try:
         with opened_bundle(path) as (home, _report):

@@ -21,8 +21,8 @@ from traces.home import (
     traces_dir,
 )
 from traces.redact import Redactor
-from workbench.engine.recording.run_service import SetupError as SetupError
-from workbench.engine.recording.run_service import text_or_file as text_or_file
+from workbench.engine.recording.running.service import SetupError as SetupError
+from workbench.engine.recording.running.service import text_or_file as text_or_file
 
 # The number types every command's flags use (shared with the pytest plugin's options).
 from workbench.number_args import fraction as fraction
@@ -31,8 +31,8 @@ from workbench.number_args import positive_float as positive_float
 from workbench.number_args import positive_int as positive_int
 
 if TYPE_CHECKING:
-    from workbench.engine.recording.load import Recording
-    from workbench.engine.recording.parent import ParentRun
+    from workbench.engine.recording.runs.load import Recording
+    from workbench.engine.recording.runs.parent import ParentRun
     from workbench.engine.views.cost import Prices
 
 
@@ -199,11 +199,11 @@ def serve_until_stopped(
 
 def open_run(ref: str, home: Path) -> Recording | ParentRun:
     """A run to read as it is asked: from the store, a turn or a call at a time, when the
-    home holds it (`workbench.engine.recording.parent.open_run`), else a trace path or bundle
+    home holds it (`workbench.engine.recording.runs.parent.open_run`), else a trace path or bundle
     read whole; a progress bar when ingesting new traces first takes a while."""
     from workbench.cli.progress import StderrProgress
-    from workbench.engine.recording.load import RecordingError
-    from workbench.engine.recording.parent import open_run as opened
+    from workbench.engine.recording.runs.load import RecordingError
+    from workbench.engine.recording.runs.parent import open_run as opened
 
     progress = StderrProgress()  # shown only when it takes over a second
     try:

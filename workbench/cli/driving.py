@@ -11,7 +11,7 @@ from agent_core.agent import Agent, RunResult
 from traces.writer import JsonlWriter
 from workbench.cli.common import CliError, ExitCode, SetupError
 from workbench.cli.run_printer import RunPrinter
-from workbench.engine.recording.run_service import PreparedRun
+from workbench.engine.recording.running.service import PreparedRun
 
 
 def run_agent(run: PreparedRun, printer: RunPrinter | None) -> RunResult:

@@ -1,6 +1,6 @@
 """`workbench replay`, `fork`, `diff` and `serve-model`: the engine from the command line.
 
-Each handler loads runs through `workbench.engine.recording.load`, calls the engine and prints
+Each handler loads runs through `workbench.engine.recording.runs.load`, calls the engine and prints
 what it returns; the engine itself never prints.
 """
 
@@ -30,8 +30,8 @@ from workbench.cli.policy_flags import add_tool_policy_flag
 
 if TYPE_CHECKING:  # the engine loads the agent and pydantic: handlers import it
     from workbench.engine.diff.text_changes import Comparison
-    from workbench.engine.recording.load import Recording
-    from workbench.engine.recording.parent import ParentRun
+    from workbench.engine.recording.runs.load import Recording
+    from workbench.engine.recording.runs.parent import ParentRun
 
 
 def register(subparsers: Any) -> None:
@@ -42,7 +42,7 @@ def register(subparsers: Any) -> None:
 
 
 def _load(ref: str, home: Path) -> Recording:
-    from workbench.engine.recording.load import RecordingError, load_recording
+    from workbench.engine.recording.runs.load import RecordingError, load_recording
 
     try:
         return load_recording(ref, home)
@@ -94,7 +94,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if opened is not None:
         return opened
 
-    from workbench.engine.recording.replay import (
+    from workbench.engine.recording.replay.verify import (
         NotReplayable,
         Pace,
         ReplayStep,
@@ -262,7 +262,7 @@ def _pairs(values: list[str], flag: str, key: str, text_name: str) -> dict[str, 
 def _fork_request(args: argparse.Namespace, home: Path) -> Any:
     from workbench.cli.model_flags import parse_tool_descriptions
     from workbench.cli.policy_flags import fork_policy
-    from workbench.engine.recording.fork import ForkRequest
+    from workbench.engine.recording.fork.plan import ForkRequest
 
     schemas: dict[str, dict[str, Any]] = {}
     for name, text in _pairs(args.tool_schema, "--tool-schema", "NAME", "JSON").items():
@@ -290,8 +290,8 @@ def _cmd_fork(args: argparse.Namespace) -> int:
     from workbench.cli.driving import check_trace_whole, run_agent
     from workbench.cli.model_flags import builtin_names, limits_from_args, model_settings
     from workbench.cli.run_printer import RunPrinter
-    from workbench.engine.recording.fork import ForkError
-    from workbench.engine.recording.fork_runner import ForkOptions, open_fork, setup_fork
+    from workbench.engine.recording.fork.plan import ForkError
+    from workbench.engine.recording.fork.runner import ForkOptions, open_fork, setup_fork
 
     if args.json and not args.dry_run:
         raise CliError("--json prints the plan of --dry-run; add --dry-run")
@@ -412,7 +412,7 @@ def _compared(a: Recording | ParentRun, b: Recording | ParentRun, home: Path) ->
     read whole."""
     from traces.store import StoreError, TraceStore
     from workbench.engine.diff.text_changes import compare_runs, compare_stored_runs
-    from workbench.engine.recording.load import Recording
+    from workbench.engine.recording.runs.load import Recording
 
     if not isinstance(a, Recording) and not isinstance(b, Recording):
         try:
@@ -467,7 +467,7 @@ def _register_serve(subparsers: Any) -> None:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     from workbench.engine.http.serve import ServeError, model_server
-    from workbench.engine.recording.load import RecordingError, runs_named
+    from workbench.engine.recording.runs.load import RecordingError, runs_named
 
     source: Any
     if args.script:

@@ -97,7 +97,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     is read whole. With -o the file is put in place whole, once written."""
     from traces.store import StoreError, TraceStore
     from workbench.cli.progress import StderrProgress
-    from workbench.engine.recording.load import Recording
+    from workbench.engine.recording.runs.load import Recording
     from workbench.engine.views.export import ExportError, export_run, write_stored, written_whole
 
     home = resolve_home(args)

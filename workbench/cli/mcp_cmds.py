@@ -1,7 +1,7 @@
 """`workbench mcp list`, `workbench mcp call` and `workbench mcp-conformance`.
 
 `list` and `call` debug a server without a model. Each is a recorded session
-(`workbench.engine.recording.mcp_session`): a run trace like `workbench run` writes, so the
+(`workbench.engine.recording.running.mcp_session`): a run trace like `workbench run` writes, so the
 frames can be read back with `workbench show` or in the TUI.
 
 `mcp-conformance URL` is the client the official MCP conformance harness drives: it connects,
@@ -32,7 +32,7 @@ from workbench.cli.common import (
 
 if TYPE_CHECKING:
     from agent_core.mcp_tools import McpToolset
-    from workbench.engine.recording.mcp_session import McpSession
+    from workbench.engine.recording.running.mcp_session import McpSession
 
 # The mcp SDK takes about a second to import, and the event models load pydantic, so they
 # load only when an MCP command runs.
@@ -99,7 +99,7 @@ def _config_path(args: argparse.Namespace) -> Path:
     return path
 
 
-# -- recorded sessions (workbench.engine.recording.mcp_session) -----------------------------
+# -- recorded sessions (workbench.engine.recording.running.mcp_session) --------------------------
 
 
 def _recorded(
@@ -109,7 +109,7 @@ def _recorded(
     body: Callable[[McpSession], Awaitable[None]],
 ) -> int:
     """Run `body` in a recorded MCP session; 0 when it completes without errors."""
-    from workbench.engine.recording.mcp_session import record_session
+    from workbench.engine.recording.running.mcp_session import record_session
 
     session = record_session(
         resolve_home(args),

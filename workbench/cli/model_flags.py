@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workbench.cli.common import CliError, positive_float, positive_int
-from workbench.engine.recording import run_service
-from workbench.engine.recording.run_service import ModelSettings
-from workbench.engine.recording.run_service import (
+from workbench.engine.recording.running import service as run_service
+from workbench.engine.recording.running.service import ModelSettings
+from workbench.engine.recording.running.service import (
     parse_tool_descriptions as parse_tool_descriptions,
 )
 

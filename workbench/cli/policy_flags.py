@@ -1,5 +1,5 @@
 """`--tool-policy NAME=POLICY` (on `fork` and `test`): each tool's side effects in a re-run,
-read with `<home>/tool-policy.toml` by `workbench.engine.recording.tool_policy`."""
+read with `<home>/tool-policy.toml` by `workbench.engine.recording.fork.tool_policy`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.cli.common import CliError
 
 if TYPE_CHECKING:
-    from workbench.engine.recording.tool_policy import PolicyRule, ToolPolicy
+    from workbench.engine.recording.fork.tool_policy import PolicyRule, ToolPolicy
 
 
 def add_tool_policy_flag(parser: argparse.ArgumentParser) -> None:
@@ -25,7 +25,7 @@ def add_tool_policy_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def tool_policy_rules(args: Any) -> list[PolicyRule]:
-    from workbench.engine.recording.tool_policy import PolicyError, parse_rule
+    from workbench.engine.recording.fork.tool_policy import PolicyError, parse_rule
 
     try:
         return [parse_rule(text) for text in args.tool_policy]
@@ -35,7 +35,7 @@ def tool_policy_rules(args: Any) -> list[PolicyRule]:
 
 def fork_policy(args: Any, home: Path) -> ToolPolicy:
     """--tool-policy, then --allow-side-effects (`*=live`), then the home's file."""
-    from workbench.engine.recording.tool_policy import PolicyError, ToolPolicy, load_home_rules
+    from workbench.engine.recording.fork.tool_policy import PolicyError, ToolPolicy, load_home_rules
 
     rules = tool_policy_rules(args)
     try:

@@ -34,7 +34,7 @@ from workbench.cli.common import (
 )
 from workbench.cli.progress import StderrProgress
 from workbench.cli.run_filters import add_run_filters, filters_given, run_query
-from workbench.engine.recording.window import TURN_WINDOW
+from workbench.engine.recording.runs.window import TURN_WINDOW
 
 if TYPE_CHECKING:  # the store loads DuckDB and the event models pydantic: handlers import them
     from traces.store import IngestReport, TraceStore
@@ -298,7 +298,7 @@ def _folded_note(folded: int) -> str:
 
 
 def _tool_json(call: ToolCallNode) -> dict[str, Any]:
-    from workbench.engine.recording.tool_policy import call_outcome
+    from workbench.engine.recording.fork.tool_policy import call_outcome
     from workbench.engine.views.tool_calls import tool_call_json
 
     end = call.end

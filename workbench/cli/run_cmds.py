@@ -126,7 +126,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from agent_core.agent import Agent, AgentConfig
     from workbench.cli.driving import check_trace_whole, run_agent
     from workbench.cli.run_printer import RunPrinter
-    from workbench.engine.recording.run_service import (
+    from workbench.engine.recording.running.service import (
         PreparedRun,
         local_toolsets,
         mcp_config_secrets,
@@ -210,7 +210,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from agent_core.tools.builtin import builtin_tools
     from workbench.cli.driving import check_trace_whole, run_agent
     from workbench.cli.run_printer import RunPrinter
-    from workbench.engine.recording.run_service import PreparedRun
+    from workbench.engine.recording.running.service import PreparedRun
 
     home = writable_home(resolve_home(args))
     prices = load_prices(home)

@@ -30,22 +30,23 @@ from traces.run_names import is_safe_run_id
 from traces.schema_diff import diff_tool_schemas
 from traces.store import IngestReport, RunQuery, RunRow, TraceStore, UnknownRunError
 from traces.store.held import IDLE_RELEASE_S, HeldStore
-from workbench.engine.recording import fork_runner, run_service
-from workbench.engine.recording.fork import ForkContext, ForkRequest, fork_context
-from workbench.engine.recording.fork_runner import CancelFork, ForkOptions, ForkOutcome
-from workbench.engine.recording.load import Recording, load_recording
-from workbench.engine.recording.parent import StoredParent
-from workbench.engine.recording.replay import NotReplayable, ReplayOutcome
-from workbench.engine.recording.replay_process import ReplayProgress, replay_in_process
-from workbench.engine.recording.run_service import ModelSettings
-from workbench.engine.recording.window import TurnWindow
+from workbench.engine.recording.fork import runner as fork_runner
+from workbench.engine.recording.fork.plan import ForkContext, ForkRequest, fork_context
+from workbench.engine.recording.fork.runner import CancelFork, ForkOptions, ForkOutcome
+from workbench.engine.recording.replay.process import ReplayProgress, replay_in_process
+from workbench.engine.recording.replay.verify import NotReplayable, ReplayOutcome
+from workbench.engine.recording.running import service as run_service
+from workbench.engine.recording.running.service import ModelSettings
+from workbench.engine.recording.runs.load import Recording, load_recording
+from workbench.engine.recording.runs.parent import StoredParent
+from workbench.engine.recording.runs.window import TurnWindow
 from workbench.engine.views.outline import Outline, first_failure, run_outline
 from workbench.tui.schema_view import SchemaPair
 
 if TYPE_CHECKING:  # loaded when first used: each belongs to one screen's task
     from traces.store.regress import RegressTables
     from workbench.engine.diff.text_changes import Comparison
-    from workbench.engine.recording.dry_run import DryRun
+    from workbench.engine.recording.fork.dry_run import DryRun
     from workbench.engine.regress.stored import SuiteRun
     from workbench.engine.views.export import ExportFormat, ExportProgress
     from workbench.engine.views.search import SearchHit

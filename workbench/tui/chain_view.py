@@ -27,7 +27,7 @@ from traces.events import (
     ToolStart,
 )
 from traces.tree import ModelCallNode, ToolCallNode, TurnNode, answer_label, build_chain
-from workbench.engine.recording.tool_policy import call_label, call_outcome, recorded_decisions
+from workbench.engine.recording.fork.tool_policy import call_label, call_outcome, recorded_decisions
 from workbench.engine.views.outline import TurnGlance, TurnSummary
 from workbench.tui.render import (
     FAIL_ICON,

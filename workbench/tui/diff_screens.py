@@ -21,7 +21,7 @@ from textual.widgets import Header, Static
 from traces.events import Edit
 from workbench.engine.diff.alignment import CallStatus, ChainDiff, ChainTurn
 from workbench.engine.diff.text_changes import Comparison, TextChange
-from workbench.engine.recording.window import TurnWindow
+from workbench.engine.recording.runs.window import TurnWindow
 from workbench.tui.document import Document
 from workbench.tui.footer import Footer
 from workbench.tui.navigation import OpenCompare, OpenRun, OpenSchemaDiff

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 from rich.text import Text
 
-from workbench.engine.recording.dry_run import DryRun
-from workbench.engine.recording.fork import ForkContext
+from workbench.engine.recording.fork.dry_run import DryRun
+from workbench.engine.recording.fork.plan import ForkContext
 from workbench.tui.render import one_line
 
 

@@ -24,8 +24,8 @@ from textual.widgets import Button, Header, Input, Label, Select, Static, TextAr
 
 from agent_core.agent import TextDelta
 from traces.events import Event, ModelChunk, RunStart
-from workbench.engine.recording.dry_run import DryRun
-from workbench.engine.recording.fork import ForkContext, ForkRequest, RecordedCall
+from workbench.engine.recording.fork.dry_run import DryRun
+from workbench.engine.recording.fork.plan import ForkContext, ForkRequest, RecordedCall
 from workbench.tui.backend import CancelFork, Endpoint, ForkOutcome
 from workbench.tui.footer import Footer
 from workbench.tui.fork_draft import (

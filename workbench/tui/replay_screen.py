@@ -17,8 +17,8 @@ from textual.timer import Timer
 from textual.widgets import Header, Static
 
 from traces.events import Event
-from workbench.engine.recording.replay import ReplayOutcome
-from workbench.engine.recording.replay_process import ReplayProgress
+from workbench.engine.recording.replay.process import ReplayProgress
+from workbench.engine.recording.replay.verify import ReplayOutcome
 from workbench.tui.backend import NotAvailable
 from workbench.tui.footer import Footer
 from workbench.tui.paged_list import PagedList

@@ -18,9 +18,9 @@ from typing import Any, Literal, get_args
 from agent_core.wire.chat import tool_call
 from traces.text import one_line
 from traces.tree import TurnNode, build_chain
-from workbench.engine.recording.load import Recording
-from workbench.engine.recording.parent import ParentRun
-from workbench.engine.recording.tool_policy import call_label, recorded_decisions
+from workbench.engine.recording.fork.tool_policy import call_label, recorded_decisions
+from workbench.engine.recording.runs.load import Recording
+from workbench.engine.recording.runs.parent import ParentRun
 
 TurnOutcome = Literal["tools", "answer", "model_error", "incomplete"]
 

@@ -28,8 +28,8 @@ from workbench.engine.diff.alignment import (
     diff_chains,
     render_chain,
 )
-from workbench.engine.recording.load import Recording, index_events
-from workbench.engine.recording.window import TURN_WINDOW, TurnWindow
+from workbench.engine.recording.runs.load import Recording, index_events
+from workbench.engine.recording.runs.window import TURN_WINDOW, TurnWindow
 
 if TYPE_CHECKING:
     from traces.store import TraceStore

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
-from workbench.engine.recording.same_request import joined_digest, message_digest
+from workbench.engine.recording.replay.same_request import joined_digest, message_digest
 
 # A request repeats a failed request (the same turn again), or extends a conversation.
 Continues = Literal["retry", "extend"]

@@ -6,7 +6,7 @@ tests. A request of any wire format is matched by its chat-shape messages, tools
 parameters (as the trace keeps them), and answered with the recorded stream events or body
 in the run's own format, which the server turns into the request's format when they
 differ. A request and each recorded one are read as the same request at one level of
-`workbench.engine.recording.same_request`, both sides alike: `meaning` (tool-call arguments
+`workbench.engine.recording.replay.same_request`, both sides alike: `meaning` (tool-call arguments
 as JSON values, fields sent with their default value equal to absent) or `exact` (field for
 field). Several runs can be served at once: each request is answered from the run whose
 turn it matches, the run's next turn first, and among runs that recorded the same request,
@@ -28,13 +28,13 @@ from traces.events import ModelRequest
 from traces.tree import TurnNode
 from workbench.engine.http.model_server import ModelServer, Reply, Responder, ScriptResponder
 from workbench.engine.http.server import DEFAULT_MAX_REQUEST_BYTES, DEFAULT_READ_TIMEOUT_S
-from workbench.engine.recording.field_diff import FieldDiff, diff_values
-from workbench.engine.recording.load import Recording
-from workbench.engine.recording.same_request import (
+from workbench.engine.recording.replay.field_diff import FieldDiff, diff_values
+from workbench.engine.recording.replay.same_request import (
     MatchMode,
     request_view,
     view_key,
 )
+from workbench.engine.recording.runs.load import Recording
 
 # How many differing fields are counted when looking for the closest turn to a mismatch.
 _DIFF_LIMIT = 200
@@ -198,7 +198,7 @@ def replay_server(
 ) -> ModelServer:
     """A started server replaying `runs` (ids, prefixes or paths) and every run named `name`,
     in a background thread; `close()` stops it. Raises ServeError with one line."""
-    from workbench.engine.recording.load import RecordingError, load_recording, runs_named
+    from workbench.engine.recording.runs.load import RecordingError, load_recording, runs_named
 
     try:
         recordings = [load_recording(ref, home) for ref in runs]

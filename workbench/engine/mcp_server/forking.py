@@ -1,4 +1,4 @@
-"""fork_run's plan and run, made by the one fork runner (`recording.fork_runner`) as
+"""fork_run's plan and run, made by the one fork runner (`recording.fork.runner`) as
 `workbench fork` makes them with no flags: the model the server's environment names (else
 the offline script the run names, as the demo's runs do), and the folder the runner chooses
 for new file-tool calls, its notes saying why."""
@@ -10,11 +10,11 @@ from typing import Any
 
 from traces.tree import answer_fields
 from workbench.engine.mcp_server.tools import ToolError
-from workbench.engine.recording.fork import ForkError, ForkRequest
-from workbench.engine.recording.fork_runner import ForkOptions, ForkSetup, open_fork, setup_fork
-from workbench.engine.recording.load import Recording
-from workbench.engine.recording.parent import ParentRun
-from workbench.engine.recording.run_service import ModelSettings, SetupError
+from workbench.engine.recording.fork.plan import ForkError, ForkRequest
+from workbench.engine.recording.fork.runner import ForkOptions, ForkSetup, open_fork, setup_fork
+from workbench.engine.recording.running.service import ModelSettings, SetupError
+from workbench.engine.recording.runs.load import Recording
+from workbench.engine.recording.runs.parent import ParentRun
 
 
 def setup(parent: Recording | ParentRun, request: ForkRequest, home: Path) -> ForkSetup:

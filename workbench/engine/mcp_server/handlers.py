@@ -40,8 +40,8 @@ READ_ONLY_SUITE = (
 if TYPE_CHECKING:
     from traces.store import RunRow, TraceStore
     from traces.tree import ToolCallNode, TurnNode
-    from workbench.engine.recording.load import Recording
-    from workbench.engine.recording.parent import ParentRun
+    from workbench.engine.recording.runs.load import Recording
+    from workbench.engine.recording.runs.parent import ParentRun
 
 READ_ONLY_FORK = (
     "fork_run writes a new run, and this server is read-only: start it with "
@@ -157,7 +157,7 @@ class Workbench:
     def _recording(self, ref: str) -> Recording:
         """A run as the engine loads it: its trace file in the home, else its events as the
         home's store holds them (a run ingested from elsewhere)."""
-        from workbench.engine.recording.load import (
+        from workbench.engine.recording.runs.load import (
             RecordingError,
             index_events,
             read_recording_file,
@@ -176,8 +176,8 @@ class Workbench:
         """A run read from the store as it is asked, a turn or a call at a time (a fork's
         parent, the tool schemas of a diff), so that forking a run of 200,000 events never
         loads the whole run."""
-        from workbench.engine.recording.load import RecordingError
-        from workbench.engine.recording.parent import StoredParent
+        from workbench.engine.recording.runs.load import RecordingError
+        from workbench.engine.recording.runs.parent import StoredParent
 
         with self._store() as store:
             run_id = self._run_id(store, ref)
@@ -344,7 +344,11 @@ class Workbench:
     # --- replay and fork ------------------------------------------------------------------
 
     async def replay_run(self, *, run: str) -> dict[str, Any]:
-        from workbench.engine.recording.replay import NotReplayable, check_replayable, replay_run
+        from workbench.engine.recording.replay.verify import (
+            NotReplayable,
+            check_replayable,
+            replay_run,
+        )
 
         recording = await self._off_loop(self._recording, run)
         try:
@@ -368,7 +372,7 @@ class Workbench:
         dry_run: bool,
     ) -> dict[str, Any]:
         from workbench.engine.mcp_server import forking
-        from workbench.engine.recording.fork import ForkRequest
+        from workbench.engine.recording.fork.plan import ForkRequest
 
         if not dry_run and not self.allow_writes:
             raise ToolError(READ_ONLY_FORK)

@@ -35,7 +35,7 @@ async def run_suite(
 ) -> dict[str, Any]:
     """Run the suite's cases; their pass rates, against `baseline` when named."""
     from traces.events import Limits
-    from workbench.engine.recording.run_service import ModelSettings, SetupError, build_model
+    from workbench.engine.recording.running.service import ModelSettings, SetupError, build_model
     from workbench.engine.regress.report import to_json
     from workbench.engine.regress.session import (
         SuiteRequest,

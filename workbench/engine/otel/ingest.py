@@ -28,8 +28,8 @@ from workbench.engine.otel.runs import run_events
 from workbench.engine.otel.spans import SpanEventRecord, SpanRecord
 
 # Re-exported: the collector names the runs it writes by it.
-from workbench.engine.recording.imported import ImportedRun as ImportedRun
-from workbench.engine.recording.imported import write_imported
+from workbench.engine.recording.runs.imported import ImportedRun as ImportedRun
+from workbench.engine.recording.runs.imported import write_imported
 
 _STATUS_ERROR = 2  # opentelemetry.proto.trace.v1.Status.STATUS_CODE_ERROR
 

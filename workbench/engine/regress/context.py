@@ -16,8 +16,8 @@ from agent_core.tools.base import CallKey, ToolResult, call_key
 from agent_core.wire.chat import tool_calls
 from traces.home import ambiguous_run
 from traces.run_names import is_safe_run_id
-from workbench.engine.recording.fork import ForkError, ForkPlan, ForkRequest, plan_fork
-from workbench.engine.recording.load import Recording, RecordingError, read_recording_file
+from workbench.engine.recording.fork.plan import ForkError, ForkPlan, ForkRequest, plan_fork
+from workbench.engine.recording.runs.load import Recording, RecordingError, read_recording_file
 
 __all__ = ["RecordingError"]
 

@@ -1,7 +1,7 @@
 """Toolsets for regression samples: offer the real schemas, run almost nothing.
 
 A case checks what the model decides, so a sample must never change the world. Each tool's
-side-effect policy (`recording.tool_policy`: the suite's `[tool_policy]`, `--tool-policy`,
+side-effect policy (`recording.fork.tool_policy`: the suite's `[tool_policy]`, `--tool-policy`,
 `<home>/tool-policy.toml`, else what the tool declares) decides its calls: by default a call
 is answered from the recording when one matches, runs when the tool is read-only (`read_file`
 and the other built-in file tools), and is otherwise refused with a short, model-readable
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_core.tools.base import CallKey, ToolResult, Toolset, ToolSpec, call_key
-from workbench.engine.recording.tool_policy import ToolPolicy, apply, decide_all, record
+from workbench.engine.recording.fork.tool_policy import ToolPolicy, apply, decide_all, record
 
 
 class GuardedToolset:

@@ -26,8 +26,8 @@ from agent_core.model.scripted import ScriptedModel
 from agent_core.tools.base import Toolset, ToolSpec
 from traces.events import Limits, ModelResponse, RunStart
 from traces.home import open_run_trace
-from workbench.engine.recording.fork import ForkToolset
-from workbench.engine.recording.tool_policy import ToolPolicy
+from workbench.engine.recording.fork.plan import ForkToolset
+from workbench.engine.recording.fork.tool_policy import ToolPolicy
 from workbench.engine.regress.context import (
     RecordedContext,
     ToolCall,

@@ -15,7 +15,7 @@ from agent_core.model.base import ChatModel
 from traces.home import RedactionConfigError, redaction_patterns, traces_dir
 from traces.store import StoreError
 from traces.store.regress import RegressTables
-from workbench.engine.recording.tool_policy import (
+from workbench.engine.recording.fork.tool_policy import (
     PolicyError,
     PolicyRule,
     ToolPolicy,

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from traces.user_files import read_text
-from workbench.engine.recording.tool_policy import PolicyError, PolicyRule, rules_from_table
+from workbench.engine.recording.fork.tool_policy import PolicyError, PolicyRule, rules_from_table
 
 SUITE_KEYS = {
     "name",

@@ -12,7 +12,7 @@ from typing import Literal, TypeAlias
 from pydantic import ValidationError
 
 from traces.reader import describe_validation_error
-from workbench.engine.recording.imported import ImportedRun, write_imported
+from workbench.engine.recording.runs.imported import ImportedRun, write_imported
 from workbench.engine.sessions import claude_code, codex
 from workbench.engine.sessions.session import SessionError, SessionRun
 

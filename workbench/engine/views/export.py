@@ -37,8 +37,8 @@ from traces.tree import (
     answer_label,
     build_chain,
 )
-from workbench.engine.recording.parent import OpenStore
-from workbench.engine.recording.window import TurnWindow
+from workbench.engine.recording.runs.parent import OpenStore
+from workbench.engine.recording.runs.window import TurnWindow
 from workbench.engine.views.timeline import Timeline, TurnTimeline, build_timeline
 
 ExportFormat: TypeAlias = Literal["json", "md"]

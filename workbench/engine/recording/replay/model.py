@@ -29,10 +29,10 @@ from agent_core.wire.codecs import codec_for
 from traces.events import ModelRequest, ToolEnd, ToolsChanged
 from traces.recorder import Recorder
 from traces.tree import TurnNode
-from workbench.engine.recording.field_diff import FieldDiff, diff_values
-from workbench.engine.recording.load import Recording
-from workbench.engine.recording.parent import ParentRun
-from workbench.engine.recording.same_request import request_view, view_key
+from workbench.engine.recording.replay.field_diff import FieldDiff, diff_values
+from workbench.engine.recording.replay.same_request import request_view, view_key
+from workbench.engine.recording.runs.load import Recording
+from workbench.engine.recording.runs.parent import ParentRun
 
 
 def diff_request(recorded: ModelRequest, call: ModelCall) -> list[FieldDiff]:

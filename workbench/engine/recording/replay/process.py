@@ -9,7 +9,7 @@
 
 A replay of a long run is seconds of CPU-bound Python (most of it reading and validating
 the trace): in a thread of the TUI it would hold the interpreter and freeze the screen.
-`python -m workbench.engine.recording.replay_process TRACE` reads the trace file (never the
+`python -m workbench.engine.recording.replay.process TRACE` reads the trace file (never the
 store, which the caller may hold open), replays it as `workbench replay` does and prints one
 JSON line per report, at most every PROGRESS_EVERY_S: `{"read": bytes, "size": bytes}`
 while it reads the trace, `{"compared": n, "total": N}` while it replays, and last
@@ -35,7 +35,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-from workbench.engine.recording.replay import NotReplayable, ReplayOutcome
+from workbench.engine.recording.replay.verify import NotReplayable, ReplayOutcome
 
 PROGRESS_EVERY_S = 0.1
 # The replay process's CPU priority below its caller's, as the proxy's recording process.
@@ -221,12 +221,12 @@ def _report(**fields: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from workbench.engine.recording.load import RecordingError, read_recording_file
-    from workbench.engine.recording.replay import ReplayStep, replay_run
+    from workbench.engine.recording.replay.verify import ReplayStep, replay_run
+    from workbench.engine.recording.runs.load import RecordingError, read_recording_file
 
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m workbench.engine.recording.replay_process TRACE", file=sys.stderr)
+        print("usage: python -m workbench.engine.recording.replay.process TRACE", file=sys.stderr)
         return 2
     _end_with_parent()
     if hasattr(os, "nice"):

@@ -22,14 +22,14 @@ from typing import Any, Literal
 from agent_core.agent import Agent, AgentConfig, TextDelta
 from traces.events import Error, Event, EventBase, ModelRequest, RunEnd
 from traces.writer import Sink
-from workbench.engine.recording.field_diff import (
+from workbench.engine.recording.replay.field_diff import (
     FieldDiff,
     diff_events,
     holds_redactions,
     is_transport_only,
 )
-from workbench.engine.recording.load import Recording, config_from_run_start
-from workbench.engine.recording.replay_model import ReplayModel, ReplayToolset
+from workbench.engine.recording.replay.model import ReplayModel, ReplayToolset
+from workbench.engine.recording.runs.load import Recording, config_from_run_start
 
 Pace = Literal["fast", "original"]
 ReplayStatus = Literal["identical", "diverged", "incomplete"]

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from traces.events import EventBase, ModelRequest, ModelResponse
 from traces.redact import REDACTION_MARK
-from workbench.engine.recording.same_request import one_text_form, request_view
+from workbench.engine.recording.replay.same_request import one_text_form, request_view
 
 # Event fields that legitimately differ between a recording and its replay. `seq` is left
 # out because events are compared by position once transport-only events are set aside.

@@ -7,7 +7,7 @@
 The history at the start of turn N is the exact message list the parent sent in turn N, so
 turns before N are never sent to a model again. Edits change that history (system prompt,
 last user message, a tool result) or the tools offered (description, parameter schema).
-In the fork, each tool's side-effect policy (`recording.tool_policy`) decides its calls: by
+In the fork, each tool's side-effect policy (`recording.fork.tool_policy`) decides its calls: by
 default a call the parent already made with the same arguments gets the recorded result
 back, and a new call runs live only when the tool is read-only; otherwise the model reads a
 refusal. The fork is a new run whose run_start names the parent, the fork turn, every edit
@@ -30,14 +30,7 @@ from agent_core.wire.chat import FINAL_ANSWER_TOOLS, final_answer
 from agent_core.wire.codecs import codec_for
 from traces.events import Edit, ModelApi, RunStart
 from traces.writer import Sink
-from workbench.engine.recording.load import Recording, config_from_run_start
-from workbench.engine.recording.parent import ParentRun, as_parent
-from workbench.engine.recording.replay_model import (
-    recorded_read_only,
-    recorded_specs,
-    served_result,
-)
-from workbench.engine.recording.tool_policy import (
+from workbench.engine.recording.fork.tool_policy import (
     META_KEY,
     Decision,
     ToolPolicy,
@@ -45,12 +38,19 @@ from workbench.engine.recording.tool_policy import (
     decide_all,
     record,
 )
-from workbench.engine.recording.tool_policy import (
+from workbench.engine.recording.fork.tool_policy import (
     REFUSED as REFUSED,  # what a refused call's tool_end says; tests and front ends read it
 )
+from workbench.engine.recording.replay.model import (
+    recorded_read_only,
+    recorded_specs,
+    served_result,
+)
+from workbench.engine.recording.runs.load import Recording, config_from_run_start
+from workbench.engine.recording.runs.parent import ParentRun, as_parent
 
 if TYPE_CHECKING:
-    from workbench.engine.recording.run_service import ModelSettings
+    from workbench.engine.recording.running.service import ModelSettings
 
 # A call to a tool that only the recorded client could run (a captured or imported run),
 # with arguments the recording has no result for: the fork cannot go on without a mock.

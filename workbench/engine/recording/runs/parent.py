@@ -24,7 +24,7 @@ from agent_core.tools.base import CallKey, call_key
 from traces.events import ModelApi, ModelRequest, ModelResponse, RunStart, ToolEnd, ToolStart
 from traces.home import NoHomeError, existing_home
 from traces.tree import build_chain
-from workbench.engine.recording.load import (
+from workbench.engine.recording.runs.load import (
     Recording,
     RecordingError,
     load_recording,

@@ -1,4 +1,4 @@
-"""Reading a bundle (`workbench.engine.recording.bundle` writes them) and adding its runs
+"""Reading a bundle (`workbench.engine.recording.runs.bundle` writes them) and adding its runs
 to a home: `workbench import bundle FILE`, and a bundle opened directly.
 
     report = import_bundle(Path("issue-123.wbundle"), home)
@@ -31,7 +31,7 @@ from traces.home import traces_dir
 from traces.run_names import is_safe_run_id, run_file_stem
 from traces.user_files import names_a_file
 from traces.versions import SCHEMA_VERSION
-from workbench.engine.recording.bundle import (
+from workbench.engine.recording.runs.bundle import (
     IMPORTED_SCRIPTS,
     MAX_MEMBER_BYTES,
     MAX_MEMBERS,
@@ -42,7 +42,7 @@ from workbench.engine.recording.bundle import (
     BundleError,
     Manifest,
 )
-from workbench.engine.recording.load import RecordingError, read_recording_file
+from workbench.engine.recording.runs.load import RecordingError, read_recording_file
 
 # The headers before one member: a pax header of a long name is a few hundred bytes.
 MAX_HEADER_BYTES = 64 * 1024

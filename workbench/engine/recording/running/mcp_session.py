@@ -22,7 +22,7 @@ from traces.events import RunEnd, RunStart, RunStatus, ToolEnd, ToolStart
 from traces.home import open_run_trace
 from traces.recorder import Recorder
 from traces.totals import RunningTotals
-from workbench.engine.recording.run_service import SetupError
+from workbench.engine.recording.running.service import SetupError
 
 if TYPE_CHECKING:
     from agent_core.mcp_tools import McpToolset

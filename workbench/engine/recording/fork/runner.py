@@ -25,9 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from agent_core.tools.base import Toolset
 from traces.events import Limits, RunStart
-from workbench.engine.recording.bundle_import import BUNDLED
-from workbench.engine.recording.dry_run import DryRun, dry_run
-from workbench.engine.recording.fork import (
+from workbench.engine.recording.fork.dry_run import DryRun, dry_run
+from workbench.engine.recording.fork.plan import (
     ForkPlan,
     ForkRequest,
     fork_agent,
@@ -36,9 +35,7 @@ from workbench.engine.recording.fork import (
     plan_fork,
     recorded_root,
 )
-from workbench.engine.recording.load import Recording
-from workbench.engine.recording.parent import ParentRun
-from workbench.engine.recording.run_service import (
+from workbench.engine.recording.running.service import (
     DEFAULT_MCP_START_TIMEOUT_S,
     ModelSettings,
     PreparedRun,
@@ -47,6 +44,9 @@ from workbench.engine.recording.run_service import (
     local_toolsets,
     mcp_config_secrets,
 )
+from workbench.engine.recording.runs.bundle_import import BUNDLED
+from workbench.engine.recording.runs.load import Recording
+from workbench.engine.recording.runs.parent import ParentRun
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -124,7 +124,7 @@ def fork_choices(start: RunStart, options: ForkOptions, api: str | None = None) 
 def with_home_policy(request: ForkRequest, home: Path) -> ForkRequest:
     """The request with the tool policy of `<home>/tool-policy.toml` (and its
     `allow_side_effects`), unless it brings a policy of its own."""
-    from workbench.engine.recording.tool_policy import PolicyError, ToolPolicy, load_home_rules
+    from workbench.engine.recording.fork.tool_policy import PolicyError, ToolPolicy, load_home_rules
 
     if request.policy is not None:
         return request

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_core.tools.base import Toolset
-from workbench.engine.recording.fork import ForkPlan, ForkToolset
-from workbench.engine.recording.parent import PrefixTurn
+from workbench.engine.recording.fork.plan import ForkPlan, ForkToolset
+from workbench.engine.recording.runs.parent import PrefixTurn
 
 # A longer prefix is named on its line by its first and last few turns (the JSON lists all).
 PREFIX_NAMED = 3

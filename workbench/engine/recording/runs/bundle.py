@@ -42,7 +42,7 @@ from traces.redact import REDACTION_MARK, Redactor
 from traces.run_names import is_safe_run_id, run_file_stem
 from traces.user_files import names_a_file, read_bytes
 from traces.versions import SCHEMA_VERSION
-from workbench.engine.recording.load import (
+from workbench.engine.recording.runs.load import (
     RecordingError,
     check_damage,
     in_sequence,
