@@ -299,7 +299,7 @@ ORDER BY seq LIMIT 1
 TOOL_SCHEMAS = "SELECT schema FROM tool_schemas WHERE run_id = $run_id ORDER BY position"
 
 # What a fork reads of the run it forks, without reading the run's other turns
-# (`workbench.engine.recording.parent.StoredParent`).
+# (`workbench.engine.recording.runs.parent.StoredParent`).
 # The turns that hold an event of one of $types (a model request: the turns a fork can
 # start at).
 TURNS_WITH = f"""
