@@ -318,6 +318,14 @@ INSERT INTO run_batches SELECT run_id, batches FROM touched;
 # (`json_extract_string` with a list of paths): the events themselves never go through the
 # aggregate, and a captured run_start holding a 30 MB first request is parsed once, not once
 # a field (which took more than the ingest's whole memory limit).
+# A run's task fingerprint: what makes two runs "runs of the same task" (`workbench compare
+# --task`, `why`): its system prompt, its task (the first user message) and the names of the
+# tools it was offered, in any order. 16 hex digits of an md5: a key, not a secret.
+TASK_FINGERPRINT = """left(md5(concat_ws(chr(31),
+    coalesce(event->>'system_prompt', ''), coalesce(event->>'task', ''),
+    array_to_string(list_sort(coalesce(
+        json_extract_string(event, '$.tools[*].function.name'), []::VARCHAR[])), chr(31)))), 16)"""
+
 _START_FIELDS = ("task", "model", "parent_run_id", "fork_turn", "schema_version", "origin")
 _END_FIELDS = (
     "status",
@@ -356,7 +364,8 @@ WITH touched_rows AS (
             THEN json_extract_string(event, {_paths(_END_FIELDS)}) END AS e,
         CASE WHEN type = 'tool_end' THEN event->>'ok' = 'false' END AS tool_failed,
         CASE WHEN type = 'model_response'
-            THEN try_cast(event->'usage'->>'total_tokens' AS BIGINT) END AS tokens
+            THEN try_cast(event->'usage'->>'total_tokens' AS BIGINT) END AS tokens,
+        CASE WHEN type = 'run_start' THEN {TASK_FINGERPRINT} END AS fingerprint
     FROM event_rows
     WHERE batch IN (SELECT DISTINCT unnest(batches) FROM touched)
         AND run_id IN (SELECT run_id FROM touched) AND problem IS NULL
@@ -371,6 +380,7 @@ WITH touched_rows AS (
         arg_max(e, seq) FILTER (WHERE type = 'run_end') AS e,
         min(ts) FILTER (WHERE type = 'run_start') AS started_at,
         max(ts) FILTER (WHERE type = 'run_end') AS ended_at,
+        arg_min(fingerprint, seq) FILTER (WHERE type = 'run_start') AS fingerprint,
         min(source_path) AS source_path
     FROM touched_rows GROUP BY run_id
 )
@@ -386,6 +396,6 @@ SELECT run_id, coalesce(started_at, first_ts), ended_at, {_s("task")}, {_s("mode
     epoch_us(last_ts) / 1000.0 - epoch_us(first_ts) / 1000.0,
     {_s("parent_run_id")}, try_cast({_s("fork_turn")} AS INTEGER), {_e("final_answer")},
     {_e("reason")}, {_e("timeout_layer")}, try_cast({_s("schema_version")} AS INTEGER), n,
-    source_path, coalesce({_s("origin")}, 'agent')
+    source_path, coalesce({_s("origin")}, 'agent'), fingerprint
 FROM agg
 """

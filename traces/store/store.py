@@ -59,6 +59,7 @@ class RunRow:
     reason: str | None
     source_path: str | None
     origin: str = "agent"  # a RunOrigin; "agent" for a run whose run_start is missing
+    task_fingerprint: str | None = None  # runs of one task share it; None without a run_start
     judged: str | None = None  # a regression sample's case verdict: passed, failed, error
 
     def to_json(self) -> dict[str, Any]:
