@@ -405,3 +405,31 @@ async def test_an_imported_run_is_refused_with_a_reason_not_a_divergence(
     imported = dataclasses.replace(recording, run_start=start)
     with pytest.raises(NotReplayable, match=r"imported from otel; .* cannot verify it"):
         await replay_run(imported)
+
+
+async def test_token_estimates_are_compared_in_recordings_of_this_schema_version_only(
+    project: Project,
+) -> None:
+    """A recording written in an older schema version was estimated by an older workbench's
+    estimator: its estimates are not what the replay checks. One of this version's is."""
+    golden = next((Path(__file__).parents[1] / "fixtures/traces/v2").glob("*.jsonl"))
+    events = read_events(golden)
+    for event in events:
+        if event["type"] == "model_request":
+            event["estimated_tokens"] += 1000
+    project.home.mkdir(parents=True, exist_ok=True)
+    older = project.home / "older.jsonl"
+    write_events(older, events)
+    outcome = await replay_run(read_recording_file(older))
+    assert outcome.status == "identical", outcome.divergence
+
+    path, _ = await project.record(THREE_TURNS)
+    events = read_events(path)
+    for event in events:
+        if event["type"] == "model_request":
+            event["estimated_tokens"] += 1000
+    current = project.home / "current.jsonl"
+    write_events(current, events)
+    outcome = await replay_run(read_recording_file(current))
+    assert outcome.divergence is not None
+    assert [d.path for d in outcome.divergence.diffs] == ["estimated_tokens"]

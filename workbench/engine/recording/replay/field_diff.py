@@ -101,14 +101,17 @@ _ESTIMATED_TOTALS = ("input_tokens", "output_tokens", "total_tokens")
 
 
 def diff_events(
-    recorded: EventBase, replayed: EventBase, *, redacted: bool = False
+    recorded: EventBase, replayed: EventBase, *, estimates: bool = True
 ) -> list[FieldDiff]:
     """Every field that differs, in document order; empty when the events match.
 
-    With `redacted` (see `holds_redactions`), token estimates are left out: the recording
-    estimated the secret, the replay can only estimate its placeholder."""
+    Without `estimates`, token estimates are left out: a recording that holds redactions
+    (see `holds_redactions`) estimated the secret, the replay can only estimate its
+    placeholder; one written in an older schema version was estimated by an older
+    workbench's estimator. An estimate is not a decision: what it decided (a history
+    trimmed, a budget stopped) shows in the events themselves."""
     left, right = comparable(recorded), comparable(replayed)
-    if redacted:
+    if not estimates:
         for side in (left, right):
             for key in _ESTIMATES:
                 side.pop(key, None)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agent_core.agent import Agent, AgentConfig, TextDelta
-from traces.events import Error, Event, EventBase, ModelRequest, RunEnd
+from traces.events import SCHEMA_VERSION, Error, Event, EventBase, ModelRequest, RunEnd
 from traces.writer import Sink
 from workbench.engine.recording.replay.field_diff import (
     FieldDiff,
@@ -177,7 +177,7 @@ async def replay_stream(
     check_replayable(recording)
     started = time.perf_counter()
     recorded = [e for e in recording.events if not is_transport_only(e)]
-    redacted = holds_redactions(recorded)
+    estimates = recording.written_in == SCHEMA_VERSION and not holds_redactions(recorded)
     model = ReplayModel(recording)
     toolset = ReplayToolset(recording, model)
     agent = Agent(model, [toolset], replay_config(recording), sinks=sinks)
@@ -201,7 +201,7 @@ async def replay_stream(
                     note = f"the recording stops {recording.stop_point}; replayed up to there"
                 break
             expected = recorded[position]
-            divergence = _compare(expected, item, model, redacted)
+            divergence = _compare(expected, item, model, estimates)
             if divergence is not None:
                 stop = _stopped_by_clock(expected)
                 if stop is not None:
@@ -257,7 +257,7 @@ async def replay_run(
 
 
 def _compare(
-    expected: Event, actual: Event, model: ReplayModel, redacted: bool
+    expected: Event, actual: Event, model: ReplayModel, estimates: bool
 ) -> Divergence | None:
     if expected.type != actual.type:
         return Divergence(
@@ -269,7 +269,7 @@ def _compare(
             recorded=expected,
             replayed=actual,
         )
-    diffs = diff_events(expected, actual, redacted=redacted)
+    diffs = diff_events(expected, actual, estimates=estimates)
     if not diffs:
         return None
     return Divergence(

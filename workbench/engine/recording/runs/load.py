@@ -18,6 +18,7 @@ from agent_core.agent import AgentConfig
 from agent_core.wire import responses
 from agent_core.wire.codecs import codec_for
 from traces.events import (
+    SCHEMA_VERSION,
     Event,
     ModelApi,
     ModelRequest,
@@ -45,6 +46,7 @@ class Recording:
     turns: dict[int, TurnNode]  # by number: what each turn recorded (`traces.tree`)
     path: Path | None = None
     problems: list[str] = field(default_factory=list)
+    written_in: int = SCHEMA_VERSION  # the trace schema version its file was written in
 
     @property
     def complete(self) -> bool:
@@ -193,6 +195,7 @@ def read_recording_file(
         pass
     recording = index_events(events, path=path)
     recording.problems = problems
+    recording.written_in = result.schema_version
     return recording
 
 
