@@ -55,8 +55,11 @@ def ambiguous_run(prefix: str, run_ids: Sequence[str]) -> str:
     )
 
 
+TRACES_FOLDER = "traces"
+
+
 def traces_dir(home: Path) -> Path:
-    return home / "traces"
+    return home / TRACES_FOLDER
 
 
 def db_path(home: Path) -> Path:
@@ -108,7 +111,11 @@ def open_run_trace(home: Path, run_id: str, secrets: Iterable[str | None] = ()) 
     return JsonlWriter(traces_dir(home), run_id, home_redactor(home, secrets))
 
 
+# A home's folder of annotations: JSON Lines, but not traces (ingest leaves it out).
+ANNOTATIONS_FOLDER = "annotations"
+
+
 def annotations_dir(home: Path) -> Path:
     """Where annotations live: one append-only `<author>.jsonl` per author
     (`traces.annotations`)."""
-    return home / "annotations"
+    return home / ANNOTATIONS_FOLDER

@@ -256,3 +256,14 @@ def test_show_marks_annotated_turns_and_calls_and_export_carries_the_notes(
     )
     code, out, _ = wb(home, capsys, "export", run_id, "--format", "json")
     assert [n["id"] for n in json.loads(out)["annotations"]] == [n["id"] for n in notes]
+
+
+def test_ingest_of_a_whole_home_reads_its_traces_and_leaves_its_annotations_to_notes(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = demo_run(home, "completed")
+    note_json(home, capsys, run_id, "--label", "checked")
+    code, out, err = wb(home, capsys, "ingest", str(home))
+    assert code == 0, err
+    assert err == ""  # not "unknown event type 'note'" for the annotations file
+    assert run_id[:12] in "".join(listed(home, capsys, "--label", "checked"))

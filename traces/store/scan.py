@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from traces.home import ANNOTATIONS_FOLDER, TRACES_FOLDER
 from traces.store.db import duckdb
 from traces.store.sql import (
     KNOWN_FILES,
@@ -114,7 +115,8 @@ def _walk(
     for entry in sorted(listed[1], key=lambda e: e.name):
         try:
             if entry.is_dir():
-                _walk(entry.path, found, seen, problems)
+                if not _annotations_of_a_home(folder, entry.name):
+                    _walk(entry.path, found, seen, problems)
             elif entry.name.endswith(".jsonl") and entry.is_file():
                 found[entry.path] = entry.stat().st_size
         except OSError as exc:
@@ -192,8 +194,14 @@ def _names(
         except OSError as exc:  # as `_walk` says it
             problems.append(f"{path}: cannot read ({exc.strerror or exc}); skipped")
             continue
-        if is_folder:
+        if is_folder and not _annotations_of_a_home(folder, name):
             _names(path, f"{prefix}{name}{os.sep}", found, folders, seen, problems)
+
+
+def _annotations_of_a_home(folder: str, name: str) -> bool:
+    """Whether `folder`/`name` is a home's annotations (a home given to `ingest` whole):
+    its notes are read as annotations, never as traces."""
+    return name == ANNOTATIONS_FOLDER and os.path.isdir(os.path.join(folder, TRACES_FOLDER))
 
 
 def _unchanged(listing: str | None) -> bool:
