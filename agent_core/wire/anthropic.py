@@ -66,12 +66,21 @@ def request_parts(body: dict[str, Any]) -> tuple[list[Any], list[Any], dict[str,
 
 
 def spans(body: dict[str, Any]) -> list[WireSpan]:
-    """Each message of a request's `messages` with the chat messages it reads as."""
-    return [
+    """Each message of a request's `messages` with the chat messages it reads as; and a
+    `system` of blocks (cache marks and all) as the system message it reads as."""
+    found = [
         WireSpan("anthropic", tuple(_from_wire(message)), (message,))
         for message in body.get("messages") or []
         if isinstance(message, dict)
     ]
+    system = body.get("system")
+    if isinstance(system, list) and system:
+        # Not a message of the format: `request_body` puts it back as the body's `system`.
+        read_as = request_parts({"system": system})[0]
+        found.insert(
+            0, WireSpan("anthropic", tuple(read_as), ({"role": "system", "content": system},))
+        )
+    return found
 
 
 def answer_span(message: dict[str, Any], body: dict[str, Any]) -> WireSpan:
@@ -442,13 +451,20 @@ def request_body(
     messages a `known` span reads as go as that span's messages, exactly as they were."""
     body: dict[str, Any] = {"model": model}
     system: list[str] = []
+    system_blocks: list[Any] = []  # a `system` of blocks, as a known span had it
     out: list[dict[str, Any]] = []
     for items, run in placed(messages, known, "anthropic"):
         if items is not None:
-            out += copy.deepcopy(list(items))  # a fresh tool result may join the last one
+            for item in copy.deepcopy(list(items)):  # a fresh tool result may join the last one
+                if item.get("role") == "system":
+                    system_blocks += item["content"]
+                else:
+                    out.append(item)
             continue
         _encode(run, system, out)
-    if system:
+    if system_blocks:
+        body["system"] = system_blocks + [{"type": "text", "text": text} for text in system]
+    elif system:
         body["system"] = "\n\n".join(system)
     body["messages"] = out
     if tools:

@@ -152,7 +152,14 @@ class AnthropicUpstream:
         return Reply(chunks=list(anthropic_wire.stream_events(answer)), api="anthropic")
 
 
-def _captured_thinking_run(home: Path) -> tuple[str, list[Any]]:
+# A system prompt as Claude Code sends it: text blocks, the last one marked for caching.
+SYSTEM_BLOCKS: list[Any] = [
+    {"type": "text", "text": "You are a coding agent."},
+    {"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral"}},
+]
+
+
+def _captured_thinking_run(home: Path, system: Any = SYSTEM) -> tuple[str, list[Any]]:
     """A thinking anthropic-SDK agent's run through the proxy, and the bodies it sent."""
     answers = [_thinking_then_weather("toolu_recorded"), THINKING]
     with (
@@ -167,7 +174,7 @@ def _captured_thinking_run(home: Path) -> tuple[str, list[Any]]:
         messages: list[Any] = [{"role": "user", "content": ANTHROPIC_TASK}]
         for _ in range(3):
             with client.messages.stream(
-                model="claude-sonnet-4-5", max_tokens=2048, system=SYSTEM, tools=ANTHROPIC_TOOLS,
+                model="claude-sonnet-4-5", max_tokens=2048, system=system, tools=ANTHROPIC_TOOLS,
                 thinking={"type": "enabled", "budget_tokens": 1024}, messages=messages,
             ) as events:  # fmt: skip
                 message = events.get_final_message()
@@ -194,11 +201,13 @@ def _captured_thinking_run(home: Path) -> tuple[str, list[Any]]:
     return str(read_run(home)[0]["run_id"]), sent
 
 
+@pytest.mark.parametrize("system", [SYSTEM, SYSTEM_BLOCKS], ids=["text", "blocks"])
 def test_a_fork_of_a_thinking_anthropic_capture_resends_its_blocks_as_sent(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], system: Any
 ) -> None:
     home = tmp_path / "home"
-    run_id, captured = _captured_thinking_run(home)
+    run_id, captured = _captured_thinking_run(home, system)
+    assert captured[1]["system"] == system
     assert [m["role"] for m in captured[1]["messages"]] == ["user", "assistant", "user"]
     # The fork asks again at turn 2 with the weather mocked; its model thinks and asks the
     # same weather again (the recorded result answers), then answers.
