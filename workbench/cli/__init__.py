@@ -40,6 +40,7 @@ COMMAND_MODULES = (
     "workbench.cli.stats_cmds",
     "workbench.cli.analysis_cmds",
     "workbench.cli.review_cmds",
+    "workbench.cli.judge_cmds",
 )
 
 
