@@ -41,6 +41,7 @@ COMMAND_MODULES = (
     "workbench.cli.analysis_cmds",
     "workbench.cli.review_cmds",
     "workbench.cli.judge_cmds",
+    "workbench.cli.check_cmds",
 )
 
 
