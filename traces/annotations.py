@@ -11,6 +11,8 @@ readers refuse newer versions and migrate older ones with `ANNOTATION_MIGRATIONS
 files per version live under tests/fixtures/annotations/vN/ and are never edited.
     1 — first release: notes (labels, scores, text) on a run, a turn or a tool call;
         tombstones.
+    2 — a judge's note says which rubric (name, version) and which recorded judge run
+        gave it (`judge`); a v1 line reads as it was.
 """
 
 from __future__ import annotations
@@ -29,11 +31,19 @@ from traces.home import annotations_dir
 from traces.line_check import loads
 from traces.versions import Migration, check_versions, migrate
 
-ANNOTATION_VERSION = 1
+ANNOTATION_VERSION = 2
 ANNOTATION_VERSIONS: dict[int, str] = {
     1: "first release: notes (labels, scores, text) on a run, turn or tool call; tombstones",
+    2: "a judge's note names its rubric and version and the judge run (`judge`)",
 }
-ANNOTATION_MIGRATIONS: dict[int, Migration] = {}
+
+
+def _v1_to_v2(record: dict[str, Any]) -> dict[str, Any]:
+    """v2 adds an optional field only: a v1 line is a v2 line."""
+    return record
+
+
+ANNOTATION_MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2}
 check_versions(
     ANNOTATION_VERSION,
     ANNOTATION_VERSIONS,
@@ -60,6 +70,17 @@ class _Record(BaseModel):
         return ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
 
 
+class JudgeRef(BaseModel):
+    """Where a judge's note came from: the rubric (name and version) and the recorded run
+    of the judge call, which replays and forks like any run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rubric: str = Field(min_length=1)
+    version: int = Field(ge=1)
+    run: str = Field(min_length=1)
+
+
 class Note(_Record):
     """Labels, scores and a text on a run, one of its turns, or one tool call of a turn."""
 
@@ -69,6 +90,7 @@ class Note(_Record):
     labels: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
     scores: dict[str, float] = Field(default_factory=dict)
     text: str | None = None
+    judge: JudgeRef | None = None  # set on a judge's note (`workbench judge`)
 
     @field_validator("call_id")
     @classmethod
@@ -152,6 +174,7 @@ __all__ = [
     "ANNOTATION_VERSION",
     "ANNOTATION_VERSIONS",
     "AnnotationRecord",
+    "JudgeRef",
     "NewerAnnotationError",
     "Note",
     "Removal",

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.support.demo import demo_run
+from traces.annotations import ANNOTATION_VERSION
 from traces.home import annotations_dir, traces_dir
 from workbench.cli import main
 
@@ -62,7 +63,7 @@ def test_notes_on_a_run_a_turn_and_a_call_go_to_one_file_per_author(
     )
     assert on_run["run_id"] == run_id and on_run["author"] == "alice"
     assert on_run["labels"] == ["loop"] and on_run["scores"] == {"helpful": 0.25}
-    assert "turn" not in on_run and on_run["schema_version"] == 1
+    assert "turn" not in on_run and on_run["schema_version"] == ANNOTATION_VERSION
     on_turn = note_json(home, capsys, f"{run_id[:8]}:2", "--label", "repeat", "--author", "bob")
     on_call = note_json(home, capsys, f"{run_id}:1:call_s1_0", "--score", "relevant=1")
     assert (on_turn["turn"], on_turn["author"]) == (2, "bob")
@@ -215,12 +216,15 @@ def test_golden_annotation_files_of_every_version_read_back_and_ingest(
     for path in GOLDEN.glob("v*/*.jsonl"):
         for line in path.read_text(encoding="utf-8").splitlines():
             record = read_annotation(line)
-            assert json.loads(record.model_dump_json(exclude_none=True)) == json.loads(line)
+            # Read back as the current version, with nothing else changed.
+            written = json.loads(line) | {"schema_version": record.schema_version}
+            assert json.loads(record.model_dump_json(exclude_none=True)) == written
         shutil.copy(path, annotations_dir(home) / f"{path.parent.name}-{path.name}")
     rows = sql(home, capsys, "SELECT id, turn, call_id, labels FROM annotations ORDER BY id")
     assert rows == [
         {"id": "20261201093000-0a1b2c3d", "turn": None, "call_id": None, "labels": ["loops"]},
         {"id": "20261201093200-2c3d4e5f", "turn": 1, "call_id": "call_s1_0", "labels": []},
+        {"id": "20261202100000-3d4e5f60", "turn": None, "call_id": None, "labels": []},
     ]
 
 
@@ -263,7 +267,7 @@ def test_ingest_of_a_whole_home_reads_its_traces_and_leaves_its_annotations_to_n
 ) -> None:
     run_id = demo_run(home, "completed")
     note_json(home, capsys, run_id, "--label", "checked")
-    code, out, err = wb(home, capsys, "ingest", str(home))
+    code, _out, err = wb(home, capsys, "ingest", str(home))
     assert code == 0, err
     assert err == ""  # not "unknown event type 'note'" for the annotations file
     assert run_id[:12] in "".join(listed(home, capsys, "--label", "checked"))

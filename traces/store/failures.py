@@ -10,6 +10,7 @@ no run's events brought into Python.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
@@ -140,6 +141,13 @@ class FailureGroupRow:
     models: list[str]
     tasks: int  # how many different tasks
     per_day: list[tuple[date, int]]  # failing runs per day, days with none left out
+
+    @property
+    def signature(self) -> str:
+        """Eight hex digits naming the signature: the same for the same failure in any
+        store (`workbench failures` shows it, `workbench check` remembers it)."""
+        parts = [self.status, self.reason, self.step, self.tool or "", self.error]
+        return hashlib.sha256("\x1f".join([*parts, *self.tools_before]).encode()).hexdigest()[:8]
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,8 @@ COMMAND_MODULES = (
     "workbench.cli.stats_cmds",
     "workbench.cli.analysis_cmds",
     "workbench.cli.review_cmds",
+    "workbench.cli.judge_cmds",
+    "workbench.cli.check_cmds",
 )
 
 

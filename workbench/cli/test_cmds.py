@@ -189,19 +189,30 @@ class _Progress:
 def _register_capture(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "capture-case",
-        help="append a suite case from a recorded run's decision at a turn",
+        help="append suite cases from recorded decisions: a run's turn, or a label's turns",
         description=(
             "Append a case to a suite file: the recorded context of RUN at --turn, expecting "
-            "the tool the model chose there. The trace is copied next to the suite "
-            "(traces/) so the suite also runs where the home folder is not available."
+            "the tool the model chose there (or, at a turn that answered without one, no "
+            "tool). --from-label L appends one case per turn labelled L (a run labelled as a "
+            "whole gives its failing turn, else its last). The traces are copied next to the "
+            "suite (traces/) so the suite also runs where the home folder is not available."
         ),
     )
-    parser.add_argument("run", help="run id (or unique prefix) or trace file")
-    parser.add_argument("--turn", type=positive_int, required=True, metavar="N")
+    parser.add_argument("run", nargs="?", help="run id (or unique prefix) or trace file")
+    parser.add_argument("--turn", type=positive_int, metavar="N", help="the turn (with RUN)")
+    parser.add_argument(
+        "--from-label", metavar="L", help="one case per turn labelled L (instead of RUN)"
+    )
     parser.add_argument("--suite", required=True, metavar="FILE", help="suite file to append to")
     parser.add_argument("--id", help="case id (default: <run>-t<turn>)")
     parser.add_argument(
         "--with-args", action="store_true", help="also expect the recorded arguments"
+    )
+    parser.add_argument(
+        "--with-text", action="store_true", help="also expect the text the model said there"
+    )
+    parser.add_argument(
+        "--expect-text", metavar="TEXT", help="also expect the model's text to contain TEXT"
     )
     parser.add_argument("--min-pass-rate", type=fraction, default=1.0, metavar="R")
     parser.add_argument("--no-copy", action="store_true", help="do not copy the trace")
@@ -210,49 +221,67 @@ def _register_capture(subparsers: Any) -> None:
 
 
 def run_capture(args: argparse.Namespace) -> int:
-    import shutil
+    from workbench.engine.regress.capture import Expect
 
+    expect = Expect(
+        args=args.with_args,
+        text=args.with_text or bool(args.expect_text),
+        given_text=args.expect_text,
+        min_pass_rate=args.min_pass_rate,
+    )
+    if args.from_label is not None:
+        if args.run or args.turn or args.id:
+            raise CliError("--from-label takes no RUN, --turn or --id: it captures every turn")
+        return _capture_label(args, expect)
+    if not args.run or args.turn is None:
+        raise CliError("give RUN --turn N, or --from-label L")
+    from workbench.engine.regress.capture import case_at, comment_for, copy_trace
     from workbench.engine.regress.context import RecordingError, find_trace, load_context
-    from workbench.engine.regress.suite import Case, SuiteError, append_case
+    from workbench.engine.regress.suite import SuiteError, append_case
 
     home = resolve_home(args)
     suite_path = Path(args.suite)
     try:
         path = find_trace(args.run, [home / "traces"])
         context = load_context(path, args.turn)
-    except RecordingError as exc:
-        raise CliError(str(exc)) from None
-    if not context.chosen:
-        raise CliError(
-            f"run {context.run_id[:12]} called no tool at turn {args.turn}; pick a turn "
-            "where the model chose a tool"
-        )
-    first = context.chosen[0]
-    case = Case(
-        id=args.id or f"{context.run_id[:8]}-t{args.turn}",
-        from_run=context.run_id,
-        turn=args.turn,
-        expect_tool=first.name,
-        # TOML has no null: an argument the model sent as null is left out of the check.
-        expect_args={k: v for k, v in (first.arguments or {}).items() if v is not None}
-        if args.with_args
-        else {},
-        min_pass_rate=args.min_pass_rate,
-    )
-    comment = (
-        f"captured from run {context.run_id} turn {args.turn}: task {context.plan.task[:60]!r}"
-    )
-    try:
-        append_case(suite_path, case, comment=comment)
-    except (SuiteError, ValueError, TypeError) as exc:
+        case = case_at(context, args.id or f"{context.run_id[:8]}-t{args.turn}", expect)
+        append_case(suite_path, case, comment=comment_for(context))
+    except (RecordingError, SuiteError, ValueError, TypeError) as exc:
         raise CliError(str(exc)) from None
     if not args.no_copy:
-        copies = suite_path.parent / "traces"
-        copies.mkdir(parents=True, exist_ok=True)
-        if not (copies / path.name).exists():
-            shutil.copyfile(path, copies / path.name)
+        copy_trace(path, suite_path)
     print(f"added case {case.id!r} to {suite_path}: expect {case.expected_text()}")
     return 0
+
+
+def _capture_label(args: argparse.Namespace, expect: Any) -> int:
+    from workbench.cli.read_cmds import open_store
+    from workbench.engine.regress.capture import capture_label
+    from workbench.engine.regress.suite import SuiteError
+
+    home = resolve_home(args)
+    suite_path = Path(args.suite)
+    try:
+        with open_store(args) as store:
+            captured = capture_label(
+                store, [home / "traces"], args.from_label, suite_path, expect, copy=not args.no_copy
+            )
+    except SuiteError as exc:
+        raise CliError(str(exc)) from None
+    if not captured:
+        raise CliError(
+            f"no run or turn is labelled {args.from_label!r}; `workbench runs --label "
+            f"{args.from_label}` lists what is"
+        )
+    added = [item for item in captured if item.case is not None]
+    for item in captured:
+        where = f"run {item.source.run_id[:12]} turn {item.source.turn} ({item.source.why})"
+        if item.case is not None:
+            print(f"added case {item.case.id!r}: {where}, expect {item.case.expected_text()}")
+        else:
+            print(f"skipped {where}: {item.problem}", file=sys.stderr)
+    print(f"{len(added)} of {len(captured)} labelled turn(s) added to {suite_path}")
+    return 0 if any(i.case or i.problem == "already in the suite" for i in captured) else 1
 
 
 # --- lint-tools ---------------------------------------------------------------------------

@@ -14,7 +14,6 @@ says what changed in the set-up of its first run since the run of its task befor
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -88,16 +87,10 @@ def failure_report(
     days = _days([row for row in found.groups], since)
     changes = changes_before(store, [row.first_run for row in found.groups])
     groups = [
-        FailureGroup(signature_of(row), row, _on(days, row), changes[row.first_run])
+        FailureGroup(row.signature, row, _on(days, row), changes[row.first_run])
         for row in found.groups
     ]
     return FailureReport(groups, found.total_groups, found.failed_runs, since, days)
-
-
-def signature_of(row: FailureGroupRow) -> str:
-    """Eight hex digits naming the signature: the same for the same failure in any store."""
-    parts = [row.status, row.reason, row.step, row.tool or "", row.error, *row.tools_before]
-    return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:8]
 
 
 def _days(rows: list[FailureGroupRow], since: datetime | None) -> list[date]:

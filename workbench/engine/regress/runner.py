@@ -24,8 +24,10 @@ from agent_core.agent import Agent, AgentConfig
 from agent_core.model.base import ChatModel
 from agent_core.model.scripted import ScriptedModel
 from agent_core.tools.base import Toolset, ToolSpec
+from agent_core.wire.chat import content_text
 from traces.events import Limits, ModelResponse, RunStart
 from traces.home import open_run_trace
+from traces.text import one_line
 from workbench.engine.recording.fork.plan import ForkToolset
 from workbench.engine.recording.fork.tool_policy import ToolPolicy
 from workbench.engine.regress.context import (
@@ -149,10 +151,19 @@ class RegressOptions:
 Progress = Callable[[int, int, SampleResult], None]
 
 
-def judge(case: Case, turns: list[list[ToolCall]]) -> tuple[bool, str]:
-    """Did this sample's decisions meet the case? Returns (passed, reason when not)."""
+def judge(
+    case: Case, turns: list[list[ToolCall]], texts: list[str] | None = None
+) -> tuple[bool, str]:
+    """Did this sample's decisions (the tool calls and the text of each turn) meet the
+    case? Returns (passed, reason when not)."""
     first = turns[0] if turns else []
     names = [c.name for c in first]
+    if case.expect_no_tool and first:
+        return False, f"chose {' + '.join(names)}"
+    if case.expect_text is not None:
+        said = (texts or [""])[0]
+        if _words(case.expect_text) not in _words(said):
+            return False, f"answered {one_line(said, 60)!r}" if said else "answered no text"
     if case.expect_sequence:
         flat = [c.name for turn in turns for c in turn]
         wanted = list(case.expect_sequence)
@@ -171,6 +182,11 @@ def judge(case: Case, turns: list[list[ToolCall]]) -> tuple[bool, str]:
         if case.expect_not_tool in every:
             return False, f"called {case.expect_not_tool}"
     return True, ""
+
+
+def _words(text: str) -> str:
+    """Text as `expect_text` compares it: lower case, runs of white space as one space."""
+    return " ".join(text.lower().split())
 
 
 def _args_problem(expected: dict[str, Any], actual: dict[str, Any] | None) -> str:
@@ -331,6 +347,7 @@ async def _run_sample(
     sample_model = model.fresh() if isinstance(model, ScriptedModel) else model
     agent = Agent(sample_model, list[Toolset](guarded), config, sinks=sinks)
     turns: dict[int, list[ToolCall]] = {}
+    texts: dict[int, str] = {}
     offered: list[dict[str, Any]] = []
     error: str | None = None
     model_failed: str | None = None  # why the model call failed, if it did
@@ -341,6 +358,7 @@ async def _run_sample(
                 offered = list(item.tools)
             elif isinstance(item, ModelResponse) and item.turn is not None:
                 turns[item.turn] = parse_calls(item.message)
+                texts[item.turn] = content_text(item.message.get("content"))
         if agent.result is not None:
             status = agent.result.status
             if status == "error" or agent.result.timeout_layer == "model":
@@ -354,7 +372,7 @@ async def _run_sample(
     if error is not None:
         passed, reason = False, error
     else:
-        passed, reason = judge(case, ordered)
+        passed, reason = judge(case, ordered, [texts[n] for n in sorted(turns)])
         if not passed and model_failed is not None:
             # What the model did not get to answer is no judgement on the tools: an
             # unreachable or silent model must never read as a regression in CI.

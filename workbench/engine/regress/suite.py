@@ -50,6 +50,8 @@ CASE_KEYS = {
     "expect_args",
     "expect_not_tool",
     "expect_sequence",
+    "expect_no_tool",
+    "expect_text",
     "min_pass_rate",
     "samples",
 }
@@ -71,6 +73,10 @@ class Case:
     expect_args: dict[str, Any] = field(default_factory=dict)
     expect_not_tool: str | None = None
     expect_sequence: tuple[str, ...] = ()
+    # The first decision answers in text, calling no tool (a final answer).
+    expect_no_tool: bool = False
+    # The first decision's text contains this (case and runs of spaces aside).
+    expect_text: str | None = None
     min_pass_rate: float = 1.0
     samples: int | None = None
 
@@ -88,6 +94,10 @@ class Case:
             parts.append(f"{self.expect_tool}({args})" if args else self.expect_tool)
         if self.expect_not_tool:
             parts.append(f"not {self.expect_not_tool}")
+        if self.expect_no_tool:
+            parts.append("no tool")
+        if self.expect_text is not None:
+            parts.append(f"text with {json.dumps(self.expect_text[:60], ensure_ascii=False)}")
         return "; ".join(parts)
 
 
@@ -215,9 +225,18 @@ def _parse_case(raw: Any, where: str, default_rate: float | None) -> Case:
     expect_not_tool = _opt_str(raw, "expect_not_tool", where)
     if expect_args and not expect_tool:
         raise SuiteError(f"{where}: expect_args needs expect_tool (whose arguments to check)")
-    if not (expect_tool or expect_not_tool or sequence):
+    expect_no_tool = raw.get("expect_no_tool", False)
+    if not isinstance(expect_no_tool, bool):
+        raise SuiteError(f"{where}: expect_no_tool must be true or false")
+    if expect_no_tool and (expect_tool or sequence):
+        raise SuiteError(f"{where}: expect_no_tool contradicts expect_tool and expect_sequence")
+    expect_text = raw.get("expect_text")
+    if expect_text is not None and (not isinstance(expect_text, str) or not expect_text.strip()):
+        raise SuiteError(f"{where}: expect_text must be a non-empty string")
+    if not (expect_tool or expect_not_tool or sequence or expect_no_tool or expect_text):
         raise SuiteError(
-            f"{where}: no expectation; add expect_tool, expect_not_tool or expect_sequence"
+            f"{where}: no expectation; add expect_tool, expect_not_tool, expect_sequence, "
+            "expect_no_tool or expect_text"
         )
     rate = _opt_rate(raw, where)
     return Case(
@@ -230,6 +249,8 @@ def _parse_case(raw: Any, where: str, default_rate: float | None) -> Case:
         expect_args=dict(expect_args),
         expect_not_tool=expect_not_tool,
         expect_sequence=tuple(sequence),
+        expect_no_tool=expect_no_tool,
+        expect_text=expect_text,
         min_pass_rate=rate
         if rate is not None
         else (default_rate if default_rate is not None else 1.0),
@@ -331,6 +352,10 @@ def case_to_toml(case: Case, comment: str | None = None) -> str:
         fields.append(("expect_not_tool", case.expect_not_tool))
     if case.expect_sequence:
         fields.append(("expect_sequence", list(case.expect_sequence)))
+    if case.expect_no_tool:
+        fields.append(("expect_no_tool", True))
+    if case.expect_text is not None:
+        fields.append(("expect_text", case.expect_text))
     fields.append(("min_pass_rate", case.min_pass_rate))
     lines.extend(f"{key} = {_toml_value(value)}" for key, value in fields)
     return "\n".join(lines) + "\n"
