@@ -154,7 +154,7 @@ def explain(
 def _unverified(candidate: Candidate) -> Verification:
     if candidate.fix is None:
         return Verification("not_testable", candidate.untestable or "no fork tests it")
-    return Verification("not_verified", "not verified: asked for the candidates only")
+    return Verification("not_verified", "the candidates only: no fork was asked for")
 
 
 def _rank(cause: Cause) -> tuple[int, float, int]:
