@@ -333,7 +333,9 @@ def _repeats(failing: Recording) -> list[Candidate]:
             )
             if key in seen:
                 title = f"repeated call: {key[0]} asked again at turn {number}, same arguments"
-                why_not = "a repeat is what the model made of what it read: the other candidates say why"
+                why_not = (
+                    "a repeat is what the model made of what it read: the other candidates say why"
+                )
                 return [Candidate("repeated_call", title, [seen[key], here], None, why_not)]
             seen[key] = here
     return []
