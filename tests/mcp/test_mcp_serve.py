@@ -28,6 +28,7 @@ from workbench.engine.regress.lint_tools import lint_tools
 TOOL_NAMES = [
     "list_runs",
     "list_failures",
+    "explain_failure",
     "show_run",
     "search_runs",
     "diff_runs",
@@ -37,8 +38,9 @@ TOOL_NAMES = [
     "lint_tools",
 ]
 # The server offers a coding agent one more tool than the lint's default of 8 for an agent's
-# own tools per request: list_failures (issue 38) joined the eight. A lead's call to keep.
-SERVED_TOOLS = 9
+# own tools per request: list_failures and explain_failure (issue 38) joined the eight. A
+# lead's call to keep.
+SERVED_TOOLS = 10
 WORKBENCH = [sys.executable, "-c", "import sys; from workbench.cli import main; sys.exit(main())"]
 
 

@@ -52,6 +52,8 @@ _COST = f"""run_id IN (
 _CLAUSES: dict[str, str] = {
     "model": "contains(lower(coalesce(model, '')), lower($model))",
     "since": "started_at >= $since",
+    "task": "task = $task",
+    "task_fingerprint": "task_fingerprint = $task_fingerprint",
     "until": "started_at < $until",
     "min_tokens": "total_tokens >= $min_tokens",
     "max_tokens": "total_tokens <= $max_tokens",
@@ -85,6 +87,8 @@ class RunQuery:
     # them (listed only when `origins` names them), True lists them, failures included.
     samples: bool | None = None
     model: str | None = None  # in the model name as recorded, any case
+    task: str | None = None  # exactly this task text
+    task_fingerprint: str | None = None  # runs of one task (`runs.task_fingerprint`)
     since: datetime | None = None  # started at or after
     until: datetime | None = None  # started before
     min_tokens: int | None = None

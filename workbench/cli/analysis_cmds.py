@@ -1,6 +1,7 @@
-"""`workbench failures`: failing runs grouped by failure signature, offline, no model.
+"""`workbench failures` (failing runs grouped by failure signature, offline, no model) and
+`workbench why RUN` (a failed run's candidate causes, each verified by a fork).
 
-The groups come from `workbench.engine.analysis.failures`; this module only lays them out.
+The answers come from `workbench.engine.analysis`; this module only lays them out.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from workbench.cli.common import add_home, positive_int, print_json
+from workbench.cli.common import CliError, add_home, positive_float, positive_int, print_json
 from workbench.cli.run_filters import SINCE_HELP, when
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     failures.add_argument("--json", action="store_true", help="print the groups as JSON")
     add_home(failures)
     failures.set_defaults(func=cmd_failures)
+    _register_why(subparsers)
 
 
 def cmd_failures(args: argparse.Namespace) -> int:
@@ -125,3 +127,99 @@ def _group_lines(report: FailureReport, group: FailureGroup) -> list[str]:
         lines.append(f"        changed  {what}")
         lines.append(f"                 {since} {row.first_run[:12]}")
     return lines
+
+
+SAMPLES_DEFAULT = 3
+
+
+def _register_why(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from workbench.cli.model_flags import add_model_flags
+
+    why = subparsers.add_parser(
+        "why",
+        help="a failed run's candidate causes, each verified by a counterfactual fork",
+        description=(
+            "Reads the candidate causes of a failed run from its events and the runs of its "
+            "task (where it left the passing runs' path, a tool error the model acted on, its "
+            "first error, a tool description, schema or system prompt unlike the last "
+            "passing run's, a repeated call, a limit hit), each citing the events it rests "
+            "on. Each one a fork can test is tested: the run forked at that step with the "
+            "fix applied, --samples times, under the home's tool policy (no tool runs live "
+            "unless --allow-live-tools). The forks continue with the model given, else "
+            "serve-model over the passing runs of the task, which answers only a request a "
+            'passing run recorded (otherwise the cause "needs a model"). Live calls are '
+            "estimated from <home>/prices.toml first and capped by --max-cost."
+        ),
+        epilog=(
+            "examples:\n  workbench why 3f9a\n  workbench why 3f9a --samples 5 --model "
+            "qwen3 --base-url http://localhost:8080/v1 --max-cost 0.05\n"
+            "  workbench why 3f9a --markdown > issue.md"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    why.add_argument("run", help="run id (or unique prefix)")
+    why.add_argument(
+        "--samples",
+        type=positive_int,
+        default=SAMPLES_DEFAULT,
+        metavar="N",
+        help=f"forks per fix (default {SAMPLES_DEFAULT})",
+    )
+    why.add_argument(
+        "--max-cost",
+        type=positive_float,
+        metavar="X",
+        help="the most live model calls may cost, in prices.toml's currency",
+    )
+    why.add_argument(
+        "--allow-live-tools",
+        action="store_true",
+        help="let the forks run tools that are not read-only for real (default: never)",
+    )
+    shown = why.add_mutually_exclusive_group()
+    shown.add_argument("--json", action="store_true", help="print the report as JSON")
+    shown.add_argument("--markdown", action="store_true", help="print it as Markdown")
+    add_model_flags(why)
+    add_home(why)
+    why.set_defaults(func=cmd_why)
+
+
+def cmd_why(args: argparse.Namespace) -> int:
+    import sys
+
+    from workbench.cli.common import load_prices, resolve_home
+    from workbench.cli.model_flags import model_settings
+    from workbench.cli.read_cmds import open_store
+    from workbench.engine.analysis.why import WhyOptions, explain
+    from workbench.engine.http.serve import ServeError, served_model
+    from workbench.engine.recording.running.service import SetupError
+    from workbench.engine.recording.runs.load import RecordingError
+
+    home = resolve_home(args)
+    prices = load_prices(home)
+    options = WhyOptions(
+        samples=args.samples,
+        settings=model_settings(args),
+        max_cost=args.max_cost,
+        allow_live_tools=args.allow_live_tools,
+    )
+    quiet = args.json or args.markdown
+
+    def progress(line: str) -> None:
+        if not quiet:
+            sys.stderr.write(f"  {line}\n")
+
+    with open_store(args, must_write=True) as store:
+        try:
+            report = explain(
+                store, home, args.run, options, prices, serve=served_model, on_progress=progress
+            )
+        except (RecordingError, SetupError, ServeError) as exc:
+            raise CliError(str(exc)) from None
+    if args.json:
+        print_json(report.to_json())
+    elif args.markdown:
+        sys.stdout.write(report.markdown())
+    else:
+        print("\n".join(report.lines()))
+    return 0

@@ -45,6 +45,7 @@ from workbench.tui.schema_view import SchemaPair
 
 if TYPE_CHECKING:  # loaded when first used: each belongs to one screen's task
     from traces.store.regress import RegressTables
+    from workbench.engine.analysis.why import WhyReport
     from workbench.engine.diff.text_changes import Comparison
     from workbench.engine.recording.fork.dry_run import DryRun
     from workbench.engine.regress.stored import SuiteRun
@@ -439,6 +440,34 @@ class Backend:
             raise NotAvailable(str(exc)) from None
         self.ingest()
         return outcome
+
+    def why(
+        self, run_id: str, endpoint: Endpoint, on_progress: Callable[[str], object]
+    ) -> WhyReport:
+        """Why the run failed (`workbench why`): its candidates, verified by forks with
+        `endpoint` (else serve-model over the passing runs of its task) when the home can
+        be written, each fork's start told to `on_progress`."""
+        from workbench.engine.analysis.why import WhyOptions, explain
+        from workbench.engine.http.serve import served_model
+        from workbench.engine.views.cost import Prices, PricesError
+
+        try:
+            prices = Prices.load(self.home)
+        except PricesError as exc:
+            raise NotAvailable(str(exc)) from None
+        options = WhyOptions(settings=endpoint, verify=self.read_only is None)
+        with self._session() as store:
+            report = explain(
+                store,
+                self.home,
+                run_id,
+                options,
+                prices,
+                serve=served_model,
+                on_progress=on_progress,
+            )
+        self.ingest()
+        return report
 
 
 def _folders(root: Path) -> list[Path]:

@@ -63,6 +63,7 @@ class RunScreen(WorkbenchScreen):
         Binding("f", "fork", "Fork turn"),
         Binding("c", "compare_parent", "Compare parent"),
         Binding("t", "timeline", "Timeline"),
+        Binding("w", "why", "Why"),
         Binding("slash", "search", "Search", key_display="/"),
         Binding("n", "next_match(1)", "Next match", show=False),
         Binding("N", "next_match(-1)", "Previous match", show=False),
@@ -558,6 +559,11 @@ class RunScreen(WorkbenchScreen):
         summaries = self.outline.summaries if self.outline is not None else None
         tokens = run_tokens(summaries.values()) if summaries else None
         self.post_message(OpenTimeline(self.run_id, tokens))
+
+    def action_why(self) -> None:
+        from workbench.tui.why_screen import WhyScreen
+
+        self.app.push_screen(WhyScreen(self.run_id))
 
     def palette_commands(self) -> Iterator[PaletteCommand]:
         yield ("Search this run", "Messages, tool calls, results, errors (/)", self.action_search)

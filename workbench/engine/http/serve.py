@@ -17,9 +17,11 @@ closest recorded turn.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_core.model.script import ScriptError
 from agent_core.wire import chat_completions
@@ -35,6 +37,9 @@ from workbench.engine.recording.replay.same_request import (
     view_key,
 )
 from workbench.engine.recording.runs.load import Recording
+
+if TYPE_CHECKING:
+    from workbench.engine.recording.running.service import ModelSettings
 
 # How many differing fields are counted when looking for the closest turn to a mismatch.
 _DIFF_LIMIT = 200
@@ -209,3 +214,18 @@ def replay_server(
         raise ServeError("nothing to replay: name a run or a run name")
     responder, models = responder_for(recordings, mode)
     return ModelServer(responder, model=models, keep_requests=False).start()
+
+
+@contextmanager
+def served_model(recordings: list[Recording]) -> Iterator[ModelSettings]:
+    """serve-model over `recordings` (`meaning` match) on a free local port, for as long as
+    the block runs, as the settings of a model that talks to it: `workbench why`'s model
+    when none is configured."""
+    from workbench.engine.recording.running.service import ModelSettings
+
+    responder, models = responder_for(recordings)
+    server = ModelServer(responder, model=models, keep_requests=False).start()
+    try:
+        yield ModelSettings(base_url=server.base_url, model=models[0], api_key="serve-model")
+    finally:
+        server.close()

@@ -229,6 +229,35 @@ class Workbench:
         with self._store() as store:
             return failure_report(store, since, examples=examples, limit=limit).to_json()
 
+    def explain_failure(self, *, run: str, samples: int) -> dict[str, Any]:
+        """`workbench why RUN --json`, with the model the server's environment names (else
+        serve-model over the passing runs of its task); only the candidates when this
+        server may not write (the forks are new runs)."""
+        from workbench.engine.analysis.why import WhyOptions, explain
+        from workbench.engine.http.serve import ServeError, served_model
+        from workbench.engine.recording.running.service import ModelSettings, SetupError
+        from workbench.engine.recording.runs.load import RecordingError
+        from workbench.engine.views.cost import Prices, PricesError
+
+        options = WhyOptions(samples, ModelSettings.from_env(), verify=self.allow_writes)
+        with self._store() as store:
+            run_id = self._run_id(store, run)
+            try:
+                report = explain(
+                    store, self.home, run_id, options, Prices.load(self.home), serve=served_model
+                )
+            except (RecordingError, SetupError, ServeError, PricesError) as exc:
+                raise ToolError(str(exc)) from None
+        note = (
+            None
+            if self.allow_writes
+            else (
+                "candidates only: verifying them forks new runs, and this server is read-only "
+                "(`workbench mcp-serve --allow-writes` verifies them)"
+            )
+        )
+        return report.to_json() | {"writes_allowed": self.allow_writes, "note": note}
+
     def show_run(
         self,
         *,

@@ -160,6 +160,29 @@ TOOLS: tuple[ToolDef, ...] = (
         ),
     ),
     ToolDef(
+        "explain_failure",
+        "Why a failed run failed: candidate causes read from its events and the runs of its "
+        "task (where it left the passing runs' path, a tool error it acted on, its first "
+        "error, a tool description or system prompt unlike the last passing run's, a "
+        "repeated call, a limit), each citing events by seq, turn and call id, ranked by a "
+        "counterfactual fork per fix (samples times) that flips the outcome or not. Forks "
+        "write new runs: on a read-only server only the candidates come back. Not for "
+        "groups of failures: use list_failures.",
+        _object(
+            {
+                "run": _run("the failed run"),
+                "samples": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 10,
+                    "default": 3,
+                    "description": "forks per fix",
+                },
+            },
+            ("run",),
+        ),
+    ),
+    ToolDef(
         "show_run",
         "Show one run's decision chain: per turn what the model said, the tool calls with "
         "their arguments and results, errors, and why the run stopped. Use it to debug a "
