@@ -36,7 +36,7 @@ def test_the_cause_flips_the_outcome_and_the_decoy_does_not(tmp_path: Path) -> N
         "fixed in 2 of 2 samples; the failing signature gone in 2 of 2"
     )
     assert cause["fix"]["mocks"] == {"call_s1_0": "1: units: 3 (alpha, beta, gamma)"}
-    assert [(e["seq"], e["turn"], e["call_id"]) for e in cause["evidence"]][0] == (
+    assert next((e["seq"], e["turn"], e["call_id"]) for e in cause["evidence"]) == (
         8,
         1,
         "call_s1_0",

@@ -38,4 +38,4 @@ async def test_w_on_a_failed_run_shows_the_cause_its_fork_flipped(known: WhyHome
         forks = screen.report.causes[0].verification.forks
         await pilot.press("o")  # the top cause's first fork: a run of its own
         await settle(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.outline)
-        assert app.screen.run_id == forks[0]
+        assert isinstance(app.screen, RunScreen) and app.screen.run_id == forks[0]

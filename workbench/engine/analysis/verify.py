@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from agent_core.tokens import estimate_prompt
 from traces.events import Error
 from traces.store import RunQuery
-from workbench.engine.analysis.failures import signature_of
 from workbench.engine.analysis.prices import CostCap, PriceTable, fork_estimate
 from workbench.engine.recording.fork.plan import ForkError, ForkRequest
 from workbench.engine.recording.fork.runner import ForkOptions, run_fork
@@ -222,4 +221,4 @@ def _signatures(store: TraceStore, run_ids: list[str]) -> dict[str, str]:
     if not run_ids:
         return {}
     groups = store.failure_groups(RunQuery(run_ids=tuple(run_ids)), len(run_ids), len(run_ids))
-    return {run: signature_of(row) for row in groups.groups for run in row.examples}
+    return {run: row.signature for row in groups.groups for run in row.examples}
