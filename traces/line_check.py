@@ -12,6 +12,7 @@ lines the reader reads back, and picking up a new run loads neither pydantic nor
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache, partial
@@ -110,12 +111,15 @@ def loads(text: str | bytes) -> Any:
 # differ on which of two values of a key counts (Python's and DuckDB's take the last, others
 # the first), so a line that gives one twice is refused, not guessed.
 _IDENTITY_KEYS = tuple(f'"{key}"'.encode() for key in ("run_id", "seq", "type", "turn", "ts"))
+# A printable ASCII character written as an escape (`run\u005fid` is `run_id`): no writer
+# of traces does it, so a line that does is looked at closely.
+_ESCAPED_ASCII = re.compile(rb"\\u00[2-7][0-9a-fA-F]")
 
 
 def repeated_key(raw: bytes) -> str | None:
     """The problem of a line whose object gives a key twice, else None; only a line that
     holds one of the identity keys' names twice (anywhere: a cheap look) is parsed again."""
-    if not any(raw.count(key) > 1 for key in _IDENTITY_KEYS):
+    if not any(raw.count(key) > 1 for key in _IDENTITY_KEYS) and not _ESCAPED_ASCII.search(raw):
         return None
     repeated: list[str] = []
 

@@ -275,15 +275,18 @@ def test_a_trace_deleted_while_ingest_runs_is_skipped_with_a_note(
     assert kept == {Path(path).stem for path in paths if Path(path) != doomed}
 
 
-@pytest.mark.parametrize("index", [0, 2])
+@pytest.mark.parametrize(
+    ("index", "spelling"), [(0, b"run_id"), (2, b"run_id"), (2, b"run\\u005fid")]
+)
 def test_a_line_naming_its_run_twice_is_one_problem_line(
-    wb_home: Path, golden: Path, index: int
+    wb_home: Path, golden: Path, index: int, spelling: bytes
 ) -> None:
     """JSON readers differ on which of two values of a key counts: such a line is refused
-    (by the reader and the store alike), and the rest of its file goes in."""
+    (by the reader and the store alike), and the rest of its file goes in; so is one that
+    spells the key the second time with an escape."""
     lines = golden_lines(golden)
     own = json.loads(lines[0])["run_id"]
-    lines[index] = lines[index][:-1] + b', "run_id": "someone-else"}'
+    lines[index] = lines[index][:-1] + b', "' + spelling + b'": "someone-else"}'
     path = write(wb_home / "traces", "twice", lines)
     why = "the key 'run_id' is given twice (which value counts is ambiguous)"
     with TraceStore.for_home(wb_home) as store:
