@@ -56,7 +56,9 @@ def briefs(events: list[Event]) -> list[CallBrief]:
         if not isinstance(event, ToolStart):
             continue
         end = ends.get(event.call_id)
-        outcome = (end.error or end.result or "") if end is not None else ""
+        outcome = ""
+        if end is not None:  # as `workbench failures` reads a failed call: error, then result
+            outcome = f"{end.error}: {end.result}" if end.error else end.result
         ok = None if end is None else end.ok
         found.append(CallBrief(event.turn, event.name, event.arguments_raw, ok, outcome))
     return found[:CARD_CALLS]

@@ -87,7 +87,7 @@ class ReviewQueue:
     reviewed_before: int  # runs of the filter annotated before the queue opened
     total: int
     unreviewed_at_open: set[str]  # the rows nobody had annotated when it opened
-    notes: dict[str, list[str]] = field(default_factory=dict)  # run -> note ids written here
+    notes: dict[str, list[Note]] = field(default_factory=dict)  # run -> notes written here
     steps: list[Step] = field(default_factory=list)
 
     @property
@@ -139,7 +139,7 @@ class ReviewQueue:
             note = step.note
             removal = Removal(id=new_id(), author=self.author, run_id=note.run_id, removes=note.id)
             append_annotation(self.home, removal)
-            self.notes[note.run_id].remove(note.id)
+            self.notes[note.run_id].remove(note)
         self._move(step.index)
         return step
 
@@ -151,8 +151,12 @@ class ReviewQueue:
             id=new_id(), author=self.author, run_id=row.run_id, labels=labels or [], text=text
         )
         append_annotation(self.home, note)
-        self.notes.setdefault(row.run_id, []).append(note.id)
+        self.notes.setdefault(row.run_id, []).append(note)
         return note
+
+    def written(self, run_id: str) -> list[Note]:
+        """The notes this walk wrote on a run and did not undo."""
+        return list(self.notes.get(run_id, ()))
 
     def _move(self, cursor: int) -> None:
         self.cursor = max(0, min(cursor, len(self.rows)))
