@@ -94,6 +94,14 @@ def failure_report(
     return FailureReport(groups, found.total_groups, found.failed_runs, since, days)
 
 
+def group_runs(store: TraceStore, signature: str, limit: int = 10_000) -> list[str] | None:
+    """The failing runs of the group `signature` names (as `failure_report` names it),
+    newest first, up to `limit`; None when no group has that signature."""
+    wanted = signature.strip().lower()
+    found = store.failure_groups(RunQuery(samples=False), limit, limit)
+    return next((row.examples for row in found.groups if signature_of(row) == wanted), None)
+
+
 def signature_of(row: FailureGroupRow) -> str:
     """Eight hex digits naming the signature: the same for the same failure in any store."""
     parts = [row.status, row.reason, row.step, row.tool or "", row.error, *row.tools_before]
