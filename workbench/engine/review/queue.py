@@ -18,14 +18,13 @@ nobody has annotated yet. Every other queue remembers where it stopped, by its n
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from traces.annotations import Note, Removal, append_annotation, new_id
 from traces.events import ts_text, utc_now
+from traces.user_files import written_whole
 
 if TYPE_CHECKING:
     from traces.store import RunQuery, RunRow, TraceStore
@@ -194,33 +193,25 @@ def open_queue(store: TraceStore, home: Path, spec: QueueSpec, author: str) -> R
 
 
 def load_positions(home: Path) -> dict[str, str | None]:
-    """Each queue's last run passed, by queue name; a file that cannot be read is no
-    positions (where a queue stopped is a convenience, not a record)."""
-    try:
-        data = json.loads(positions_file(home).read_text(encoding="utf-8"))
-        queues = data["queues"]
-        return {str(name): entry.get("after") for name, entry in queues.items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return {}
+    """Each queue's last run passed, by queue name."""
+    return {name: entry.get("after") for name, entry in _queues(home).items()}
 
 
 def save_position(home: Path, name: str, after: str | None) -> None:
     """Remember that queue `name` has passed run `after` (None: none yet), replacing the
     file whole so a reader never sees half of it."""
+    queues = _queues(home) | {name: {"after": after, "ts": ts_text(utc_now())}}
     path = positions_file(home)
-    try:
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-        queues = dict(data["queues"])
-    except (OSError, ValueError, KeyError, TypeError):
-        queues = {}
-    queues[name] = {"after": after, "ts": ts_text(utc_now())}
-    body = json.dumps({"version": POSITIONS_VERSION, "queues": queues}, indent=1)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, partial = tempfile.mkstemp(prefix=".positions-", dir=path.parent)
+    with written_whole(path) as out:
+        json.dump({"version": POSITIONS_VERSION, "queues": queues}, out, indent=1)
+
+
+def _queues(home: Path) -> dict[str, dict[str, Any]]:
+    """The positions file's queues; a file that cannot be read has none (where a queue
+    stopped is a convenience, not a record)."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(body + "\n")
-        os.replace(partial, path)
-    except BaseException:
-        Path(partial).unlink(missing_ok=True)
-        raise
+        data = json.loads(positions_file(home).read_text(encoding="utf-8"))
+        return {str(name): dict(entry) for name, entry in data["queues"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
