@@ -166,3 +166,16 @@ async def test_an_empty_queue_says_so(tmp_path: Path, spec: QueueSpec) -> None:
         )
         await pilot.press("g", "s", "u")  # nothing to label, skip or undo: no failure
         assert any("Nothing to undo" in n.message for n in pilot.app.notifications)
+
+
+async def test_at_80_columns_the_progress_and_the_keys_show_whole(tmp_path: Path) -> None:
+    make_runs(tmp_path, failed=5)
+    async with app_on(tmp_path).run_test(size=(80, 24)) as pilot:
+        screen = await shown(pilot)
+        assert "0 of 5 reviewed · run 1 of 5" in plain(screen.query_one("#review-progress"), 80)
+        keys = plain(screen.query_one("#review-keys"), 80)
+        assert all(f"{key}  {label}" in keys for key, label in DEFAULT_LABELS.items())
+        await pilot.press("question_mark")  # help lists every label key too
+        await settle(pilot, lambda: type(pilot.app.screen).__name__ == "HelpScreen")
+        shown_help = plain(pilot.app.screen.query_one("Static"), 80)
+        assert all(label in shown_help for label in DEFAULT_LABELS.values())

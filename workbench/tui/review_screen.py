@@ -23,7 +23,7 @@ from workbench.engine.review.labels import LabelKeys
 from workbench.engine.review.queue import QueueSpec, ReviewQueue
 from workbench.tui.navigation import OpenRun
 from workbench.tui.render import short_id
-from workbench.tui.review_view import card_renderable, keys_line
+from workbench.tui.review_view import KeysLine, card_renderable
 from workbench.tui.screens import WorkbenchScreen
 
 
@@ -89,7 +89,7 @@ class ReviewScreen(WorkbenchScreen):
         yield Static(f"opening the queue: {self.spec.name}…", id="review-progress")
         with VerticalScroll(id="review-body"):
             yield Static(id="review-card")
-        yield Static(keys_line(self.labels), id="review-keys")
+        yield Static(KeysLine(self.labels), id="review-keys")
         yield Footer()
 
     def on_mount(self) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
@@ -97,11 +97,24 @@ def _call_cells(call: CallBrief) -> tuple[Text, Text]:
     return made, outcome
 
 
-def keys_line(labels: LabelKeys) -> Text:
-    """The label keys, as the screen shows them above its footer."""
-    line = Text()
-    for key, label in labels.keys.items():
-        line.append(f" {key} ", style="reverse bold")
-        line.append(f" {label}   ")
-    line.append("  ".join(f"{key} {what}" for key, what in SCREEN_KEYS.items()), style="dim")
-    return line
+class KeysLine:
+    """The label keys, then the screen's own, as the screen shows them above its footer:
+    wrapped between keys, never inside one, for the width it is drawn in."""
+
+    def __init__(self, labels: LabelKeys) -> None:
+        self.entries = [
+            Text.assemble((f" {key} ", "reverse bold"), f" {label}")
+            for key, label in labels.keys.items()
+        ]
+        self.entries += [Text(f"{key} {what}", style="dim") for key, what in SCREEN_KEYS.items()]
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        line = Text()
+        for entry in self.entries:
+            if line and line.cell_len + 3 + entry.cell_len > options.max_width:
+                yield line
+                line = Text()
+            if line:
+                line.append("   ")
+            line.append_text(entry)
+        yield line
