@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
+from collections.abc import Collection
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeAlias
@@ -162,6 +163,26 @@ def append_annotation(home: Path, record: Note | Removal) -> Path:
     return path
 
 
+def home_annotations(home: Path, run_ids: Collection[str] | None = None) -> list[Note | Removal]:
+    """The records of the home's annotation files (on `run_ids` only, when given),
+    tombstones too, each id once, oldest first: what a bundle carries of its runs. Lines
+    that cannot be read are left out; the store reports them."""
+    found: dict[str, Note | Removal] = {}
+    for path in sorted(annotations_dir(home).glob("*.jsonl")):
+        try:
+            lines = path.read_bytes().split(b"\n")[:-1]  # whole lines: the last may be cut
+        except OSError:
+            continue
+        for line in lines:
+            try:
+                record = read_annotation(line)
+            except ValueError:
+                continue
+            if run_ids is None or record.run_id in run_ids:
+                found.setdefault(record.id, record)
+    return sorted(found.values(), key=lambda record: (record.ts, record.id))
+
+
 def annotation_target(turn: int | None, call_id: str | None) -> str:
     """Where a note is, in words: `run`, `turn 3`, `turn 3 call c1`."""
     if turn is None:
@@ -181,6 +202,7 @@ __all__ = [
     "annotation_target",
     "append_annotation",
     "author_file",
+    "home_annotations",
     "new_id",
     "read_annotation",
 ]

@@ -1,5 +1,5 @@
 """Reading a file a user names (a flag's FILE, a suite, a script, a trace path): regular
-files only, and within a size bound.
+files only, and within a size bound. And writing one whole (`written_whole`).
 
 A FIFO would block the command and a device (/dev/zero, /dev/urandom) would never end or
 fill memory; both are refused before anything is read. The file is opened non-blocking and
@@ -13,8 +13,11 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 # Settings, scripts, suites, prompts and tool schemas are small; this is far above any.
 MAX_FILE_BYTES = 64 * 1024 * 1024
@@ -99,3 +102,16 @@ def read_text(path: Path | str, limit: int = MAX_FILE_BYTES) -> str:
 def _size(limit: int) -> str:
     megabytes = limit / (1024 * 1024)
     return f"{megabytes:g} MB" if megabytes >= 1 else f"{limit} bytes"
+
+
+@contextmanager
+def written_whole(path: Path) -> Iterator[IO[str]]:
+    """`path`, written under a name of its own and put in place whole: a failed or a
+    concurrent writer never leaves half a file under the name."""
+    partial = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.part")
+    try:
+        with partial.open("x", encoding="utf-8") as out:
+            yield out
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)

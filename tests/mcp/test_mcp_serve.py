@@ -35,12 +35,13 @@ TOOL_NAMES = [
     "replay_run",
     "fork_run",
     "run_suite",
+    "annotate_run",
     "lint_tools",
 ]
-# The server offers a coding agent one more tool than the lint's default of 8 for an agent's
-# own tools per request: list_failures and explain_failure (issue 38) joined the eight. A
-# lead's call to keep.
-SERVED_TOOLS = 10
+# The server offers a coding agent three more tools than the lint's default of 8 for an
+# agent's own tools per request: list_failures and explain_failure (issue 38) and annotate_run
+# (issue 39) joined the eight. A lead's call to keep.
+SERVED_TOOLS = 11
 WORKBENCH = [sys.executable, "-c", "import sys; from workbench.cli import main; sys.exit(main())"]
 
 

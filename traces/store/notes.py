@@ -131,9 +131,3 @@ def run_annotations(cur: duckdb.DuckDBPyConnection, run_id: str | None) -> list[
         row["scores"] = json.loads(row["scores"]) if row["scores"] else {}
         row["ts"] = row["ts"].isoformat() if row["ts"] is not None else None
     return rows
-
-
-def annotation_records(cur: duckdb.DuckDBPyConnection, run_ids: list[str]) -> list[str]:
-    """The records (tombstones too) on these runs, each a line as its file holds it."""
-    rows = cur.execute(sql.RUN_ANNOTATION_RECORDS, {"run_ids": run_ids}).fetchall()
-    return [str(record) for (record,) in rows]

@@ -82,7 +82,3 @@ RUN_ANNOTATIONS = f"""
 SELECT {ANNOTATION_COLUMNS} FROM annotations
 WHERE $run_id IS NULL OR run_id = $run_id ORDER BY ts, id
 """
-# The records, tombstones too, of these runs: what a bundle carries.
-RUN_ANNOTATION_RECORDS = """
-SELECT record FROM annotation_records WHERE list_contains($run_ids, run_id) ORDER BY ts, id
-"""

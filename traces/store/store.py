@@ -325,11 +325,6 @@ class TraceStore:
         with self._cursor() as cur:
             return notes.run_annotations(cur, run_id)
 
-    def annotation_records(self, run_ids: Iterable[str]) -> list[str]:
-        """The annotation lines (tombstones too) on these runs, as their files hold them."""
-        with self._cursor() as cur:
-            return notes.annotation_records(cur, list(run_ids))
-
     # --- events -------------------------------------------------------------------------
 
     def events(

@@ -110,6 +110,8 @@ def cmd_bundle(args: argparse.Namespace) -> int:
     shown = ", ".join(f"{kind} ×{count}" for kind, count in kinds.items()) or "none found"
     patterns = manifest.redacted.get("home_patterns", 0)
     print(f"  redacted: {shown}; the home's {patterns} pattern(s) applied again")
+    if manifest.annotations:
+        print(f"  {manifest.annotations} annotation record(s) on these runs included")
     for run_id in manifest.scripts:
         print(f"  model script of the offline fork of run {run_id[:12]} included")
     for run_id in manifest.missing_parents:
@@ -135,13 +137,16 @@ def cmd_import_bundle(args: argparse.Namespace) -> int:
     if args.json:
         print_json(
             {"home": str(home), "added": report.added, "already": report.already,
-             "runs": report.runs, "parents": report.parents}
+             "runs": report.runs, "parents": report.parents,
+             "annotations": report.annotations, "authors": report.authors}
         )  # fmt: skip
         return 0
     print(
         f"imported {len(report.added)} run(s) into {home}"
         + (f" ({len(report.already)} already there)" if report.already else "")
     )
+    if report.annotations:
+        print(f"  {report.annotations} annotation record(s) by {', '.join(report.authors)}")
     # Every run the count speaks of, the fork parents that came along included.
     for run_id in [*report.runs, *report.parents]:
         role = " (fork parent)" if run_id in report.parents else ""

@@ -96,9 +96,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     time (a run of 200,000 events in bounded memory, its progress on stderr); a trace path
     is read whole. With -o the file is put in place whole, once written."""
     from traces.store import StoreError, TraceStore
+    from traces.user_files import written_whole
     from workbench.cli.progress import StderrProgress
     from workbench.engine.recording.runs.load import Recording
-    from workbench.engine.views.export import ExportError, export_run, write_stored, written_whole
+    from workbench.engine.views.export import ExportError, export_run, write_stored
 
     home = resolve_home(args)
     run = open_run(args.run, home)

@@ -62,32 +62,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ingest.set_defaults(func=cmd_ingest)
 
     runs = subparsers.add_parser("runs", help="list recorded runs, newest first")
-    runs.add_argument("--status", choices=STATUS_CHOICES, help="only runs with this status")
-    runs.add_argument(
-        "--failed",
-        action="store_true",
-        help="only runs that did not complete; regression samples only with --samples or "
-        "when --kind names them, and never a sample that passed its case",
-    )
-    runs.add_argument(
-        "--samples",
-        action="store_true",
-        help="list regression samples too (folded under their suite runs by default; "
-        "--kind sample lists only them)",
-    )
-    runs.add_argument("--text", help="only runs whose task contains TEXT")
-    runs.add_argument(
-        "--kind",
-        action="append",
-        type=run_kind,
-        metavar="KIND",
-        help=(
-            "only runs of this kind (repeatable): agent (workbench run), fork, "
-            "regression_sample (workbench test), mcp_session (workbench mcp), captured "
-            "(the proxy), imported (OpenTelemetry); the labels the lists show (run, "
-            "sample, mcp) name the same kinds"
-        ),
-    )
+    add_listing_flags(runs)
     runs.add_argument("--limit", type=positive_int, default=50, help="at most N runs (default 50)")
     runs.add_argument("--json", action="store_true", help="print the runs as JSON")
     add_run_filters(runs)
@@ -207,6 +182,37 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         return ExitCode.USAGE  # a mistyped path, said above: the others were ingested
     # Non-zero only when nothing could be done at all.
     return ExitCode.FAILED if report.problems and not report.files else ExitCode.OK
+
+
+def add_listing_flags(parser: argparse.ArgumentParser) -> None:
+    """`runs`' own filters (status, failed, samples, task text, kind); `add_run_filters`
+    adds the rest. `workbench review` takes them all."""
+    parser.add_argument("--status", choices=STATUS_CHOICES, help="only runs with this status")
+    parser.add_argument(
+        "--failed",
+        action="store_true",
+        help="only runs that did not complete; regression samples only with --samples or "
+        "when --kind names them, and never a sample that passed its case",
+    )
+    parser.add_argument(
+        "--samples",
+        action="store_true",
+        help="list regression samples too (folded under their suite runs by default; "
+        "--kind sample lists only them)",
+    )
+    parser.add_argument("--text", help="only runs whose task contains TEXT")
+    parser.add_argument(
+        "--kind",
+        action="append",
+        type=run_kind,
+        metavar="KIND",
+        help=(
+            "only runs of this kind (repeatable): agent (workbench run), fork, "
+            "regression_sample (workbench test), mcp_session (workbench mcp), captured "
+            "(the proxy), imported (OpenTelemetry); the labels the lists show (run, "
+            "sample, mcp) name the same kinds"
+        ),
+    )
 
 
 def run_kind(name: str) -> str:

@@ -1,4 +1,5 @@
-"""Review commands: `note` (labels, scores and a text on a run, a turn or a tool call).
+"""Review commands: `note` (labels, scores and a text on a run, a turn or a tool call) and
+`review` (the TUI's review queue over the runs `workbench runs`' filters choose).
 
 Thin: parse, call `workbench.engine.review`, print. The annotations are files under
 `<home>/annotations/` (see docs/review.md); every read command ingests them.
@@ -7,13 +8,23 @@ Thin: parse, call `workbench.engine.review`, print. The annotations are files un
 from __future__ import annotations
 
 import argparse
+import sys
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from workbench.cli.common import CliError, add_home, print_json, read_home
-from workbench.cli.read_cmds import open_store
+from workbench.cli.common import CliError, add_home, load_prices, print_json, read_home
+from workbench.cli.read_cmds import add_listing_flags, open_store
+from workbench.cli.run_filters import add_run_filters, run_query
 
 if TYPE_CHECKING:
+    from traces.store import RunQuery
     from workbench.engine.review.notes import Target
+
+# The flags that choose which runs a review walks; with none of them, the failed runs not
+# reviewed yet.
+_CHOOSING = ("failed", "status", "label", "unreviewed", "score", "signature")
+# What the parsed flags hold besides filters.
+_NOT_FILTERS = ("func", "command", "home", "author", "no_color", "progress")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -38,11 +49,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="a named score, a number (repeatable), e.g. --score helpful=0.5",
     )
     note.add_argument("--text", metavar="TEXT", help="the note's text")
-    note.add_argument(
-        "--author",
-        metavar="A",
-        help="who writes it (default: $WORKBENCH_AUTHOR, else git's user.name, else the login)",
-    )
+    _add_author(note)
     note.add_argument(
         "--remove", metavar="ID", help="remove the annotation ID (appends a tombstone)"
     )
@@ -52,6 +59,37 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     note.add_argument("--json", action="store_true", help="print the record written as JSON")
     add_home(note)
     note.set_defaults(func=cmd_note)
+
+    review = subparsers.add_parser(
+        "review",
+        help="review runs one at a time in the TUI: one key labels a run and moves on",
+        description=(
+            "Open the TUI on a review queue: the runs these filters choose (those of "
+            "`workbench runs`), oldest first; with none of --failed, --status, --label, "
+            "--unreviewed, --score or --signature, the failed runs nobody has reviewed yet. "
+            "One key per label (<home>/labels.toml, else g good, b bad, w wrong-tool, l loop, "
+            "h hallucination, a bad-arguments), n a note, s skip, u undo. See docs/review.md."
+        ),
+    )
+    add_listing_flags(review)
+    add_run_filters(review)
+    review.add_argument(
+        "--signature",
+        metavar="SIG",
+        help="the failing runs of one group of `workbench failures` (its signature)",
+    )
+    _add_author(review)
+    add_home(review)
+    review.set_defaults(func=cmd_review)
+
+
+def _add_author(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--author",
+        metavar="A",
+        help="who writes the notes (default: $WORKBENCH_AUTHOR, else git's user.name, else "
+        "the login)",
+    )
 
 
 def cmd_note(args: argparse.Namespace) -> int:
@@ -113,3 +151,64 @@ def _list(args: argparse.Namespace, target: Target) -> int:
     for row in rows:
         print(annotation_line(row))
     return 0
+
+
+def cmd_review(args: argparse.Namespace) -> int:
+    from workbench.engine.review.labels import LabelsError, load_labels
+    from workbench.engine.review.notes import author_name
+    from workbench.engine.review.queue import QueueSpec, open_queue
+
+    home = read_home(args)
+    try:
+        load_labels(home)  # a bad labels file is one line before the terminal is taken
+    except LabelsError as exc:
+        raise CliError(str(exc)) from None
+    author = author_name(args.author, home)
+    name = _queue_name(args)
+    with open_store(args) as store:
+        spec = QueueSpec(_review_query(args, store), name)
+        queue = open_queue(store, home, spec, author)
+    if queue.current is None:
+        print(f"nothing to review ({spec.name}): {queue.progress.text()}")
+        return 0
+    if not sys.stdout.isatty():
+        raise CliError(
+            f"workbench review needs a terminal (its output is not one); {len(queue.rows)} "
+            "run(s) to review: `workbench runs` with the same filters lists them"
+        )
+    from workbench.cli.tui_cmds import open_app
+
+    return open_app(home, review=spec, author=author)
+
+
+def _review_query(args: argparse.Namespace, store: Any) -> RunQuery:
+    query = run_query(args, load_prices(read_home(args)))
+    if not any(getattr(args, name) for name in _CHOOSING):
+        query = replace(query, failed_only=True, unreviewed=True)
+    if args.signature:
+        from workbench.engine.analysis.failures import group_runs
+
+        runs = group_runs(store, args.signature)
+        if runs is None:
+            raise CliError(
+                f"no failure group has the signature {args.signature!r}; "
+                "`workbench failures` lists them"
+            )
+        query = replace(query, run_ids=tuple(runs))
+    return query
+
+
+def _queue_name(args: argparse.Namespace) -> str:
+    """The queue in words, from the filter flags given: what its position is remembered by."""
+    given = []
+    for name, value in sorted(vars(args).items()):
+        if name in _NOT_FILTERS or value in (None, False, []):
+            continue
+        flag = "--" + name.replace("_", "-")
+        for one in value if isinstance(value, list) else [value]:
+            if hasattr(one, "strftime"):
+                one = one.strftime("%Y-%m-%d")  # an age (7d) names the same queue all day
+            elif isinstance(one, tuple):
+                one = "".join(str(part) for part in one)  # a score: helpful<0.5
+            given.append(flag if one is True else f"{flag} {one}")
+    return "review " + (" ".join(given) if given else "--failed --unreviewed")

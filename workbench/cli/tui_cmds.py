@@ -6,9 +6,15 @@ Textual is imported inside the handler only, so every other command starts witho
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workbench.cli.common import CliError, add_home, read_home
 from workbench.cli.model_flags import add_model_flags, model_settings
+
+if TYPE_CHECKING:
+    from workbench.engine.recording.running.service import ModelSettings
+    from workbench.engine.review.queue import QueueSpec
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -26,11 +32,21 @@ def run_tui(args: argparse.Namespace) -> int:
     """A home named by --home or $WORKBENCH_HOME must exist (a typo is one line, not a new
     empty store there); the default ./.workbench is made on first use. A home that cannot
     be written opens read-only."""
+    home = read_home(args, make_default=True)
+    return open_app(home, model_settings(args))
+
+
+def open_app(
+    home: Path,
+    endpoint: ModelSettings | None = None,
+    review: QueueSpec | None = None,
+    author: str | None = None,
+) -> int:
+    """The TUI on `home` (on the review queue `review` when given: `workbench review`)."""
     from traces.store import StoreError
     from workbench.tui import run_app
 
-    home = read_home(args, make_default=True)
     try:
-        return run_app(home, model_settings(args))
+        return run_app(home, endpoint, review=review, author=author)
     except StoreError as exc:  # before the terminal is taken: nothing to show at all
         raise CliError(str(exc)) from None

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.tui.backend import Backend, Endpoint
 
 if TYPE_CHECKING:
+    from workbench.engine.review.queue import QueueSpec
     from workbench.tui.app import WorkbenchApp
 
 __all__ = ["Endpoint", "WorkbenchApp", "run_app"]
@@ -27,15 +28,21 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def run_app(home: Path, endpoint: Endpoint | None = None) -> int:
-    """Open the app on an existing home. The store is opened first, so a store that cannot
-    be read at all (damaged; read-only with none yet) is a `StoreError` before the terminal
-    is taken over; one another process holds for now is tried again by each call."""
+def run_app(
+    home: Path,
+    endpoint: Endpoint | None = None,
+    review: QueueSpec | None = None,
+    author: str | None = None,
+) -> int:
+    """Open the app on an existing home (on the review queue `review`, its notes by
+    `author`, when given). The store is opened first, so a store that cannot be read at
+    all (damaged; read-only with none yet) is a `StoreError` before the terminal is taken
+    over; one another process holds for now is tried again by each call."""
     from traces.store import StoreLockedError
     from workbench.tui.app import WorkbenchApp
 
     backend = Backend(home)
     with suppress(StoreLockedError):
         backend.open()
-    WorkbenchApp(home, backend=backend, endpoint=endpoint).run()
+    WorkbenchApp(home, backend=backend, endpoint=endpoint, review=review, author=author).run()
     return 0

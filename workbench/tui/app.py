@@ -22,6 +22,7 @@ from workbench.tui.help import HelpScreen
 from workbench.tui.runs_screen import RunsScreen
 
 if TYPE_CHECKING:
+    from workbench.engine.review.queue import QueueSpec
     from workbench.tui.fork_draft import ForkDraft
     from workbench.tui.screens import Workbench
 
@@ -60,6 +61,8 @@ class WorkbenchApp(App[None]):
         endpoint: Endpoint | None = None,
         ingest: bool = True,
         watch: bool = True,
+        review: QueueSpec | None = None,
+        author: str | None = None,
     ) -> None:
         super().__init__()
         self.home = home
@@ -72,9 +75,14 @@ class WorkbenchApp(App[None]):
         self.fork_drafts: dict[str, ForkDraft] = {}
         self.fork_endpoint: Endpoint | None = None
         self._quit_armed = False
+        # `workbench review`: the queue opened over the runs list, and who writes its notes.
+        self.review_on_start = review
+        self.author = author
 
     def on_mount(self) -> None:
         self.push_screen(RunsScreen())
+        if self.review_on_start is not None:
+            self.open_review(self.review_on_start)
 
     def on_unmount(self) -> None:
         self.backend.release()
@@ -171,6 +179,18 @@ class WorkbenchApp(App[None]):
         self.copy_to_clipboard(text)
         self.notify(f"Copied {what} to the clipboard.", timeout=3)
 
+    def open_review(self, spec: QueueSpec) -> None:
+        from workbench.engine.review.labels import LabelsError, load_labels
+        from workbench.tui.review_screen import ReviewScreen
+
+        try:
+            self.backend.check_writable("review runs")  # the notes go into the home
+            labels = load_labels(self.home)
+        except (NotAvailable, LabelsError) as exc:
+            self.report_error(exc)
+            return
+        self.push_screen(ReviewScreen(spec, labels, self.author))
+
     def open_fork(self, run_id: str, turn: int, *, mock_call: str | None = None) -> None:
         from workbench.tui.fork_screen import ForkScreen
 
@@ -203,6 +223,11 @@ class WorkbenchApp(App[None]):
 
     def on_open_timeline(self, message: navigation.OpenTimeline) -> None:
         self.open_timeline(message.run_id, message.tokens)
+
+    def on_open_review(self, message: navigation.OpenReview) -> None:
+        from workbench.engine.review.queue import QueueSpec
+
+        self.open_review(QueueSpec(message.query, message.name))
 
     def on_open_fork(self, message: navigation.OpenFork) -> None:
         self.open_fork(message.run_id, message.turn, mock_call=message.mock_call)

@@ -49,6 +49,8 @@ if TYPE_CHECKING:  # loaded when first used: each belongs to one screen's task
     from workbench.engine.diff.text_changes import Comparison
     from workbench.engine.recording.fork.dry_run import DryRun
     from workbench.engine.regress.stored import SuiteRun
+    from workbench.engine.review.card import RunCard
+    from workbench.engine.review.queue import QueueSpec, ReviewQueue
     from workbench.engine.views.export import ExportFormat, ExportProgress
     from workbench.engine.views.search import SearchHit
     from workbench.engine.views.stats import RunStats
@@ -292,6 +294,27 @@ class Backend:
             prices, problem = None, str(exc)
         with self._session() as store:
             return run_stats(store, prices, days=days), problem
+
+    # ------------------------------------------------------------------ review
+
+    def open_review(self, spec: QueueSpec, author: str | None) -> ReviewQueue:
+        """The review queue `spec` names, as the home has it now (annotations written
+        since the last ingest count), its notes written by `author` (None: as `workbench
+        note` decides it)."""
+        from workbench.engine.review.notes import author_name
+        from workbench.engine.review.queue import open_queue
+
+        self.check_writable("review runs")  # the notes go into the home
+        self.ingest()
+        with self._session() as store:
+            return open_queue(store, self.home, spec, author_name(author, self.home))
+
+    def review_card(self, run_id: str) -> RunCard:
+        """What the review screen shows of a run (`workbench.engine.review.card`)."""
+        from workbench.engine.review.card import run_card
+
+        with self._session() as store:
+            return run_card(store, run_id)
 
     # ------------------------------------------------------------------ regressions
 

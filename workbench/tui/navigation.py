@@ -7,7 +7,12 @@ or the App to move on.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.message import Message
+
+if TYPE_CHECKING:
+    from traces.store import RunQuery
 
 
 class OpenRun(Message):
@@ -72,3 +77,13 @@ class OpenFork(Message):
         self.run_id = run_id
         self.turn = turn
         self.mock_call = mock_call
+
+
+class OpenReview(Message):
+    """Review the runs `query` lists, one at a time; `name` says which in words (and is
+    what the queue's position is remembered by)."""
+
+    def __init__(self, query: RunQuery, name: str) -> None:
+        super().__init__()
+        self.query = query
+        self.name = name

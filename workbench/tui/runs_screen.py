@@ -34,6 +34,7 @@ from workbench.tui.navigation import (
     OpenCompare,
     OpenOverview,
     OpenRegressions,
+    OpenReview,
     OpenRun,
     OpenSchemaDiff,
 )
@@ -113,6 +114,7 @@ class RunsScreen(WorkbenchScreen):
         Binding("e", "first_failed", "First failure"),
         Binding("y", "copy_id", "Copy id"),
         Binding("R", "regressions", "Regressions"),
+        Binding("Q", "review", "Review queue"),
         Binding("g", "reload", "Reload", show=False),
         Binding("escape", "clear_filter", "Clear filter", show=False),
         # Reached from the filters only (the list binds its own arrows): back to the list.
@@ -523,6 +525,12 @@ class RunsScreen(WorkbenchScreen):
     def action_overview(self) -> None:
         self.post_message(OpenOverview())
 
+    def action_review(self) -> None:
+        """Review the runs the list shows, one at a time (the queue is named by the
+        filters, and resumes by that name)."""
+        named = filters_named(self.where, self.search_text)
+        self.post_message(OpenReview(self.where.query(), f"runs list: {', '.join(named) or 'all'}"))
+
     @work(thread=True, exclusive=True, group="find", exit_on_error=False)
     def _find_first_failed(self) -> None:
         found = self.backend.runs(RunFilter(failed_only=True, kind=FAILED_RUN_KIND), 0, 1)
@@ -551,6 +559,7 @@ class RunsScreen(WorkbenchScreen):
         yield ("Schema diff of marked runs", "Tool schemas side by side", self.action_schema_diff)
         yield ("Copy the run id", "To the clipboard", self.action_copy_id)
         yield ("Regression results", "Suites, pass rates, what changed", self.action_regressions)
+        yield ("Review the runs listed", "One key labels a run and moves on", self.action_review)
         yield (
             "Overview",
             "Runs, failures, tokens, cost and latency by day and by model",

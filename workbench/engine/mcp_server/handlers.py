@@ -43,6 +43,10 @@ if TYPE_CHECKING:
     from workbench.engine.recording.runs.load import Recording
     from workbench.engine.recording.runs.parent import ParentRun
 
+READ_ONLY_NOTE = (
+    "annotate_run writes to the home's annotation files, and this server is read-only: "
+    "start it with `workbench mcp-serve --allow-writes`"
+)
 READ_ONLY_FORK = (
     "fork_run writes a new run, and this server is read-only: start it with "
     "`workbench mcp-serve --allow-writes`, or pass dry_run true to see the plan"
@@ -291,11 +295,13 @@ class Workbench:
             chosen = [n for n in numbers if n >= turn_from][:turns]
             outside = store.events(run_id, types=["run_start", "run_end"])
             inside = [event for n in chosen for event in store.events(run_id, turn=n)]
+            notes = store.annotations(run_id)  # on the run, its turns and calls, all of them
         chain = build_chain(sorted([*outside, *inside], key=lambda event: event.seq))
         later = [n for n in numbers if chosen and n > chosen[-1]]
         end = chain.end
         return {
             "run": _run_json(row),
+            "annotations": notes,
             "system_prompt": chain.start.system_prompt if chain.start else None,
             "tools_offered": [tool_name(t) for t in chain.start.tools] if chain.start else [],
             "turns_total": len(numbers),
@@ -421,6 +427,48 @@ class Workbench:
             plan = await self._off_loop(forking.plan_json, fork)
             return plan | {"writes_allowed": self.allow_writes}
         return await forking.run_fork(fork, self.home)
+
+    def annotate_run(
+        self,
+        *,
+        run: str,
+        turn: int | None = None,
+        call_id: str | None = None,
+        labels: list[str] | None = None,
+        scores: dict[str, float] | None = None,
+        text: str | None = None,
+        author: str | None = None,
+        remove: str | None = None,
+    ) -> dict[str, Any]:
+        from workbench.engine.review.notes import (
+            NoteError,
+            Target,
+            add_note,
+            author_name,
+            remove_note,
+        )
+
+        if not self.allow_writes:
+            raise ToolError(READ_ONLY_NOTE)
+        if call_id is not None and turn is None:
+            raise ToolError("annotate_run: a call_id needs the turn it was made in")
+        if remove is not None and (labels or scores or text):
+            raise ToolError("annotate_run: remove takes no labels, scores or text: it removes")
+        who = author_name(author, self.home)
+        with self._store() as store:
+            target = Target(self._run_id(store, run), turn, call_id)
+            try:
+                if remove is not None:
+                    record: Any = remove_note(self.home, store, target, who, remove)[0]
+                else:
+                    given = {name: float(value) for name, value in (scores or {}).items()}
+                    record = add_note(self.home, store, target, who, labels or [], given, text)[0]
+            except NoteError as exc:
+                raise ToolError(str(exc)) from None
+            except OSError as exc:
+                raise ToolError(f"cannot write the annotation: {exc.strerror or exc}") from None
+        answer: dict[str, Any] = record.model_dump(mode="json", exclude_none=True)
+        return answer
 
     async def run_suite(
         self,

@@ -339,6 +339,54 @@ TOOLS: tuple[ToolDef, ...] = (
         read_only=False,
     ),
     ToolDef(
+        "annotate_run",
+        "Annotate a recorded run, one of its turns or one tool call with labels, named "
+        "scores and a note, as `workbench note` does (appended to the home's annotation "
+        "files under the author's name), or remove an annotation (a tombstone). Use it to "
+        "record a verdict on a run you debugged; show_run lists a run's annotations. Writes, "
+        "so only when the server allows writes; not a way to change the run itself.",
+        _object(
+            {
+                "run": _run(),
+                "turn": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "the turn it is on (1-based, as show_run numbers them)",
+                },
+                "call_id": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "the tool call of that turn it is on (a call_id of show_run)",
+                },
+                "labels": {
+                    "type": "array",
+                    "items": {"type": "string", "minLength": 1},
+                    "maxItems": 20,
+                    "description": "labels, e.g. loop or wrong-tool",
+                },
+                "scores": {
+                    "type": "object",
+                    "additionalProperties": {"type": "number"},
+                    "description": 'score name to a number, e.g. {"helpful": 0.5}',
+                },
+                "text": {"type": "string", "description": "the note's text"},
+                "author": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "who writes it (default: the server's $WORKBENCH_AUTHOR, "
+                    "else git's user.name)",
+                },
+                "remove": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "the id of an annotation on the run to remove instead",
+                },
+            },
+            ("run",),
+        ),
+        read_only=False,
+    ),
+    ToolDef(
         "lint_tools",
         "Lint tool schemas for the mistakes that make a model pick the wrong tool (missing "
         "or near-identical descriptions, undescribed parameters, bad names, no enum). Use it "
@@ -369,6 +417,7 @@ TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}
 _TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
     "integer": (int,),
+    "number": (int, float),
     "boolean": (bool,),
     "object": (dict,),
     "array": (list,),
@@ -402,7 +451,8 @@ def checked_arguments(tool: ToolDef, arguments: dict[str, Any] | None) -> dict[s
 
 def _checked(where: str, prop: dict[str, Any], value: Any) -> Any:
     kind = prop.get("type", "string")
-    wrong = not isinstance(value, _TYPES[kind]) or (kind == "integer" and isinstance(value, bool))
+    numeric = kind in ("integer", "number")
+    wrong = not isinstance(value, _TYPES[kind]) or (numeric and isinstance(value, bool))
     if wrong:
         raise ToolError(f"{where} must be {'an' if kind[0] in 'aeiou' else 'a'} {kind}")
     if "enum" in prop and value not in prop["enum"]:

@@ -16,12 +16,9 @@ from __future__ import annotations
 import io
 import itertools
 import json
-import os
 import re
 import textwrap
-import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any, Literal, TypeAlias, assert_never
 
@@ -37,6 +34,7 @@ from traces.tree import (
     answer_label,
     build_chain,
 )
+from traces.user_files import written_whole
 from workbench.engine.recording.runs.parent import OpenStore
 from workbench.engine.recording.runs.window import TurnWindow
 from workbench.engine.views.timeline import Timeline, TurnTimeline, build_timeline
@@ -141,19 +139,6 @@ def _export_path(home: Path, run_id: str, fmt: ExportFormat) -> Path:
     folder = home / "exports"
     folder.mkdir(parents=True, exist_ok=True)
     return folder / f"{run_file_stem(run_id)}.{fmt}"
-
-
-@contextmanager
-def written_whole(path: Path) -> Iterator[IO[str]]:
-    """`path`, written under a name of its own and put in place whole: a failed or a
-    concurrent export never leaves half a document under the name."""
-    partial = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.part")
-    try:
-        with partial.open("x", encoding="utf-8") as out:
-            yield out
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
 
 
 def _write_lines(out: IO[str], lines: Iterable[str]) -> None:

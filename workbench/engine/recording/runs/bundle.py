@@ -15,7 +15,10 @@ that a fork shares with its parent, is compressed once), holding:
 - `tools.json`: the tool schemas each run offered, for reading without the workbench;
 - `scripts/<run>.<ext>`: the model script of an offline fork (`run_start.meta.fork_script`),
   when it is a file in the home: a trace can name any file (one imported names the
-  sender's), and a bundle carries nothing from outside the home.
+  sender's), and a bundle carries nothing from outside the home;
+- `annotations.jsonl`: the annotations on those runs (`traces.annotations`; tombstones too,
+  each with its author), redacted as the traces are, when they have any. Only a bundle
+  that carries them is version 2; one without is version 1, which every reader opens.
 
 Nothing else from the home goes in.
 """
@@ -36,6 +39,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from traces.annotations import home_annotations
 from traces.events import RunStart
 from traces.home import home_redactor, traces_dir
 from traces.redact import REDACTION_MARK, Redactor
@@ -49,7 +53,9 @@ from workbench.engine.recording.runs.load import (
 )
 
 BUNDLE_FORMAT = "workbench-bundle"
-BUNDLE_VERSION = 1
+# 1 — traces, tool schemas, offline model scripts; 2 — and the runs' annotations.
+BUNDLE_VERSION = 2
+ANNOTATIONS = "annotations.jsonl"
 SUFFIX = ".wbundle"
 XZ_MAGIC = b"\xfd7zXZ\x00"
 # Caps for reading: a bundle is an issue attachment, not an archive of a home.
@@ -201,6 +207,7 @@ class Manifest:
     workbench_version: str = ""
     created: str = ""
     mcp_frames: dict[str, int] = field(default_factory=dict)
+    annotations: int = 0  # records in `ANNOTATIONS` (tombstones too)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -215,6 +222,7 @@ class Manifest:
             "scripts": self.scripts,
             "scripts_left_out": self.scripts_left_out,
             "mcp_frames": self.mcp_frames,
+            "annotations": self.annotations,
             "redacted": self.redacted,
             "files": self.files,
         }
@@ -245,6 +253,7 @@ class Manifest:
                 workbench_version=str(data.get("workbench_version", "")),
                 created=str(data.get("created", "")),
                 mcp_frames={str(k): int(v) for k, v in data.get("mcp_frames", {}).items()},
+                annotations=int(data.get("annotations", 0)),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise BundleError(f"manifest.json is damaged ({type(exc).__name__})") from None
@@ -307,6 +316,10 @@ def _write(traces: list[BundledTrace], home: Path, out: Path, scratch: Path) -> 
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
         raise BundleError(f"cannot read a trace or script to bundle: {why or exc}") from None
+    notes = _annotation_lines(home, list(streamed), redactor, placeholders)
+    if notes:
+        files[ANNOTATIONS] = scratch / ANNOTATIONS
+        files[ANNOTATIONS].write_bytes("".join(notes).encode("utf-8"))
     tools = {run_id: member.schemas for run_id, member in streamed.items()}
     files["tools.json"] = scratch / "tools.json"
     files["tools.json"].write_bytes(json.dumps(tools, indent=1, ensure_ascii=False).encode("utf-8"))
@@ -326,6 +339,8 @@ def _write(traces: list[BundledTrace], home: Path, out: Path, scratch: Path) -> 
         workbench_version=_version(),
         created=datetime.now(UTC).isoformat(timespec="seconds"),
         mcp_frames={run_id: member.frames for run_id, member in streamed.items()},
+        annotations=len(notes),
+        bundle_version=BUNDLE_VERSION if notes else 1,
     )
     _check_caps(manifest.files)
     data = json.dumps(manifest.to_json(), indent=1).encode("utf-8")
@@ -342,6 +357,18 @@ def _write(traces: list[BundledTrace], home: Path, out: Path, scratch: Path) -> 
     _check_target(out)  # as it is now, after the minutes a big bundle may take
     partial.replace(out)
     return manifest
+
+
+def _annotation_lines(
+    home: Path, run_ids: list[str], redactor: Redactor, placeholders: Counter[str]
+) -> list[str]:
+    """The annotations on the bundled runs, a line each, redacted with the home's patterns."""
+    lines = []
+    for record in home_annotations(home, set(run_ids)):
+        line = redactor.text(record.model_dump_json(exclude_none=True))
+        placeholders.update(_PLACEHOLDER.findall(line))
+        lines.append(line + "\n")
+    return lines
 
 
 def _filters(size: int) -> list[dict[str, Any]]:

@@ -23,15 +23,17 @@ import re
 import tarfile
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, cast
 
+from traces.annotations import Note, Removal, append_annotation, home_annotations, read_annotation
 from traces.home import traces_dir
 from traces.run_names import is_safe_run_id, run_file_stem
 from traces.user_files import names_a_file
 from traces.versions import SCHEMA_VERSION
 from workbench.engine.recording.runs.bundle import (
+    ANNOTATIONS,
     IMPORTED_SCRIPTS,
     MAX_MEMBER_BYTES,
     MAX_MEMBERS,
@@ -59,6 +61,7 @@ class Bundle:
     manifest: Manifest
     traces: dict[str, bytes]  # file stem -> trace bytes
     scripts: dict[str, tuple[str, bytes]]  # run id -> (suffix, script bytes)
+    annotations: list[Note | Removal] = field(default_factory=list)  # on its runs, checked
 
 
 class _Headers:
@@ -122,7 +125,7 @@ def _checked_name(member: tarfile.TarInfo) -> str:
         raise BundleError(f"member {name!r} has an absolute path")
     if ".." in pure.parts or "\\" in name:
         raise BundleError(f"member {name!r} points outside the bundle")
-    if name not in ("manifest.json", "tools.json") and not (
+    if name not in ("manifest.json", "tools.json", ANNOTATIONS) and not (
         TRACE_NAME.fullmatch(name) or SCRIPT_NAME.fullmatch(name)
     ):
         raise BundleError(f"member {name!r} is not part of a workbench bundle")
@@ -203,7 +206,27 @@ def read_bundle(path: Path) -> Bundle:
     for run_id in [*manifest.runs, *manifest.parents]:
         if run_file_stem(run_id) not in traces:
             raise BundleError(f"the manifest names run {run_id!r}, whose trace is not in it")
-    return Bundle(path, manifest, traces, scripts)
+    notes = _annotations(members.get(ANNOTATIONS, b""), {*manifest.runs, *manifest.parents})
+    return Bundle(path, manifest, traces, scripts, notes)
+
+
+def _annotations(body: bytes, run_ids: set[str]) -> list[Note | Removal]:
+    """The bundle's annotations, each line read against the contract and on one of the
+    bundle's own runs (a bundle annotates nothing else in the home it goes into)."""
+    found = []
+    for number, line in enumerate(body.splitlines(), start=1):
+        try:
+            record = read_annotation(line)
+        except ValueError as exc:
+            why = " ".join(str(exc).split())[:200]
+            raise BundleError(f"{ANNOTATIONS} line {number}: {why}") from None
+        if record.run_id not in run_ids:
+            raise BundleError(
+                f"{ANNOTATIONS} line {number} is on run {record.run_id!r}, which the bundle "
+                "does not hold"
+            )
+        found.append(record)
+    return found
 
 
 @dataclass
@@ -212,6 +235,8 @@ class ImportReport:
     already: list[str]  # the same trace was in the home already
     runs: list[str]  # the runs the bundle was made for
     parents: list[str]
+    annotations: int = 0  # annotation records added (those already in the home are not)
+    authors: list[str] = field(default_factory=list)  # whose they are
 
 
 def import_bundle(path: Path, home: Path) -> ImportReport:
@@ -251,7 +276,16 @@ def import_bundle(path: Path, home: Path) -> ImportReport:
             _write(home / IMPORTED_SCRIPTS / f"{stem}{suffix}", body)
     for stem in added:
         _write(folder / f"{stem}.jsonl", texts[stem].encode("utf-8"))
-    return ImportReport(added, already, bundle.manifest.runs, bundle.manifest.parents)
+    # Each author's records go to that author's file, as they wrote them: one import twice,
+    # or a record the home has already, adds nothing.
+    known = {record.id for record in home_annotations(home)}
+    new = [record for record in bundle.annotations if record.id not in known]
+    for record in new:
+        append_annotation(home, record)
+    authors = sorted({record.author for record in new})
+    return ImportReport(
+        added, already, bundle.manifest.runs, bundle.manifest.parents, len(new), authors
+    )
 
 
 def _already(target: Path, text: str, home: Path) -> bool:
