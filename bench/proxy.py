@@ -285,6 +285,7 @@ def main() -> int:
     parser.add_argument("--no-litellm", action="store_true", help="leave LiteLLM's proxy out")
     parser.add_argument("--fleet", action="store_true", help="sustained streams, per format")
     parser.add_argument("--seconds", type=float, default=60.0, help="--fleet: per side, format")
+    parser.add_argument("--workers", type=int, default=1, help="the proxy's --workers")
     args = parser.parse_args()
     if args.fleet:
         from proxy_fleet import run_fleet
@@ -302,7 +303,9 @@ def main() -> int:
         home = Path(folder) / "home"
         with (
             started("serve-model", "--script", str(script), "--port", "0") as upstream,
-            started("proxy", "--upstream", upstream, "--home", str(home)) as proxy,
+            started(
+                "proxy", "--upstream", upstream, "--home", str(home), "--workers", str(args.workers)
+            ) as proxy,
         ):
             sides = {"direct": upstream, "workbench": proxy}
             litellm = None if args.no_litellm else litellm_proxy(upstream, Path(folder))

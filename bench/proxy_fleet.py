@@ -9,8 +9,8 @@ time). Printed beside each target:
   requests a second both sides got through;
 - the recorder's lag at the end: from the last answer to the proxy's exit on SIGTERM, which
   waits until every exchange it forwarded is recorded (target < 1 s);
-- the peak memory (VmHWM) of the proxy's process and of its recording process, polled while
-  they run, and how many runs were recorded of the requests sent (each request here is a
+- the peak memory (VmHWM) of the proxy's process (the largest of its forwarding processes
+  with --workers) and of its recording process, polled while they run, and how many runs were recorded of the requests sent (each request here is a
   run of its own).
 
 The upstream is a server in its own process that answers every request with serve-model's
@@ -151,11 +151,13 @@ async def sustained(
 
 
 class PeakMemory:
-    """The highest resident set (VmHWM) of a process and of its children, polled."""
+    """The highest resident set (VmHWM) of the proxy's processes, polled: the forwarding
+    ones (the proxy and its workers) and its recording process."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.peaks: dict[int, float] = {}
+        self.recorder: int | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
         self._thread.start()
@@ -166,13 +168,22 @@ class PeakMemory:
                 peak = _hwm_mb(pid)
                 if peak is not None:
                     self.peaks[pid] = max(self.peaks.get(pid, 0.0), peak)
+                if self.recorder is None and _is_recorder(pid):
+                    self.recorder = pid
 
     def stop(self) -> tuple[float, float]:
-        """(the process's peak, its largest child's) in MB."""
+        """(the largest forwarding process's peak, the recording process's) in MB."""
         self._stop.set()
         self._thread.join()
-        own = self.peaks.pop(self.pid, 0.0)
-        return own, max(self.peaks.values(), default=0.0)
+        recorder = self.peaks.pop(self.recorder, 0.0) if self.recorder is not None else 0.0
+        return max(self.peaks.values(), default=0.0), recorder
+
+
+def _is_recorder(pid: int) -> bool:
+    try:
+        return b"http.recording" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
 
 
 def _children(pid: int) -> list[int]:
@@ -197,8 +208,9 @@ def proxied(
 ) -> Proxied:
     """One sustained phase through a proxy of its own, then its stop timed."""
     home = folder / f"home-{'-'.join(formats)}"
+    argv = [workbench, "proxy", "--upstream", upstream, "--home", str(home)]
     process = subprocess.Popen(
-        [workbench, "proxy", "--upstream", upstream, "--home", str(home)],
+        [*argv, "--workers", str(args.workers)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -254,7 +266,8 @@ def run_fleet(args: Any, workbench: str, request: Any, started: Any, write_scrip
             upstream.wait()
     print(
         f"fleet: {args.concurrency} streams at once, back to back for {args.seconds:g} s per "
-        f"side and format; upstream first piece after {args.ttft_ms} ms; load average "
+        f"side and format, proxy --workers {args.workers}; upstream first piece after "
+        f"{args.ttft_ms} ms; load average "
         f"{load:.1f} -> {os.getloadavg()[0]:.1f}"
     )
     print(
