@@ -10,8 +10,8 @@ time). Printed beside each target:
 - the recorder's lag at the end: from the last answer to the proxy's exit on SIGTERM, which
   waits until every exchange it forwarded is recorded (target < 1 s);
 - the peak memory (VmHWM) of the proxy's process (the largest of its forwarding processes
-  with --workers) and of its recording process, polled while they run, and how many runs were recorded of the requests sent (each request here is a
-  run of its own).
+  with --workers) and of its recording process, polled while they run, and how many runs
+  were recorded of the requests sent (each request here is a run of its own).
 
 The upstream is a server in its own process that answers every request with serve-model's
 own stream for its format (taken once, at the start, from `workbench serve-model --script`:
