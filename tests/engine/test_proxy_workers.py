@@ -25,7 +25,7 @@ from tests.engine.test_proxy_stop import (
 )
 from tests.support.processes import WAIT_S
 from workbench.engine.http.fleet import Merge
-from workbench.engine.http.recording_messages import Message, WentUp
+from workbench.engine.http.recording_messages import Message, Piece, WentUp
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc")
 
@@ -144,3 +144,16 @@ def test_merge_hands_on_a_message_only_once_no_sender_can_send_one_before_it() -
     merge.ended(0)
     merge.ended(1)
     assert merge.done
+
+
+def test_merge_counts_what_a_sender_has_waiting_for_the_others() -> None:
+    """What waits for a slower sender is counted, so that the recording process stops
+    reading the sender that is ahead (its pipe fills, and it waits) past a bound."""
+    merge = Merge([0, 1])
+    merge.add(1, 1.0, False, [], [])
+    merge.add(0, 2.5, False, [2.0, 2.1], [Piece(2, 2.0, b"x" * 1000), _sent(2)])
+    assert merge.release() == []
+    assert (merge.held(0), merge.held(1)) == (1000, 0)
+    merge.add(1, 3.0, True, [], [])
+    assert len(merge.release()) == 2
+    assert merge.held(0) == 0

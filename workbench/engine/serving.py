@@ -388,7 +388,10 @@ def _bind(host: str, port: int, reuse_port: bool = False) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         if reuse_port:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            option = getattr(socket, "SO_REUSEPORT", None)  # not on Windows
+            if option is None:
+                raise OSError("this system cannot share a port between processes")
+            sock.setsockopt(socket.SOL_SOCKET, option, 1)
         sock.bind((host, port))
         sock.listen(LISTEN_BACKLOG)
     except OSError:

@@ -32,7 +32,7 @@ import sys
 from collections import deque
 from dataclasses import dataclass, field
 
-from workbench.engine.http.recording_messages import Message
+from workbench.engine.http.recording_messages import Arrived, Message, Piece, Whole
 
 # How many empty frames a sender with nothing to send sends (one each FLUSH_DELAY_S) before
 # it says it is idle: a stream's pauses (a model thinking) keep it from going idle and
@@ -49,6 +49,7 @@ _WORKER = (
 @dataclass
 class _Sender:
     queue: deque[tuple[float, Message]] = field(default_factory=deque)
+    held: int = 0  # bytes of bodies and pieces in `queue`
     watermark: float = float("-inf")
     idle: bool = True
     partial: bool = False  # part of a frame is read, the rest not yet
@@ -66,7 +67,14 @@ class Merge:
     ) -> None:
         sender = self._senders[index]
         sender.queue.extend(zip(stamps, messages, strict=True))
+        sender.held += sum(map(_size, messages))
         sender.watermark, sender.idle = watermark, idle
+
+    def held(self, index: int) -> int:
+        """Bytes of bodies and pieces from sender `index` waiting for the others: its
+        reader stops reading past a bound (its pipe fills, so it waits), and goes on
+        reading the senders held back for."""
+        return self._senders[index].held
 
     def partial(self, index: int, partial: bool) -> None:
         self._senders[index].partial = partial
@@ -95,7 +103,17 @@ class Merge:
                     continue
                 if (other.partial or not other.idle) and other.watermark < stamp:
                     return out  # it may still send something stamped before
-            out.append(first.queue.popleft()[1])
+            message = first.queue.popleft()[1]
+            first.held -= _size(message)
+            out.append(message)
+
+
+def _size(message: Message) -> int:
+    match message:
+        case Arrived(raw=data) | Piece(piece=data) | Whole(body=data):
+            return len(data)
+        case _:
+            return 0
 
 
 class Workers:

@@ -120,6 +120,7 @@ async def _record_merged(
         os.set_blocking(fd, False)
         loop.add_reader(fd, arrived.set)
     reading = set(fds)
+    held_back: set[int] = set()  # ahead of the others by more than the bound
     try:
         while not merge.done:
             await arrived.wait()
@@ -131,6 +132,17 @@ async def _record_merged(
                     merge.ended(fd)
             for message in merge.release():
                 sorter.handle(message)
+            for fd in fds:  # a sender far ahead of one held back for waits for it
+                over = merge.held(fd) > MAX_UNRECORDED_BYTES
+                if fd in reading and over:
+                    loop.remove_reader(fd)
+                    reading.discard(fd)
+                    held_back.add(fd)
+                elif fd in held_back and not over:
+                    loop.add_reader(fd, arrived.set)
+                    reading.add(fd)
+                    held_back.discard(fd)
+                    arrived.set()
             if sorter.budget.full:
                 for fd in reading:
                     loop.remove_reader(fd)
