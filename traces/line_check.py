@@ -121,20 +121,19 @@ def repeated_key(raw: bytes) -> str | None:
     holds one of the identity keys' names twice (anywhere: a cheap look) is parsed again."""
     if not any(raw.count(key) > 1 for key in _IDENTITY_KEYS) and not _ESCAPED_ASCII.search(raw):
         return None
-    repeated: list[str] = []
-
-    def keep_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        # Called for each object as it closes: the line's own object comes last.
-        keys = [key for key, _ in pairs]
-        repeated[:] = sorted({key for key in keys if keys.count(key) > 1})
-        return dict(pairs)
-
     try:
-        json.loads(raw, object_pairs_hook=keep_repeats)
+        # Every object as its list of (key, value) pairs, made by C (`list`): a Python hook
+        # called for each object, nested ones included, cost most of ingest's line check
+        # (a tool call's `"type"` puts most lines here). Only the line's own keys count.
+        pairs = json.loads(raw, object_pairs_hook=list)
     except (ValueError, RecursionError):
         return None  # not the problem this looks for: the line's reading says what is
-    if not repeated:
+    if not isinstance(pairs, list) or (pairs and not isinstance(pairs[0], tuple)):
+        return None  # not an object (an array's items are never pairs): refused otherwise
+    keys = [key for key, _ in pairs]
+    if len(set(keys)) == len(keys):
         return None
+    repeated = sorted({key for key in keys if keys.count(key) > 1})
     return f"the key '{repeated[0]}' is given twice (which value counts is ambiguous)"
 
 

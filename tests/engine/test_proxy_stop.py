@@ -65,10 +65,11 @@ def recording_process(parent: int) -> int:
 
 
 @contextmanager
-def proxy_in_terminal(home: Path, *, held: bool = True) -> Iterator[InTerminal]:
-    """A proxy in front of a model that answers every request (but those that ask it to
-    hold on: their streams stall after two chunks), every core kept busy; its recording
-    process held stopped from its start-up on, unless not `held`."""
+def proxy_in_terminal(home: Path, *, held: bool = True, workers: int = 1) -> Iterator[InTerminal]:
+    """A proxy (forwarding on `workers` processes) in front of a model that answers every
+    request (but those that ask it to hold on: their streams stall after two chunks), every
+    core kept busy; its recording process held stopped from its start-up on, unless not
+    `held`."""
     reply = Reply(chunks=text_chunks("hello there"))
     stalled = Reply(chunks=text_chunks("hello there"), stall_after=2)
 
@@ -76,8 +77,9 @@ def proxy_in_terminal(home: Path, *, held: bool = True) -> Iterator[InTerminal]:
         return stalled if body["messages"][0]["content"].startswith(HOLD_ON) else reply
 
     with busy_cores(), ModelServer(answer, keep_requests=False) as upstream:
+        argv = [WORKBENCH, "proxy", "--upstream", upstream.base_url, "--home", str(home)]
         process = subprocess.Popen(
-            [WORKBENCH, "proxy", "--upstream", upstream.base_url, "--home", str(home)],
+            [*argv, "--workers", str(workers)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -95,7 +97,7 @@ def proxy_in_terminal(home: Path, *, held: bool = True) -> Iterator[InTerminal]:
             yield InTerminal(process, out, err, ready.split()[1], recorder)
         finally:
             if process.poll() is None:
-                process.kill()
+                os.killpg(process.pid, signal.SIGKILL)  # its workers too
                 process.wait()
             if recorder is not None:
                 with suppress(ProcessLookupError):
@@ -116,6 +118,18 @@ def answer_clients(url: str) -> None:
             answer = client.chat.completions.create(model="m", messages=messages)
             assert answer.choices[0].message.content == "hello there"
     client.close()
+
+
+def answer_each_on_its_own(url: str) -> None:
+    """EXCHANGES one-turn conversations as `answer_clients`, each on a client (and so a
+    connection) of its own."""
+    for i in range(EXCHANGES):
+        with openai.OpenAI(base_url=url, api_key="k", max_retries=0, timeout=WAIT_S) as client:
+            messages: list[openai.types.chat.ChatCompletionMessageParam] = [
+                {"role": "user", "content": f"question {i}"}
+            ]
+            answer = client.chat.completions.create(model="m", messages=messages)
+            assert answer.choices[0].message.content == "hello there"
 
 
 def completed_runs(home: Path) -> int:
@@ -158,10 +172,18 @@ def test_a_stopped_proxy_records_every_answered_exchange_before_it_exits(
     assert completed_runs(home) == EXCHANGES
 
 
-def test_a_second_ctrl_c_stops_at_once_and_says_what_was_not_recorded(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [1, 3])
+def test_a_second_ctrl_c_stops_at_once_and_says_what_was_not_recorded(
+    tmp_path: Path, workers: int
+) -> None:
+    """Also with workers (tests/engine/test_proxy_workers.py): each exchange on a connection
+    of its own, so that they reach every process; what the workers sent counts too."""
     home = tmp_path / "home"
-    with proxy_in_terminal(home) as proxy:
-        answer_clients(proxy.url)
+    with proxy_in_terminal(home, workers=workers) as proxy:
+        if workers == 1:
+            answer_clients(proxy.url)
+        else:
+            answer_each_on_its_own(proxy.url)
         proxy.ctrl_c()
         assert proxy.err.wait_for(lambda line: "still queued" in line), proxy.err.all()
         proxy.ctrl_c()  # the recording process is still held: nothing more gets recorded

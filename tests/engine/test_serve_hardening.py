@@ -119,3 +119,34 @@ def test_the_cli_answers_bad_requests_without_a_traceback(tmp_path: Path) -> Non
 
         assert asyncio.run(probe()) == [400, 400, 413, 400]
     # `serve` asserts the server exits 0 with no traceback on its stderr.
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"a":"\\ud800"}',  # a lone surrogate: Python's reader takes it
+        b'{"a":' + b"[" * 300 + b"]" * 300 + b"}",  # deeper than the fast reader goes
+        b'{"a":NaN,"b":1e400,"c":12345678901234567890123,"a":2}',
+        b"\xef\xbb\xbf{}",
+        b'{"a":"\xff"}',
+        b'{"a":1} x',
+        b"[1]",
+    ],
+)
+def test_request_bodies_are_read_alike_by_both_readers(raw: bytes) -> None:
+    """The servers read a body with pydantic's fast reader and, where it refuses one, with
+    Python's as before: every body gets Python's verdict (the same value, or the same
+    one-line refusal)."""
+    from workbench.engine.http.server import RequestProblem, parse_json_object
+
+    try:
+        expected: object = json.loads(raw.decode("utf-8"))
+    except ValueError:  # (a UnicodeDecodeError too)
+        expected = "refused"
+    if not isinstance(expected, dict):
+        expected = "refused"
+    try:
+        found: object = parse_json_object(raw)
+    except RequestProblem:
+        found = "refused"
+    assert json.dumps(found, sort_keys=True) == json.dumps(expected, sort_keys=True)

@@ -150,3 +150,22 @@ def test_captured_stream_payloads_read_the_same(path: Path) -> None:
     valid = [line for line in lines if outcome(validate_line, line) is None]
     assert valid  # the events wrapping the payloads are valid lines
     assert_same_verdicts(b"\n".join(lines) + b"\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        # A tool call's own `"type"` (nested, given once each) is no repeat of the line's.
+        (b'{"type":"x","m":[{"type":"function"},{"type":"function"}]}', None),
+        # A nested object that repeats a key: only the line's own keys count.
+        (b'{"type":"x","m":{"type":1,"type":2}}', None),
+        (b'{"run_id":"a","m":{"type":1},"run_id":"b","type":"x"}', "run_id"),
+        (b'{"seq":1,"type":"x","seq":2,"type":"y"}', "seq"),
+        (b'[{"type":1,"type":2}]', None),  # not an object: refused for that instead
+        (b'{"type":1,"type":', None),  # not JSON: refused for that instead
+    ],
+)
+def test_a_key_given_twice_is_the_lines_own(text: bytes, why: str | None) -> None:
+    found = line_check.repeated_key(text)
+    expected = None if why is None else f"the key '{why}' is given twice"
+    assert (found if found is None else found.partition(" (")[0]) == expected

@@ -9,6 +9,7 @@ from workbench.cli.common import (
     CliError,
     add_home,
     add_server_flags,
+    positive_int,
     resolve_home,
     serve_until_stopped,
     server_limits,
@@ -45,6 +46,14 @@ def register(subparsers: Any) -> None:
         help="where Anthropic Messages go (e.g. https://api.anthropic.com; default: "
         "--upstream); Anthropic clients use the printed address without /v1",
     )
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="forward on N processes sharing the port (default 1; one process records for "
+        "all of them): for a fleet of agents on a machine with cores to spare",
+    )
     add_server_flags(parser)
     add_home(parser)
     parser.set_defaults(func=_cmd_proxy)
@@ -61,6 +70,7 @@ def _cmd_proxy(args: argparse.Namespace) -> int:
             host=args.host,
             port=args.port,
             anthropic_upstream=args.anthropic_upstream,
+            workers=args.workers,
             **server_limits(args),
         )
     except ProxyError as exc:

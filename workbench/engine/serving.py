@@ -147,6 +147,7 @@ class HttpServer:
         refuse: Refusal = json_refusal,
         cancel_on_disconnect: bool = False,
         auto_decompress: bool = True,
+        reuse_port: bool = False,
     ) -> None:
         self._make_app = make_app
         self.max_request_bytes = max_request_bytes
@@ -160,7 +161,9 @@ class HttpServer:
         # decompression is never used: it inflates well past the limit before refusing,
         # and a few gzip bombs left the process hundreds of megabytes bigger for good.
         self._auto_decompress = auto_decompress
-        self._socket = _bind(host, port)
+        # Other processes (the proxy's workers) listen on the same port: the kernel spreads
+        # the connections among them.
+        self._socket = _bind(host, port, reuse_port)
         self.host = host
         self.port = int(self._socket.getsockname()[1])
         self.closing: asyncio.Event | None = None
@@ -379,11 +382,16 @@ class HttpService:
         self.close()
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def _bind(host: str, port: int, reuse_port: bool = False) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            option = getattr(socket, "SO_REUSEPORT", None)  # not on Windows
+            if option is None:
+                raise OSError("this system cannot share a port between processes")
+            sock.setsockopt(socket.SOL_SOCKET, option, 1)
         sock.bind((host, port))
         sock.listen(LISTEN_BACKLOG)
     except OSError:

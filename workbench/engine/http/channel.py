@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import pickle
+import signal
 import struct
 import sys
 import time
@@ -33,6 +35,7 @@ from typing import assert_never
 
 from traces.events import ModelApi
 from workbench.engine.http import recording_messages as msg
+from workbench.engine.http.fleet import QUIET_FRAMES, Workers
 from workbench.engine.serving import finish_or_hurry
 
 # How many bytes may wait to be recorded (in the pipe, and read but not yet recorded)
@@ -65,9 +68,21 @@ _START = (
 class RecordingChannel:
     """The forwarding side: messages about exchanges, sent to the recording process."""
 
-    def __init__(self, home: Path, upstream: str, anthropic_upstream: str | None) -> None:
+    def __init__(
+        self,
+        home: Path,
+        upstream: str,
+        anthropic_upstream: str | None,
+        *,
+        workers: int = 1,
+        worker: tuple[int, int, int] | None = None,
+    ) -> None:
+        """`workers` processes forward (this one and workers - 1 more, which `open()`
+        starts with `worker_settings`); or this channel is worker `(fd, index, stride)`'s
+        (workbench.engine.http.fleet), whose frames go down pipe `fd`."""
         self._args = [str(home), upstream, anthropic_upstream or ""]
         self._process: asyncio.subprocess.Process | None = None
+        self._pipe: asyncio.StreamWriter | None = None  # where frames go
         self._messages: list[msg.Message] = []
         self._pending = 0  # bytes of bodies and pieces in `_messages`
         self._timer: asyncio.TimerHandle | None = None
@@ -82,22 +97,58 @@ class RecordingChannel:
         self._lag_said = False
         self.cut_runs: list[str] = []  # runs whose trace could not be written whole
         self.unrecorded = 0  # exchanges the recording process ended without recording
+        # With several forwarding processes each stamps its messages and sends frames with
+        # its watermark, every FLUSH_DELAY_S while it has been busy of late.
+        self._worker = worker
+        self._index, self._stride = (worker[1], worker[2]) if worker else (0, workers)
+        self._merged = self._stride > 1
+        self._stamps: list[float] = []
+        self._quiet = 0  # empty frames sent in a row
+        self._idle = True
+        self.workers = Workers() if worker is None and workers > 1 else None
+        self.worker_settings: list[str] = []
+        # The workers' exchanges, as the recording process reports them.
+        self._theirs_done = 0
+        self._their_runs: dict[int, str] = {}
 
     async def open(self) -> None:
-        """Start the recording process (in the proxy's event loop)."""
+        """Start the recording process (in the proxy's event loop), and the workers; a
+        worker's channel opens its pipe."""
+        loop = asyncio.get_running_loop()
+        if self._worker is not None:
+            # A stream protocol, whose writer can wait until what it holds is written.
+            transport, protocol = await loop.connect_write_pipe(
+                lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()),
+                os.fdopen(self._worker[0], "wb", buffering=0),
+            )
+            transport.set_write_buffer_limits(high=MAX_UNRECORDED_BYTES)
+            self._pipe = asyncio.StreamWriter(transport, protocol, None, loop)
+            return
+        pipes = [os.pipe() for _ in range(self._stride - 1)]
         self._process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-c",
             _START,
             *self._args,
+            *(str(read) for read, _ in pipes),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             start_new_session=True,
+            pass_fds=[read for read, _ in pipes],
         )
         assert self._process.stdin is not None and self._process.stdout is not None
         self._process.stdin.transport.set_write_buffer_limits(high=MAX_UNRECORDED_BYTES)
+        self._pipe = self._process.stdin
         self._acks = asyncio.create_task(self._read_acks(self._process.stdout))
-        self._lag_timer = asyncio.get_running_loop().call_later(LAG_CHECK_S, self._check_lag)
+        self._lag_timer = loop.call_later(LAG_CHECK_S, self._check_lag)
+        for read, _ in pipes:
+            os.close(read)
+        if self.workers is not None:
+            try:
+                await self.workers.start([write for _, write in pipes], self.worker_settings)
+            finally:
+                for _, write in pipes:
+                    os.close(write)
 
     @property
     def lost(self) -> bool:
@@ -110,10 +161,11 @@ class RecordingChannel:
         """A model call's request arrived (its body `raw`, a JSON object); returns the key
         the exchange's other messages name."""
         self._keys += 1
-        if not self._broken:
-            self._unrecorded[self._keys] = None
-        self._send(msg.Arrived(self._keys, api, raw, headers, query, when), len(raw))
-        return self._keys
+        key = self._index + self._stride * self._keys
+        if not self._broken and self._worker is None:
+            self._unrecorded[key] = None
+        self._send(msg.Arrived(key, api, raw, headers, query, when), len(raw))
+        return key
 
     def went_up(self, key: int, when: float) -> None:
         self._send(msg.WentUp(key, when))
@@ -140,14 +192,14 @@ class RecordingChannel:
     @property
     def full(self) -> bool:
         """Recording is far behind: the sender should `await room()`."""
-        stdin = self._process.stdin if self._process is not None else None
-        return stdin is not None and stdin.transport.get_write_buffer_size() > MAX_UNRECORDED_BYTES
+        pipe = self._pipe
+        return pipe is not None and pipe.transport.get_write_buffer_size() > MAX_UNRECORDED_BYTES
 
     async def room(self) -> None:
-        if self._process is not None and self._process.stdin is not None and not self._broken:
+        if self._pipe is not None and not self._broken:
             self._flush()
             try:
-                await self._process.stdin.drain()
+                await self._pipe.drain()
             except ConnectionError:
                 self._gone()
 
@@ -156,6 +208,13 @@ class RecordingChannel:
             return
         self._messages.append(message)
         self._pending += size
+        if self._merged:
+            self._stamps.append(time.monotonic())
+            if self._idle:
+                # Down the pipe before anything of this exchange reaches a client, so that
+                # no message another process sends after it can be recorded first.
+                self._flush()
+                return
         if self._pending >= FRAME_BYTES:
             self._flush()
         elif self._timer is None:
@@ -163,20 +222,34 @@ class RecordingChannel:
             # recording process woken once, after the forwarding this message belongs to.
             self._timer = asyncio.get_running_loop().call_later(FLUSH_DELAY_S, self._flush)
 
-    def _flush(self) -> None:
+    def _flush(self, final: bool = False) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         self._pending = 0
-        if not self._messages or self._process is None or self._process.stdin is None:
+        if self._pipe is None:
             return
-        data = pickle.dumps(self._messages, protocol=pickle.HIGHEST_PROTOCOL)
+        if self._merged:
+            # Frames go on empty a while after the last message, then one says idle.
+            self._quiet = 0 if self._messages else self._quiet + 1
+            self._idle = final or self._quiet >= QUIET_FRAMES
+            frame: object = (time.monotonic(), self._idle, self._stamps, self._messages)
+            self._stamps = []
+            if not self._idle:
+                self._timer = asyncio.get_running_loop().call_later(FLUSH_DELAY_S, self._flush)
+        elif not self._messages:
+            return
+        else:
+            frame = self._messages
+        data = pickle.dumps(frame, protocol=pickle.HIGHEST_PROTOCOL)
         self._messages = []
-        stdin = self._process.stdin
-        if stdin.is_closing():
+        if self._pipe.is_closing():
             self._gone()
             return
-        stdin.writelines([FRAME.pack(len(data)), data])
+        self._pipe.writelines([FRAME.pack(len(data)), data])
+        if self._worker is not None:  # the proxy's process counts what went down the pipe
+            with contextlib.suppress(OSError):
+                os.write(1, b"%d\n" % self._keys)
 
     def _gone(self) -> None:
         if not self._broken:
@@ -189,9 +262,14 @@ class RecordingChannel:
         async for line in stdout:
             match msg.read_report(line.decode("utf-8", "replace")):
                 case msg.Done(key):
+                    if key % self._stride:
+                        self._theirs_done += 1
+                        self._their_runs.pop(key, None)
                     self._unrecorded.pop(key, None)
                     self._finished.pop(key, None)
                 case msg.Begun(key, run_id):
+                    if key % self._stride:
+                        self._their_runs[key] = run_id
                     if key in self._unrecorded:
                         self._unrecorded[key] = run_id
                 case msg.TraceCut(run_id, why):
@@ -226,31 +304,46 @@ class RecordingChannel:
         once `hurry` is set, end the recording process and count what it had not recorded.
         With a `hurry` (a signal stopped the proxy; another can hurry it), a backlog that
         takes a moment is said, with how to stop without it."""
+        if self._worker is not None and self._pipe is not None:
+            self._flush(final=True)
+            with contextlib.suppress(ConnectionError):
+                self._pipe.close()
+                await self._pipe.wait_closed()
+            return
         process = self._process
         if process is None:
             return
-        self._flush()
+        self._flush(final=True)
         if self._lag_timer is not None:
             self._lag_timer.cancel()
+        killed = False
+        if self.workers is not None:
+            # They stop as this process does (a SIGTERM to it alone stops them too), and
+            # send what they have; once they are gone, what is queued is known.
+            self.workers.signal(signal.SIGTERM)
+            exited = asyncio.create_task(self.workers.wait())
+            killed = not await finish_or_hurry(exited, hurry, lambda: None)
         recorded = asyncio.create_task(self._recorded(process))
         queued = 0
 
         def say_queued() -> None:
             nonlocal queued
-            queued = len(self._unrecorded)
+            queued = self._queued()
             if queued:
                 again = "(Ctrl-C again stops without them)"
                 _say(f"recording {_exchanges(queued)} still queued… {again}")
 
-        killed = not await finish_or_hurry(recorded, hurry, say_queued)
+        killed = killed or not await finish_or_hurry(recorded, hurry, say_queued)
         if killed:
+            if self.workers is not None:
+                self.workers.kill()
             if process.stdin is not None:
                 process.stdin.transport.abort()
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
         await recorded
         self._process = None
-        self.unrecorded = len(self._unrecorded)
+        self.unrecorded = self._queued()
         if self.unrecorded:
             how = "stopped" if killed else "the recording process ended"
             _say(f"{how} without recording {_exchanges(self.unrecorded)} ({self._runs_left()})")
@@ -264,13 +357,21 @@ class RecordingChannel:
             with contextlib.suppress(ConnectionError):
                 process.stdin.close()
                 await process.stdin.wait_closed()
+        if self.workers is not None:
+            await self.workers.wait()
         await process.wait()
         if self._acks is not None:
             await self._acks
 
+    def _queued(self) -> int:
+        """Exchanges sent (by this process or a worker) and not yet recorded to their end."""
+        theirs = sum(self.workers.sent.values()) if self.workers is not None else 0
+        return len(self._unrecorded) + max(0, theirs - self._theirs_done)
+
     def _runs_left(self) -> str:
-        runs = sorted({run for run in self._unrecorded.values() if run is not None})
-        unsorted = sum(run is None for run in self._unrecorded.values())
+        known = [run for run in self._unrecorded.values() if run is not None]
+        runs = sorted({*known, *self._their_runs.values()})
+        unsorted = self._queued() - len(known) - len(self._their_runs)
         if not runs:
             return "not yet sorted into runs"
         return _runs(runs) + (f", and {unsorted} not yet sorted into runs" if unsorted else "")

@@ -91,7 +91,11 @@ class RecordingProxy(HttpService):
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
         read_timeout_s: float = DEFAULT_READ_TIMEOUT_S,
         anthropic_upstream: str | None = None,
+        workers: int = 1,
+        worker: tuple[int, int, int] | None = None,
     ) -> None:
+        """`workers` processes forward, each on the same port (workbench.engine.http.fleet);
+        `worker` is set in a worker process, by the proxy that started it."""
         for flag, url in (("--upstream", upstream), ("--anthropic-upstream", anthropic_upstream)):
             if url is not None and not url.startswith(("http://", "https://")):
                 raise ProxyError(f"{flag} must be an http(s) URL, not {url!r}")
@@ -99,7 +103,9 @@ class RecordingProxy(HttpService):
         # Anthropic's base URL has no `/v1`: its clients send `/v1/messages` as it is.
         self.anthropic_upstream = anthropic_upstream.rstrip("/") if anthropic_upstream else None
         self.max_request_bytes = max_request_bytes
-        self._channel = RecordingChannel(home, self.upstream, self.anthropic_upstream)
+        self._channel = RecordingChannel(
+            home, self.upstream, self.anthropic_upstream, workers=workers, worker=worker
+        )
         try:
             self._http = HttpServer(
                 self._app,
@@ -108,9 +114,14 @@ class RecordingProxy(HttpService):
                 max_request_bytes=max_request_bytes,
                 read_timeout_s=read_timeout_s,
                 cancel_on_disconnect=True,
+                reuse_port=workers > 1 or worker is not None,
             )
         except OSError as exc:
             raise ProxyError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        self._channel.worker_settings = [
+            *(host, str(self._http.port), self.upstream, self.anthropic_upstream or ""),
+            *(str(max_request_bytes), str(read_timeout_s)),
+        ]
 
     async def _app(self) -> web.Application:
         app = web.Application(

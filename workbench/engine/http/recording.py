@@ -36,6 +36,7 @@ from agent_core.wire.codecs import codec_for
 from traces.events import ModelApi
 from workbench.engine.http.capture import CaptureBook, Exchange
 from workbench.engine.http.channel import FRAME, MAX_UNRECORDED_BYTES
+from workbench.engine.http.fleet import Merge
 from workbench.engine.http.recording_messages import (
     Arrived,
     Begun,
@@ -50,6 +51,7 @@ from workbench.engine.http.recording_messages import (
     Whole,
     report_line,
 )
+from workbench.engine.http.server import fast_json
 from workbench.engine.serving import run_loop
 
 # This process's CPU priority below the proxy's.
@@ -57,14 +59,17 @@ NICENESS = 10
 
 
 def main(argv: list[str]) -> int:
-    home, upstream, anthropic_upstream = argv
+    """Record what comes down stdin, and down the workers' pipes (their descriptors after
+    the first three arguments) when the proxy has workers."""
+    home, upstream, anthropic_upstream, *workers = argv
     with contextlib.suppress(OSError, AttributeError):
         os.nice(NICENESS)
-    run_loop(_record_all(Path(home), upstream, anthropic_upstream or None))
+    record = _record_merged if workers else _record_all
+    run_loop(record(Path(home), upstream, anthropic_upstream or None, [int(w) for w in workers]))
     return 0
 
 
-async def _record_all(home: Path, upstream: str, anthropic_upstream: str | None) -> None:
+def _sorter(home: Path, upstream: str, anthropic_upstream: str | None) -> tuple[_Sorter, _Acks]:
     acks = _Acks(sys.stdout.buffer)
     book = CaptureBook(
         home,
@@ -72,7 +77,14 @@ async def _record_all(home: Path, upstream: str, anthropic_upstream: str | None)
         anthropic_upstream,
         on_cut=lambda run_id, why: acks.tell(TraceCut(run_id, why)),
     )
-    sorter = _Sorter(book, acks)
+    return _Sorter(book, acks), acks
+
+
+async def _record_all(
+    home: Path, upstream: str, anthropic_upstream: str | None, workers: list[int]
+) -> None:
+    sorter, acks = _sorter(home, upstream, anthropic_upstream)
+    book = sorter.book
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=2**31)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
@@ -90,6 +102,81 @@ async def _record_all(home: Path, upstream: str, anthropic_upstream: str | None)
         await sorter.finish()
         book.close()
         acks.flush()
+
+
+async def _record_merged(
+    home: Path, upstream: str, anthropic_upstream: str | None, workers: list[int]
+) -> None:
+    """The proxy's pipe (stdin) and its workers', merged in the order their messages were
+    sent (workbench.engine.http.fleet). Every pipe is read, as far as it goes, before any
+    message is handed on: a message sent before another is then never handed on after it."""
+    sorter, acks = _sorter(home, upstream, anthropic_upstream)
+    loop = asyncio.get_running_loop()
+    fds = [sys.stdin.fileno(), *workers]
+    merge = Merge(fds)
+    buffers = {fd: bytearray() for fd in fds}
+    arrived = asyncio.Event()
+    for fd in fds:
+        os.set_blocking(fd, False)
+        loop.add_reader(fd, arrived.set)
+    reading = set(fds)
+    held_back: set[int] = set()  # ahead of the others by more than the bound
+    try:
+        while not merge.done:
+            await arrived.wait()
+            arrived.clear()
+            for fd in list(reading):
+                if not _read_pipe(fd, buffers[fd], merge):
+                    loop.remove_reader(fd)
+                    reading.discard(fd)
+                    merge.ended(fd)
+            for message in merge.release():
+                sorter.handle(message)
+            for fd in fds:  # a sender far ahead of one held back for waits for it
+                over = merge.held(fd) > MAX_UNRECORDED_BYTES
+                if fd in reading and over:
+                    loop.remove_reader(fd)
+                    reading.discard(fd)
+                    held_back.add(fd)
+                elif fd in held_back and not over:
+                    loop.add_reader(fd, arrived.set)
+                    reading.add(fd)
+                    held_back.discard(fd)
+                    arrived.set()
+            if sorter.budget.full:
+                for fd in reading:
+                    loop.remove_reader(fd)
+                await sorter.budget.room()
+                for fd in reading:
+                    loop.add_reader(fd, arrived.set)
+                arrived.set()  # what came meanwhile
+    finally:
+        for fd in reading:
+            loop.remove_reader(fd)
+        await sorter.finish()
+        sorter.book.close()
+        acks.flush()
+
+
+def _read_pipe(fd: int, buffer: bytearray, merge: Merge) -> bool:
+    """Read what pipe `fd` holds now, hand its whole frames to `merge`; False at its end."""
+    open_ = True
+    while open_:
+        try:
+            data = os.read(fd, 1 << 20)
+        except BlockingIOError:
+            break
+        open_ = bool(data)
+        buffer += data
+    while len(buffer) >= FRAME.size:
+        size = FRAME.unpack_from(buffer)[0]
+        if len(buffer) < FRAME.size + size:
+            break
+        watermark, idle, stamps, messages = pickle.loads(buffer[FRAME.size : FRAME.size + size])
+        del buffer[: FRAME.size + size]
+        merge.add(fd, watermark, idle, stamps, messages)
+    merge.partial(fd, bool(buffer))
+    return open_
 
 
 class _Acks:
@@ -129,6 +216,10 @@ class _Budget:
         elif self.size <= MAX_UNRECORDED_BYTES // 2:
             self._room.set()
 
+    @property
+    def full(self) -> bool:
+        return not self._room.is_set()
+
     async def room(self) -> None:
         await self._room.wait()
 
@@ -152,7 +243,7 @@ class _Sorter:
             seen = _Seen(
                 message.key,
                 message.api,
-                json.loads(message.raw),
+                _json(message.raw),
                 message.headers,
                 message.query,
                 message.when,
@@ -449,11 +540,17 @@ class SseDecoder:
             return
         text, self._data = b"\n".join(self._data), []
         try:
-            value = json.loads(text)
+            value = _json(text)
         except ValueError:
             return
         if isinstance(value, dict):
             found.append(value)
+
+
+def _json(raw: bytes) -> Any:
+    """A request body or an event's data, read fast (as `json` reads it)."""
+    fast = fast_json(raw)
+    return fast if fast is not None else json.loads(raw)
 
 
 def _error_text(status: int, body: bytes) -> str:

