@@ -120,7 +120,10 @@ class RecordedSource:
         return (self._recording.turns[n] for n in self.model_turns)
 
     def tool_end(self, turn: int, seq: int) -> ToolEnd:
-        end = self._recording.events[seq]
+        events = self._recording.events
+        # A trace's events are numbered by position; the store's of a run may not be.
+        at = events[seq] if seq < len(events) and events[seq].seq == seq else None
+        end = at or next(e for e in events if e.seq == seq)
         assert isinstance(end, ToolEnd)
         return end
 
