@@ -15,6 +15,9 @@ other figure is measured in this run, on the cached home:
   `search WORD`, a dry-run fork of the long run's last turn and a diff of its tool schemas
   (no target for these two; they read the store, not the run): whole processes, median of
   `--rounds`, with the load average beside;
+- `replay` and `bundle` of the long run: the peak RSS of each, whole processes (the
+  generated long run's replay stops at its run_start, whose recorded tool sources differ:
+  what it weighs is checking and streaming the trace);
 - `sql`: counts that must equal what was written, exactly;
 - storage: bytes per event of the store and of the traces, and a 200-turn run against a
   100-turn one of the real agent loop (each request resends the history), store and trace;
@@ -95,6 +98,16 @@ def timed(argv: list[str], home: Path, rounds: int) -> tuple[float, float]:
     whole_process(argv, home)
     measured = [whole_process(argv, home) for _ in range(rounds)]
     return statistics.median(m[0] for m in measured), statistics.median(m[1] for m in measured)
+
+
+def peak_of(argv: list[str], home: Path) -> tuple[float, float, int]:
+    """Wall seconds, peak RSS in MB and exit code of one `workbench` command (which may
+    exit non-zero: a replay that diverges)."""
+    env = dict(os.environ, WORKBENCH_HOME=str(home))
+    started = time.perf_counter()
+    process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    return time.perf_counter() - started, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
 
 
 def output(argv: list[str], home: Path) -> str:
@@ -220,6 +233,20 @@ def main() -> int:
     for label, argv in reads.items():
         wall, cpu = timed(argv, home, args.rounds)
         rows.append((f"`{label}`, whole process", f"{wall:.3f} s wall, {cpu:.3f} s CPU", ""))
+    with tempfile.TemporaryDirectory(prefix="workbench-scale-") as scratch:
+        bundled = str(Path(scratch) / "long.wbundle")
+        held = {
+            f"replay RUN ({args.long:,} events)": ([WORKBENCH, "replay", long_run], "< 300 MB"),
+            f"bundle RUN ({args.long:,} events)": (
+                [WORKBENCH, "bundle", long_run, "-o", bundled],
+                "< 300 MB",
+            ),
+        }
+        for label, (argv, target) in held.items():
+            wall, peak, code = peak_of(argv, home)
+            rows.append(
+                (f"`{label}`, peak RSS", f"{peak:,.0f} MB ({wall:.1f} s, exit {code})", target)
+            )
     rows.append(("  (load while timing the commands)", f"{quiet} .. {load()}", ""))
     baseline = timed([sys.executable, "-c", "pass"], home, args.rounds)
     rows.append(

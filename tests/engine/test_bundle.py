@@ -366,6 +366,36 @@ def test_a_short_run_is_bundled_with_a_dictionary_its_size(tmp_path: Path) -> No
     assert out.stat().st_size < len(trace) / 4
 
 
+def _dictionary(bundle: Path) -> int:
+    """The LZMA2 dictionary the bundle's xz stream was written with (its block header: the
+    12-byte stream header, the header's size and flags, the filter id and its one byte)."""
+    head = bundle.read_bytes()[:17]
+    assert head[13] == 0 and head[14:16] == b"\x21\x01", head  # one LZMA2 filter, no sizes
+    props = lzma._decode_filter_properties(lzma.FILTER_LZMA2, head[16:17])  # type: ignore[attr-defined]
+    return int(props["dict_size"])
+
+
+def test_a_long_run_is_bundled_with_a_bounded_dictionary(tmp_path: Path) -> None:
+    """The dictionary grows with the archive up to 8 MiB, no further: xz's encoder takes some
+    eleven times it (preset 9's own 64 MiB took 0.7 GB for a run of 81 MB), so a bundle of
+    a run of any length is written in a bounded few hundred MB."""
+    from tests.engine.stored_runs import varied_run
+    from tests.support.processes import workbench_peak
+
+    home = tmp_path / "home"
+    folder = traces_dir(home)
+    folder.mkdir(parents=True)
+    varied_run(folder, "6" * 32, 350)  # 15 MB: a 16 MiB dictionary, were it not capped
+    trace = (folder / f"{'6' * 32}.jsonl").read_bytes()
+    assert len(trace) > 12 << 20
+    out = tmp_path / "long.wbundle"
+    done, peak_kb = workbench_peak(home, tmp_path, "bundle", "6" * 32, "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    assert _dictionary(out) == 8 << 20
+    assert peak_kb < 300_000, peak_kb
+    assert _members(out)[f"traces/{'6' * 32}.jsonl"] == trace
+
+
 def test_a_damaged_trace_is_not_bundled_and_a_cut_off_one_is(tmp_path: Path) -> None:
     """Checked as it streams, as a recording is read: a bad line before the last one is
     one line of error and no bundle; a last line cut off (a killed run) goes in as it is."""

@@ -433,3 +433,32 @@ async def test_token_estimates_are_compared_in_recordings_of_this_schema_version
     outcome = await replay_run(read_recording_file(current))
     assert outcome.divergence is not None
     assert [d.path for d in outcome.divergence.diffs] == ["estimated_tokens"]
+
+
+def test_a_long_run_replays_in_the_memory_of_a_short_one(tmp_path: Path) -> None:
+    """A trace is streamed beside the replay a turn at a time, never read whole: a run four
+    times as long replays identically, its extra turns taking a tenth of their bytes (the
+    index of where each tool result is), where read whole as models they took some ten
+    times their bytes (the 200,000 events of bench/scale.py's long run: 0.7–0.9 GB)."""
+    import asyncio
+    import tracemalloc
+
+    from tests.support.big_traces import long_agent_run
+    from workbench.engine.recording.replay.streamed import streamed_source
+
+    peaks: dict[int, int] = {}
+    sizes: dict[int, int] = {}
+    for turns in (60, 240):
+        path = long_agent_run(tmp_path, f"{turns:032d}", turns, 20, context_window=2000)
+        asyncio.run(replay_run(streamed_source(path)))  # imports and caches, unmeasured
+        tracemalloc.start()
+        try:
+            outcome = asyncio.run(replay_run(streamed_source(path)))
+            peaks[turns] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert outcome.status == "identical", outcome.divergence
+        assert outcome.events_compared == outcome.events_recorded == len(read_events(path))
+        assert outcome.turns_replayed == turns
+        sizes[turns] = path.stat().st_size
+    assert peaks[240] - peaks[60] < (sizes[240] - sizes[60]) / 10, (peaks, sizes)

@@ -38,10 +38,17 @@ def words(count: int, seed: int) -> str:
     return " ".join(pick(_WORDS) for _ in range(count))
 
 
-def long_agent_run(folder: Path, run_id: str, turns: int = 90, words_per_turn: int = 480) -> Path:
+def long_agent_run(
+    folder: Path,
+    run_id: str,
+    turns: int = 90,
+    words_per_turn: int = 480,
+    context_window: int = 10**8,
+) -> Path:
     """A run of the real loop on a model script: `turns` turns, each answering about
     `words_per_turn` words and calling the calculator, streamed in chunks, so the trace
-    grows as a real long run's does (every request resends the history)."""
+    grows as a real long run's does (every request resends the history, trimmed to
+    `context_window` tokens)."""
     steps: list[dict[str, object]] = [
         {
             "content": words(words_per_turn, turn),
@@ -53,7 +60,7 @@ def long_agent_run(folder: Path, run_id: str, turns: int = 90, words_per_turn: i
     config = AgentConfig(
         task="Work through every step.",
         run_id=run_id,
-        limits=Limits(max_turns=turns + 1, token_budget=10**9, context_window=10**8),
+        limits=Limits(max_turns=turns + 1, token_budget=10**9, context_window=context_window),
     )
     agent = Agent(
         ScriptedModel(steps), [builtin_tools(folder)], config, sinks=[JsonlWriter(folder, run_id)]

@@ -40,7 +40,7 @@ READ_ONLY_SUITE = (
 if TYPE_CHECKING:
     from traces.store import RunRow, TraceStore
     from traces.tree import ToolCallNode, TurnNode
-    from workbench.engine.recording.runs.load import Recording
+    from workbench.engine.recording.replay.streamed import ReplaySource
     from workbench.engine.recording.runs.parent import ParentRun
 
 READ_ONLY_NOTE = (
@@ -158,21 +158,18 @@ class Workbench:
             raise ToolError(f"{ref!r} is not a run id; list_runs shows the runs")
         return store.resolve_run(ref)
 
-    def _recording(self, ref: str) -> Recording:
-        """A run as the engine loads it: its trace file in the home, else its events as the
-        home's store holds them (a run ingested from elsewhere)."""
-        from workbench.engine.recording.runs.load import (
-            RecordingError,
-            index_events,
-            read_recording_file,
-        )
+    def _recording(self, ref: str) -> ReplaySource:
+        """A run as a replay reads it: its trace file in the home, streamed, else its events
+        as the home's store holds them (a run ingested from elsewhere)."""
+        from workbench.engine.recording.replay.streamed import RecordedSource, streamed_source
+        from workbench.engine.recording.runs.load import RecordingError, index_events
 
         with self._store() as store:
             run_id = self._run_id(store, ref)
             path = traces_dir(self.home) / f"{run_id}.jsonl"
             events = None if is_safe_run_id(run_id) and path.is_file() else store.events(run_id)
         try:
-            return read_recording_file(path) if events is None else index_events(events)
+            return streamed_source(path) if events is None else RecordedSource(index_events(events))
         except RecordingError as exc:
             raise ToolError(str(exc)) from None
 

@@ -9,10 +9,10 @@ recorded `tool_end` of each call, MCP tools included, so no server starts and no
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_core.model.base import (
     AttemptFailed,
@@ -26,13 +26,14 @@ from agent_core.model.base import (
 )
 from agent_core.tools.base import CallKey, ToolResult, ToolSpec, call_key
 from agent_core.wire.codecs import codec_for
-from traces.events import ModelRequest, ToolEnd, ToolsChanged
+from traces.events import ModelRequest, RunStart, ToolEnd, ToolsChanged
 from traces.recorder import Recorder
 from traces.tree import TurnNode
 from workbench.engine.recording.replay.field_diff import FieldDiff, diff_values
 from workbench.engine.recording.replay.same_request import request_view, view_key
-from workbench.engine.recording.runs.load import Recording
-from workbench.engine.recording.runs.parent import ParentRun
+
+if TYPE_CHECKING:
+    from workbench.engine.recording.replay.streamed import ReplaySource
 
 
 def diff_request(recorded: ModelRequest, call: ModelCall) -> list[FieldDiff]:
@@ -52,11 +53,13 @@ class RequestMismatch:
 class ReplayModel:
     """A `ChatModel` that answers the k-th call with the k-th recorded model turn."""
 
-    def __init__(self, recording: Recording) -> None:
+    def __init__(self, recording: ReplaySource) -> None:
         self.name = recording.run_start.model
         self.base_url = recording.run_start.base_url
-        self._turns: list[TurnNode] = [recording.turns[n] for n in recording.model_turns]
-        first = self._turns[0].request if self._turns else None
+        # Read a turn at a time, as the calls come: a long run is never held whole.
+        self._turns: Iterator[TurnNode] = recording.model_turn_nodes()
+        self._count = len(recording.model_turns)
+        first = recording.first_request
         # The wire format the recorded client spoke; its calls are served in it.
         self.api = first.api if first is not None else "chat"
         self._request: ModelRequest | None = None
@@ -73,11 +76,11 @@ class ReplayModel:
         return self._request.body if self._request is not None else None
 
     async def stream(self, call: ModelCall) -> AsyncIterator[StreamItem]:
-        if self._cursor >= len(self._turns):
+        if self._cursor >= self._count:
             raise ModelError(
                 "replay_exhausted", "the recording has no further model call to replay"
             )
-        record = self._turns[self._cursor]
+        record = next(self._turns)
         self._cursor += 1
         self.current_turn = record.turn
         request = record.request
@@ -180,9 +183,14 @@ def served_result(end: ToolEnd, *, replayed: bool = True) -> ToolResult:
     )
 
 
-def recorded_specs(
-    recording: Recording | ParentRun, read_only: set[str] | None = None
-) -> list[ToolSpec]:
+class _Started(Protocol):
+    """A run whose run_start is read (a recording, a fork's parent, a replay's source)."""
+
+    @property
+    def run_start(self) -> RunStart: ...
+
+
+def recorded_specs(recording: _Started, read_only: set[str] | None = None) -> list[ToolSpec]:
     """The tools the run offered, exactly as recorded in run_start."""
     start = recording.run_start
     flags = read_only if read_only is not None else recorded_read_only(recording)
@@ -226,7 +234,7 @@ def left_out(names: list[str]) -> list[ToolSpec]:
     return [ToolSpec(name=name, description="", parameters=empty, source="") for name in names]
 
 
-def recorded_read_only(recording: Recording | ParentRun) -> set[str]:
+def recorded_read_only(recording: _Started) -> set[str]:
     """Names of read-only tools: as the run recorded them, else the built-in flags."""
     meta = recording.run_start.meta.get("read_only_tools")
     if isinstance(meta, list):
@@ -252,23 +260,21 @@ class ReplayToolset:
     and from the turn of each recorded `tools_changed` the set recorded there (the replay
     sets `recorder`, whose turn says which changes have happened)."""
 
-    def __init__(self, recording: Recording, model: ReplayModel | None = None) -> None:
+    def __init__(self, recording: ReplaySource, model: ReplayModel | None = None) -> None:
         self._model = model
         self._recording = recording
         self._read_only = recorded_read_only(recording)
         self._specs = recorded_specs(recording, self._read_only)
-        self._changes = [e for e in recording.events if isinstance(e, ToolsChanged)]
+        self._changes = recording.tool_changes
         self.recorder: Recorder | None = None
         self._served: set[tuple[int, str]] = set()
-        # Indexed once: a long run asks for hundreds of results.
-        self._by_id: dict[tuple[str, str], list[tuple[int, ToolEnd]]] = {}
-        self._by_arguments: dict[CallKey, list[tuple[int, ToolEnd]]] = {}
-        for number, start, end in recording.tool_calls():
-            if end is None:
-                continue
-            self._by_id.setdefault((start.call_id, start.name), []).append((number, end))
-            key = call_key(start.name, start.arguments, start.arguments_raw)
-            self._by_arguments.setdefault(key, []).append((number, end))
+        # Indexed once: a long run asks for hundreds of results. Each result is read when
+        # served (`ReplaySource.tool_end`): the index holds where, not what.
+        self._by_id: dict[tuple[str, str], list[_Found]] = {}
+        self._by_arguments: dict[CallKey, list[_Found]] = {}
+        for number, call_id, name, key, seq in recording.tool_calls:
+            self._by_id.setdefault((call_id, name), []).append((number, call_id, seq))
+            self._by_arguments.setdefault(key, []).append((number, call_id, seq))
 
     def _applied(self) -> list[ToolsChanged]:
         turn = self.recorder.turn if self.recorder is not None else None
@@ -305,22 +311,26 @@ class ReplayToolset:
                 error="not_recorded",
                 replayed=True,
             )
-        found_turn, end = found
-        self._served.add((found_turn, end.call_id))
-        return served_result(end)
+        found_turn, recorded_id, seq = found
+        self._served.add((found_turn, recorded_id))
+        return served_result(self._recording.tool_end(found_turn, seq))
 
     def _find(
         self, turn: int | None, name: str, arguments: dict[str, Any], call_id: str
-    ) -> tuple[int, ToolEnd] | None:
+    ) -> _Found | None:
         # The same call id in the current turn, then in any turn; then the same name and
         # arguments not served yet (ids a provider did not send are regenerated).
         same_id = self._by_id.get((call_id, name), [])
-        for number, end in same_id:
-            if turn is None or number == turn:
-                return number, end
+        for found in same_id:
+            if turn is None or found[0] == turn:
+                return found
         if same_id:
             return same_id[0]
-        for number, end in self._by_arguments.get(call_key(name, arguments), []):
-            if (number, end.call_id) not in self._served:
-                return number, end
+        for found in self._by_arguments.get(call_key(name, arguments), []):
+            if found[:2] not in self._served:
+                return found
         return None
+
+
+# A recorded call with a result, as the toolset finds it: its turn, id and tool_end's seq.
+_Found = tuple[int, str, int]

@@ -221,8 +221,9 @@ def _report(**fields: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from workbench.engine.recording.replay.streamed import streamed_source
     from workbench.engine.recording.replay.verify import ReplayStep, replay_run
-    from workbench.engine.recording.runs.load import RecordingError, read_recording_file
+    from workbench.engine.recording.runs.load import RecordingError
 
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
@@ -257,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
             _report(compared=step.position + 1, total=step.total)
 
     try:
-        recording = read_recording_file(path, reading)
+        recording = streamed_source(path, reading)
     except RecordingError as exc:
         _report(failed=str(exc))
         return 2

@@ -25,10 +25,10 @@ from traces.writer import Sink
 from workbench.engine.recording.replay.field_diff import (
     FieldDiff,
     diff_events,
-    holds_redactions,
     is_transport_only,
 )
 from workbench.engine.recording.replay.model import ReplayModel, ReplayToolset
+from workbench.engine.recording.replay.streamed import RecordedSource, ReplaySource
 from workbench.engine.recording.runs.load import Recording, config_from_run_start
 
 Pace = Literal["fast", "original"]
@@ -39,7 +39,7 @@ class NotReplayable(Exception):
     """The run's decisions were not made by the workbench agent, so replay has none to re-drive."""
 
 
-def check_replayable(recording: Recording) -> None:
+def check_replayable(recording: Recording | ReplaySource) -> None:
     """Raise `NotReplayable` (one line: why, and what to do instead) for runs replay cannot verify.
 
     A captured or imported run records what another client's agent decided; replaying it
@@ -146,11 +146,11 @@ class ReplayOutcome:
 ReplayItem = ReplayStep | TextDelta | ReplayOutcome
 
 
-def replay_config(recording: Recording) -> AgentConfig:
+def replay_config(recording: ReplaySource) -> AgentConfig:
     """The run's configuration as recorded, so the replayed run_start matches the original."""
     start = recording.run_start
     first_turn = min(recording.model_turns, default=1)
-    first = recording.turns[first_turn].request if recording.turns else None
+    first = recording.first_request
     if start.fork_turn is not None and first is not None:
         # A fork began from a rebuilt history; its first request is that history.
         return config_from_run_start(
@@ -164,7 +164,7 @@ def _history_before(request: ModelRequest) -> list[dict[str, Any]]:
 
 
 async def replay_stream(
-    recording: Recording,
+    recording: Recording | ReplaySource,
     *,
     pace: Pace = "fast",
     speed: float = 1.0,
@@ -172,18 +172,24 @@ async def replay_stream(
 ) -> AsyncIterator[ReplayItem]:
     """Replay `recording`, yielding each matched step; the last item is the outcome.
 
-    Raises `NotReplayable` for a run the workbench agent did not drive (`check_replayable`).
+    The recorded events are read in step with the replayed ones (a trace file streamed:
+    `streamed.streamed_source`). Raises `NotReplayable` for a run the workbench agent did
+    not drive (`check_replayable`).
     """
+    if isinstance(recording, Recording):
+        recording = RecordedSource(recording)
     check_replayable(recording)
     started = time.perf_counter()
-    recorded = [e for e in recording.events if not is_transport_only(e)]
-    estimates = recording.written_in == SCHEMA_VERSION and not holds_redactions(recorded)
+    recorded = recording.recorded_events()
+    total = recording.recorded_count
+    estimates = recording.written_in == SCHEMA_VERSION and not recording.redacted
     model = ReplayModel(recording)
     toolset = ReplayToolset(recording, model)
     agent = Agent(model, [toolset], replay_config(recording), sinks=sinks)
     toolset.recorder = agent.recorder  # its turn says which recorded tool changes apply
-    origin = recording.events[0].ts
+    origin = recording.origin
     position = 0
+    expected: Event | None = None  # the recorded event at `position`, once read
     divergence: Divergence | None = None
     note = ""
     stream = agent.run_stream()
@@ -194,13 +200,13 @@ async def replay_stream(
                 continue
             if not isinstance(item, EventBase) or is_transport_only(item):
                 continue
-            if position >= len(recorded):
+            if position >= total:
                 if recording.complete:
                     divergence = _extra_event(item, model)
                 else:
                     note = f"the recording stops {recording.stop_point}; replayed up to there"
                 break
-            expected = recorded[position]
+            expected = next(recorded)
             divergence = _compare(expected, item, model, estimates)
             if divergence is not None:
                 stop = _stopped_by_clock(expected)
@@ -211,15 +217,16 @@ async def replay_stream(
                 break
             if pace == "original":
                 await _wait_until(started, (expected.ts - origin).total_seconds() / speed)
-            yield ReplayStep(position, len(recorded), expected, item)
+            yield ReplayStep(position, total, expected, item)
             position += 1
+            expected = None
     finally:
         # Stop the loop where the comparison stopped (run_stream is an async generator).
         close = getattr(stream, "aclose", None)
         if close is not None:
             await close()
-    if divergence is None and not note and position < len(recorded):
-        divergence = _missing_event(recorded[position], model)
+    if divergence is None and not note and position < total:
+        divergence = _missing_event(expected or next(recorded), model)
     if divergence is None and not note and not recording.complete:
         note = f"the recording stops {recording.stop_point}; replayed up to there"
     status: ReplayStatus = "identical"
@@ -231,7 +238,7 @@ async def replay_stream(
         run_id=recording.run_id,
         status=status,
         events_compared=position,
-        events_recorded=len(recorded),
+        events_recorded=total,
         turns_replayed=model.calls_served,
         wall_s=time.perf_counter() - started,
         divergence=divergence,
@@ -240,7 +247,7 @@ async def replay_stream(
 
 
 async def replay_run(
-    recording: Recording,
+    recording: Recording | ReplaySource,
     *,
     pace: Pace = "fast",
     speed: float = 1.0,

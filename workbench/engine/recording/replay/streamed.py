@@ -1,0 +1,374 @@
+"""What a replay reads of a recording, a turn at a time: a trace file is streamed, never held.
+
+    source = streamed_source(path)            # one checking pass; RecordingError when unusable
+    for node in source.model_turn_nodes(): …  # turn by turn, as the model serves them
+    for event in source.recorded_events(): …  # the events a replay compares, in order
+
+Read whole, the 200,000 events of a long run took 0.7–0.9 GB as models; streamed, a replay
+holds one turn's events, the few tool changes and an index of the run's tool calls (their
+keys and where each result is in the file), however long the run. A recording already in
+memory (a run only the store holds) is read through the same interface (`RecordedSource`).
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Protocol
+
+from agent_core.tools.base import CallKey, call_key
+from traces.events import (
+    SCHEMA_VERSION,
+    Event,
+    ModelRequest,
+    RunEnd,
+    RunStart,
+    ToolEnd,
+    ToolsChanged,
+)
+from traces.tree import TurnNode, build_chain
+from workbench.engine.recording.replay.field_diff import holds_redactions, is_transport_only
+from workbench.engine.recording.runs.load import (
+    Recording,
+    RecordingError,
+    check_damage,
+    read_recording_file,
+    trace_path,
+)
+
+# A recorded tool call with a result: its turn, id, name, `call_key` and its tool_end's seq.
+IndexedCall = tuple[int, str, str, CallKey, int]
+
+
+class ReplaySource(Protocol):
+    """A recorded run as a replay reads it."""
+
+    run_id: str
+    run_end: RunEnd | None
+    written_in: int  # the trace schema version it was written in
+    model_turns: list[int]  # turns in which a request reached the model, in order
+    first_request: ModelRequest | None  # the request of the first of them
+    recorded_count: int  # how many events a replay compares (`is_transport_only` left out)
+    redacted: bool  # a redaction placeholder stands in what the model was sent or said
+    tool_changes: list[ToolsChanged]
+    tool_calls: list[IndexedCall]  # in the run's order
+
+    @property
+    def run_start(self) -> RunStart: ...
+
+    @property
+    def origin(self) -> datetime:
+        """The first event's time."""
+        ...
+
+    @property
+    def complete(self) -> bool: ...
+
+    @property
+    def stop_point(self) -> str | None: ...
+
+    def recorded_events(self) -> Iterator[Event]: ...
+
+    def model_turn_nodes(self) -> Iterator[TurnNode]: ...
+
+    def tool_end(self, turn: int, seq: int) -> ToolEnd: ...
+
+
+def _indexed(nodes: Iterable[TurnNode]) -> Iterator[IndexedCall]:
+    for node in nodes:
+        for call in node.tool_calls:
+            start, end = call.start, call.end
+            if end is not None:
+                key = call_key(start.name, start.arguments, start.arguments_raw)
+                yield node.turn, start.call_id, start.name, key, end.seq
+
+
+class RecordedSource:
+    """A `ReplaySource` of a recording in memory."""
+
+    def __init__(self, recording: Recording) -> None:
+        self._recording = recording
+        self.run_id = recording.run_id
+        self.run_start = recording.run_start
+        self.run_end = recording.run_end
+        self.written_in = recording.written_in
+        self.model_turns = recording.model_turns
+        first = min(self.model_turns, default=None)
+        self.first_request = recording.turns[first].request if first is not None else None
+        recorded = [e for e in recording.events if not is_transport_only(e)]
+        self.recorded_count = len(recorded)
+        self.origin = recording.events[0].ts
+        self.redacted = holds_redactions(recorded)
+        self.tool_changes = [e for e in recording.events if isinstance(e, ToolsChanged)]
+        self.tool_calls = list(_indexed(recording.turns.values()))
+
+    @property
+    def complete(self) -> bool:
+        return self._recording.complete
+
+    @property
+    def stop_point(self) -> str | None:
+        return self._recording.stop_point
+
+    def recorded_events(self) -> Iterator[Event]:
+        return (e for e in self._recording.events if not is_transport_only(e))
+
+    def model_turn_nodes(self) -> Iterator[TurnNode]:
+        return (self._recording.turns[n] for n in self.model_turns)
+
+    def tool_end(self, turn: int, seq: int) -> ToolEnd:
+        events = self._recording.events
+        # A trace's events are numbered by position; the store's of a run may not be.
+        at = events[seq] if seq < len(events) and events[seq].seq == seq else None
+        end = at or next(e for e in events if e.seq == seq)
+        assert isinstance(end, ToolEnd)
+        return end
+
+
+class _Scattered(Exception):
+    """A turn's events are not together in the file: it is read whole instead."""
+
+
+@dataclass
+class StreamedRun:
+    """A `ReplaySource` of a trace file, read line by line on each pass (`streamed_source`)."""
+
+    path: Path
+    size: int  # the bytes the checking pass read: later passes stop there too
+    run_id: str = ""
+    start: RunStart | None = None
+    run_end: RunEnd | None = None
+    written_in: int = SCHEMA_VERSION
+    model_turns: list[int] = field(default_factory=list)
+    first_request: ModelRequest | None = None
+    recorded_count: int = 0
+    first_ts: datetime | None = None
+    redacted: bool = False
+    tool_changes: list[ToolsChanged] = field(default_factory=list)
+    tool_calls: list[IndexedCall] = field(default_factory=list)
+    offsets: array[int] = field(default_factory=lambda: array("q"))  # by seq
+    last_turn: TurnNode | None = None
+    _current: TurnNode | None = None  # the turn the model serves now
+
+    @property
+    def run_start(self) -> RunStart:
+        assert self.start is not None  # `_scan` returns none without one
+        return self.start
+
+    @property
+    def origin(self) -> datetime:
+        assert self.first_ts is not None
+        return self.first_ts
+
+    @property
+    def complete(self) -> bool:
+        return self.run_end is not None
+
+    @property
+    def stop_point(self) -> str | None:
+        if self.run_end is not None:
+            return None
+        if self.last_turn is None:
+            return "before its first turn"
+        state = "complete" if self.last_turn.complete else "incomplete"
+        return f"inside turn {self.last_turn.turn} ({state} turn, no run_end)"
+
+    def _events(self) -> Iterator[Event]:
+        from traces.user_files import open_regular
+
+        expected = 0
+        with open_regular(self.path) as handle:
+            for event in _valid(self.path, handle, self.size, self.written_in):
+                if event.seq < expected:
+                    continue  # a duplicate line, as the reader drops it
+                expected = event.seq + 1
+                yield event
+
+    def recorded_events(self) -> Iterator[Event]:
+        return (e for e in self._events() if not is_transport_only(e))
+
+    def model_turn_nodes(self) -> Iterator[TurnNode]:
+        for node in _turns(self._events()):
+            if node.requests:
+                self._current = node
+                yield node
+
+    def tool_end(self, turn: int, seq: int) -> ToolEnd:
+        current = self._current
+        if current is not None and current.turn == turn:
+            for event in current.events:
+                if event.seq == seq and isinstance(event, ToolEnd):
+                    return event
+        from traces.user_files import open_regular
+
+        with open_regular(self.path) as handle:
+            handle.seek(self.offsets[seq])
+            event = next(_valid(self.path, handle, self.size, self.written_in, 1))
+        assert isinstance(event, ToolEnd) and event.seq == seq
+        return event
+
+
+def _valid(
+    path: Path, handle: IO[bytes], size: int, version: int, lines: int | None = None
+) -> Iterator[Event]:
+    """The valid events of `handle` from where it stands, up to byte `size` (at most
+    `lines` lines)."""
+    for _, event, _, _ in _valid_at(path, handle, size, version, lines):
+        yield event
+
+
+def _valid_at(
+    path: Path,
+    handle: IO[bytes],
+    size: int,
+    version: int,
+    lines: int | None = None,
+    problems: list[str] | None = None,
+    progress: Callable[[int], object] | None = None,
+) -> Iterator[tuple[int, Event, int, int]]:
+    """(offset, event, schema version, line number) of each valid line of `handle` from where it
+    stands, up to byte `size`, at most `lines` lines; bad lines go to `problems`."""
+    from traces.line_check import check_lines
+    from traces.reader import validate_line
+
+    at = handle.tell()
+    positions: list[int] = []
+
+    def raw() -> Iterator[bytes]:
+        nonlocal at
+        count = 0
+        while at < size and (lines is None or count < lines):
+            line = handle.readline(size - at)
+            if not line:
+                return
+            positions.append(at)
+            at += len(line)
+            count += 1
+            yield line
+            if progress is not None:
+                progress(at)
+
+    first = 1
+    for line in check_lines(raw(), validate_line, version=version):
+        offset = positions[line.number - first]
+        # Only the line being read is still wanted: the list stays a line or two long.
+        del positions[: line.number - first]
+        first = line.number
+        if line.event is None:
+            if problems is not None:
+                problems.append(f"{path}:{line.number}: {line.problem}")
+            continue
+        yield offset, line.event, line.schema_version, line.number
+
+
+def _turns(events: Iterable[Event]) -> Iterator[TurnNode]:
+    """Each turn of `events` as `traces.tree` builds it, one at a time: a turn's events lie
+    together in a trace (`_Scattered` when they do not)."""
+    group: list[Event] = []
+    number: int | None = None
+    seen: set[int] = set()
+    for event in events:
+        if event.turn is None:
+            continue
+        if event.turn != number:
+            if group:
+                yield from build_chain(group).turns
+            if event.turn in seen:
+                raise _Scattered
+            seen.add(event.turn)
+            number, group = event.turn, []
+        group.append(event)
+    if group:
+        yield from build_chain(group).turns
+
+
+def streamed_source(
+    path: Path | str, progress: Callable[[int], object] | None = None
+) -> ReplaySource:
+    """The trace at `path` as a replay reads it: checked in one pass as `read_recording_file`
+    checks it (`RecordingError` alike), then streamed; `progress` hears how many bytes the
+    check read. A trace whose turns' events are not together (none the workbench writes) is
+    read whole."""
+    path = Path(path)
+    try:
+        return _scan(path, progress)
+    except _Scattered:
+        return RecordedSource(read_recording_file(path))
+
+
+def replay_source(ref: str | Path, home: Path) -> ReplaySource:
+    """A run by trace path, or by run id / unique prefix of the home (`load.trace_path`),
+    as a replay reads it."""
+    return streamed_source(trace_path(ref, home))
+
+
+def _scan(path: Path, progress: Callable[[int], object] | None) -> StreamedRun:
+    from traces.user_files import names_a_file, open_regular
+    from traces.versions import NewerSchemaError
+
+    if not names_a_file(path):
+        raise RecordingError(f"no trace file at {path}")
+    problems: list[str] = []
+    try:
+        with open_regular(path) as handle:
+            size = handle.seek(0, 2)
+            handle.seek(0)
+            run = StreamedRun(path, size)
+            lines = _valid_at(path, handle, size, SCHEMA_VERSION, None, problems, progress)
+            checked = _checked(run, lines)
+            for node in _turns(checked):
+                if node.requests:
+                    run.model_turns.append(node.turn)
+                    if run.first_request is None:
+                        run.first_request = node.request
+                run.tool_calls.extend(_indexed([node]))
+                run.last_turn = node
+    except RecordingError:
+        check_damage(problems, 0, path)  # a bad line before it says more
+        raise
+    except NewerSchemaError as exc:
+        raise RecordingError(f"{path.name}: {exc}; upgrade the workbench to replay it") from exc
+    except (OSError, ValueError) as exc:
+        raise RecordingError(f"cannot read {path}: {exc}") from exc
+    check_damage(problems, 0, path)  # a cut-off last line is no problem; any other is
+    if not run.run_id:
+        raise RecordingError(f"corrupt recording {path}: no events")
+    if run.start is None:
+        raise RecordingError(f"no run_start event in {path}; this is not a complete trace header")
+    return run
+
+
+def _checked(run: StreamedRun, lines: Iterator[tuple[int, Event, int, int]]) -> Iterator[Event]:
+    """The events of the checking pass, in order, checked to be one run's numbered 0, 1, 2, …
+    (`load.in_sequence`), with what the run keeps of them noted on `run`."""
+    for offset, event, version, number in lines:
+        if not run.run_id:
+            run.run_id, run.first_ts = event.run_id, event.ts
+        if event.run_id != run.run_id:
+            raise RecordingError(
+                f"corrupt recording {run.path}: seq {event.seq} belongs to run {event.run_id}"
+            )
+        expected = len(run.offsets)
+        if event.seq < expected:  # as `traces.reader` reports it
+            where = f"{run.path}:{number}: duplicate seq {event.seq}"
+            raise RecordingError(f"corrupt recording {run.path}: {where}")
+        if event.seq != expected:
+            raise RecordingError(
+                f"corrupt recording {run.path}: expected seq {expected}, found {event.seq}"
+            )
+        run.offsets.append(offset)
+        if isinstance(event, RunStart):
+            run.written_in = version
+            if run.start is None:
+                run.start = event
+        elif isinstance(event, RunEnd):
+            run.run_end = event
+        elif isinstance(event, ToolsChanged):
+            run.tool_changes.append(event)
+        if not is_transport_only(event):
+            run.recorded_count += 1
+            run.redacted = run.redacted or holds_redactions([event])
+        yield event
