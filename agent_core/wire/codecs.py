@@ -54,6 +54,7 @@ class WireCodec(Protocol):
     chains_answers: bool
     # Its clients may spell tool calls and results as text (smolagents' chat agents).
     text_tool_clients: bool
+    output_cap: str  # the request parameter that caps an answer's tokens
 
     def path(self, base_url: str) -> str:
         """Where a call goes under a client's base URL."""
@@ -147,6 +148,7 @@ class ChatCodec(_OpenAICodec):
     # `data: [DONE]` (also `data:[DONE]`) on a line of its own.
     last_event = re.compile(rb"(?:^|[\r\n])data: ?\[DONE\]")
     answer_noun = "a chat completion"
+    output_cap = "max_tokens"
     answer_id_prefix = "chatcmpl"
     chains_answers = False
     text_tool_clients = True
@@ -178,6 +180,7 @@ class ResponsesCodec(_OpenAICodec):
     named_events = True
     done_line = False
     last_event = re.compile(rb'response\.(?:completed|incomplete|failed)\b|"type": ?"error"')
+    output_cap = "max_output_tokens"
     answer_noun = "a response"
     answer_id_prefix = "resp"
     chains_answers = True
@@ -216,6 +219,7 @@ class AnthropicCodec:
     env_prefixes: tuple[str, ...] = ("ANTHROPIC", "OPENAI")
     default_base_url = ANTHROPIC_BASE_URL
     bearer_auth = False  # its key goes as `x-api-key`, never as a bearer token
+    output_cap = "max_tokens"
     keeps_body = True
     named_events = True  # Anthropic's SDK reads an event by its name
     done_line = False

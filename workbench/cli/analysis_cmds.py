@@ -190,6 +190,7 @@ def cmd_why(args: argparse.Namespace) -> int:
     from workbench.cli.common import load_prices, resolve_home
     from workbench.cli.model_flags import model_settings
     from workbench.cli.read_cmds import open_store
+    from workbench.engine.analysis import why_text
     from workbench.engine.analysis.why import WhyOptions, explain
     from workbench.engine.http.serve import ServeError, served_model
     from workbench.engine.recording.running.service import SetupError
@@ -219,7 +220,7 @@ def cmd_why(args: argparse.Namespace) -> int:
     if args.json:
         print_json(report.to_json())
     elif args.markdown:
-        sys.stdout.write(report.markdown())
+        sys.stdout.write(why_text.report_markdown(report))
     else:
-        print("\n".join(report.lines()))
+        print("\n".join(why_text.report_lines(report)))
     return 0

@@ -112,7 +112,9 @@ def cmd_judge(args: argparse.Namespace) -> int:
             items += items_of(load_recording(run_id, home), rubric)
     except RecordingError as exc:
         raise CliError(str(exc)) from None
-    cap = "max_output_tokens" if settings.api == "responses" else "max_tokens"
+    from agent_core.wire.codecs import api_named, codec_for
+
+    cap = codec_for(api_named(settings.api)).output_cap
     setup = JudgeSetup(
         home=home,
         rubric=rubric,

@@ -18,6 +18,7 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Footer, Header, Static
 
+from workbench.engine.analysis.why_text import report_lines
 from workbench.tui.navigation import OpenRun
 from workbench.tui.render import short_id
 from workbench.tui.screens import WorkbenchScreen
@@ -79,7 +80,7 @@ class WhyScreen(WorkbenchScreen):
 
     def on_why_screen_explained(self, message: Explained) -> None:
         self.report = message.report
-        self.query_one("#why", Static).update(Text("\n".join(message.report.lines())))
+        self.query_one("#why", Static).update(Text("\n".join(report_lines(message.report))))
 
     def worker_failed(self, worker: Any) -> None:
         self.query_one("#why", Static).update(Text("could not explain the run", style="red"))

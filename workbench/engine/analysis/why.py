@@ -1,7 +1,7 @@
 """`workbench why RUN`: a failed run's candidate causes, each verified by a counterfactual.
 
     report = explain(store, home, "3f9a", WhyOptions(samples=5), prices, serve=served_model)
-    report.lines(); report.markdown(); report.to_json()
+    report_lines(report); report_markdown(report); report.to_json()  # why_text
 
 The candidates come from the run's events and the runs of its task (`candidates`); those a
 fork can test are tested (`verify`), and the causes are ranked by what the forks showed:
@@ -95,16 +95,6 @@ class WhyReport:
             "causes": [cause.to_json() for cause in self.causes],
             "forks": [run for cause in self.causes for run in cause.verification.forks],
         }
-
-    def lines(self) -> list[str]:
-        from workbench.engine.analysis.why_text import report_lines
-
-        return report_lines(self)
-
-    def markdown(self) -> str:
-        from workbench.engine.analysis.why_text import report_markdown
-
-        return report_markdown(self)
 
 
 def explain(
