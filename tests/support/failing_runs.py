@@ -213,3 +213,32 @@ def runs_of_one_task(
         recorded_run(folder, run_id, script, at=when, task=task, meta=meta)
         made[name].append(run_id)
     return made
+
+
+SEARCH = Call("search_files", {"pattern": "unit"}, result="units.txt")
+BROKEN = Call("read_file", {"path": "units.txt"}, ok=False, result="Error: permission denied")
+STUCK = {"status": "max_turns", "reason": "reached max_turns=3"}
+# 21 runs of one task whose comparison is known: 11 pass (6 take the path, 4 search first,
+# 1 answers otherwise), 10 fail in known ways.
+KNOWN_GROUP: list[tuple[str, int, Script]] = [
+    ("pass", 6, PASSING),
+    ("search", 4, Script((SEARCH, READ), answer=ANSWER)),
+    ("searchfail", 3, Script((SEARCH, BROKEN), **STUCK)),
+    ("args", 2, Script((LIST, Call("read_file", {"path": "unit.txt"}, ok=False)), **STUCK)),
+    ("broken", 2, Script((LIST, BROKEN), **STUCK)),
+    ("dup", 1, Script((LIST, READ), unrun=READ, status="duplicate_tool_calls", reason="again")),
+    ("late", 1, Script((LIST, READ), **STUCK)),
+    ("merr", 1, Script((LIST,), model_error="upstream 503", status="error", reason="model")),
+    ("other", 1, Script((LIST, READ), answer="The units are metres and seconds.")),
+]
+# Its variants: the runs' names, the step (1-based) where they left the path, how, how
+# many runs and how many of them failed. The path: list_dir, read_file, answer, end.
+KNOWN_VARIANTS: list[tuple[set[str], int, str, int, int]] = [
+    ({"search", "searchfail"}, 1, "other_tool", 7, 3),
+    ({"args"}, 2, "other_arguments", 2, 2),
+    ({"broken"}, 2, "tool_error", 2, 2),
+    ({"merr"}, 2, "error", 1, 1),
+    ({"dup"}, 3, "not_run", 1, 1),
+    ({"late"}, 3, "limit", 1, 1),
+    ({"other"}, 3, "other_answer", 1, 0),
+]

@@ -17,6 +17,7 @@ the path only, so thousands of runs are compared holding one window of their key
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -192,11 +193,11 @@ class Variant:
         runs = f"{self.runs} run{'s' if self.runs != 1 else ''}"
         return f"{runs} {self.departure.says(who)}; {self.failed} of them failed"
 
-    def to_json(self, examples: int) -> dict[str, Any]:
+    def to_json(self, examples: int, who: str = "the passing runs") -> dict[str, Any]:
         return {
             "runs": self.runs,
             "failed": self.failed,
-            "says": self.sentence(),
+            "says": self.sentence(who),
             "departure": self.departure.to_json(),
             "run_ids": self.run_ids[:examples],
         }
@@ -216,6 +217,7 @@ class GroupComparison:
     variants: list[Variant]  # the VARIANTS_SHOWN with most runs, most runs first
     total_variants: int
     run_ids: list[str] = field(default_factory=list)  # every run compared, oldest first
+    task: str | None = None  # the task of the oldest run
 
     @property
     def failed(self) -> int:
@@ -234,6 +236,7 @@ class GroupComparison:
             "passed": self.passed,
             "failed": self.failed,
             "tasks": self.tasks,
+            "task": self.task,
             "path_of": self.path_of,
             "path": [step.to_json() for step in self.path],
             "on_path": {
@@ -241,7 +244,7 @@ class GroupComparison:
                 "failed": self.on_path_failed,
                 "run_ids": self.on_path[:examples],
             },
-            "variants": [variant.to_json(examples) for variant in self.variants],
+            "variants": [variant.to_json(examples, self.who) for variant in self.variants],
             "total_variants": self.total_variants,
         }
 
@@ -349,6 +352,7 @@ def _compared(
         variants=variants,
         total_variants=len(ways),
         run_ids=[m.run_id for m in members],
+        task=members[0].task,
     )
 
 
@@ -376,12 +380,23 @@ def _diffs(step: Step, expected: Step | None) -> list[TextDiff]:
     if expected is None:
         return []
     found = []
-    if step.kind == "call" and expected.kind == "call" and step.arguments != expected.arguments:
-        found.append(_diff("arguments", expected.arguments, step.arguments))
+    calls = step.kind == "call" and expected.kind == "call"
+    if calls and step.arguments != expected.arguments:
+        found.append(_diff("arguments", _spaced(expected.arguments), _spaced(step.arguments)))
     what = {"call": "result", "answer": "answer", "error": "error", "end": "reason"}[step.kind]
-    if step.kind == expected.kind and step.text != expected.text:
+    alike = step.kind == expected.kind and (not calls or step.tool == expected.tool)
+    if alike and step.text != expected.text:  # one tool's result beside another's says little
         found.append(_diff(what, expected.text, step.text))
     return found
+
+
+def _spaced(arguments: str | None) -> str | None:
+    """Compact JSON arguments with a space after each `:` and `,`, so a word diff shows
+    the value that changed, not the whole object."""
+    try:
+        return json.dumps(json.loads(arguments or ""), ensure_ascii=False)
+    except ValueError:
+        return arguments
 
 
 def _diff(what: str, path: str | None, here: str | None) -> TextDiff:
