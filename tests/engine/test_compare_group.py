@@ -104,7 +104,7 @@ def test_the_text_says_each_variant_in_a_sentence_with_its_diff(tmp_path: Path) 
     lines = done.stdout.splitlines()
     assert lines[0] == "21 runs (the runs of the task of pass-0) · 11 passed, 10 failed"
     assert (
-        "the path the 11 passing runs share (6 runs followed it to its end; 0 of them failed):"
+        "the path of the 11 passing runs (6 runs followed it to its end; 0 of them failed):"
         in lines
     )
     assert '  step 2, turn 2  read_file {"path":"units.txt"} → ok' in lines

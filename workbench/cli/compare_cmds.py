@@ -124,7 +124,8 @@ def compare_lines(named: str, comparison: GroupComparison, examples: int) -> lis
     who = comparison.who
     followed = len(comparison.on_path)
     if comparison.path_of == "passing":
-        lines += ["", f"the path the {comparison.passed} passing runs share"]
+        passed = comparison.passed
+        lines += ["", f"the path of the {passed} passing run{'s' if passed != 1 else ''}"]
     else:
         lines += ["", "no run passed: the path most runs share"]
     lines[-1] += (
