@@ -217,17 +217,26 @@ def runs_of_one_task(
 
 SEARCH = Call("search_files", {"pattern": "unit"}, result="units.txt")
 BROKEN = Call("read_file", {"path": "units.txt"}, ok=False, result="Error: permission denied")
-STUCK = {"status": "max_turns", "reason": "reached max_turns=3"}
+STUCK_AT = "max_turns"
+STUCK_WHY = "reached max_turns=3"
 # 21 runs of one task whose comparison is known: 11 pass (6 take the path, 4 search first,
 # 1 answers otherwise), 10 fail in known ways.
 KNOWN_GROUP: list[tuple[str, int, Script]] = [
     ("pass", 6, PASSING),
     ("search", 4, Script((SEARCH, READ), answer=ANSWER)),
-    ("searchfail", 3, Script((SEARCH, BROKEN), **STUCK)),
-    ("args", 2, Script((LIST, Call("read_file", {"path": "unit.txt"}, ok=False)), **STUCK)),
-    ("broken", 2, Script((LIST, BROKEN), **STUCK)),
+    ("searchfail", 3, Script((SEARCH, BROKEN), status=STUCK_AT, reason=STUCK_WHY)),
+    (
+        "args",
+        2,
+        Script(
+            (LIST, Call("read_file", {"path": "unit.txt"}, ok=False)),
+            status=STUCK_AT,
+            reason=STUCK_WHY,
+        ),
+    ),
+    ("broken", 2, Script((LIST, BROKEN), status=STUCK_AT, reason=STUCK_WHY)),
     ("dup", 1, Script((LIST, READ), unrun=READ, status="duplicate_tool_calls", reason="again")),
-    ("late", 1, Script((LIST, READ), **STUCK)),
+    ("late", 1, Script((LIST, READ), status=STUCK_AT, reason=STUCK_WHY)),
     ("merr", 1, Script((LIST,), model_error="upstream 503", status="error", reason="model")),
     ("other", 1, Script((LIST, READ), answer="The units are metres and seconds.")),
 ]

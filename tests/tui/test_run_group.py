@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from textual.widgets import Static
+
 from tests.support.failing_runs import KNOWN_GROUP, runs_of_one_task
 from tests.tui.conftest import plain, settle
 from workbench.tui import WorkbenchApp
@@ -43,7 +45,7 @@ async def test_the_view_shows_the_path_and_the_variants_collapsed(tmp_path: Path
         titles = [str(column.label) for column in table.columns.values()]  # type: ignore[attr-defined]
         assert titles[:3] == ["step", "path · 6 runs", "#1 · 7 runs, 3 failed"]
         assert len(titles) == 2 + 7 and table.row_count == 4  # type: ignore[attr-defined]
-        summary = plain(screen.query_one("#group-summary"))
+        summary = plain(screen.query_one("#group-summary", Static))
         assert "21 runs (the runs of the task of" in summary
         assert "11 passed, 10 failed" in summary
         # Down the first variant's column: where its runs left the path, what they did.
@@ -51,7 +53,7 @@ async def test_the_view_shows_the_path_and_the_variants_collapsed(tmp_path: Path
         assert cells[0].startswith("search_files") and cells[1:] == ["", "", ""]
         args_column = next(i for i, t in enumerate(titles) if t.startswith("#2"))
         assert plain_cell(table.get_cell_at((0, args_column))) == "│"  # type: ignore[attr-defined]
-        detail = plain(screen.query_one("#group-detail"))
+        detail = plain(screen.query_one("#group-detail", Static))
         assert "7 runs called `search_files` where the passing runs called `list_dir`" in detail
 
 
@@ -66,7 +68,7 @@ async def test_enter_opens_the_variants_first_run_at_its_divergent_step(tmp_path
         table = screen.query_one("#group-table")
         table.move_cursor(row=0, column=column)  # type: ignore[attr-defined]
         await pilot.pause()
-        assert "got error from `read_file`" in plain(screen.query_one("#group-detail"))
+        assert "got error from `read_file`" in plain(screen.query_one("#group-detail", Static))
 
         await pilot.press("enter")
 
