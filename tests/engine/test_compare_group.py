@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support.failing_runs import (
     KNOWN_GROUP,
     KNOWN_VARIANTS,
@@ -19,7 +21,9 @@ from tests.support.failing_runs import (
 )
 from tests.support.processes import workbench_at
 from traces.store import TraceStore
-from workbench.engine.analysis.compare import left_path
+from traces.store.steps import task_runs
+from workbench.engine.analysis import compare
+from workbench.engine.analysis.compare import compare_group, left_path
 
 
 def _home(tmp_path: Path, scripts: list[tuple[str, int, Script]] = KNOWN_GROUP) -> Path:
@@ -213,3 +217,37 @@ def test_left_path_places_one_run_against_the_passing_runs_of_its_task(tmp_path:
     assert left.departure.step.run_id == "args-1" and left.departure.step.turn == 2
     assert [step.tool for step in left.path] == ["list_dir", "read_file", None, None]
     assert alone.departure is None and alone.passing_runs == 10
+
+
+def test_a_window_of_one_step_at_a_time_finds_the_same_variants(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = _home(tmp_path)
+    with TraceStore.for_home(home) as store:
+        store.ingest_home(home)
+        whole = compare_group(store, task_runs(store, "pass-0"))
+        monkeypatch.setattr(compare, "WINDOW_KEYS", 1)  # one step position per query
+        stepped = compare_group(store, task_runs(store, "pass-0"), window=1)
+
+    assert stepped.to_json() == whole.to_json()
+    assert [v.runs for v in stepped.variants] == [7, 2, 2, 1, 1, 1, 1]
+
+
+def test_the_demo_runs_compare_as_docs_explore_shows(tmp_path: Path) -> None:
+    home = tmp_path / "demo"
+    assert workbench_at(home, "demo", "--no-tui").returncode == 0
+    walked = json.loads(workbench_at(home, "runs", "--status", "max_turns", "--json").stdout)
+
+    report = _compared(home, "--task", walked[0]["run_id"])
+
+    assert (report["runs"], report["passed"], report["failed"]) == (4, 3, 1)
+    assert [step["tool"] for step in report["path"]] == ["list_dir", None]
+    (variant,) = report["variants"]
+    assert variant["departure"]["how"] == "other_arguments"
+    assert variant["run_ids"] == [walked[0]["run_id"]]
+    case = workbench_at(home, "compare", "--case", "demo-suite:walk-into-src")
+    assert case.returncode == 0 and case.stdout.splitlines()[-1] == "every run followed this path"
+    listed = json.loads(workbench_at(home, "runs", "--json").stdout)
+    ids = [run["run_id"][:8] for run in listed if run["status"] != "max_turns"][:2]
+    mixed = workbench_at(home, "compare", walked[0]["run_id"][:8], *ids)
+    assert mixed.returncode == 1 and "these 3 runs are of 3 different tasks" in mixed.stderr

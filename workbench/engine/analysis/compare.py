@@ -38,9 +38,12 @@ from traces.store.steps import (
 if TYPE_CHECKING:
     from traces.store import TraceStore
 
-# Step positions read at a time: a run of a hundred steps is read in one query; a longer
-# one a window at a time, for the runs still on the path only.
+# Step positions read at a time (at least): a run of a hundred steps is read in one query;
+# a longer one a window at a time, for the runs still on the path only. Fewer runs read
+# more positions at once, up to WINDOW_KEYS keys in all: each query reads every step of its
+# runs, so two runs of 10,000 steps take one query, not a hundred.
 STEP_WINDOW = 100
+WINDOW_KEYS = 100_000
 # Variants given with their steps' content; the others are counted (`total_variants`).
 VARIANTS_SHOWN = 50
 # Characters of a step's text read from the store (a tool result may be megabytes).
@@ -268,14 +271,14 @@ def compare_group(
     walk = _Walk([m.run_id for m in members], guides)
     first = 0
     while walk.following:
-        rows = step_keys(store, walk.following, first, first + window - 1)
+        size = max(window, WINDOW_KEYS // len(walk.following))
         keys: dict[str, dict[int, str]] = {}
-        for row in rows:
+        for row in step_keys(store, walk.following, first, first + size - 1):
             keys.setdefault(row.run_id, {})[row.position] = row.key
-        for position in range(first, first + window):
+        for position in range(first, first + size):
             if not walk.step(position, keys):
                 break
-        first += window
+        first += size
     return _compared(store, members, passed, walk, shown, focus)
 
 
