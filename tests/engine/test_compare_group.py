@@ -19,7 +19,7 @@ from tests.support.failing_runs import (
     recorded_run,
     runs_of_one_task,
 )
-from tests.support.processes import workbench_at
+from tests.support.processes import workbench_at, workbench_peak
 from traces.store import TraceStore
 from traces.store.steps import task_runs
 from workbench.engine.analysis import compare
@@ -251,3 +251,56 @@ def test_the_demo_runs_compare_as_docs_explore_shows(tmp_path: Path) -> None:
     ids = [run["run_id"][:8] for run in listed if run["status"] != "max_turns"][:2]
     mixed = workbench_at(home, "compare", walked[0]["run_id"][:8], *ids)
     assert mixed.returncode == 1 and "these 3 runs are of 3 different tasks" in mixed.stderr
+
+
+def test_twenty_thousand_runs_of_one_task_compare_in_bounded_memory(tmp_path: Path) -> None:
+    """20,000 runs of one task made in SQL: a quarter read the wrong file and fail. Compare
+    holds a window of the runs' step keys, never their events."""
+    home = tmp_path / "home"
+    (home / "traces").mkdir(parents=True)
+    with TraceStore.for_home(home) as store:
+        store.query(
+            """
+            INSERT INTO runs (run_id, started_at, task, model, status, reason, origin,
+                task_fingerprint)
+            SELECT printf('%032x', i), TIMESTAMPTZ '2026-11-30 12:00:00+00' + to_seconds(i),
+                'read the units', 'model-a',
+                CASE WHEN i % 4 = 0 THEN 'max_turns' ELSE 'completed' END, '', 'agent', 'fp'
+            FROM range(20000) t(i)
+            """
+        )
+        store.query(
+            """
+            INSERT INTO event_rows (run_id, seq, type, turn, ts, event, source_path, batch)
+            SELECT printf('%032x', i), k,
+                ['tool_start', 'tool_end', 'tool_start', 'tool_end', 'model_response'][k + 1],
+                [1, 1, 2, 2, 3][k + 1], TIMESTAMPTZ '2026-11-30 12:00:00+00',
+                CASE k
+                WHEN 0 THEN json_object('call_id', 'a' || i, 'name', 'list_dir',
+                    'arguments', json_object('path', '.'))
+                WHEN 1 THEN json_object('call_id', 'a' || i, 'ok', true, 'result', 'units.txt')
+                WHEN 2 THEN json_object('call_id', 'b' || i, 'name', 'read_file',
+                    'arguments', json_object('path',
+                        CASE WHEN i % 4 = 0 THEN 'unit.txt' ELSE 'units.txt' END))
+                WHEN 3 THEN json_object('call_id', 'b' || i, 'ok', i % 4 <> 0,
+                    'result', 'metre second kilogram ' || i)
+                ELSE json_object('message', json_object('role', 'assistant',
+                    'content', 'The units are metre, second and kilogram.')) END,
+                'generated', 1
+            FROM range(20000) t(i), range(5) s(k)
+            WHERE k < 4 OR i % 4 <> 0
+            """
+        )
+        store.query("INSERT INTO run_batches SELECT printf('%032x', i), [1] FROM range(20000) t(i)")
+    first = f"{0:032x}"
+
+    done, peak_kb = workbench_peak(home, tmp_path, "compare", "--task", first, "--json")
+
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    assert (report["runs"], report["passed"], report["on_path"]["runs"]) == (20000, 15000, 15000)
+    assert [step["tool"] for step in report["path"]] == ["list_dir", "read_file", None, None]
+    (variant,) = report["variants"]
+    assert (variant["runs"], variant["failed"]) == (5000, 5000)
+    assert variant["departure"]["how"] == "other_arguments"
+    assert peak_kb < 600_000, f"workbench compare peaked at {peak_kb // 1024} MB"
