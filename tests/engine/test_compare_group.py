@@ -18,6 +18,7 @@ from tests.support.failing_runs import (
     Script,
     recorded_run,
     runs_of_one_task,
+    variants_of,
 )
 from tests.support.processes import workbench_at, workbench_peak
 from traces.store import TraceStore
@@ -61,16 +62,7 @@ def test_the_known_group_has_its_path_and_variants(tmp_path: Path) -> None:
     assert path[2]["text"] == "The units are metre, second and kilogram."
     assert report["on_path"]["runs"] == 6 and report["on_path"]["failed"] == 0
     assert {_name(run) for run in report["on_path"]["run_ids"]} == {"pass"}
-    found = [
-        (
-            {_name(run) for run in v["run_ids"]},
-            v["departure"]["position"] + 1,
-            v["departure"]["how"],
-            v["runs"],
-            v["failed"],
-        )
-        for v in report["variants"]
-    ]
+    found = variants_of(report)
     assert sorted(found, key=str) == sorted(KNOWN_VARIANTS, key=str)
     assert found[0] == KNOWN_VARIANTS[0]  # most runs first
     assert report["total_variants"] == len(KNOWN_VARIANTS)

@@ -22,7 +22,12 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.support.big_traces import long_agent_run, small_run_lines
-from tests.support.failing_runs import KNOWN_GROUP, KNOWN_VARIANTS, runs_of_one_task
+from tests.support.failing_runs import (
+    KNOWN_GROUP,
+    KNOWN_VARIANTS,
+    runs_of_one_task,
+    variants_of,
+)
 from workbench.engine.mcp_server.tools import TOOLS
 from workbench.engine.regress.lint_tools import lint_tools
 
@@ -210,16 +215,7 @@ async def test_compare_runs_finds_the_known_variants_of_a_task(tmp_path: Path) -
     async with served(home) as session:
         report = await call(session, "compare_runs", task="pass-0", examples=20)
         assert (report["runs"], report["passed"], report["tasks"]) == (21, 11, 1)
-        found = [
-            (
-                {run.rsplit("-", 1)[0] for run in v["run_ids"]},
-                v["departure"]["position"] + 1,
-                v["departure"]["how"],
-                v["runs"],
-                v["failed"],
-            )
-            for v in report["variants"]
-        ]
+        found = variants_of(report)
         assert sorted(found, key=str) == sorted(KNOWN_VARIANTS, key=str)
         assert report["truncated"] is False
         few = await call(session, "compare_runs", runs=["pass-0", "args-0"], variants=1)

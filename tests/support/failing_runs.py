@@ -251,3 +251,18 @@ KNOWN_VARIANTS: list[tuple[set[str], int, str, int, int]] = [
     ({"late"}, 3, "limit", 1, 1),
     ({"other"}, 3, "other_answer", 1, 0),
 ]
+
+
+def variants_of(report: dict[str, Any]) -> list[tuple[set[str], int, str, int, int]]:
+    """A `compare --json` report's variants in KNOWN_VARIANTS' shape, in its order (its
+    run ids named as `runs_of_one_task` names them: `<name>-<k>`)."""
+    return [
+        (
+            {run.rsplit("-", 1)[0] for run in v["run_ids"]},
+            v["departure"]["position"] + 1,
+            v["departure"]["how"],
+            v["runs"],
+            v["failed"],
+        )
+        for v in report["variants"]
+    ]
