@@ -68,7 +68,7 @@ async def test_enter_opens_the_variants_first_run_at_its_divergent_step(tmp_path
         table = screen.query_one("#group-table")
         table.move_cursor(row=0, column=column)  # type: ignore[attr-defined]
         await pilot.pause()
-        assert "got error from `read_file`" in plain(screen.query_one("#group-detail", Static))
+        assert "got an error from `read_file`" in plain(screen.query_one("#group-detail", Static))
 
         await pilot.press("enter")
 

@@ -64,6 +64,8 @@ How = Literal[
     "other_turn",  # the same call, in another turn
 ]
 LIMITS = ("max_turns", "duplicate_tool_calls", "token_budget", "timeout")
+# A failed call's outcome as the sentence says it.
+_FAILED = {"error": "an error", "bad_arguments": "bad arguments", "missing": "no result"}
 
 
 class GroupError(ValueError):
@@ -150,7 +152,7 @@ class Departure:
             case "other_arguments":
                 return f"called `{step.tool}` with other arguments than {who}"
             case "tool_error":
-                return f"got {step.outcome.replace('_', ' ')} from `{step.tool}`"
+                return f"got {_FAILED.get(step.outcome, step.outcome)} from `{step.tool}`"
             case "other_outcome":
                 return f"got {step.outcome} from `{step.tool}` where {who} got {_outcome(expected)}"
             case "not_run":
