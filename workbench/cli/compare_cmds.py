@@ -80,7 +80,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from workbench.cli.read_cmds import open_store
-    from workbench.engine.analysis.compare import GroupError, compare_group, group_of
+    from workbench.engine.analysis.compare import compare_group
+    from workbench.engine.analysis.groups import GroupError, group_of
 
     ways = [args.runs, args.task, args.case, args.label, args.run_name]
     if sum(bool(way) for way in ways) != 1:

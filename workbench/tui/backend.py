@@ -369,7 +369,8 @@ class Backend:
     ) -> tuple[str, GroupComparison]:
         """Every run of `task_of`'s task (or the runs `run_ids`) against the path their
         passing runs share (`workbench.engine.analysis.compare`), and what named them."""
-        from workbench.engine.analysis.compare import compare_group, group_of
+        from workbench.engine.analysis.compare import compare_group
+        from workbench.engine.analysis.groups import group_of
 
         with self._session() as store:
             group = group_of(store, runs=list(run_ids) or None, task=task_of)

@@ -331,7 +331,8 @@ class Workbench:
         variants: int,
         examples: int,
     ) -> dict[str, Any]:
-        from workbench.engine.analysis.compare import GroupError, compare_group, group_of
+        from workbench.engine.analysis.compare import compare_group
+        from workbench.engine.analysis.groups import GroupError, group_of
 
         if sum(bool(way) for way in (runs, task, case, label, run_name)) != 1:
             raise ToolError("compare_runs takes one of runs, task, case, label or run_name")
