@@ -22,6 +22,12 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.support.big_traces import long_agent_run, small_run_lines
+from tests.support.failing_runs import (
+    KNOWN_GROUP,
+    KNOWN_VARIANTS,
+    runs_of_one_task,
+    variants_of,
+)
 from workbench.engine.mcp_server.tools import TOOLS
 from workbench.engine.regress.lint_tools import lint_tools
 
@@ -32,16 +38,17 @@ TOOL_NAMES = [
     "show_run",
     "search_runs",
     "diff_runs",
+    "compare_runs",
     "replay_run",
     "fork_run",
     "run_suite",
     "annotate_run",
     "lint_tools",
 ]
-# The server offers a coding agent three more tools than the lint's default of 8 for an
-# agent's own tools per request: list_failures and explain_failure (issue 38) and annotate_run
-# (issue 39) joined the eight. A lead's call to keep.
-SERVED_TOOLS = 11
+# The server offers a coding agent four more tools than the lint's default of 8 for an
+# agent's own tools per request: list_failures, explain_failure and compare_runs (issue 38)
+# and annotate_run (issue 39) joined the eight. A lead's call to keep.
+SERVED_TOOLS = 12
 WORKBENCH = [sys.executable, "-c", "import sys; from workbench.cli import main; sys.exit(main())"]
 
 
@@ -201,6 +208,33 @@ async def test_list_failures_groups_the_demo_failing_runs(demo_home: Path) -> No
             "token_budget",
         ]
         assert "from 1 to 20" in await refused(session, "list_failures", examples=50)
+
+
+async def test_compare_runs_finds_the_known_variants_of_a_task(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / "traces").mkdir(parents=True)
+    runs_of_one_task(home / "traces", KNOWN_GROUP)
+    async with served(home) as session:
+        report = await call(session, "compare_runs", task="pass-0", examples=20)
+        assert (report["runs"], report["passed"], report["tasks"]) == (21, 11, 1)
+        found = variants_of(report)
+        assert sorted(found, key=str) == sorted(KNOWN_VARIANTS, key=str)
+        assert report["truncated"] is False
+        few = await call(session, "compare_runs", runs=["pass-0", "args-0"], variants=1)
+        assert few["variants"][0]["departure"]["how"] == "other_arguments"
+        assert "one of runs, task" in await refused(session, "compare_runs")
+        assert "no run id starts with 'nope'" in await refused(
+            session, "compare_runs", runs=["nope"]
+        )
+        assert "no run is labelled" in await refused(session, "compare_runs", label="flaky")
+
+
+async def test_compare_runs_compares_a_demo_suite_case_samples(demo_home: Path) -> None:
+    async with served(demo_home) as session:
+        report = await call(session, "compare_runs", case="demo-suite:walk-into-src")
+        assert report["runs"] == 3 and report["passed"] == 3
+        assert report["group"] == "the samples of case walk-into-src of suite demo-suite"
+        assert report["path"][0]["tool"] == "list_dir" and report["variants"] == []
 
 
 async def test_bad_input_is_a_tool_error_and_the_server_keeps_serving(demo_home: Path) -> None:

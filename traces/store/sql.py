@@ -190,13 +190,13 @@ WHERE starts_with(path, $folder) AND rowid IN (
 
 # --- reads ------------------------------------------------------------------------------
 
-# `judged`: what its suite case judged of a regression sample (NULL for any other run).
-RUN_COLUMNS = """run_id, started_at, ended_at, task, model, status, turns, model_calls,
-    tool_calls, tool_errors, total_tokens, duration_ms, parent_run_id, fork_turn,
-    final_answer, reason, source_path, origin, task_fingerprint,
-    (SELECT CASE WHEN count(*) = 0 THEN NULL WHEN bool_or(s.passed) THEN 'passed'
+# What its suite case judged of a regression sample (NULL for any other run), over `runs`.
+JUDGED = """(SELECT CASE WHEN count(*) = 0 THEN NULL WHEN bool_or(s.passed) THEN 'passed'
                  WHEN bool_or(coalesce(s.error, '') <> '') THEN 'error' ELSE 'failed' END
-     FROM regress_samples s WHERE s.run_id = runs.run_id) AS judged"""
+     FROM regress_samples s WHERE s.run_id = runs.run_id)"""
+RUN_COLUMNS = f"""run_id, started_at, ended_at, task, model, status, turns, model_calls,
+    tool_calls, tool_errors, total_tokens, duration_ms, parent_run_id, fork_turn,
+    final_answer, reason, source_path, origin, task_fingerprint, {JUDGED} AS judged"""
 # Columns a runs listing may be sorted by (names of the `runs` table; never user text).
 RUN_SORT_COLUMNS = (
     "started_at",

@@ -15,10 +15,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "mcp-serve",
         help="serve the recorded runs as MCP tools to a coding agent (stdio or HTTP)",
         description=(
-            "An MCP server whose tools list, show, search, diff, replay and fork the runs of "
-            "the home (list_runs, show_run, search_runs, diff_runs, replay_run, fork_run, "
-            "lint_tools). Over stdio by default, as a coding agent starts it; with --port, "
-            "streamable HTTP at http://HOST:PORT/mcp. Read-only unless --allow-writes: "
+            "An MCP server whose tools list, show, search, diff, compare, replay and fork the "
+            "runs of the home (list_runs, list_failures, show_run, search_runs, diff_runs, "
+            "compare_runs, replay_run, fork_run, run_suite, lint_tools). Over stdio by "
+            "default, as a coding agent starts it; with --port, streamable HTTP at "
+            "http://HOST:PORT/mcp. Read-only unless --allow-writes: "
             "fork_run then records new runs. See docs/mcp.md."
         ),
         epilog="example:\n  claude mcp add workbench -- workbench mcp-serve",

@@ -139,10 +139,21 @@ class WorkbenchApp(App[None]):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))
 
-    def open_run(self, run_id: str, *, jump_to_error: bool = False) -> None:
+    def open_run(
+        self,
+        run_id: str,
+        *,
+        jump_to_error: bool = False,
+        step: tuple[int | None, int | None] | None = None,
+    ) -> None:
         from workbench.tui.run_screen import RunScreen
 
-        self.push_screen(RunScreen(run_id, jump_to_error=jump_to_error))
+        self.push_screen(RunScreen(run_id, jump_to_error=jump_to_error, step=step))
+
+    def open_run_group(self, *, task_of: str | None = None, run_ids: tuple[str, ...] = ()) -> None:
+        from workbench.tui.group_screen import RunGroupScreen
+
+        self.push_screen(RunGroupScreen(task_of=task_of, run_ids=run_ids))
 
     def open_replay(self, run_id: str, seq: int = 0, *, verify: bool = False) -> None:
         from workbench.tui.replay_screen import ReplayScreen
@@ -204,7 +215,10 @@ class WorkbenchApp(App[None]):
     # ------------------------------------------------------------------ navigation
 
     def on_open_run(self, message: navigation.OpenRun) -> None:
-        self.open_run(message.run_id, jump_to_error=message.jump_to_error)
+        self.open_run(message.run_id, jump_to_error=message.jump_to_error, step=message.step)
+
+    def on_open_run_group(self, message: navigation.OpenRunGroup) -> None:
+        self.open_run_group(task_of=message.task_of, run_ids=message.run_ids)
 
     def on_open_replay(self, message: navigation.OpenReplay) -> None:
         self.open_replay(message.run_id, message.seq, verify=message.verify)

@@ -45,6 +45,7 @@ from workbench.tui.schema_view import SchemaPair
 
 if TYPE_CHECKING:  # loaded when first used: each belongs to one screen's task
     from traces.store.regress import RegressTables
+    from workbench.engine.analysis.compare import GroupComparison
     from workbench.engine.analysis.why import WhyReport
     from workbench.engine.diff.text_changes import Comparison
     from workbench.engine.recording.fork.dry_run import DryRun
@@ -386,6 +387,18 @@ class Backend:
 
         with self._session() as store:
             return compare_stored(store, run_a, run_b, start)
+
+    def group_comparison(
+        self, task_of: str | None, run_ids: tuple[str, ...] = ()
+    ) -> tuple[str, GroupComparison]:
+        """Every run of `task_of`'s task (or the runs `run_ids`) against the path their
+        passing runs share (`workbench.engine.analysis.compare`), and what named them."""
+        from workbench.engine.analysis.compare import compare_group
+        from workbench.engine.analysis.groups import group_of
+
+        with self._session() as store:
+            group = group_of(store, runs=list(run_ids) or None, task=task_of)
+            return group.named, compare_group(store, group.run_ids)
 
     def trace_file(self, run_id: str) -> Path:
         """The run's trace file, where the engine reads its recording (`load_recording`):

@@ -16,12 +16,29 @@ if TYPE_CHECKING:
 
 
 class OpenRun(Message):
-    """Open a run's decision chain, at its first failure when asked."""
+    """Open a run's decision chain, at its first failure when asked, or at `step`: (turn,
+    seq) of an event, seq None for the run's end."""
 
-    def __init__(self, run_id: str, *, jump_to_error: bool = False) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        *,
+        jump_to_error: bool = False,
+        step: tuple[int | None, int | None] | None = None,
+    ) -> None:
         super().__init__()
         self.run_id = run_id
         self.jump_to_error = jump_to_error
+        self.step = step
+
+
+class OpenRunGroup(Message):
+    """Compare N runs side by side: every run of `task_of`'s task, or the runs `run_ids`."""
+
+    def __init__(self, *, task_of: str | None = None, run_ids: tuple[str, ...] = ()) -> None:
+        super().__init__()
+        self.task_of = task_of
+        self.run_ids = run_ids
 
 
 class OpenReplay(Message):

@@ -119,10 +119,17 @@ class RunScreen(WorkbenchScreen):
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, type(self))  # only the latest figure is shown
 
-    def __init__(self, run_id: str, *, jump_to_error: bool = False) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        *,
+        jump_to_error: bool = False,
+        step: tuple[int | None, int | None] | None = None,
+    ) -> None:
         super().__init__()
         self.run_id = run_id
         self.jump_to_error = jump_to_error
+        self.open_at = step  # (turn, seq) to select once the outline is in; seq None: the end
         self.outline: Outline | None = None
         self._turns: dict[int, TreeNode[ChainNode]] = {}
         self._loading: set[int] = set()
@@ -195,6 +202,9 @@ class RunScreen(WorkbenchScreen):
         if self.jump_to_error:
             self.jump_to_error = False
             self.action_first_error()
+        elif self.open_at is not None:
+            (turn, seq), self.open_at = self.open_at, None
+            self._jump(turn if seq is not None else None, seq or 0, "end")
 
     # ------------------------------------------------------------------ turns
 

@@ -36,6 +36,7 @@ from workbench.tui.navigation import (
     OpenRegressions,
     OpenReview,
     OpenRun,
+    OpenRunGroup,
     OpenSchemaDiff,
 )
 from workbench.tui.paged_list import PagedList
@@ -110,6 +111,7 @@ class RunsScreen(WorkbenchScreen):
         Binding("S", "sort_reverse", "Reverse sort", show=False),
         Binding("space", "mark", "Mark"),
         Binding("c", "compare", "Compare marked"),
+        Binding("C", "compare_task", "Runs of this task"),
         Binding("d", "schema_diff", "Schema diff"),
         Binding("e", "first_failed", "First failure"),
         Binding("y", "copy_id", "Copy id"),
@@ -511,6 +513,11 @@ class RunsScreen(WorkbenchScreen):
         if pair:
             self.post_message(OpenCompare(*pair))
 
+    def action_compare_task(self) -> None:
+        row = self._current()
+        if row is not None:
+            self.post_message(OpenRunGroup(task_of=row.run_id))
+
     def action_schema_diff(self) -> None:
         pair = self._pair()
         if pair:
@@ -556,6 +563,11 @@ class RunsScreen(WorkbenchScreen):
         )
         yield ("Sort by the next column", "Then reverse with S", self.action_sort_next)
         yield ("Compare marked runs", "Decision chains side by side", self.action_compare)
+        yield (
+            "Compare the runs of this task",
+            "Where each run left the passing runs' path",
+            self.action_compare_task,
+        )
         yield ("Schema diff of marked runs", "Tool schemas side by side", self.action_schema_diff)
         yield ("Copy the run id", "To the clipboard", self.action_copy_id)
         yield ("Regression results", "Suites, pass rates, what changed", self.action_regressions)

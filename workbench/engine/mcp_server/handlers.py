@@ -352,6 +352,38 @@ class Workbench:
         answer["equal"] = equal
         return answer
 
+    def compare_runs(
+        self,
+        *,
+        runs: list[str] | None = None,
+        task: str | None = None,
+        case: str | None = None,
+        label: str | None = None,
+        run_name: str | None = None,
+        variants: int,
+        examples: int,
+    ) -> dict[str, Any]:
+        from workbench.engine.analysis.compare import compare_group
+        from workbench.engine.analysis.groups import GroupError, group_of
+
+        if sum(bool(way) for way in (runs, task, case, label, run_name)) != 1:
+            raise ToolError("compare_runs takes one of runs, task, case, label or run_name")
+        for ref in [*(runs or []), *([task] if task else [])]:
+            if not is_safe_run_id(ref.strip()):
+                raise ToolError(f"{ref!r} is not a run id; list_runs shows the runs")
+        with self._store() as store:
+            try:
+                group = group_of(store, runs=runs, task=task, case=case, label=label, name=run_name)
+                comparison = compare_group(store, group.run_ids, shown=variants)
+            except GroupError as exc:
+                raise ToolError(str(exc).replace("`workbench runs`", "list_runs")) from None
+        answer = {"group": group.named} | comparison.to_json(examples)
+        if comparison.tasks > 1:
+            answer["note"] = (
+                f"these runs are of {comparison.tasks} different tasks; compared anyway"
+            )
+        return answer
+
     def lint_tools(
         self, *, run: str | None = None, tools: list[Any] | None = None, max_tools: int
     ) -> dict[str, Any]:

@@ -245,6 +245,52 @@ TOOLS: tuple[ToolDef, ...] = (
         ),
     ),
     ToolDef(
+        "compare_runs",
+        "Compare N runs of one task (2 to thousands): the path the passing runs share, step "
+        "by step, and for each run that left it the first step where it did (another tool, "
+        "other arguments, a tool error, another answer, a limit), runs that left the same "
+        "way grouped as one variant with word diffs against the path. Name the runs one "
+        "way: run ids, task (every run of that run's task), case, label or run_name. Use "
+        "it to see why some runs of a task fail. Not for two runs turn by turn: use "
+        "diff_runs.",
+        _object(
+            {
+                "runs": {
+                    "type": "array",
+                    "items": {"type": "string", "minLength": 1},
+                    "maxItems": 1000,
+                    "description": "ids of the runs, or unique prefixes (as list_runs shows)",
+                },
+                "task": _run(
+                    "a run whose task's runs to compare (same system prompt, task, tools)"
+                ),
+                "case": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "SUITE:CASE: the samples of a suite case in its newest run",
+                },
+                "label": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "compare the runs annotated with this label",
+                },
+                "run_name": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "compare the runs a proxy captured under X-Workbench-Run",
+                },
+                "variants": _page(10, 50, "variants, those with most runs"),
+                "examples": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 20,
+                    "default": 5,
+                    "description": "run ids per variant, the oldest",
+                },
+            }
+        ),
+    ),
+    ToolDef(
         "replay_run",
         "Re-execute a recorded run offline from its recording (no network, no tool side "
         "effects) and check that the decision chain is identical; when it is not, say the "
