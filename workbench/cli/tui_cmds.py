@@ -6,6 +6,8 @@ Textual is imported inside the handler only, so every other command starts witho
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 
 from workbench.cli.common import CliError, add_home, read_home
 from workbench.cli.model_flags import add_model_flags, model_settings
@@ -19,6 +21,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_home(parser)
     add_model_flags(parser)  # the default model endpoint of the fork dialog
+    parser.add_argument(
+        "--read-only",
+        action="store_true",
+        help="browse only: forks and exports are refused (new traces are still picked up)",
+    )
     parser.set_defaults(func=run_tui)
 
 
@@ -30,7 +37,25 @@ def run_tui(args: argparse.Namespace) -> int:
     from workbench.tui import run_app
 
     home = read_home(args, make_default=True)
+    writes_off = None
+    if args.read_only:
+        writes_off = (
+            "served read-only (start workbench web with --allow-writes to fork and export)"
+            if served()
+            else "opened with --read-only"
+        )
+    if served():
+        # Its keys, Ctrl-C too, come from the browser; a SIGINT is the server's terminal's,
+        # which stops the server, which ends this app (Textual's web driver handles the
+        # signal itself once started: until then it would be a traceback).
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        return run_app(home, model_settings(args))
+        return run_app(home, model_settings(args), writes_off)
     except StoreError as exc:  # before the terminal is taken: nothing to show at all
         raise CliError(str(exc)) from None
+
+
+def served() -> bool:
+    """Whether textual-serve started this app for a browser (`workbench web`): it names
+    Textual's web driver in the app's environment."""
+    return os.environ.get("TEXTUAL_DRIVER", "").endswith(":WebDriver")

@@ -27,14 +27,15 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def run_app(home: Path, endpoint: Endpoint | None = None) -> int:
+def run_app(home: Path, endpoint: Endpoint | None = None, writes_off: str | None = None) -> int:
     """Open the app on an existing home. The store is opened first, so a store that cannot
     be read at all (damaged; read-only with none yet) is a `StoreError` before the terminal
-    is taken over; one another process holds for now is tried again by each call."""
+    is taken over; one another process holds for now is tried again by each call. With
+    `writes_off` (why), forks and exports are refused."""
     from traces.store import StoreLockedError
     from workbench.tui.app import WorkbenchApp
 
-    backend = Backend(home)
+    backend = Backend(home, writes_off=writes_off)
     with suppress(StoreLockedError):
         backend.open()
     WorkbenchApp(home, backend=backend, endpoint=endpoint).run()
