@@ -75,6 +75,13 @@ def test_the_page_shows_the_runs_list_and_its_keys_reach_the_tui(
             sockets.append(ws)
 
         page.on("websocket", opened)
+        asked: list[str] = []
+        page.on("request", lambda request: asked.append(request.url))
+        blocked: list[str] = []
+        page.on(
+            "requestfailed",
+            lambda request: blocked.append(f"{request.url} {request.failure}"),
+        )
         page.goto(web.url)
         if not sockets:
             page.wait_for_event("websocket")
@@ -91,6 +98,10 @@ def test_the_page_shows_the_runs_list_and_its_keys_reach_the_tui(
         page.keyboard.press("?")
         screen.wait_for(ws, b"Command palette")  # the help screen
         assert "?" in screen.keys
+    # Nothing reached another host (textual-serve's page names a web font: the page's
+    # policy stops it before it is sent).
+    elsewhere = [url for url in asked if not url.startswith(web.origin + "/")]
+    assert blocked == [f"{url} csp" for url in elsewhere], (asked, blocked)
 
 
 def test_a_wrong_token_is_refused_in_the_browser(web: Served, tmp_path: Path) -> None:

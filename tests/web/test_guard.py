@@ -45,6 +45,8 @@ async def test_the_printed_url_lets_a_browser_in_and_its_keys_drive_the_tui(
             assert page.status == 200
             assert "agent workbench" in await page.text()
             assert page.headers["X-Frame-Options"] == "DENY"
+            policy = page.headers["Content-Security-Policy"]
+            assert "default-src 'self'" in policy and "frame-ancestors 'none'" in policy
         headers = web.cookie | {"Origin": web.origin}
         async with client.ws_connect(socket_url(web), headers=headers) as ws:
             run_ids = [run_id[:8].encode() for run_id in demo_runs(demo_home).values()]
@@ -120,3 +122,12 @@ def test_a_port_in_use_is_one_line(web: Served, demo_home: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.startswith("workbench: cannot listen on 127.0.0.1:"), done.stderr
     assert done.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("token", ["", "two words", "semi;colon"])
+def test_a_token_that_cannot_travel_in_a_url_and_a_cookie_is_one_line(
+    demo_home: Path, token: str
+) -> None:
+    done = workbench_at(demo_home, "web", "--token", token)
+    assert done.returncode == 2
+    assert done.stderr.startswith("workbench: --token") and done.stderr.count("\n") == 1

@@ -4,6 +4,7 @@ checks, on loopback and read-only unless asked (`workbench.engine.http.web`)."""
 from __future__ import annotations
 
 import argparse
+import re
 
 from workbench.cli.common import (
     CliError,
@@ -12,6 +13,9 @@ from workbench.cli.common import (
     read_home,
     serve_until_stopped,
 )
+
+# What a token may hold: it travels in the URL's query and in a cookie unquoted.
+TOKEN_CHARACTERS = re.compile(r"[A-Za-z0-9._~-]+")
 
 EPILOG = """\
 The URL printed holds a token: open it (each browser gets its own TUI). Forks and exports
@@ -64,8 +68,11 @@ def cmd_web(args: argparse.Namespace) -> int:
     from workbench.engine.http.web import WebError, WorkbenchWeb
 
     home = read_home(args, make_default=True)
-    if args.token is not None and not args.token.strip():
-        raise CliError("--token is empty: give one, or leave it out for a random one")
+    if args.token is not None and not TOKEN_CHARACTERS.fullmatch(args.token):
+        raise CliError(
+            "--token: use letters, digits, '-', '_', '.' and '~' only (it travels in a URL "
+            "and a cookie), or leave it out for a random one"
+        )
     try:
         with TraceStore.for_reading(home):  # a damaged store is one line here, not per tab
             pass

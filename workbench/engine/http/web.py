@@ -13,7 +13,9 @@ middleware on textual-serve's own application (its routes are left as they are):
 - **Origin**: the WebSocket must come from the served origin (a browser always says which
   page opens a socket), or it is refused 403: another site's page cannot open one even
   with the user's cookie.
-- The pages may not be framed (a frame could take the user's keys) and say no referrer.
+- The pages may not be framed (a frame could take the user's keys), say no referrer, and
+  may ask nothing of another host (Content-Security-Policy): textual-serve's page would
+  fetch a web font, the one request that would leave a shared box.
 
 The TUI it starts is `python -m workbench --home HOME tui`, with `--read-only` unless
 writes are allowed: forks and exports are then refused in the app.
@@ -102,6 +104,13 @@ class WorkbenchWeb(HttpService):
             self._http.close()
             raise WebError(f"--url {public_url}: give the origin, as http://HOST:PORT")
         self.origin = origin
+        socket_origin = ("wss" if parts.scheme == "https" else "ws") + origin[len(parts.scheme) :]
+        # textual-serve's page has inline scripts and styles of its own.
+        self._policy = (
+            f"default-src 'self'; connect-src 'self' {socket_origin}; "
+            "script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+            "img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+        )
         self._host = parts.netloc.lower()
         self._secure = parts.scheme == "https"
         # Per port: two servers on one host share the browser's cookies for that host.
@@ -176,6 +185,7 @@ class WorkbenchWeb(HttpService):
         response = await handler(request)
         if not response.prepared:  # a WebSocket's headers are sent already
             response.headers["X-Frame-Options"] = "DENY"
+            response.headers["Content-Security-Policy"] = self._policy
             response.headers["Referrer-Policy"] = "no-referrer"
             response.headers["Cache-Control"] = "no-store"
         return response
