@@ -5,6 +5,7 @@ line; and a browser's session of it, over a real WebSocket, as bytes of terminal
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import signal
 import subprocess
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from tests.support.processes import WAIT_S, WORKBENCH, Lines
 
@@ -54,6 +56,8 @@ class Served:
 
 @contextmanager
 def served(home: Path, *flags: str) -> Iterator[Served]:
+    if importlib.util.find_spec("textual_serve") is None:
+        pytest.skip("textual-serve is not installed: pip install 'agent-workbench[web]'")
     process = subprocess.Popen(
         [WORKBENCH, "--home", str(home), "web", "--token", TOKEN, *flags],
         stdout=subprocess.PIPE,

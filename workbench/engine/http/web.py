@@ -130,7 +130,7 @@ class WorkbenchWeb(HttpService):
     def command(self) -> str:
         """The shell command textual-serve runs for each browser: this interpreter's
         workbench TUI on the same home (`exec`: signals reach the app, not a shell)."""
-        argv = [sys.executable, "-m", "workbench", "--home", str(self.home), "tui"]
+        argv = [sys.executable, "-m", "workbench", "--home", str(self.home.resolve()), "tui"]
         if not self.allow_writes:
             argv.append("--read-only")
         return "exec " + shlex.join(argv)
