@@ -62,7 +62,7 @@ def test_the_page_holds_the_chain_calls_timeline_notes_and_schemas(
     assert (
         "<li><b>turn 1</b> (ann): <code>wrong-file</code> · helpful=0.5 — read &lt;units&gt; first"
         in page
-    )  # noqa: E501
+    )
     assert "<summary>Tool schemas (4)</summary>" in page
     assert "<code>list_dir</code> <span class=muted>List the files and folders" in page
     # Nothing to load from anywhere, and a policy that forbids it all the same.
