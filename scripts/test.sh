@@ -18,8 +18,9 @@ timed() {  # timed "PHASE" CMD...: the phase's heading, then its time when it en
 }
 
 install() {
-    install_venv "[dev,frameworks,otel,otel-producers]"
+    install_venv "[dev,frameworks,otel,otel-producers,web]"
     bash scripts/install-mcp-servers.sh
+    bash scripts/install-browser.sh
 }
 
 checks() {
@@ -31,7 +32,7 @@ checks() {
     .venv/bin/mypy
 }
 
-timed "installing (.venv: the project with its dev, frameworks, otel and otel-producers extras; the reference MCP servers)" install
+timed "installing (.venv: the project with its dev, frameworks, otel, otel-producers and web extras; the reference MCP servers; Chromium)" install
 timed "ruff, mypy" checks
 timed "pytest (on every core)" .venv/bin/python -m pytest -q -n auto "$@"
 echo "== all done in $((SECONDS - began)) s"

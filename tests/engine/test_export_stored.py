@@ -34,7 +34,7 @@ def _home(tmp_path: Path) -> tuple[Path, Path]:
     return home, home / "traces"
 
 
-@pytest.mark.parametrize("fmt", ["md", "json"])
+@pytest.mark.parametrize("fmt", EXPORT_FORMATS)
 def test_stored_exports_of_recorded_runs_are_their_documents(
     tmp_path: Path, fmt: ExportFormat
 ) -> None:
@@ -76,7 +76,7 @@ def test_a_long_run_is_exported_a_window_at_a_time(
                 counting.session, run_id, fmt, home, lambda *n, told=told: told.append(n)
             )
             assert path.read_text(encoding="utf-8") == export_run(events, fmt)
-            total = LONG_TURNS if fmt == "md" else len(events)
+            total = len(events) if fmt == "json" else LONG_TURNS
             assert told[0] == (0, total) and told[-1] == (total, total)
             assert told == sorted(told) and len(told) > 2  # as it goes
     text = (home / "exports" / f"{run_id}.md").read_text(encoding="utf-8")
@@ -123,4 +123,4 @@ def test_workbench_export_writes_a_long_run_from_the_store_as_it_reads_it(
         assert capsys.readouterr().out == whole
     # Each written whole under its name, nothing left beside.
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == ["6.json", "6.md", "7.json", "7.md", "home"]
+    assert names == ["6.html", "6.json", "6.md", "7.html", "7.json", "7.md", "home"]

@@ -34,6 +34,7 @@ COMMAND_MODULES = (
     "workbench.cli.proxy_cmds",
     "workbench.cli.test_cmds",
     "workbench.cli.tui_cmds",
+    "workbench.cli.web_cmds",
     "workbench.cli.interop_cmds",
     "workbench.cli.bundle_cmds",
     "workbench.cli.import_cmds",

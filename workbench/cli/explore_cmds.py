@@ -1,5 +1,5 @@
 """`workbench search TEXT` (runs by what they said and did) and `workbench export RUN`
-(a run as one JSON document or as Markdown)."""
+(a run as one JSON document, as Markdown or as one self-contained HTML page)."""
 
 from __future__ import annotations
 
@@ -48,17 +48,22 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     export = subparsers.add_parser(
         "export",
-        help="write a run as one JSON document or as Markdown (to paste in an issue)",
+        help="write a run as one JSON document, as Markdown (to paste in an issue) or as one "
+        "HTML page (to attach)",
         description=(
             "json: the run's summary and every event, one document. md: the task, each "
-            "turn's text, tool calls and results, and how the run ended, as Markdown."
+            "turn's text, tool calls and results, and how the run ended, as Markdown. "
+            "html: one self-contained page (it loads nothing from anywhere) with the decision "
+            "chain as a collapsible tree, tool calls, the timeline, annotations and the tool "
+            "schemas."
         ),
-        epilog="example:\n  workbench export 3fa2 --format md -o run.md",
+        epilog="examples:\n  workbench export 3fa2 --format md -o run.md\n"
+        "  workbench export 3fa2 --format html -o run.html",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     export.add_argument("run", metavar="RUN", help="run id (or unique prefix) or a .jsonl path")
     export.add_argument(
-        "--format", choices=("json", "md"), default="md", help="md (default) or json"
+        "--format", choices=("json", "md", "html"), default="md", help="md (default), json or html"
     )
     export.add_argument(
         "-o", "--output", type=Path, metavar="FILE", help="write to FILE instead of stdout"

@@ -33,15 +33,17 @@ def run_app(
     endpoint: Endpoint | None = None,
     review: QueueSpec | None = None,
     author: str | None = None,
+    writes_off: str | None = None,
 ) -> int:
     """Open the app on an existing home (on the review queue `review`, its notes by
     `author`, when given). The store is opened first, so a store that cannot be read at
     all (damaged; read-only with none yet) is a `StoreError` before the terminal is taken
-    over; one another process holds for now is tried again by each call."""
+    over; one another process holds for now is tried again by each call. With `writes_off`
+    (why), forks and exports are refused."""
     from traces.store import StoreLockedError
     from workbench.tui.app import WorkbenchApp
 
-    backend = Backend(home)
+    backend = Backend(home, writes_off=writes_off)
     with suppress(StoreLockedError):
         backend.open()
     WorkbenchApp(home, backend=backend, endpoint=endpoint, review=review, author=author).run()

@@ -206,7 +206,7 @@ class WorkbenchApp(App[None]):
         from workbench.tui.fork_screen import ForkScreen
 
         try:
-            self.backend.check_writable("fork")  # the fork's trace goes into the home
+            self.backend.check_may_write("fork")  # the fork's trace goes into the home
         except NotAvailable as exc:
             self.report_error(exc)
             return

@@ -108,8 +108,14 @@ class RunFilter:
 
 
 class Backend:
-    def __init__(self, home: Path, idle_release_s: float = IDLE_RELEASE_S) -> None:
+    def __init__(
+        self, home: Path, idle_release_s: float = IDLE_RELEASE_S, writes_off: str | None = None
+    ) -> None:
         self.home = home
+        # Why nothing the user does may write (a fork, an export), though the store can be
+        # written (`workbench tui --read-only`, `workbench web` without --allow-writes): new
+        # traces are still picked up, as every read command does.
+        self.writes_off = writes_off
         self._held = HeldStore(self._open, idle_release_s)
         self._session = self._held.session
         self.released = self._held.released  # set while the database is not held
@@ -141,6 +147,13 @@ class Backend:
         """Refuse `what` in one line when the home is read-only."""
         if self.read_only is not None:
             raise NotAvailable(f"cannot {what}: the home is read-only ({self.read_only})")
+
+    def check_may_write(self, what: str) -> None:
+        """Refuse `what`, something the user makes in the home (a fork, an export), in one
+        line when writes are off or the home is read-only."""
+        if self.writes_off is not None:
+            raise NotAvailable(f"cannot {what}: {self.writes_off}")
+        self.check_writable(what)
 
     def release(self) -> None:
         """Close the database now (it reopens on the next call)."""
@@ -377,7 +390,7 @@ class Backend:
         far it is (turns for Markdown, events for JSON)."""
         from workbench.engine.views.export import export_stored
 
-        self.check_writable("export the run")
+        self.check_may_write("export the run")
         return export_stored(self._session, run_id, fmt, self.home, progress)
 
     def comparison(self, run_a: str, run_b: str, start: int = 0) -> tuple[Comparison, TurnWindow]:
@@ -467,7 +480,7 @@ class Backend:
         """Run a fork to its end in this (worker) thread, recording it in the home folder
         (`fork_runner.run_fork`); every streamed item goes to `on_item` as it happens and
         `cancel()`, from any thread, stops it. Returns how it ended, with the runner's notes."""
-        self.check_writable("run a fork")
+        self.check_may_write("run a fork")
         try:
             outcome = fork_runner.run_fork(
                 self.fork_parent(run_id), request, ForkOptions(endpoint), self.home, on_item, cancel

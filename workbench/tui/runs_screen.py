@@ -257,9 +257,9 @@ class RunsScreen(WorkbenchScreen):
             return
         self._following = True
         reason = self.backend.read_only
+        notice = self.query_one("#read-only-notice", Static)
         if reason is not None:
             self._ingest_pending = False
-            notice = self.query_one("#read-only-notice", Static)
             notice.update(
                 Text(
                     f"read-only home: new traces are not picked up, fork and export are off "
@@ -268,7 +268,11 @@ class RunsScreen(WorkbenchScreen):
                 )
             )
             notice.display = True
-        elif self.workbench.watch_traces:
+            return
+        if self.backend.writes_off is not None:
+            notice.update(Text(f"read-only: {self.backend.writes_off}", style="bold yellow"))
+            notice.display = True
+        if self.workbench.watch_traces:
             self._watch()
 
     def on_screen_resume(self) -> None:

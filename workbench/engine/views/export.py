@@ -1,6 +1,7 @@
-"""A run as one document: JSON (the run's summary and every event, for scripts) or
+"""A run as one document: JSON (the run's summary and every event, for scripts),
 Markdown (the task, each turn's text, tool calls and results, and the end, to paste in an
-issue).
+issue) or one self-contained HTML page (`export_html`: the decision chain as a tree, to
+attach to an issue or a PR).
 
     text = export_run(recording.events, "md")
     path = export_stored(open_store, run_id, "md", home, progress)  # a window at a time
@@ -18,7 +19,7 @@ import itertools
 import json
 import re
 import textwrap
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, Literal, TypeAlias, assert_never
 
@@ -37,18 +38,20 @@ from traces.tree import (
 from traces.user_files import written_whole
 from workbench.engine.recording.runs.parent import OpenStore
 from workbench.engine.recording.runs.window import TurnWindow
+from workbench.engine.views.export_html import html_head, html_tail, html_turn
 from workbench.engine.views.timeline import Timeline, TurnTimeline, build_timeline
 
-ExportFormat: TypeAlias = Literal["json", "md"]
-EXPORT_FORMATS: tuple[ExportFormat, ...] = ("json", "md")
+ExportFormat: TypeAlias = Literal["json", "md", "html"]
+EXPORT_FORMATS: tuple[ExportFormat, ...] = ("json", "md", "html")
 # Longer texts are cut in Markdown (which people read); JSON keeps everything.
 MD_TEXT_LIMIT = 4_000
 
 
-# How much of a stored run `export_stored` reads at a time: turns (Markdown), events (JSON).
+# How much of a stored run `export_stored` reads at a time: turns (Markdown, HTML), events
+# (JSON).
 EXPORT_TURNS = 500
 EXPORT_EVENTS = 2_000
-# What a Markdown export reads of a stored run: every event but the raw chunks, which it
+# What a Markdown or HTML export reads of a stored run: every event but the raw chunks, which it
 # does not show (the answer they make is in model_response), and the model requests
 # without what they sent (also not shown). A turn's time is then that of its other
 # events, as it is for every run the workbench writes: a chunk comes between the request
@@ -56,7 +59,7 @@ EXPORT_EVENTS = 2_000
 MARKDOWN_TYPES = [
     kind for cls in EVENT_TYPES if (kind := cls.model_fields["type"].default) != "model_chunk"
 ]
-# How far an export is: (done, of) turns for Markdown, events for JSON.
+# How far an export is: (done, of) turns for Markdown and HTML, events for JSON.
 ExportProgress: TypeAlias = Callable[[int, int], object]
 
 
@@ -72,6 +75,13 @@ def export_run(events: Sequence[Event], fmt: ExportFormat) -> str:
         return _json_document(chain, events)
     if fmt == "md":
         return "\n".join(_markdown(chain, build_timeline(events))) + "\n"
+    if fmt == "html":
+        timeline = build_timeline(events)
+        figures = {turn.turn: turn for turn in timeline.turns}
+        lines = html_head(chain, timeline.end_ms)
+        for turn in chain.turns:
+            lines += html_turn(turn, figures.get(turn.turn), timeline.end_ms)
+        return "\n".join(lines + html_tail(chain, [])) + "\n"
     assert_never(fmt)
 
 
@@ -113,24 +123,34 @@ def write_stored(
     with open_store() as store:
         total = store.count_events(run_id)
         own = store.events(run_id, types=["run_start", "run_end"])
+        first = store.events(run_id, limit=1)  # where the timeline's offsets count from
         span = store.time_span(run_id)
         turns = tuple(store.turn_numbers(run_id))
         notes = store.annotations(run_id)
     if not total:
         raise ExportError("the run has no events to export")
     if progress is not None:
-        progress(0, len(turns) if fmt == "md" else total)
+        progress(0, total if fmt == "json" else len(turns))
     chain = build_chain(own)
     chain.run_id = run_id
     if fmt == "json":
         # Only when there are some: a run without is the document `export_run` makes.
         document = _json_head(chain) | ({"annotations": notes} if notes else {})
         _write_json(out, document, _event_pages(open_store, run_id, total, progress))
-    elif fmt == "md":
-        duration = (span[1] - span[0]).total_seconds() * 1000.0 if span else 0.0
-        turn_lines = _markdown_turns(open_store, run_id, turns, duration, progress)
+        return
+    duration = (span[1] - span[0]).total_seconds() * 1000.0 if span else 0.0
+    origin = [event for event in first if event.turn is None]
+    stored = _stored_turns(open_store, run_id, turns, origin, duration, progress)
+    if fmt == "md":
+        turn_lines = (line for turn, figures in stored for line in _markdown_turn(turn, figures))
         head, end = _markdown_head(chain, duration), _markdown_end(chain)
         _write_lines(out, itertools.chain(head, turn_lines, end, _markdown_notes(notes)))
+    elif fmt == "html":
+        turn_lines = (
+            line for turn, figures in stored for line in html_turn(turn, figures, duration)
+        )
+        head, tail = html_head(chain, duration), html_tail(chain, notes)
+        _write_lines(out, itertools.chain(head, turn_lines, tail))
     else:
         assert_never(fmt)
 
@@ -161,23 +181,26 @@ def _event_pages(
             progress(min(done, total), total)
 
 
-def _markdown_turns(
+def _stored_turns(
     open_store: OpenStore,
     run_id: str,
     turns: tuple[int, ...],
+    origin: list[Event],
     duration: float,
     progress: ExportProgress | None,
-) -> Iterable[str]:
-    """The Markdown of every turn, read a window of turns at a time."""
+) -> Iterator[tuple[TurnNode, TurnTimeline | None]]:
+    """Every turn of a stored run and its timeline figures, read a window of turns at a
+    time; `origin` (the run's first event, outside any turn) puts each window's offsets
+    where the whole run's are."""
     window: TurnWindow | None = TurnWindow(turns, 0, EXPORT_TURNS)
     done = 0
     while window is not None and window.shown is not None:
         with open_store() as store:
             events = store.events(run_id, types=MARKDOWN_TYPES, turns=window.shown, sent=False)
-        timeline = build_timeline(events, end_ms=duration)
+        timeline = build_timeline(origin + events, end_ms=duration)
         figures = {turn.turn: turn for turn in timeline.turns}
         for turn in build_chain(events).turns:
-            yield from _markdown_turn(turn, figures.get(turn.turn))
+            yield turn, figures.get(turn.turn)
         done += len(turns[window.start : window.start + window.size])
         if progress is not None:
             progress(done, len(turns))
