@@ -127,14 +127,14 @@ async def _fork_dialog(pilot, app: WorkbenchApp) -> ForkScreen:
 
 async def _edit(pilot, fork: ForkScreen, key: str, text: str) -> None:
     fork.query_one("#fork-edit", Select).value = key
-    await settle(pilot, lambda: fork._edit_key == key)
+    await settle(pilot, lambda: fork.edits.edit_key == key)
     fork.query_one("#fork-text", TextArea).text = text
     await settle(pilot, lambda: fork.draft.edits.get(key) == text)
 
 
 async def _mock(pilot, fork: ForkScreen, call_id: str, text: str) -> None:
     fork.query_one("#fork-call", Select).value = call_id
-    await settle(pilot, lambda: fork._call_id == call_id)
+    await settle(pilot, lambda: fork.edits.shown_call == call_id)
     fork.query_one("#fork-mock", TextArea).text = text
     await settle(pilot, lambda: fork.draft.mocks.get(call_id) == text)
 
