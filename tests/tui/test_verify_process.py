@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from textual.widgets import Static
 
-from tests.engine.stored_runs import LONG, long_run
+from tests.support.generated_runs import LONG, long_run
 from tests.tui.conftest import plain, settle
 from workbench.tui import WorkbenchApp
 from workbench.tui.paged_list import PagedList
