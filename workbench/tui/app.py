@@ -166,6 +166,11 @@ class WorkbenchApp(App[None]):
 
         self.push_screen(TimelineScreen(run_id, tokens))
 
+    def open_session(self, session: str) -> None:
+        from workbench.tui.session_screen import SessionScreen
+
+        self.push_screen(SessionScreen(session))
+
     def copy(self, text: str, what: str) -> None:
         """Put `text` on the clipboard (the terminal's, through OSC 52) and say so."""
         self.copy_to_clipboard(text)
@@ -203,6 +208,9 @@ class WorkbenchApp(App[None]):
 
     def on_open_timeline(self, message: navigation.OpenTimeline) -> None:
         self.open_timeline(message.run_id, message.tokens)
+
+    def on_open_session(self, message: navigation.OpenSession) -> None:
+        self.open_session(message.session)
 
     def on_open_fork(self, message: navigation.OpenFork) -> None:
         self.open_fork(message.run_id, message.turn, mock_call=message.mock_call)

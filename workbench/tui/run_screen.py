@@ -19,7 +19,13 @@ from workbench.engine.views.search import SEARCHED, SearchHit
 from workbench.engine.views.timeline import run_tokens
 from workbench.tui.backend import Outline
 from workbench.tui.chain_view import ChainNode, copy_value
-from workbench.tui.navigation import OpenCompare, OpenFork, OpenReplay, OpenTimeline
+from workbench.tui.navigation import (
+    OpenCompare,
+    OpenFork,
+    OpenReplay,
+    OpenTimeline,
+    open_session_of,
+)
 from workbench.tui.render import plural, short_id
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
 from workbench.tui.widgets.chain_tree import ChainTree, run_summary
@@ -36,6 +42,7 @@ class RunScreen(WorkbenchScreen):
         Binding("f", "fork", "Fork turn"),
         Binding("c", "compare_parent", "Compare parent"),
         Binding("t", "timeline", "Timeline"),
+        Binding("w", "session", "Session", show=False),
         Binding("slash", "search", "Search", key_display="/"),
         Binding("n", "next_match(1)", "Next match", show=False),
         Binding("N", "next_match(-1)", "Previous match", show=False),
@@ -312,6 +319,9 @@ class RunScreen(WorkbenchScreen):
             parts.append(self._doing)
         self.sub_title = " · ".join(parts)
 
+    def action_session(self) -> None:
+        open_session_of(self, self.outline.row.session if self.outline else None)
+
     def action_timeline(self) -> None:
         # The outline's turn summaries hold the whole run's tokens: not counted again.
         summaries = self.outline.summaries if self.outline is not None else None
@@ -336,6 +346,7 @@ class RunScreen(WorkbenchScreen):
         yield ("Replay from here", "Step through events from the selected node", self.action_replay)
         yield ("Verify replay", "Re-run offline and show the first divergence", self.action_verify)
         yield ("Fork this turn", "Edit the prompt, a tool or a result and re-run", self.action_fork)
+        yield ("Session", "The runs of this run's session, in order (w)", self.action_session)
         yield (
             "Compare with parent",
             "Decision chains of the fork and its parent",

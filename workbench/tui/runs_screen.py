@@ -36,6 +36,7 @@ from workbench.tui.navigation import (
     OpenRegressions,
     OpenRun,
     OpenSchemaDiff,
+    open_session_of,
 )
 from workbench.tui.paged_list import PagedList
 from workbench.tui.render import plural, short_id
@@ -113,6 +114,7 @@ class RunsScreen(WorkbenchScreen):
         Binding("e", "first_failed", "First failure"),
         Binding("y", "copy_id", "Copy id"),
         Binding("R", "regressions", "Regressions"),
+        Binding("w", "session", "Session", show=False),
         Binding("g", "reload", "Reload", show=False),
         Binding("escape", "clear_filter", "Clear filter", show=False),
         # Reached from the filters only (the list binds its own arrows): back to the list.
@@ -522,6 +524,11 @@ class RunsScreen(WorkbenchScreen):
 
     def action_overview(self) -> None:
         self.post_message(OpenOverview())
+
+    def action_session(self) -> None:
+        row = self._current()
+        if row is not None:
+            open_session_of(self, row.session)
 
     @work(thread=True, exclusive=True, group="find", exit_on_error=False)
     def _find_first_failed(self) -> None:
