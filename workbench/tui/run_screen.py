@@ -141,14 +141,15 @@ class RunScreen(WorkbenchScreen):
 
     @on(Tree.NodeHighlighted, "#chain-tree")
     def _highlighted(self, event: Tree.NodeHighlighted[ChainNode]) -> None:
-        data = event.node.data
+        data, tree = event.node.data, self.chain_tree
         if data is not None:
-            self.detail.show_node(data, self.chain_tree.turn_state(data.turn))
+            self.detail.show_node(data, tree.turn_state(data.turn), tree.node_notes(data))
 
     def on_chain_tree_turn_filled(self, message: ChainTree.TurnFilled) -> None:
         tree = self.chain_tree
-        if tree.cursor_node is message.node and message.node.data is not None:
-            self.detail.show_node(message.node.data, tree.turn_state(message.node.data.turn))
+        data = message.node.data
+        if tree.cursor_node is message.node and data is not None:
+            self.detail.show_node(data, tree.turn_state(data.turn), tree.node_notes(data))
 
     # ------------------------------------------------------------------ actions
 

@@ -27,6 +27,7 @@ from workbench.tui.chain_view import (
     turn_label,
     turn_node,
 )
+from workbench.tui.marks import marked, notes_on
 from workbench.tui.render import fmt_count, fmt_ms, one_line, plural, short_id, status_badge
 from workbench.tui.screens import WorkbenchWidget
 
@@ -40,9 +41,9 @@ def run_summary(outline: Outline) -> Text:
         if row.parent_run_id
         else ""
     )
+    head = Text.assemble(("run ", "dim"), (short_id(row.run_id), "bold"))
     return Text.assemble(
-        ("run ", "dim"),
-        (short_id(row.run_id), "bold"),
+        marked(head, notes_on(outline.notes, None)),  # what the run itself is marked with
         "  ",
         status_badge(row.status),
         ("  " + one_line(row.task, 70), ""),
@@ -58,7 +59,8 @@ def run_summary(outline: Outline) -> Text:
 
 class ChainTree(Tree[ChainNode], WorkbenchWidget):
     """The decision chain of one run: its start, its turns (in groups when there are many;
-    each turn's model call and tool calls loaded when it is opened) and its end. A label
+    each turn's model call and tool calls loaded when it is opened) and its end; a turn or a
+    tool call that is annotated shows its marks (`workbench.tui.marks`). A label
     longer than the pane ends at a word with an ellipsis (the detail pane has the whole
     text), never cut mid-word by the pane's edge."""
 
@@ -132,6 +134,7 @@ class ChainTree(Tree[ChainNode], WorkbenchWidget):
         summaries = self.outline.summaries if self.outline is not None else {}
         for number in range(first, last + 1):
             node = turn_node(number, summaries.get(number))
+            node.label = marked(node.label, self._notes(number))
             self.turns[number] = parent.add(node.label, data=node, allow_expand=True)
 
     def turn_node(self, turn: int) -> TreeNode[ChainNode] | None:
@@ -183,14 +186,31 @@ class ChainTree(Tree[ChainNode], WorkbenchWidget):
             parent.data.children = message.children
             parent.data.failed = any(n.failed for n in message.children)
             summary = self.outline.summaries.get(message.turn) if self.outline else None
-            parent.set_label(turn_label(message.turn, message.children, summary))
+            label = turn_label(message.turn, message.children, summary)
+            parent.set_label(marked(label, self._notes(message.turn)))
             self.post_message(self.TurnFilled(parent))
         parent.expand()
         if message.focus_seq is not None:
             self._select_seq(parent, message.focus_seq)
 
+    def _notes(self, turn: int | None, call_id: str | None = None) -> list[dict[str, Any]]:
+        return notes_on(self.outline.notes, turn, call_id) if self.outline is not None else []
+
+    def node_notes(self, node: ChainNode) -> list[dict[str, Any]]:
+        """The annotations on what `node` shows: the run (its start and end), a turn, or
+        a tool call."""
+        if node.kind in ("start", "end"):
+            return self._notes(None)
+        if node.kind == "turn":
+            return self._notes(node.turn)
+        if node.kind == "tool" and node.events:
+            return self._notes(node.turn, getattr(node.events[0], "call_id", None))
+        return []
+
     def _fill(self, parent: TreeNode[ChainNode], children: list[ChainNode]) -> None:
         for child in children:
+            if child.kind == "tool":
+                child.label = marked(child.label, self.node_notes(child))
             if child.children:
                 branch = parent.add(child.label, data=child, expand=child.failed)
                 self._fill(branch, child.children)

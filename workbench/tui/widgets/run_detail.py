@@ -4,6 +4,8 @@ frames are read from the store in a worker first."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.console import Group, RenderableType
 from rich.text import Text
 from textual import work
@@ -14,6 +16,7 @@ from textual.widgets import Static
 
 from traces.events import McpMessage, ModelChunk
 from workbench.tui.chain_view import ChainNode, not_run_detail, turn_label
+from workbench.tui.marks import Note, marks_detail
 from workbench.tui.render import event_summary, render_chunks, render_event, render_tool_schema
 from workbench.tui.screens import WorkbenchWidget
 from workbench.tui.widgets.chain_tree import TurnState
@@ -43,16 +46,18 @@ class RunDetail(VerticalScroll, WorkbenchWidget):
             id="detail-body",
         )
 
-    def show_node(self, node: ChainNode, turn_state: TurnState) -> None:
-        """`node`'s detail; `turn_state` says whether a turn node's steps are loaded."""
+    def show_node(self, node: ChainNode, turn_state: TurnState, notes: Sequence[Note] = ()) -> None:
+        """`node`'s detail, then the annotations on it (`notes`); `turn_state` says
+        whether a turn node's steps are loaded."""
         if node.kind in {"request", "chunks", "model_call"} or (
             node.kind == "tool" and node.seq_end
         ):
             self.show(Text("loading…", style="dim"))
-            self._load(node)
+            self._load(node, notes)
             return
         try:
-            self.show(local_detail(node, turn_state))
+            shown = local_detail(node, turn_state)
+            self.show(Group(shown, marks_detail(notes)) if notes else shown)
         except Exception as exc:  # a damaged event must not take the screen down
             self.workbench.report_error(exc)
 
@@ -61,7 +66,7 @@ class RunDetail(VerticalScroll, WorkbenchWidget):
         self.scroll_home(animate=False)
 
     @work(thread=True, exclusive=True, group="detail", exit_on_error=False)
-    def _load(self, node: ChainNode) -> None:
+    def _load(self, node: ChainNode, notes: Sequence[Note]) -> None:
         backend = self.backend
         renderable: RenderableType
         if node.kind == "chunks":
@@ -92,6 +97,8 @@ class RunDetail(VerticalScroll, WorkbenchWidget):
             if node.kind == "model_call":
                 shown = [*node.events, *shown]
             renderable = Group(*(render_event(e) for e in shown))
+        if notes:
+            renderable = Group(renderable, marks_detail(notes))
         self.post_message(self.Ready(renderable))
 
     def on_run_detail_ready(self, message: Ready) -> None:
