@@ -406,7 +406,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from workbench.cli.bundle_cmds import on_bundles
 
     if args.session is not None:
-        from workbench.cli.session_cmds import show_session
+        from workbench.cli.session_render import show_session
 
         with _store(args) as store:
             return show_session(args, store)

@@ -5,9 +5,7 @@ session imports), each session with its totals and how its runs ended."""
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
 
-from traces.origins import kind_label
 from workbench.cli.common import (
     Paint,
     add_home,
@@ -16,9 +14,7 @@ from workbench.cli.common import (
     positive_int,
     print_json,
 )
-
-if TYPE_CHECKING:
-    from traces.store import RunRow, TraceStore
+from workbench.cli.session_render import when_text
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -40,10 +36,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_no_color(sessions)
     add_home(sessions)
     sessions.set_defaults(func=cmd_sessions)
-
-
-def _when(value: object) -> str:
-    return value.strftime("%Y-%m-%d %H:%M:%S") if hasattr(value, "strftime") else "-"
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
@@ -72,38 +64,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     for row in rows:
         print(
             f"{paint(f'{row.session[:36]:<36}', 'cyan')}  {row.runs:>4}  {row.turns:>5}  "
-            f"{row.total_tokens:>8}  {_when(row.first_at):<19}  {_when(row.last_at):<19}  "
+            f"{row.total_tokens:>8}  {when_text(row.first_at):<19}  {when_text(row.last_at):<19}  "
             f"{statuses_text(row.statuses)}"
         )
     return 0
-
-
-def show_session(args: argparse.Namespace, store: TraceStore) -> int:
-    """`show --session ID`: the session's totals, then its runs in the order they ran."""
-    from workbench.engine.views.sessions import session_summary, session_view
-
-    view = session_view(store, args.session)
-    if args.json:
-        print_json(view.to_json())
-        return 0
-    paint = Paint(color_wanted(args))
-    row = view.session
-    print(f"{paint('session', 'dim')} {paint(row.session, 'bold')}  {session_summary(row)}")
-    print(
-        f"{paint('from', 'dim')} {_when(row.first_at)}  {paint('to', 'dim')} {_when(row.last_at)}"
-    )
-    print()
-    for number, run in enumerate(view.runs, 1):
-        print(_run_line(number, run, paint))
-    if len(view.runs) < row.runs:
-        print(f"… {row.runs - len(view.runs)} more runs (`workbench runs --session {row.session}`)")
-    return 0
-
-
-def _run_line(number: int, run: RunRow, paint: Paint) -> str:
-    task = (run.task or "").replace("\n", " ")
-    status = paint.status(f"{run.status:<20}", run.status)
-    return (
-        f"{number:>3}. {paint(run.run_id[:12], 'cyan')}  {status}  {kind_label(run.origin):<8}  "
-        f"{run.turns:>3} turns  {run.total_tokens:>7} tokens  {_when(run.started_at)}  {task[:60]}"
-    )
