@@ -40,7 +40,7 @@ def test_a_bad_number_is_one_usage_line(
     [
         (["runs", "--bogus"], "workbench runs: unrecognized arguments: --bogus"),
         (["mcp", "list", "--bogus", "x"], "workbench mcp list: unrecognized arguments: --bogus x"),
-        (["show"], "workbench show: the following arguments are required: RUN"),
+        (["show"], "workbench show: one of the arguments RUN --session is required"),
         (["runs", "--status", "done"], "workbench runs: argument --status: invalid choice: 'done'"),
         (["--bogus"], "workbench: unrecognized arguments: --bogus"),
     ],

@@ -175,6 +175,12 @@ class RunStart(EventBase):
     meta: dict[str, Any] = Field(default_factory=dict)
 
 
+# The `run_start.meta` key naming the conversation or agent session a run is part of (a
+# string): `workbench run --session`, the proxy (`X-Workbench-Session`, a client's own
+# session id, the conversation a follow-up run continues), a session import.
+SESSION_META = "session_id"
+
+
 class ModelRequest(EventBase):
     type: Literal["model_request"] = "model_request"
     attempt: int = 1

@@ -296,7 +296,7 @@ def test_a_long_run_streams_into_its_bundle(
     takes no more memory to bundle (read whole, each 600 turns more took some 20 MB
     here), and the bundle holds the trace byte for byte. xz's dictionary, which grows with
     the archive up to 64 MiB, is held at 1 MiB here so as to weigh the rest alone."""
-    from tests.engine.stored_runs import varied_run
+    from tests.support.generated_runs import varied_run
     from workbench.engine.recording.runs import bundle
 
     fixed = [{"id": lzma.FILTER_LZMA2, "preset": 9, "dict_size": 1 << 20}]
@@ -327,7 +327,7 @@ def test_a_run_too_big_to_read_back_is_not_bundled(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A bundle is only written when `read_bundle` would take it (caps made small here)."""
-    from tests.engine.stored_runs import varied_run
+    from tests.support.generated_runs import varied_run
     from workbench.engine.recording.runs import bundle
 
     monkeypatch.setattr(bundle, "MAX_MEMBER_BYTES", 20_000)
@@ -345,7 +345,7 @@ def test_a_run_too_big_to_read_back_is_not_bundled(
 def test_a_short_run_is_bundled_with_a_dictionary_its_size(tmp_path: Path) -> None:
     """xz's strongest preset takes 674 MB to write with its 64 MiB dictionary; a short run
     needs a small one, and compresses the same: its bundle is written in a few MB."""
-    from tests.engine.stored_runs import varied_run
+    from tests.support.generated_runs import varied_run
 
     home = tmp_path / "home"
     folder = traces_dir(home)
@@ -379,7 +379,7 @@ def test_a_long_run_is_bundled_with_a_bounded_dictionary(tmp_path: Path) -> None
     """The dictionary grows with the archive up to 8 MiB, no further: xz's encoder takes some
     eleven times it (preset 9's own 64 MiB took 0.7 GB for a run of 81 MB), so a bundle of
     a run of any length is written in a bounded few hundred MB."""
-    from tests.engine.stored_runs import varied_run
+    from tests.support.generated_runs import varied_run
     from tests.support.processes import workbench_peak
 
     home = tmp_path / "home"
@@ -399,7 +399,7 @@ def test_a_long_run_is_bundled_with_a_bounded_dictionary(tmp_path: Path) -> None
 def test_a_damaged_trace_is_not_bundled_and_a_cut_off_one_is(tmp_path: Path) -> None:
     """Checked as it streams, as a recording is read: a bad line before the last one is
     one line of error and no bundle; a last line cut off (a killed run) goes in as it is."""
-    from tests.engine.stored_runs import varied_run
+    from tests.support.generated_runs import varied_run
 
     home = tmp_path / "home"
     folder = traces_dir(home)

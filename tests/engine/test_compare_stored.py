@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.engine.stored_runs import stored_home
+from tests.support.generated_runs import stored_home
 from traces.store import TraceStore
 from workbench.cli import main
 from workbench.engine.diff.text_changes import compare_runs, compare_stored_runs

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine.stored_runs import CountingStore, varied_run
+from tests.support.generated_runs import CountingStore, varied_run
 from tests.support.golden import golden_traces_in
 from traces.reader import read_trace
 from traces.store import TraceStore

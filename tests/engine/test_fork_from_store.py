@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.engine.stored_runs import CountingStore, stored_home
+from tests.support.generated_runs import CountingStore, stored_home
 from traces.store import TraceStore
 from workbench.cli import main
 from workbench.engine.mcp_server.handlers import Workbench

@@ -115,6 +115,7 @@ def test_a_claude_code_shaped_run_is_captured_and_replays(tmp_path: Path) -> Non
     assert ANTHROPIC_KEY not in json.dumps(events)
     start, end = events[0], events[-1]
     assert (start["task"], end["status"], end["final_answer"]) == (TASK, "completed", ANSWER)
+    assert uuid.UUID(start["meta"]["session_id"])  # the client's own session id
     [started] = [e for e in events if e["type"] == "tool_start"]
     [ended] = [e for e in events if e["type"] == "tool_end"]
     assert (started["name"], started["arguments"]) == ("Read", {"file_path": "/project/notes.txt"})
@@ -207,6 +208,7 @@ def test_a_codex_shaped_run_is_captured_and_replays(tmp_path: Path) -> None:
     assert OPENAI_KEY not in json.dumps(events)
     start, end = events[0], events[-1]
     assert (start["task"], end["status"], end["final_answer"]) == (TASK, "completed", ANSWER)
+    assert uuid.UUID(start["meta"]["session_id"])  # the client's own session id
     assert start["system_prompt"] == "You are Codex, a coding agent."
     [started] = [e for e in events if e["type"] == "tool_start"]
     [ended] = [e for e in events if e["type"] == "tool_end"]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.engine.engine_support import THREE_TURNS, Project
-from tests.engine.stored_runs import long_run
+from tests.support.generated_runs import long_run
 from workbench.engine.recording.replay.process import (
     ReplayProcess,
     ReplayProcessError,

@@ -107,6 +107,11 @@ def test_a_claude_code_transcript_and_its_sub_agent_import_as_runs(
     assert sub_run[0]["parent_run_id"] == CLAUDE_RUN
     assert sub_run[0]["task"] == "Count the lines of notes.txt"
     assert sub_run[0]["meta"]["session"]["agent"]["toolUseId"] == "toolu_agent"
+    # One session (issue 39, part 6): the transcript's, its sub-agent's run part of it.
+    assert start["meta"]["session_id"] == sub_run[0]["meta"]["session_id"] == CLAUDE_SESSION
+    code, out, err = workbench(capsys, home, "sessions", "--json")
+    [session] = json.loads(out)
+    assert (session["session"], session["runs"]) == (CLAUDE_SESSION, 2)
     assert sub_run[-1]["final_answer"] == "notes.txt has 1 line."
 
     # Again: nothing new.
@@ -129,6 +134,7 @@ def test_a_codex_rollout_imports_as_a_run(
     )  # fmt: skip
     assert start["system_prompt"].startswith("You are Codex, a coding agent")
     assert start["meta"]["session"]["cwd"] == "/home/user/project"
+    assert start["meta"]["session_id"] == "01a2342d-99bf-7c10-889c-cb0b48270501"
     [(turn, name, arguments, ok, result)] = calls(run)
     assert (turn, name, arguments, ok) == (1, "exec_command", {"cmd": "cat notes.txt"}, True)
     assert "Output:\nThe release is on Friday." in result

@@ -452,3 +452,21 @@ def test_a_home_that_does_not_exist_is_one_line_and_exit_2(tmp_path: Path) -> No
     assert done.stderr.startswith("workbench: no workbench home at ")
     assert len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "nowhere").exists()
+
+
+async def test_list_runs_lists_a_sessions_runs_in_order(tmp_path: Path) -> None:
+    from tests.support.generated_runs import small_run
+    from traces.events import SESSION_META
+
+    folder = tmp_path / "home" / "traces"
+    small_run(folder, "1" * 32, meta={SESSION_META: "chat-7"})
+    small_run(folder, "2" * 32, end=False, meta={SESSION_META: "chat-7"})
+    small_run(folder, "3" * 32)
+    async with served(tmp_path / "home") as client:
+        # (`session` is the helpers' own first argument: the tool is called directly.)
+        answer = await client.call_tool("list_runs", {"session": "chat"})  # a prefix will do
+        listed = json.loads(answer.content[0].text)  # type: ignore[union-attr]
+        assert [run["run_id"] for run in listed["runs"]] == ["1" * 32, "2" * 32]
+        assert {run["session"] for run in listed["runs"]} == {"chat-7"}
+        unknown = await client.call_tool("list_runs", {"session": "nope"})
+        assert unknown.is_error and "no session 'nope'" in unknown.content[0].text  # type: ignore[union-attr]

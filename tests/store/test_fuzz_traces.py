@@ -34,7 +34,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support.big_traces import MIB, long_agent_run, run_with_big_result, small_run_lines
+from tests.support.big_traces import MIB, long_agent_run, small_run_lines
+from tests.support.generated_runs import run_with_big_result
 from tests.support.line_checks import assert_same_verdicts
 from traces.events import Event
 from traces.reader import NewerSchemaError, read_trace

@@ -10,26 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from traces.events import ModelRequest, RunEnd, RunStart, ToolEnd, ToolStart
+from tests.support.generated_runs import small_run
+from traces.events import RunEnd, RunStart
 from traces.recorder import Recorder
 from traces.redact import Redactor
 from traces.store import AmbiguousRunError, TraceStore, UnknownRunError
 from traces.writer import JsonlWriter
-
-
-def write_run(folder: Path, run_id: str, turns: int = 2, end: bool = True) -> Path:
-    writer = JsonlWriter(folder, run_id)
-    rec = Recorder(run_id, [writer])
-    rec.emit(RunStart, turn=None, task=f"task of {run_id}", model="m")
-    for turn in range(1, turns + 1):
-        rec.turn = turn
-        rec.emit(ModelRequest, messages=[{"role": "user", "content": "hi"}])
-        rec.emit(ToolStart, call_id=f"c{turn}", name="calc", arguments_raw="{}")
-        rec.emit(ToolEnd, call_id=f"c{turn}", name="calc", ok=turn % 2 == 1, result="r")
-    if end:
-        rec.emit(RunEnd, turn=None, status="completed")
-    rec.close()
-    return writer.path
 
 
 @pytest.fixture
@@ -39,7 +25,7 @@ def store(tmp_path: Path) -> Iterator[TraceStore]:
 
 
 def test_ingest_is_idempotent_and_incremental(store: TraceStore, tmp_path: Path) -> None:
-    path = write_run(tmp_path / "t", "run-a", turns=2, end=False)
+    path = small_run(tmp_path / "t", "run-a", turns=2, end=False)
     first = store.ingest([path])
     assert (first.files, first.new_events, first.new_runs) == (1, 7, 1)
     assert store.run("run-a").status == "incomplete"
@@ -59,7 +45,7 @@ def test_ingest_is_idempotent_and_incremental(store: TraceStore, tmp_path: Path)
 
 
 def test_store_keeps_each_line_exactly(store: TraceStore, tmp_path: Path) -> None:
-    path = write_run(tmp_path, "run-x")
+    path = small_run(tmp_path, "run-x")
     store.ingest([path])
     _, rows = store.query("SELECT event FROM events WHERE run_id = ? ORDER BY seq", ["run-x"])
     assert [row[0] for row in rows] == path.read_text().splitlines()
@@ -86,7 +72,7 @@ def test_garbage_file_reports_each_line(store: TraceStore, tmp_path: Path) -> No
 
 
 def test_truncated_last_line_is_picked_up_once_complete(store: TraceStore, tmp_path: Path) -> None:
-    source = write_run(tmp_path / "src", "run-t")
+    source = small_run(tmp_path / "src", "run-t")
     text = source.read_text()
     cut = len(text) - 25
     path = tmp_path / "run-t.jsonl"
@@ -106,7 +92,7 @@ def test_truncated_last_line_is_picked_up_once_complete(store: TraceStore, tmp_p
 
 
 def test_unknown_type_and_missing_field_keep_the_rest(store: TraceStore, tmp_path: Path) -> None:
-    path = write_run(tmp_path, "run-u")
+    path = small_run(tmp_path, "run-u")
     lines = path.read_text().splitlines()
     lines[2] = json.dumps(json.loads(lines[2]) | {"type": "telepathy"})
     broken = json.loads(lines[3])
@@ -122,7 +108,7 @@ def test_unknown_type_and_missing_field_keep_the_rest(store: TraceStore, tmp_pat
 
 
 def test_blank_line_keeps_line_numbers_exact(store: TraceStore, tmp_path: Path) -> None:
-    path = write_run(tmp_path, "run-b")
+    path = small_run(tmp_path, "run-b")
     lines = path.read_text().splitlines()
     lines[3] = "{not json"
     path.write_text("\n".join([*lines[:2], "", *lines[2:]]) + "\n")
@@ -130,7 +116,7 @@ def test_blank_line_keeps_line_numbers_exact(store: TraceStore, tmp_path: Path) 
 
 
 def test_newer_schema_version_is_refused_naming_it(store: TraceStore, tmp_path: Path) -> None:
-    path = write_run(tmp_path, "run-n")
+    path = small_run(tmp_path, "run-n")
     lines = path.read_text().splitlines()
     lines[0] = json.dumps(json.loads(lines[0]) | {"schema_version": 9})
     path.write_text("\n".join(lines) + "\n")
@@ -141,7 +127,7 @@ def test_newer_schema_version_is_refused_naming_it(store: TraceStore, tmp_path: 
 
 
 def test_duplicate_seq_keeps_the_first(store: TraceStore, tmp_path: Path) -> None:
-    path = write_run(tmp_path, "run-d")
+    path = small_run(tmp_path, "run-d")
     lines = path.read_text().splitlines()
     path.write_text("\n".join([*lines[:4], lines[3], *lines[4:]]) + "\n")
     report = store.ingest([path])
@@ -152,7 +138,7 @@ def test_duplicate_seq_keeps_the_first(store: TraceStore, tmp_path: Path) -> Non
 
 
 def test_two_files_with_the_same_run_id(store: TraceStore, tmp_path: Path) -> None:
-    first = write_run(tmp_path / "a", "run-s")
+    first = small_run(tmp_path / "a", "run-s")
     copy = tmp_path / "b" / "copy.jsonl"
     copy.parent.mkdir()
     shutil.copy(first, copy)
@@ -172,7 +158,7 @@ def test_folder_without_traces_and_missing_path(store: TraceStore, tmp_path: Pat
 
 def test_run_prefix_resolution(store: TraceStore, tmp_path: Path) -> None:
     for run_id in ("abc111", "abc222", "xyz999"):
-        write_run(tmp_path, run_id)
+        small_run(tmp_path, run_id)
     store.ingest([tmp_path])
     assert store.resolve_run("xy") == "xyz999"
     with pytest.raises(AmbiguousRunError, match="abc"):
@@ -215,7 +201,7 @@ def test_secrets_reach_neither_the_file_nor_the_store(store: TraceStore, tmp_pat
 
 @pytest.mark.parametrize("key", ["store_version", "schema_version"])
 def test_a_store_filled_under_another_layout_or_schema_is_rebuilt(tmp_path: Path, key: str) -> None:
-    path = write_run(tmp_path / "t", "run-a")
+    path = small_run(tmp_path / "t", "run-a")
     db = tmp_path / "db" / "w.duckdb"
     with TraceStore.open(db) as store:
         store.ingest([path])

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.store.test_ingest import write_run
-from traces.events import RunEnd, RunStart, ToolEnd, ToolStart
+from tests.support.generated_runs import run_with_big_result, small_run
+from traces.events import ToolEnd
 from traces.home import traces_dir
-from traces.recorder import Recorder
 from traces.store import TraceStore
 from traces.store.ingest import INGEST_MEMORY_LIMIT
-from traces.writer import JsonlWriter
 
 MIB = 1 << 20
 UNITS = {"bytes": 1, "KiB": 1 << 10, "MiB": MIB, "GiB": 1 << 30, "TiB": 1 << 40}
@@ -29,7 +27,7 @@ def in_bytes(shown: str) -> float:
 
 def test_the_memory_limit_is_lowered_while_ingesting_then_set_back(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    write_run(traces_dir(home), "run-a")
+    small_run(traces_dir(home), "run-a")
     with TraceStore.for_home(home) as store:
         before = memory_limit(store)
         during: list[str] = []
@@ -44,7 +42,7 @@ def test_the_memory_limit_is_lowered_while_ingesting_then_set_back(tmp_path: Pat
         for limit in ("200.0 MiB", "3.0 GiB"):
             store.query(f"SET memory_limit = '{limit}'")
             during.clear()
-            write_run(traces_dir(home), f"run-{limit[0]}")
+            small_run(traces_dir(home), f"run-{limit[0]}")
             store.ingest_home(home, lambda what, done: during.append(memory_limit(store)))
             assert in_bytes(during[0]) == min(in_bytes(limit), INGEST_MEMORY_LIMIT)
             assert memory_limit(store) == limit
@@ -52,16 +50,9 @@ def test_the_memory_limit_is_lowered_while_ingesting_then_set_back(tmp_path: Pat
 
 def test_a_line_longer_than_duckdbs_default_object_size_is_read(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    writer = JsonlWriter(traces_dir(home), "run-big")
-    rec = Recorder("run-big", [writer])
-    rec.emit(RunStart, turn=None, task="read a big file", model="m")
-    rec.turn = 1
-    rec.emit(ToolStart, call_id="c1", name="read_file", arguments_raw="{}")
     result = "0123456789abcdef" * (17 * MIB // 16)  # 17 MiB
-    rec.emit(ToolEnd, call_id="c1", name="read_file", ok=True, result=result)
-    rec.emit(RunEnd, turn=None, status="completed")
-    rec.close()
-    assert max(len(line) for line in writer.path.read_bytes().splitlines()) > 16 * MIB
+    trace = run_with_big_result(traces_dir(home), "run-big", len(result))
+    assert max(len(line) for line in trace.read_bytes().splitlines()) > 16 * MIB
     with TraceStore.for_home(home) as store:
         report = store.ingest_home(home)
         assert (report.new_events, report.problems) == (4, [])

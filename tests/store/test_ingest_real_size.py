@@ -12,7 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.support.big_traces import MIB, long_agent_run, run_with_big_result, small_run_lines
+from tests.support.big_traces import MIB, long_agent_run, small_run_lines
+from tests.support.generated_runs import run_with_big_result
 from traces.events import ToolEnd
 from traces.home import traces_dir
 from traces.store import TraceStore

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine.stored_runs import long_run
+from tests.support.generated_runs import long_run
 from tests.support.golden import golden_traces_in
 from traces.events import ToolEnd
 from traces.store import TraceStore
@@ -123,7 +123,8 @@ def test_show_pages_a_run_of_many_turns(home: Path, capsys: pytest.CaptureFixtur
 
 
 def test_search_finds_text_in_a_line_read_on_its_own(home: Path) -> None:
-    from tests.support.big_traces import MIB, run_with_big_result
+    from tests.support.big_traces import MIB
+    from tests.support.generated_runs import run_with_big_result
 
     # A line over `ingest_batch.LONG_LINE` goes in one at a time, its search text with it.
     run_with_big_result(home / "traces", "big" * 10 + "ab", 5 * MIB)

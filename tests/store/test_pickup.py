@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.store.test_ingest import write_run
+from tests.support.generated_runs import small_run
 from traces.home import traces_dir
 from traces.store import TraceStore
 from workbench.cli.progress import StderrProgress, show_off_terminal
@@ -21,15 +21,15 @@ from workbench.cli.progress import StderrProgress, show_off_terminal
 def test_the_quick_look_finds_new_runs_and_runs_still_writing(tmp_path: Path) -> None:
     home = tmp_path / "home"
     folder = traces_dir(home)
-    write_run(folder, "run-done")
-    growing = write_run(folder, "run-live", end=False)
+    small_run(folder, "run-done")
+    growing = small_run(folder, "run-live", end=False)
     (folder / "nested").mkdir()
     with TraceStore.for_home(home) as store:
         first = store.ingest_home(home)
         assert (first.files, first.new_runs) == (2, 2)
         assert store.ingest_home(home).files == 0  # nothing new: nothing read
 
-        write_run(folder / "nested", "run-new")
+        small_run(folder / "nested", "run-new")
         lines = growing.read_text().splitlines()
         end = {k: json.loads(lines[-1])[k] for k in ("run_id", "ts")}
         end |= {"seq": len(lines), "type": "run_end", "turn": None, "status": "completed"}
@@ -45,7 +45,7 @@ def test_the_quick_look_finds_new_runs_and_runs_still_writing(tmp_path: Path) ->
 
 def test_a_run_that_ended_is_rechecked_only_by_a_full_ingest(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    path = write_run(traces_dir(home), "run-a")
+    path = small_run(traces_dir(home), "run-a")
     with TraceStore.for_home(home) as store:
         store.ingest_home(home)
         # Lines written after run_end: no writer does this, so the quick look skips the
@@ -60,7 +60,7 @@ def test_a_run_that_ended_is_rechecked_only_by_a_full_ingest(tmp_path: Path) -> 
 def test_ingest_reports_its_progress_step_by_step_up_to_the_end(tmp_path: Path) -> None:
     home = tmp_path / "home"
     for number in range(20):
-        write_run(traces_dir(home), f"run-{number:02}")
+        small_run(traces_dir(home), f"run-{number:02}")
     heard: list[tuple[str, float]] = []
     with TraceStore.for_home(home) as store:
         report = store.ingest_home(home, lambda what, done: heard.append((what, done)))
@@ -102,7 +102,7 @@ def test_progress_on_stderr_waits_a_second_then_prints_each_tenth() -> None:
 
 def test_a_quick_ingest_prints_no_progress(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    write_run(traces_dir(home), "run-a")
+    small_run(traces_dir(home), "run-a")
     command = [sys.executable, "-c", "from workbench.cli import main; main()", "runs"]
     done = subprocess.run(
         [*command, "--home", str(home)], capture_output=True, text=True, timeout=60, check=True
@@ -113,28 +113,28 @@ def test_a_quick_ingest_prints_no_progress(tmp_path: Path) -> None:
 def test_folders_unchanged_since_a_settled_look_are_not_listed_again(tmp_path: Path) -> None:
     home = tmp_path / "home"
     folder = traces_dir(home)
-    write_run(folder, "run-a")
+    small_run(folder, "run-a")
     past = time.time_ns() - 60 * 10**9
     os.utime(folder, ns=(past, past))  # settled: changed a minute ago
     with TraceStore.for_home(home) as store:
         assert store.ingest_home(home).new_runs == 1
         # A file slipped in without the folder's time moving (as within one clock tick):
         # the quick look trusts the settled folder and skips the listing...
-        write_run(folder, "run-b")
+        small_run(folder, "run-b")
         os.utime(folder, ns=(past, past))
         assert store.ingest_home(home).files == 0
         # ...and any change to the folder brings the listing back.
-        write_run(folder, "run-c")
+        small_run(folder, "run-c")
         assert store.ingest_home(home).new_runs == 2
 
 
 def test_a_folder_changed_just_now_is_listed_again(tmp_path: Path) -> None:
     home = tmp_path / "home"
     folder = traces_dir(home)
-    write_run(folder, "run-a")
+    small_run(folder, "run-a")
     then = os.stat(folder).st_mtime_ns  # under two seconds ago: not trusted yet
     with TraceStore.for_home(home) as store:
         store.ingest_home(home)
-        write_run(folder, "run-b")
+        small_run(folder, "run-b")
         os.utime(folder, ns=(then, then))  # as if within the same clock tick
         assert store.ingest_home(home).new_runs == 1

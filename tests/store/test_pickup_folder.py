@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.store.test_ingest import write_run
+from tests.support.generated_runs import small_run
 from traces.home import traces_dir
 from traces.store import TraceStore
 
@@ -34,18 +34,18 @@ def home(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     without rewriting the names kept."""
     home = tmp_path / "home"
     for number in range(request.param):
-        write_run(traces_dir(home), f"filler-{number:03}")
+        small_run(traces_dir(home), f"filler-{number:03}")
     return home
 
 
 def test_a_file_removed_and_put_back_is_not_read_again(home: Path) -> None:
     folder = traces_dir(home)
-    path = write_run(folder, "run-a")
+    path = small_run(folder, "run-a")
     with TraceStore.for_home(home) as store:
         store.ingest_home(home)
         kept = path.read_bytes()
         path.unlink()
-        write_run(folder, "run-b")
+        small_run(folder, "run-b")
         assert store.ingest_home(home).new_runs == 1
         path.write_bytes(kept)
         again = store.ingest_home(home)
@@ -55,7 +55,7 @@ def test_a_file_removed_and_put_back_is_not_read_again(home: Path) -> None:
 
 def test_a_renamed_file_is_reported_once_and_its_run_kept(home: Path) -> None:
     folder = traces_dir(home)
-    path = write_run(folder, "run-a")
+    path = small_run(folder, "run-a")
     with TraceStore.for_home(home) as store:
         store.ingest_home(home)
         renamed = path.rename(folder / "renamed.jsonl")
@@ -75,9 +75,9 @@ def test_names_that_were_not_files_are_looked_at_again(home: Path, tmp_path: Pat
     (folder / "was-a-folder.jsonl").mkdir()
     with TraceStore.for_home(home) as store:
         assert store.ingest_home(home).problems == []
-        write_run(elsewhere, "late")
+        small_run(elsewhere, "late")
         (folder / "was-a-folder.jsonl").rmdir()
-        write_run(folder, "was-a-folder")
+        small_run(folder, "was-a-folder")
         # Both now name files; the folder changed (a name went and came), so it is listed.
         report = store.ingest_home(home)
         assert (report.new_runs, report.problems) == (2, [])
@@ -92,21 +92,21 @@ def test_an_empty_file_is_reported_once_and_read_once_written(tmp_path: Path) ->
     empty.touch()
     with TraceStore.for_home(home) as store:
         assert store.ingest_home(home).problems == [f"{empty}: empty trace, no events to ingest"]
-        write_run(folder, "run-b")
+        small_run(folder, "run-b")
         assert store.ingest_home(home).problems == []
-        empty.write_bytes(write_run(tmp_path / "t", "run-c").read_bytes())
+        empty.write_bytes(small_run(tmp_path / "t", "run-c").read_bytes())
         assert store.ingest_home(home).new_runs == 1  # a file with no run yet is open
 
 
 def test_new_subfolders_at_any_depth_are_found(tmp_path: Path) -> None:
     home = tmp_path / "home"
     folder = traces_dir(home)
-    write_run(folder, "run-a")
+    small_run(folder, "run-a")
     outside = tmp_path / "outside"
-    write_run(outside, "run-linked")
+    small_run(outside, "run-linked")
     with TraceStore.for_home(home) as store:
         store.ingest_home(home)
-        write_run(folder / "one" / "two", "run-deep")
+        small_run(folder / "one" / "two", "run-deep")
         (folder / "linked").symlink_to(outside, target_is_directory=True)
         report = store.ingest_home(home)
         assert (report.new_runs, report.problems) == (2, [])
@@ -116,7 +116,7 @@ def test_new_subfolders_at_any_depth_are_found(tmp_path: Path) -> None:
 def test_a_listing_that_could_not_look_at_a_name_is_not_trusted_next_time(tmp_path: Path) -> None:
     home = tmp_path / "home"
     folder = traces_dir(home)
-    write_run(folder, "run-a")
+    small_run(folder, "run-a")
     knot = folder / "knot"
     knot.symlink_to(knot)  # cannot be looked into, even by root
     past = time.time_ns() - 60 * 10**9
@@ -135,11 +135,11 @@ def test_a_store_from_before_the_names_were_kept_reads_only_what_is_new(home: Pa
         # As an older workbench left it: no table of names, another schema text.
         store.query("DROP TABLE listings")
         store.query("UPDATE store_meta SET value = 'older' WHERE key = 'schema_text'")
-    write_run(folder, "run-new")
+    small_run(folder, "run-new")
     with TraceStore.for_home(home) as store:
         report = store.ingest_home(home)
         assert (report.files, report.new_runs, report.problems) == (1, 1, [])
-        write_run(folder, "run-newer")
+        small_run(folder, "run-newer")
         assert store.ingest_home(home).new_runs == 1
         assert set(events_by_run(store).values()) == {EVENTS_PER_RUN}
 
@@ -184,7 +184,7 @@ class Folder:
         self.count += 1
         place = self.root / str(arg)
         if kind == "add":
-            made = write_run(self.scratch, f"run-{self.count}")
+            made = small_run(self.scratch, f"run-{self.count}")
             place.mkdir(parents=True, exist_ok=True)
             self.present[made.rename(place / made.name)] = f"run-{self.count}"
         elif kind == "empty":
@@ -197,7 +197,7 @@ class Folder:
         elif kind == "unfold" and self.folders:  # the folder's name now names a file
             path = self.folders.pop(int(arg) % len(self.folders))
             path.rmdir()
-            made = write_run(self.scratch, f"run-{self.count}")
+            made = small_run(self.scratch, f"run-{self.count}")
             self.present[made.rename(path)] = f"run-{self.count}"
         elif kind == "remove" and self.present:
             path = sorted(self.present)[int(arg) % len(self.present)]

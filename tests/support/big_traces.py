@@ -1,6 +1,6 @@
 """Traces of the sizes users reach, generated in the test (never committed): a long run of
 the workbench's own agent on a model script, runs with multi-MB lines, and homes of many
-small runs."""
+small runs (a run with one huge line: `generated_runs.run_with_big_result`)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from pathlib import Path
 from agent_core.agent import Agent, AgentConfig
 from agent_core.model.scripted import ScriptedModel
 from agent_core.tools.builtin import builtin_tools
-from traces.events import Limits, RunEnd, RunStart, ToolEnd, ToolStart
-from traces.recorder import Recorder
+from traces.events import Limits
 from traces.versions import SCHEMA_VERSION
 from traces.writer import JsonlWriter
 
@@ -73,21 +72,6 @@ def long_agent_run(
     asyncio.run(drive())
     assert agent.result is not None and agent.result.status == "completed", agent.result
     return folder / f"{run_id}.jsonl"
-
-
-def run_with_big_result(folder: Path, run_id: str, size: int) -> Path:
-    """A completed four-event run whose tool result is `size` bytes: one line that long."""
-    writer = JsonlWriter(folder, run_id)
-    rec = Recorder(run_id, [writer])
-    rec.emit(RunStart, turn=None, task="read a big file", model="m")
-    rec.turn = 1
-    rec.emit(ToolStart, call_id="c1", name="read_file", arguments_raw="{}")
-    rec.emit(
-        ToolEnd, call_id="c1", name="read_file", ok=True, result="0123456789abcdef" * (size // 16)
-    )
-    rec.emit(RunEnd, turn=None, status="completed")
-    rec.close()
-    return writer.path
 
 
 def small_run_lines(run_id: str) -> bytes:

@@ -39,7 +39,7 @@ async def test_a_captured_run_shows_its_observed_tool_calls(captured_home: Path)
         screen.chain_tree.move_cursor(start)
         await settle(pilot, lambda: "captured by OpenAI/Python" in _detail(screen))
 
-        turn = screen._turn_tree_node(1)
+        turn = screen.chain_tree.turn_node(1)
         assert turn is not None
         turn.expand()
         await settle(pilot, lambda: len(turn.children) >= 3)

@@ -45,10 +45,10 @@ def _turn_labels(screen: RunScreen) -> dict[int, str]:
 
 
 async def _open_turn(pilot, screen: RunScreen, turn: int) -> list[Any]:
-    node = screen._turn_tree_node(turn)
+    node = screen.chain_tree.turn_node(turn)
     assert node is not None
     node.expand()
-    await settle(pilot, lambda: turn in screen._loaded)
+    await settle(pilot, lambda: turn in screen.chain_tree.turns_loaded)
     return list(node.children)
 
 

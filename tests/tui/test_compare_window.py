@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.engine.stored_runs import LONG, TURNS, long_run
+from tests.support.generated_runs import LONG, TURNS, long_run
 from tests.tui.conftest import COMPLETED, plain, settle
 from workbench.tui import WorkbenchApp
 from workbench.tui.diff_screens import ChainCompareScreen

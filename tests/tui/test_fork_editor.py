@@ -146,7 +146,7 @@ async def test_the_trace_tree_marks_each_fork_call_with_its_policy(demo_home: Pa
         await settle(pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.outline)
         screen = app.screen
         assert isinstance(screen, RunScreen)
-        turn = screen._turn_tree_node(2)
+        turn = screen.chain_tree.turn_node(2)
         assert turn is not None
         turn.expand()
         await settle(pilot, lambda: any(n.data and n.data.kind == "tool" for n in turn.children))

@@ -60,7 +60,7 @@ async def test_turn_labels_say_what_happened(home: Path) -> None:
         await pilot.press("down", "down")  # turn 2: the model call that timed out
         assert "press enter to open" in plain(screen.query_one("#detail-body", Static))
         await pilot.press("enter")
-        await settle(pilot, lambda: 2 in screen._loaded)
+        await settle(pilot, lambda: 2 in screen.chain_tree.turns_loaded)
         turn_two = _labels(screen)[2]
         assert "turn 2" in turn_two and "answer" not in turn_two.replace("no answer", "")
         assert "no answer: timeout" in turn_two
@@ -68,7 +68,7 @@ async def test_turn_labels_say_what_happened(home: Path) -> None:
         assert "press enter" not in detail and "turn 2" in detail and "timeout" in detail
 
         await pilot.press("up", "enter")  # turn 1 made one tool call
-        await settle(pilot, lambda: 1 in screen._loaded)
+        await settle(pilot, lambda: 1 in screen.chain_tree.turns_loaded)
         assert "1 tool call" in _labels(screen)[1] and "1 tool calls" not in _labels(screen)[1]
 
 
@@ -127,14 +127,14 @@ async def _fork_dialog(pilot, app: WorkbenchApp) -> ForkScreen:
 
 async def _edit(pilot, fork: ForkScreen, key: str, text: str) -> None:
     fork.query_one("#fork-edit", Select).value = key
-    await settle(pilot, lambda: fork._edit_key == key)
+    await settle(pilot, lambda: fork.edits.edit_key == key)
     fork.query_one("#fork-text", TextArea).text = text
     await settle(pilot, lambda: fork.draft.edits.get(key) == text)
 
 
 async def _mock(pilot, fork: ForkScreen, call_id: str, text: str) -> None:
     fork.query_one("#fork-call", Select).value = call_id
-    await settle(pilot, lambda: fork._call_id == call_id)
+    await settle(pilot, lambda: fork.edits.shown_call == call_id)
     fork.query_one("#fork-mock", TextArea).text = text
     await settle(pilot, lambda: fork.draft.mocks.get(call_id) == text)
 

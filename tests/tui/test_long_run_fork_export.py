@@ -8,7 +8,7 @@ from pathlib import Path
 
 from textual.widgets import Input, Static
 
-from tests.engine.stored_runs import varied_run
+from tests.support.generated_runs import varied_run
 from tests.tui.conftest import plain, settle
 from traces.reader import read_trace
 from traces.store import TraceStore

@@ -8,8 +8,8 @@ from typing import Any
 from rich.text import Text
 
 from workbench.tui.paged_list import PagedList
-from workbench.tui.run_screen import RunScreen
 from workbench.tui.runs_screen import RunsScreen
+from workbench.tui.widgets.run_detail import RunDetail
 
 
 def _list() -> PagedList[Any]:
@@ -28,5 +28,5 @@ def test_a_newer_highlight_of_the_same_list_replaces_a_waiting_one() -> None:
 
 def test_counts_and_details_keep_only_the_newest() -> None:
     assert RunsScreen.Counted(3, 0, 0).can_replace(RunsScreen.Counted(4, 0, 0))
-    assert RunScreen.DetailReady(Text("a")).can_replace(RunScreen.DetailReady(Text("b")))
-    assert not RunScreen.DetailReady(Text("a")).can_replace(RunsScreen.Counted(1, 0, 0))
+    assert RunDetail.Ready(Text("a")).can_replace(RunDetail.Ready(Text("b")))
+    assert not RunDetail.Ready(Text("a")).can_replace(RunsScreen.Counted(1, 0, 0))

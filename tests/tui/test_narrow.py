@@ -13,7 +13,7 @@ from tests.tui.test_journey import store_suite_results
 from workbench.tui import WorkbenchApp
 from workbench.tui.paged_list import PagedList
 from workbench.tui.regress_screen import RegressScreen
-from workbench.tui.runs_screen import RunsHeader
+from workbench.tui.widgets.runs_list import RunsHeader
 
 SIZE = (80, 24)
 

@@ -17,8 +17,8 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Static
 from textual.widgets._footer import FooterKey
 
-from tests.engine.stored_runs import long_run
 from tests.support.demo import demo_run
+from tests.support.generated_runs import long_run
 from tests.tui.conftest import settle
 from traces.home import traces_dir
 from workbench.cli import main

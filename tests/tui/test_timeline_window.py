@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.engine.stored_runs import LONG, TURNS, long_run
+from tests.support.generated_runs import LONG, TURNS, long_run
 from tests.tui.conftest import COMPLETED, settle
 from workbench.tui import WorkbenchApp
 from workbench.tui.paged_list import PagedList

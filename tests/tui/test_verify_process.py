@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from textual.widgets import Static
 
-from tests.engine.stored_runs import LONG, long_run
+from tests.support.generated_runs import LONG, long_run
 from tests.tui.conftest import plain, settle
 from workbench.tui import WorkbenchApp
 from workbench.tui.paged_list import PagedList
@@ -40,7 +40,7 @@ def replay_processes() -> list[int]:
         except OSError:
             continue  # ended meanwhile
         state, parent = stat.rsplit(")", 1)[1].split()[:2]
-        if int(parent) == os.getpid() and state != "Z" and b"replay_process" in command:
+        if int(parent) == os.getpid() and state != "Z" and b"recording.replay.process" in command:
             found.append(int(entry.name))
     return found
 

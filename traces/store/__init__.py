@@ -11,6 +11,7 @@ from traces.store.opening import (
 )
 from traces.store.run_filter import RunQuery
 from traces.store.scan import IngestReport
+from traces.store.sessions import SessionRow
 from traces.store.store import RunRow, TraceStore
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "QueryError",
     "RunQuery",
     "RunRow",
+    "SessionRow",
     "StoreCorruptError",
     "StoreError",
     "StoreLockedError",

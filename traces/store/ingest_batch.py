@@ -97,6 +97,7 @@ def read_batch(
     cur.execute(sql.TOUCHED, {"batch": batch})
     cur.execute(sql.DELETE_TOUCHED_RUNS)
     cur.execute(sql.INSERT_TOUCHED_RUNS)
+    cur.execute(sql.SESSION_ROOTS)
     return [item for item in more if item.refused is None]
 
 

@@ -326,6 +326,14 @@ TASK_FINGERPRINT = """left(md5(concat_ws(chr(31),
     array_to_string(list_sort(coalesce(
         json_extract_string(event, '$.tools[*].function.name'), []::VARCHAR[])), chr(31)))), 16)"""
 
+# The session a run is part of: `meta.session_id` (`workbench run --session`, the proxy's
+# `X-Workbench-Session` and the clients' own session ids, a session import), or the session
+# id of a session imported before imports said it there. A run another run names as its
+# session is part of it (`SESSION_ROOTS`: the first run of a proxied conversation).
+RUN_SESSION = """coalesce(event->'meta'->>'session_id',
+    CASE WHEN json_type(event->'meta'->'session') = 'OBJECT'
+        THEN event->'meta'->'session'->>'session_id' END)"""
+
 _START_FIELDS = ("task", "model", "parent_run_id", "fork_turn", "schema_version", "origin")
 _END_FIELDS = (
     "status",
@@ -365,7 +373,8 @@ WITH touched_rows AS (
         CASE WHEN type = 'tool_end' THEN event->>'ok' = 'false' END AS tool_failed,
         CASE WHEN type = 'model_response'
             THEN try_cast(event->'usage'->>'total_tokens' AS BIGINT) END AS tokens,
-        CASE WHEN type = 'run_start' THEN {TASK_FINGERPRINT} END AS fingerprint
+        CASE WHEN type = 'run_start' THEN {TASK_FINGERPRINT} END AS fingerprint,
+        CASE WHEN type = 'run_start' THEN {RUN_SESSION} END AS session
     FROM event_rows
     WHERE batch IN (SELECT DISTINCT unnest(batches) FROM touched)
         AND run_id IN (SELECT run_id FROM touched) AND problem IS NULL
@@ -381,6 +390,7 @@ WITH touched_rows AS (
         min(ts) FILTER (WHERE type = 'run_start') AS started_at,
         max(ts) FILTER (WHERE type = 'run_end') AS ended_at,
         arg_min(fingerprint, seq) FILTER (WHERE type = 'run_start') AS fingerprint,
+        arg_min(session, seq) FILTER (WHERE type = 'run_start') AS session,
         min(source_path) AS source_path
     FROM touched_rows GROUP BY run_id
 )
@@ -396,6 +406,14 @@ SELECT run_id, coalesce(started_at, first_ts), ended_at, {_s("task")}, {_s("mode
     epoch_us(last_ts) / 1000.0 - epoch_us(first_ts) / 1000.0,
     {_s("parent_run_id")}, try_cast({_s("fork_turn")} AS INTEGER), {_e("final_answer")},
     {_e("reason")}, {_e("timeout_layer")}, try_cast({_s("schema_version")} AS INTEGER), n,
-    source_path, coalesce({_s("origin")}, 'agent'), fingerprint
+    source_path, coalesce({_s("origin")}, 'agent'), fingerprint, session
 FROM agg
+"""
+# A run that another run names as its session, and names none itself, is that session's
+# first run (set-based over the runs just ingested and those they name).
+SESSION_ROOTS = """
+UPDATE runs SET session = run_id WHERE session IS NULL AND run_id IN (
+    SELECT session FROM runs WHERE run_id IN (SELECT run_id FROM touched)
+    UNION SELECT run_id FROM touched WHERE run_id IN (
+        SELECT session FROM runs WHERE session IS NOT NULL))
 """

@@ -69,6 +69,7 @@ _CLAUSES: dict[str, str] = {
     # any of its turns and calls.
     "label": "run_id IN (SELECT run_id FROM annotations WHERE list_contains(labels, $label))",
     "unreviewed": "(NOT $unreviewed OR run_id NOT IN (SELECT run_id FROM annotations))",
+    "session": "session = $session",
 }
 # How `score` compares an annotation's score with its value: a closed set, never user text.
 SCORE_OPERATORS = ("<=", ">=", "<", ">", "=")
@@ -102,6 +103,7 @@ class RunQuery:
     label: str | None = None  # annotated with this label (on the run, a turn or a call)
     unreviewed: bool | None = None  # True: no annotation at all
     score: tuple[str, str, float] | None = None  # (name, one of SCORE_OPERATORS, value)
+    session: str | None = None  # part of this session (`runs.session`, a whole id)
     # Per model name: input and output price per million tokens (runs of an unpriced model
     # never pass a cost filter).
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)

@@ -14,8 +14,9 @@ from traces.versions import SCHEMA_VERSION
 # A table added needs no bump: it is created in an older store when that opens (the schema
 # text differs, see `SCHEMA_TEXT`), and DROP_ALL drops it for the next rebuild.
 # 6: events clustered by ingest batch (run_batches), search_text; runs.duration_ms is the
-# trace's own span; 7: search_text holds a tool call's name; 8: runs.task_fingerprint
-STORE_VERSION = 8
+# trace's own span; 7: search_text holds a tool call's name; 8: runs.task_fingerprint;
+# 9: runs.session
+STORE_VERSION = 9
 # Rows are read back with the current event models, so a store is rebuilt when either the
 # tables or the trace schema it was filled under differ from this workbench's.
 STORE_META = {"store_version": str(STORE_VERSION), "schema_version": str(SCHEMA_VERSION)}
@@ -92,7 +93,8 @@ CREATE TABLE IF NOT EXISTS runs (
     events INTEGER,
     source_path VARCHAR,
     origin VARCHAR,             -- run_start.origin: agent, fork, captured, ...
-    task_fingerprint VARCHAR    -- runs of one task share it (`ingest_sql.TASK_FINGERPRINT`)
+    task_fingerprint VARCHAR,   -- runs of one task share it (`ingest_sql.TASK_FINGERPRINT`)
+    session VARCHAR             -- the conversation or agent session it is part of (`RUN_SESSION`)
 );
 -- The ingest batches that hold each run's rows. `event_rows` grows a batch at a time, so
 -- its zone maps on `batch` let a read of one run scan only these batches' row groups: a
@@ -196,7 +198,8 @@ JUDGED = """(SELECT CASE WHEN count(*) = 0 THEN NULL WHEN bool_or(s.passed) THEN
      FROM regress_samples s WHERE s.run_id = runs.run_id)"""
 RUN_COLUMNS = f"""run_id, started_at, ended_at, task, model, status, turns, model_calls,
     tool_calls, tool_errors, total_tokens, duration_ms, parent_run_id, fork_turn,
-    final_answer, reason, source_path, origin, task_fingerprint, {JUDGED} AS judged"""
+    final_answer, reason, source_path, origin, task_fingerprint, session,
+    {JUDGED} AS judged"""
 # Columns a runs listing may be sorted by (names of the `runs` table; never user text).
 RUN_SORT_COLUMNS = (
     "started_at",

@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from traces.home import ambiguous_run, annotations_dir, db_path, traces_dir
-from traces.store import dataset, failures, notes, sql
+from traces.store import dataset, failures, notes, sessions, sql
 from traces.store.dataset import DatasetExport
 from traces.store.db import duckdb
 from traces.store.failures import FailureGroups
@@ -34,6 +34,7 @@ from traces.store.opening import (
 from traces.store.progress import Progress
 from traces.store.run_filter import RunQuery
 from traces.store.scan import IngestReport, Work, pending, pending_in_folder
+from traces.store.sessions import SessionRow
 
 if TYPE_CHECKING:
     from traces.events import Event
@@ -60,6 +61,7 @@ class RunRow:
     source_path: str | None
     origin: str = "agent"  # a RunOrigin; "agent" for a run whose run_start is missing
     task_fingerprint: str | None = None  # runs of one task share it; None without a run_start
+    session: str | None = None  # the conversation or agent session it is part of, if any
     judged: str | None = None  # a regression sample's case verdict: passed, failed, error
 
     def to_json(self) -> dict[str, Any]:
@@ -317,6 +319,18 @@ class TraceStore:
         if row is None:
             raise UnknownRunError(f"no run {run_id}; `workbench runs` lists them")
         return RunRow(*row)
+
+    # --- sessions (`traces.store.sessions`) ----------------------------------------------
+
+    def sessions(self, session: str | None = None, limit: int = 100) -> list[SessionRow]:
+        """Sessions, the latest started first; only `session` (a whole id) when given."""
+        with self._cursor() as cur:
+            return sessions.sessions(cur, session, limit)
+
+    def resolve_session(self, prefix: str) -> str:
+        """The session id that `prefix` names or starts; raises when none or several."""
+        with self._cursor() as cur:
+            return sessions.resolve_session(cur, prefix)
 
     # --- annotations (`traces.store.notes`) ----------------------------------------------
 

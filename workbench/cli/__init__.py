@@ -39,6 +39,7 @@ COMMAND_MODULES = (
     "workbench.cli.bundle_cmds",
     "workbench.cli.import_cmds",
     "workbench.cli.stats_cmds",
+    "workbench.cli.session_cmds",
     "workbench.cli.analysis_cmds",
     "workbench.cli.compare_cmds",
     "workbench.cli.review_cmds",

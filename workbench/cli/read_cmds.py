@@ -71,8 +71,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     runs.set_defaults(func=cmd_runs)
 
     show = subparsers.add_parser("show", help="show a run's decision chain, turn by turn")
-    show.add_argument(
-        "run", metavar="RUN", help="run id or a unique prefix of it, or a bundle file"
+    what = show.add_mutually_exclusive_group(required=True)
+    what.add_argument(
+        "run", metavar="RUN", nargs="?", help="run id or a unique prefix of it, or a bundle file"
+    )
+    what.add_argument(
+        "--session",
+        metavar="ID",
+        help="a session's runs in order with its totals instead (`workbench sessions`)",
     )
     show.add_argument("--json", action="store_true", help="print the chain as JSON")
     show.add_argument(
@@ -233,6 +239,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
     prices = _prices(args)
     where = run_query(args, prices)
     with _store(args) as store:
+        if where.session is not None:  # a whole session id, or the start of one
+            where = dataclasses.replace(where, session=store.resolve_session(where.session))
         rows = store.runs(limit=args.limit, where=where)
         total = store.count_runs(where=where)
         folding = where.folded_samples()
@@ -403,6 +411,11 @@ def turn_window(text: str) -> tuple[int, int]:
 def cmd_show(args: argparse.Namespace) -> int:
     from workbench.cli.bundle_cmds import on_bundles
 
+    if args.session is not None:
+        from workbench.cli.session_render import show_session
+
+        with _store(args) as store:
+            return show_session(args, store)
     opened = on_bundles(args, cmd_show, "run")  # a bundle file: each of its runs
     if opened is not None:
         return opened

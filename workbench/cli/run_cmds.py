@@ -103,6 +103,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="offer an optional `reasoning` argument on every tool (logged, not passed on)",
     )
+    run.add_argument(
+        "--session",
+        metavar="NAME",
+        help="the session this run is part of (`workbench sessions` groups runs by it)",
+    )
     run.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     add_home(run)
     run.set_defaults(func=cmd_run)
@@ -124,6 +129,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def cmd_run(args: argparse.Namespace) -> int:
     from agent_core.agent import Agent, AgentConfig
+    from traces.events import SESSION_META
     from workbench.cli.driving import check_trace_whole, run_agent
     from workbench.cli.run_printer import RunPrinter
     from workbench.engine.recording.running.service import (
@@ -157,7 +163,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         stream=not args.no_stream,
         offer_reasoning=args.reasoning_arg,
         tool_descriptions=overrides,
-        meta={"root": str(args.root.resolve())},  # what the built-in tools could read
+        # What the built-in tools could read, and the session the run is part of.
+        meta={"root": str(args.root.resolve())}
+        | ({SESSION_META: args.session} if args.session else {}),
     )
     writer = open_run_trace(home, config.run_id, [model_settings(args).api_key, *secrets])
     agent = Agent(model, toolsets, config, sinks=[writer])

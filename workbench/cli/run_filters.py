@@ -100,6 +100,11 @@ def add_run_filters(parser: argparse.ArgumentParser) -> None:
         "--unreviewed", action="store_true", default=None, help="only runs with no annotation"
     )
     group.add_argument(
+        "--session",
+        metavar="ID",
+        help="only runs of this session (`workbench sessions`; a unique prefix will do)",
+    )
+    group.add_argument(
         "--score",
         type=score_filter,
         metavar="NAME<VALUE",
@@ -110,7 +115,7 @@ def add_run_filters(parser: argparse.ArgumentParser) -> None:
 def filters_given(args: argparse.Namespace) -> bool:
     names = ("model", "since", "until", "min_tokens", "max_tokens", "min_cost", "max_cost")
     more = ("min_latency", "max_latency", "tool", "error_kind", "label", "unreviewed", "score")
-    return any(getattr(args, name) is not None for name in names + more)
+    return any(getattr(args, name) is not None for name in (*names, *more, "session"))
 
 
 def run_query(args: argparse.Namespace, prices: Prices) -> RunQuery:
@@ -140,6 +145,7 @@ def run_query(args: argparse.Namespace, prices: Prices) -> RunQuery:
         "label": args.label,
         "unreviewed": args.unreviewed,
         "score": args.score,
+        "session": args.session,
         "prices": {
             name: (price.input_per_million, price.output_per_million)
             for name, price in (prices.models.items() if wants_cost else ())

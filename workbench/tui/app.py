@@ -185,6 +185,11 @@ class WorkbenchApp(App[None]):
 
         self.push_screen(TimelineScreen(run_id, tokens))
 
+    def open_session(self, session: str) -> None:
+        from workbench.tui.session_screen import SessionScreen
+
+        self.push_screen(SessionScreen(session))
+
     def copy(self, text: str, what: str) -> None:
         """Put `text` on the clipboard (the terminal's, through OSC 52) and say so."""
         self.copy_to_clipboard(text)
@@ -242,6 +247,9 @@ class WorkbenchApp(App[None]):
         from workbench.engine.review.queue import QueueSpec
 
         self.open_review(QueueSpec(message.query, message.name))
+
+    def on_open_session(self, message: navigation.OpenSession) -> None:
+        self.open_session(message.session)
 
     def on_open_fork(self, message: navigation.OpenFork) -> None:
         self.open_fork(message.run_id, message.turn, mock_call=message.mock_call)

@@ -54,6 +54,7 @@ if TYPE_CHECKING:  # loaded when first used: each belongs to one screen's task
     from workbench.engine.review.queue import QueueSpec, ReviewQueue
     from workbench.engine.views.export import ExportFormat, ExportProgress
     from workbench.engine.views.search import SearchHit
+    from workbench.engine.views.sessions import SessionView
     from workbench.engine.views.stats import RunStats
     from workbench.engine.views.timeline import PricedTimeline
 
@@ -192,6 +193,13 @@ class Backend:
                     where=where.query(),
                 )
             )
+
+    def session(self, session: str) -> SessionView:
+        """A session's totals and its runs in the order they ran."""
+        from workbench.engine.views.sessions import session_view
+
+        with self._session() as store:
+            return session_view(store, session)
 
     def search(self, text: str, run_id: str | None = None, limit: int = 500) -> list[SearchHit]:
         """Where `text` occurs in runs' contents."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from textual.message import Message
+from textual.widget import Widget
 
 if TYPE_CHECKING:
     from traces.store import RunQuery
@@ -84,6 +85,25 @@ class OpenTimeline(Message):
         super().__init__()
         self.run_id = run_id
         self.tokens = tokens
+
+
+class OpenSession(Message):
+    """Show a session's runs in order, with its totals."""
+
+    def __init__(self, session: str) -> None:
+        super().__init__()
+        self.session = session
+
+
+def open_session_of(screen: Widget, session: str | None) -> None:
+    """Show the session a run is part of, or say that it is part of none."""
+    if session is None:
+        screen.notify(
+            "This run is part of no session (`workbench run --session`, the proxy's "
+            "X-Workbench-Session header or a coding agent's session make one)."
+        )
+        return
+    screen.post_message(OpenSession(session))
 
 
 class OpenFork(Message):

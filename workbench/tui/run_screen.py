@@ -6,51 +6,30 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rich.console import Group, RenderableType
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Footer, Header, Input, Static, Tree
-from textual.widgets.tree import TreeNode
 
-from traces.events import (
-    Event,
-    McpMessage,
-    ModelChunk,
-)
+from traces.events import Event
 from workbench.engine.views.search import SEARCHED, SearchHit
 from workbench.engine.views.timeline import run_tokens
 from workbench.tui.backend import Outline
-from workbench.tui.chain_tree import ChainTree, ancestors, run_summary, walk_tree
-from workbench.tui.chain_view import (
-    SKELETON_TYPES,
-    TURNS_PER_GROUP,
-    ChainNode,
-    copy_value,
-    end_node,
-    find_node,
-    not_run_detail,
-    start_node,
-    turn_children,
-    turn_groups,
-    turn_label,
-    turn_node,
+from workbench.tui.chain_view import ChainNode, copy_value
+from workbench.tui.navigation import (
+    OpenCompare,
+    OpenFork,
+    OpenReplay,
+    OpenTimeline,
+    open_session_of,
 )
-from workbench.tui.navigation import OpenCompare, OpenFork, OpenReplay, OpenTimeline
-from workbench.tui.render import (
-    event_summary,
-    plural,
-    render_chunks,
-    render_event,
-    render_tool_schema,
-    short_id,
-)
+from workbench.tui.render import plural, short_id
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
-
-CHUNKS_SHOWN = 400  # the rest are a keypress away in the replay stepper
+from workbench.tui.widgets.chain_tree import ChainTree, run_summary
+from workbench.tui.widgets.run_detail import RunDetail
 
 
 class RunScreen(WorkbenchScreen):
@@ -64,6 +43,7 @@ class RunScreen(WorkbenchScreen):
         Binding("c", "compare_parent", "Compare parent"),
         Binding("t", "timeline", "Timeline"),
         Binding("w", "why", "Why"),
+        Binding("W", "session", "Session", show=False),
         Binding("slash", "search", "Search", key_display="/"),
         Binding("n", "next_match(1)", "Next match", show=False),
         Binding("N", "next_match(-1)", "Previous match", show=False),
@@ -77,22 +57,6 @@ class RunScreen(WorkbenchScreen):
         def __init__(self, outline: Outline) -> None:
             super().__init__()
             self.outline = outline
-
-    class TurnLoaded(Message):
-        def __init__(self, turn: int, children: list[ChainNode], focus_seq: int | None) -> None:
-            super().__init__()
-            self.turn = turn
-            self.children = children
-            self.focus_seq = focus_seq
-
-    class DetailReady(Message):
-        def __init__(self, renderable: RenderableType) -> None:
-            super().__init__()
-            self.renderable = renderable
-
-        def can_replace(self, message: Message) -> bool:
-            # Moving through the tree renders a detail per step; only the last is shown.
-            return isinstance(message, type(self))
 
     class FailureFound(Message):
         def __init__(self, event: Event | None) -> None:
@@ -131,9 +95,6 @@ class RunScreen(WorkbenchScreen):
         self.jump_to_error = jump_to_error
         self.open_at = step  # (turn, seq) to select once the outline is in; seq None: the end
         self.outline: Outline | None = None
-        self._turns: dict[int, TreeNode[ChainNode]] = {}
-        self._loading: set[int] = set()
-        self._loaded: set[int] = set()
         self.matches: list[SearchHit] = []  # search hits in this run
         self.match_index = -1
         self.exporting = False
@@ -146,15 +107,8 @@ class RunScreen(WorkbenchScreen):
             Text(f"run {short_id(self.run_id)} · loading…"), classes="summary", id="run-summary"
         )
         with Horizontal():
-            tree = ChainTree("decision chain", id="chain-tree")
-            tree.show_root = False
-            tree.auto_expand = True
-            yield tree
-            with VerticalScroll(id="detail"):
-                yield Static(
-                    Text("Select a step to see what it sent and received.", style="dim"),
-                    id="detail-body",
-                )
+            yield ChainTree(self.run_id, id="chain-tree")
+            yield RunDetail(self.run_id, id="detail")
         search = Input(
             placeholder="search this run… (enter; n / N next and previous)", id="run-search"
         )
@@ -163,8 +117,12 @@ class RunScreen(WorkbenchScreen):
         yield Footer()
 
     @property
-    def chain_tree(self) -> Tree[ChainNode]:
-        return self.query_one("#chain-tree", Tree)
+    def chain_tree(self) -> ChainTree:
+        return self.query_one("#chain-tree", ChainTree)
+
+    @property
+    def detail(self) -> RunDetail:
+        return self.query_one("#detail", RunDetail)
 
     def on_mount(self) -> None:
         self.chain_tree.focus()
@@ -182,199 +140,27 @@ class RunScreen(WorkbenchScreen):
             self.notify(outline.prices_problem, severity="warning", timeout=8)
         self.query_one("#run-summary", Static).update(run_summary(outline))
         self._show_sub_title()
-        root = self.chain_tree.root
-        root.remove_children()
-        if outline.start is not None:
-            start = start_node(outline.start)  # type: ignore[arg-type]
-            if start.children:  # the tools it offered, each expandable to its description
-                self._fill(root.add(start.label, data=start), start.children)
-            else:
-                root.add_leaf(start.label, data=start)
-        if outline.turns > TURNS_PER_GROUP:
-            for group in turn_groups(outline.first_turn, outline.last_turn):
-                root.add(group.label, data=group, allow_expand=True)
-        else:
-            self._add_turns(root, outline.first_turn, outline.last_turn)
-        end = end_node(outline.end, outline.row.status)  # type: ignore[arg-type]
-        root.add_leaf(end.label, data=end)
-        root.expand()
-        self.chain_tree.call_after_refresh(self.chain_tree.move_cursor_to_line, 0)
+        self.chain_tree.show_outline(outline)
         if self.jump_to_error:
             self.jump_to_error = False
             self.action_first_error()
         elif self.open_at is not None:
             (turn, seq), self.open_at = self.open_at, None
-            self._jump(turn if seq is not None else None, seq or 0, "end")
-
-    # ------------------------------------------------------------------ turns
-
-    def _add_turns(self, parent: TreeNode[ChainNode], first: int, last: int) -> None:
-        summaries = self.outline.summaries if self.outline is not None else {}
-        for number in range(first, last + 1):
-            node = turn_node(number, summaries.get(number))
-            self._turns[number] = parent.add(node.label, data=node, allow_expand=True)
-
-    def _turn_tree_node(self, turn: int) -> TreeNode[ChainNode] | None:
-        """The turn's node, creating its group's turn nodes first if it is still folded."""
-        if turn not in self._turns:
-            for group in self.chain_tree.root.children:
-                data = group.data
-                if data is None or data.kind != "turns" or group.children:
-                    continue
-                if (data.turn or 0) <= turn <= (data.last_turn or 0):
-                    self._add_turns(group, data.turn or 0, data.last_turn or 0)
-                    group.expand()
-        return self._turns.get(turn)
-
-    @on(Tree.NodeExpanded, "#chain-tree")
-    def _expanded(self, event: Tree.NodeExpanded[ChainNode]) -> None:
-        data = event.node.data
-        if data is None or event.node.children:
-            return
-        if data.kind == "turns":
-            self._add_turns(event.node, data.turn or 0, data.last_turn or 0)
-        elif data.kind == "turn" and data.turn not in self._loaded:
-            self._request_turn(data.turn or 0)
-
-    def _request_turn(self, turn: int, focus_seq: int | None = None) -> None:
-        if turn in self._loading and focus_seq is None:
-            return
-        self._loading.add(turn)
-        self._load_turn(turn, focus_seq)
-
-    @work(thread=True, group="turns", exit_on_error=False)
-    def _load_turn(self, turn: int, focus_seq: int | None) -> None:
-        events = self.backend.turn_events(self.run_id, turn, SKELETON_TYPES)
-        outline = self.outline
-        start = outline.start if outline is not None else None  # names each tool's policy
-        cost = outline.cost_of if outline is not None else None
-        self.post_message(self.TurnLoaded(turn, turn_children(events, start, cost), focus_seq))
-
-    def on_run_screen_turn_loaded(self, message: TurnLoaded) -> None:
-        self._loading.discard(message.turn)
-        parent = self._turn_tree_node(message.turn)
-        if parent is None:
-            return
-        if message.turn not in self._loaded:
-            self._loaded.add(message.turn)
-            self._fill(parent, message.children)
-            assert parent.data is not None
-            parent.data.children = message.children
-            parent.data.failed = any(n.failed for n in message.children)
-            summary = self.outline.summaries.get(message.turn) if self.outline else None
-            parent.set_label(turn_label(message.turn, message.children, summary))
-            if self.chain_tree.cursor_node is parent:
-                self._show(self._local_detail(parent.data))
-        parent.expand()
-        if message.focus_seq is not None:
-            self._select_seq(parent, message.focus_seq)
-
-    def _fill(self, parent: TreeNode[ChainNode], children: list[ChainNode]) -> None:
-        for child in children:
-            if child.children:
-                branch = parent.add(child.label, data=child, expand=child.failed)
-                self._fill(branch, child.children)
-            else:
-                parent.add_leaf(child.label, data=child)
-
-    def _select_seq(self, parent: TreeNode[ChainNode], seq: int) -> None:
-        assert parent.data is not None
-        target = find_node(parent.data.children, seq)
-        for node in walk_tree(parent):
-            if node.data is target:
-                for ancestor in ancestors(node):
-                    ancestor.expand()
-                self.chain_tree.call_after_refresh(self._move_to, node)
-                return
-
-    def _move_to(self, node: TreeNode[ChainNode]) -> None:
-        self.chain_tree.move_cursor(node)
-        self.chain_tree.scroll_to_node(node, animate=False)
-        self.chain_tree.focus()
+            self.chain_tree.jump(turn if seq is not None else None, seq or 0, "end")
 
     # ------------------------------------------------------------------ detail
 
     @on(Tree.NodeHighlighted, "#chain-tree")
     def _highlighted(self, event: Tree.NodeHighlighted[ChainNode]) -> None:
-        data = event.node.data
-        if data is None:
-            return
-        if data.kind in {"request", "chunks", "model_call"} or (
-            data.kind == "tool" and data.seq_end
-        ):
-            self._show(Text("loading…", style="dim"))
-            self._load_detail(data)
-        else:
-            try:
-                self._show(self._local_detail(data))
-            except Exception as exc:  # a damaged event must not take the screen down
-                self.workbench.report_error(exc)
+        data, tree = event.node.data, self.chain_tree
+        if data is not None:
+            self.detail.show_node(data, tree.turn_state(data.turn), tree.node_notes(data))
 
-    def _local_detail(self, node: ChainNode) -> RenderableType:
-        if node.kind == "turns":
-            return Text(
-                f"turns {node.turn} to {node.last_turn}: press enter to list them", style="dim"
-            )
-        if node.kind == "turn":
-            if node.turn in self._loading:
-                return Text(f"turn {node.turn}: loading…", style="dim")
-            if node.turn not in self._loaded:
-                return Text(f"turn {node.turn}: press enter to open", style="dim")
-            return Group(
-                turn_label(node.turn or 0, node.children),
-                *(not_run_detail(c) for c in node.children if c.kind == "not_run"),
-                *(Text("  " + event_summary(e)) for c in node.children for e in c.events),
-            )
-        if node.kind == "not_run":
-            return not_run_detail(node)
-        if node.kind == "tool_def" and node.schema is not None:
-            return render_tool_schema(node.schema, node.source)
-        if node.kind == "end" and not node.events:
-            return Text(
-                "The trace has no run_end: the run was killed or is still going.", style="cyan"
-            )
-        return Group(*(render_event(e) for e in node.events)) if node.events else Text("")
-
-    @work(thread=True, exclusive=True, group="detail", exit_on_error=False)
-    def _load_detail(self, node: ChainNode) -> None:
-        backend = self.backend
-        renderable: RenderableType
-        if node.kind == "chunks":
-            assert node.seq is not None
-            count = min(node.count, CHUNKS_SHOWN)
-            chunks = [
-                e
-                for e in backend.events(self.run_id, node.seq, count + 4)
-                if isinstance(e, ModelChunk)
-            ]
-            renderable = render_chunks(chunks[:count], node.count)
-        elif node.kind == "tool":
-            assert node.seq is not None and node.seq_end is not None
-            span = backend.events(self.run_id, node.seq, node.seq_end - node.seq + 1)
-            frames = [e for e in span if isinstance(e, McpMessage)]
-            renderable = Group(
-                *(render_event(e) for e in node.events),
-                *([Text(f"\nMCP frames ({len(frames)})", style="bold dim")] if frames else []),
-                *(render_event(e) for e in frames),
-            )
-        else:
-            assert node.seq is not None
-            request = (
-                node.children[0].seq if node.kind == "model_call" and node.children else node.seq
-            )
-            event = backend.event(self.run_id, request or 0)
-            shown = [event] if event is not None else []
-            if node.kind == "model_call":
-                shown = [*node.events, *shown]
-            renderable = Group(*(render_event(e) for e in shown))
-        self.post_message(self.DetailReady(renderable))
-
-    def on_run_screen_detail_ready(self, message: DetailReady) -> None:
-        self._show(message.renderable)
-
-    def _show(self, renderable: RenderableType) -> None:
-        self.query_one("#detail-body", Static).update(renderable)
-        self.query_one("#detail", VerticalScroll).scroll_home(animate=False)
+    def on_chain_tree_turn_filled(self, message: ChainTree.TurnFilled) -> None:
+        tree = self.chain_tree
+        data = message.node.data
+        if tree.cursor_node is message.node and data is not None:
+            self.detail.show_node(data, tree.turn_state(data.turn), tree.node_notes(data))
 
     # ------------------------------------------------------------------ actions
 
@@ -390,34 +176,14 @@ class RunScreen(WorkbenchScreen):
         if event is None:
             if self.outline is not None and self.outline.end is None:
                 self.notify("No error recorded; the trace stops without a run_end.")
-                self._select_top("end")
+                self.chain_tree.select_top("end")
             else:
                 self.notify("No errors in this run.")
             return
-        self._jump(event.turn, event.seq, "end")
-
-    def _jump(self, turn: int | None, seq: int, outside: str) -> None:
-        """Select the node showing event `seq`, loading its turn first if need be."""
-        if turn is None:
-            self._select_top(outside)
-            return
-        parent = self._turn_tree_node(turn)
-        if parent is None:
-            return
-        if turn in self._loaded:
-            parent.expand()
-            self._select_seq(parent, seq)
-        else:
-            self._request_turn(turn, focus_seq=seq)
-
-    def _select_top(self, kind: str) -> None:
-        for node in self.chain_tree.root.children:
-            if node.data is not None and node.data.kind == kind:
-                self.chain_tree.call_after_refresh(self._move_to, node)
+        self.chain_tree.jump(event.turn, event.seq, "end")
 
     def _selected(self) -> ChainNode | None:
-        node = self.chain_tree.cursor_node
-        return node.data if node is not None else None
+        return self.chain_tree.selected()
 
     def action_replay(self) -> None:
         node = self._selected()
@@ -497,7 +263,8 @@ class RunScreen(WorkbenchScreen):
             f"{hit.where.replace('_', ' ')}: {hit.snippet}",
             timeout=4,
         )
-        self._jump(hit.turn, hit.seq, "end" if hit.where in ("answer", "last_text") else "start")
+        outside = "end" if hit.where in ("answer", "last_text") else "start"
+        self.chain_tree.jump(hit.turn, hit.seq, outside)
 
     # ------------------------------------------------------------------ copy, export
 
@@ -564,6 +331,9 @@ class RunScreen(WorkbenchScreen):
             parts.append(self._doing)
         self.sub_title = " · ".join(parts)
 
+    def action_session(self) -> None:
+        open_session_of(self, self.outline.row.session if self.outline else None)
+
     def action_timeline(self) -> None:
         # The outline's turn summaries hold the whole run's tokens: not counted again.
         summaries = self.outline.summaries if self.outline is not None else None
@@ -593,6 +363,7 @@ class RunScreen(WorkbenchScreen):
         yield ("Replay from here", "Step through events from the selected node", self.action_replay)
         yield ("Verify replay", "Re-run offline and show the first divergence", self.action_verify)
         yield ("Fork this turn", "Edit the prompt, a tool or a result and re-run", self.action_fork)
+        yield ("Session", "The runs of this run's session, in order (w)", self.action_session)
         yield (
             "Compare with parent",
             "Decision chains of the fork and its parent",

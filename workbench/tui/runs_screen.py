@@ -19,7 +19,6 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.events import Click
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Checkbox, Footer, Header, Input, Select, Static
@@ -38,6 +37,7 @@ from workbench.tui.navigation import (
     OpenRun,
     OpenRunGroup,
     OpenSchemaDiff,
+    open_session_of,
 )
 from workbench.tui.paged_list import PagedList
 from workbench.tui.render import plural, short_id
@@ -45,57 +45,15 @@ from workbench.tui.run_rows import (
     RUN_COLUMNS,
     count_line,
     filters_named,
-    header_column_at,
     run_row_line,
-    runs_header,
     visible_columns,
 )
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
+from workbench.tui.widgets.runs_list import FilterSelect, RunsHeader
 
 INGEST_DELAY_S = 0.5
 # The newest failed run (`e`) is one the user ran, not a regression sample or MCP session.
 FAILED_RUN_KIND = AGENT_AND_FORK
-
-
-class RunsHeader(Static):
-    """Column titles; click one to sort by it, click again to reverse."""
-
-    class SortBy(Message):
-        def __init__(self, column: str) -> None:
-            super().__init__()
-            self.column = column
-
-    sort: str | None = None
-    descending = True
-
-    def render(self) -> Text:
-        return runs_header(self.size.width, self.sort, self.descending)
-
-    def on_click(self, event: Click) -> None:
-        column = header_column_at(event.x, self.size.width)
-        if column is not None and column.sort:
-            self.post_message(self.SortBy(column.sort))
-
-
-class FilterSelect(Select[str], inherit_bindings=False):
-    """A filter's dropdown: enter or space opens it; the arrows change it only while it is
-    open. On a closed one they move the runs list (the screen's up and down), so a filter
-    never changes because the focus happened to be on it."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter,space", "show_overlay", "Show menu", show=False),
-    ]
-
-    class Closed(Message):
-        """The menu closed (a choice made, or escape): the list takes the keys back."""
-
-        def __init__(self, select: FilterSelect) -> None:
-            super().__init__()
-            self.select = select
-
-    def watch_expanded(self, expanded: bool) -> None:
-        if not expanded:
-            self.post_message(self.Closed(self))
 
 
 class RunsScreen(WorkbenchScreen):
@@ -117,6 +75,7 @@ class RunsScreen(WorkbenchScreen):
         Binding("y", "copy_id", "Copy id"),
         Binding("R", "regressions", "Regressions"),
         Binding("Q", "review", "Review queue"),
+        Binding("W", "session", "Session", show=False),
         Binding("g", "reload", "Reload", show=False),
         Binding("escape", "clear_filter", "Clear filter", show=False),
         # Reached from the filters only (the list binds its own arrows): back to the list.
@@ -541,6 +500,11 @@ class RunsScreen(WorkbenchScreen):
         filters, and resumes by that name)."""
         named = filters_named(self.where, self.search_text)
         self.post_message(OpenReview(self.where.query(), f"runs list: {', '.join(named) or 'all'}"))
+
+    def action_session(self) -> None:
+        row = self._current()
+        if row is not None:
+            open_session_of(self, row.session)
 
     @work(thread=True, exclusive=True, group="find", exit_on_error=False)
     def _find_first_failed(self) -> None:

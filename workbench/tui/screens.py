@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.worker import Worker, WorkerState
 
 from workbench.tui.backend import Backend, Endpoint
@@ -38,13 +39,12 @@ class Workbench(Protocol):
     def copy(self, text: str, what: str) -> None: ...
 
 
-class WorkbenchScreen(Screen[None]):
-    # Help and quit come first, so a narrow footer never cuts them off.
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "back", "Back"),
-        Binding("question_mark", "app.help", "Help", key_display="?"),
-        Binding("q", "app.quit", "Quit"),
-    ]
+class WorkbenchWidget(Widget):
+    """A screen or widget that reads the store: the App's backend, and its failed workers
+    shown (a worker's state change goes to the node that ran it, not up to its screen).
+
+    A widget lists it after its own Textual base (`class Pane(VerticalScroll,
+    WorkbenchWidget)`): Textual takes a widget's default CSS from its first base only."""
 
     @property
     def workbench(self) -> Workbench:
@@ -54,10 +54,6 @@ class WorkbenchScreen(Screen[None]):
     def backend(self) -> Backend:
         return self.workbench.backend
 
-    def action_back(self) -> None:
-        if len(self.app.screen_stack) > 2:
-            self.app.pop_screen()
-
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """Workers only post results; a failed one becomes a notification here."""
         if event.state == WorkerState.ERROR and event.worker.error is not None:
@@ -66,6 +62,19 @@ class WorkbenchScreen(Screen[None]):
 
     def worker_failed(self, worker: Worker[Any]) -> None:
         """Hook for screens that show a loading state they must clear."""
+
+
+class WorkbenchScreen(Screen[None], WorkbenchWidget):
+    # Help and quit come first, so a narrow footer never cuts them off.
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Back"),
+        Binding("question_mark", "app.help", "Help", key_display="?"),
+        Binding("q", "app.quit", "Quit"),
+    ]
+
+    def action_back(self) -> None:
+        if len(self.app.screen_stack) > 2:
+            self.app.pop_screen()
 
     def palette_commands(self) -> Iterator[PaletteCommand]:
         yield from ()

@@ -10,6 +10,9 @@ turn it belongs to and writes it in the trace contract (docs/capture.md has the 
   sent, `origin: "captured"`, `client` = the user agent. (The runs a request may continue
   are kept in a `ConversationIndex`, workbench.engine.http.conversations.)
 - `X-Workbench-Run: NAME` names the run (`meta.name`) and only continues runs of that name.
+- The session a run is part of (`meta.session_id`): what the client says
+  (`X-Workbench-Session`, a coding agent's own session id: workbench.engine.http.sessions),
+  else, for a follow-up, the session of the conversation it continues (its first run).
 - Tool results the client sends back for the previous answer's calls become that turn's
   `tool_start`/`tool_end` with `observed: true` (the client ran them, we only saw results).
 - An answer without tool calls ends the run `completed`; a conversation that goes on after
@@ -45,6 +48,7 @@ from agent_core.wire.chat import content_text, task_text
 from agent_core.wire.codecs import codec_for
 from agent_core.wire.urls import public_url
 from traces.events import (
+    SESSION_META,
     Error,
     ModelApi,
     ModelChunk,
@@ -62,6 +66,7 @@ from traces.totals import RunningTotals
 from workbench.engine.http import observed, text_protocol
 from workbench.engine.http.conversations import ConversationIndex, meaning
 from workbench.engine.http.responses_memory import ResponsesMemory, continued
+from workbench.engine.http.sessions import client_session
 
 RUN_HEADER = "x-workbench-run"
 # Runs remembered after they ended, for follow-ups; older ones are forgotten, looked for
@@ -91,6 +96,7 @@ class CapturedRun:
     pending_calls: list[dict[str, Any]] = field(default_factory=list)
     answered_at: float = 0.0
     totals: RunningTotals = field(default_factory=RunningTotals)
+    session: str | None = None  # the session it is part of (`run_start.meta.session_id`)
 
 
 class Exchange:
@@ -426,6 +432,11 @@ class CaptureBook:
             run_id, [writer], outbox=False, on_sink_error=lambda why: self._on_cut(run_id, why)
         )
         run = CapturedRun(run_id, name, recorder, redactor, sent)
+        # A follow-up is part of the session of the conversation it continues: its first
+        # run's, unless the client names one.
+        run.session = client_session(body, headers) or (
+            (parent.session or parent.run_id) if parent else None
+        )
         self.runs[run_id] = run
         tool_names = [
             str((tool.get("function") or {}).get("name"))
@@ -435,6 +446,8 @@ class CaptureBook:
         meta: dict[str, Any] = {}
         if name:
             meta["name"] = name
+        if run.session:
+            meta[SESSION_META] = run.session
         recorder.emit(
             RunStart,
             turn=None,

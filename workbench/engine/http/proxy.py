@@ -48,6 +48,7 @@ from workbench.engine.http.server import (
     parse_json_object,
     read_body,
 )
+from workbench.engine.http.sessions import SESSION_HEADER
 
 # Paths of Anthropic's API, which go to the Anthropic upstream when there is one.
 _ANTHROPIC_PATHS = re.compile(r"^(/v1)?/messages(/|$)")
@@ -69,6 +70,7 @@ _HOP_HEADERS = frozenset(
         "content-encoding",
         "accept-encoding",
         RUN_HEADER,
+        SESSION_HEADER,
     }
 )
 _SESSION: web.AppKey[aiohttp.ClientSession] = web.AppKey("upstream", aiohttp.ClientSession)

@@ -16,6 +16,7 @@ import asyncio
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -198,6 +199,7 @@ class Workbench:
         kind: str | None = None,
         model: str | None = None,
         text: str | None = None,
+        session: str | None = None,
         limit: int,
         offset: int,
     ) -> dict[str, Any]:
@@ -207,7 +209,13 @@ class Workbench:
         where = RunQuery.of(status, text, failed, kinds, samples=samples, model=model or None)
         folding = where.folded_samples()
         with self._store() as store:
-            found = store.runs(limit=limit, offset=offset, where=where)
+            if session:  # its runs in the order they ran, the first first
+                where = replace(where, session=store.resolve_session(session))
+                found = store.runs(
+                    limit=limit, offset=offset, where=where, sort="started_at", descending=False
+                )
+            else:
+                found = store.runs(limit=limit, offset=offset, where=where)
             total = store.count_runs(where=where)
             folded = store.count_runs(where=folding) if folding is not None else 0
         shown = offset + len(found)
@@ -535,6 +543,7 @@ def _run_json(row: RunRow) -> dict[str, Any]:
         "duration_ms": row.duration_ms,
         "parent_run_id": row.parent_run_id,
         "fork_turn": row.fork_turn,
+        "session": row.session,  # the conversation or agent session it is part of
         **answer_fields(row.status, row.final_answer),
     }
 

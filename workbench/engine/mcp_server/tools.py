@@ -128,6 +128,13 @@ TOOLS: tuple[ToolDef, ...] = (
                     "type": "string",
                     "description": "only runs whose task contains this text",
                 },
+                "session": {
+                    "type": "string",
+                    "description": (
+                        "only the runs of this session (a run's session, as list_runs shows "
+                        "it), in the order they ran"
+                    ),
+                },
                 "limit": _page(20, MAX_PAGE, "runs"),
                 "offset": _OFFSET,
             }

@@ -168,6 +168,7 @@ def read_session(path: Path) -> tuple[list[SessionRun], list[str]]:
     main, sidechains = _split(lines)
     session_id = str(_first(main, "sessionId") or path.stem)
     run = _Reader(SessionRun(run_id_of(session_id), "anthropic", "claude-code", path)).read(main)
+    run.meta.setdefault("session_id", session_id)
     runs = [run]
     problems = list(lines.problems)
     agents: list[tuple[str, list[tuple[int, dict[str, Any]]], Path, dict[str, Any]]] = [
@@ -186,6 +187,7 @@ def read_session(path: Path) -> tuple[list[SessionRun], list[str]]:
         side = SessionRun(run_id_of(session_id, agent), "anthropic", "claude-code", file)
         side.parent_run_id = run.run_id
         side.meta["agent_id"] = agent
+        side.meta["session_id"] = session_id  # a sub-agent is part of its parent's session
         side.meta |= {"agent": about} if about else {}
         runs.append(_Reader(side).read(records))
     return runs, problems

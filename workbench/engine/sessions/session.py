@@ -27,6 +27,7 @@ from typing import Any, BinaryIO
 from agent_core.tokens import estimate_prompt
 from agent_core.wire.chat import content_text, task_text, tool_calls
 from traces.events import (
+    SESSION_META,
     Event,
     ModelApi,
     ModelRequest,
@@ -272,7 +273,7 @@ class SessionRun:
             origin="imported",
             client=self.client,
             parent_run_id=self.parent_run_id,
-            meta={"session": self._session_meta()},
+            meta={"session": self._session_meta()} | self._session_id(),
         )
         kinds: dict[str, Any] = {
             "model_request": ModelRequest,
@@ -304,6 +305,12 @@ class SessionRun:
     def unknown_types(self) -> dict[str, int]:
         """How many records of each type the reader does not know."""
         return {k[1:]: n for k, n in sorted(self.record_types.items()) if k.startswith("?")}
+
+    def _session_id(self) -> dict[str, Any]:
+        """The session the run is part of, where `workbench sessions` looks (a sub-agent's
+        run is part of its parent's session)."""
+        session = self.meta.get("session_id")
+        return {SESSION_META: session} if isinstance(session, str) and session else {}
 
     def _session_meta(self) -> dict[str, Any]:
         known = {k: n for k, n in sorted(self.record_types.items()) if not k.startswith("?")}

@@ -97,6 +97,8 @@ class Outline:
     prices_problem: str = ""  # why <home>/prices.toml could not be read (no cost shown)
     summaries: dict[int, TurnSummary] = field(default_factory=dict)  # by turn number
     prices: Prices | None = None  # the home's prices, to cost each model call
+    # The annotations on the run, its turns and calls (`TraceStore.annotations`), oldest first.
+    notes: list[dict[str, Any]] = field(default_factory=list)
 
     def cost_of(self, input_tokens: int, output_tokens: int) -> str:
         """`$0.0012` for these tokens on the run's model; empty when it has no price."""
@@ -129,8 +131,18 @@ def run_outline(store: TraceStore, run_id: str, prices: Prices | None = None) ->
         cost = prices.format(amount)
     start = first[0] if first else None
     summaries = turn_summaries(store, run_id, row.model, prices)
+    notes = store.annotations(run_id)
     return Outline(
-        row, start, end, turns, total, cost, first_turn, summaries=summaries, prices=prices
+        row,
+        start,
+        end,
+        turns,
+        total,
+        cost,
+        first_turn,
+        summaries=summaries,
+        prices=prices,
+        notes=notes,
     )
 
 
