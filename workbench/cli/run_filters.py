@@ -57,6 +57,17 @@ def score_filter(text: str) -> tuple[str, str, float]:
     return found[1], found[2], float(found[3])
 
 
+def signature_filter(text: str) -> str:
+    """`--signature SIG`: a failure group's eight hex digits (or their start)."""
+    value = text.strip().lower()
+    if not re.fullmatch(r"[0-9a-f]{1,8}", value):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a failure signature: give the hex digits `workbench failures` "
+            "shows in brackets, e.g. 3fa2c81b"
+        )
+    return value
+
+
 def add_run_filters(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("more filters (all in SQL on the store)")
     group.add_argument(
@@ -105,12 +116,18 @@ def add_run_filters(parser: argparse.ArgumentParser) -> None:
         metavar="NAME<VALUE",
         help="only runs with a score NAME below VALUE (or <=, >, >=, =), e.g. 'helpful<0.5'",
     )
+    group.add_argument(
+        "--signature",
+        type=signature_filter,
+        metavar="SIG",
+        help="only the failed runs of one failure group (its digits in `workbench failures`)",
+    )
 
 
 def filters_given(args: argparse.Namespace) -> bool:
     names = ("model", "since", "until", "min_tokens", "max_tokens", "min_cost", "max_cost")
     more = ("min_latency", "max_latency", "tool", "error_kind", "label", "unreviewed", "score")
-    return any(getattr(args, name) is not None for name in names + more)
+    return any(getattr(args, name) is not None for name in (*names, *more, "signature"))
 
 
 def run_query(args: argparse.Namespace, prices: Prices) -> RunQuery:
@@ -140,6 +157,7 @@ def run_query(args: argparse.Namespace, prices: Prices) -> RunQuery:
         "label": args.label,
         "unreviewed": args.unreviewed,
         "score": args.score,
+        "signature": args.signature,
         "prices": {
             name: (price.input_per_million, price.output_per_million)
             for name, price in (prices.models.items() if wants_cost else ())
