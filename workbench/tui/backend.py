@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,7 @@ from workbench.engine.views.outline import Outline, first_failure, run_outline
 from workbench.tui.schema_view import SchemaPair
 
 if TYPE_CHECKING:  # loaded when first used: each belongs to one screen's task
+    from traces.store.failures import FailureGroupRow
     from traces.store.regress import RegressTables
     from workbench.engine.analysis.why import WhyReport
     from workbench.engine.diff.text_changes import Comparison
@@ -92,6 +94,7 @@ class RunFilter:
     # Regression samples are folded under their suite runs unless asked for (the kind
     # filter naming them asks).
     samples: bool = False
+    signature: str | None = None  # the runs of one failure group (`workbench failures`)
 
     def query(self) -> RunQuery:
         return RunQuery.of(
@@ -101,6 +104,7 @@ class RunFilter:
             KIND_FILTERS[self.kind] if self.kind else None,
             self.run_ids,
             samples=self.samples,
+            signature=self.signature,
         )
 
 
@@ -292,6 +296,13 @@ class Backend:
             prices, problem = None, str(exc)
         with self._session() as store:
             return run_stats(store, prices, days=days), problem
+
+    def failure_groups(self, days: int | None, limit: int) -> list[FailureGroupRow]:
+        """The biggest failure groups (`workbench failures`) of the runs started in the last
+        `days` (every run when None)."""
+        since = datetime.now(UTC) - timedelta(days=days) if days else None
+        with self._session() as store:
+            return store.failure_groups(RunQuery(samples=False, since=since), 1, limit).groups
 
     # ------------------------------------------------------------------ regressions
 
