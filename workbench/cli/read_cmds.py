@@ -369,7 +369,7 @@ def chain_json(chain: RunChain) -> dict[str, Any]:
 
 
 def _prices(args: argparse.Namespace) -> Any:
-    from workbench.engine.views.cost import Prices, PricesError
+    from traces.prices import Prices, PricesError
 
     try:
         return Prices.load(resolve_home(args))

@@ -15,8 +15,8 @@ from workbench.number_args import non_negative_float as _amount
 from workbench.number_args import non_negative_int as _count
 
 if TYPE_CHECKING:
+    from traces.prices import Prices
     from traces.store import RunQuery
-    from workbench.engine.views.cost import Prices
 
 # `--score NAME<0.5`: a score's name, a comparison and a number.
 _SCORE = re.compile(r"^\s*([^<>=]+?)\s*(<=|>=|<|>|=)\s*([-+]?(?:\d+\.?\d*|\.\d+))\s*$")
@@ -158,10 +158,7 @@ def run_query(args: argparse.Namespace, prices: Prices) -> RunQuery:
         "unreviewed": args.unreviewed,
         "score": args.score,
         "signature": args.signature,
-        "prices": {
-            name: (price.input_per_million, price.output_per_million)
-            for name, price in (prices.models.items() if wants_cost else ())
-        },
+        "prices": prices.rates() if wants_cost else {},
     }
     return RunQuery.of(
         args.status, args.text, args.failed, args.kind, None, samples=args.samples, **more

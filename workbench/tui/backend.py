@@ -245,7 +245,7 @@ class Backend:
 
     def outline(self, run_id: str) -> Outline:
         """What a run screen shows before anything is expanded: header row, first and last event."""
-        from workbench.engine.views.cost import Prices, PricesError
+        from traces.prices import Prices, PricesError
 
         problem = ""
         try:
@@ -286,7 +286,7 @@ class Backend:
         """Runs, failures, tokens, cost and latency by day and by model (the engine's one
         aggregate query), and why `<home>/prices.toml` could not be read, if it could not
         (the figures then come without costs)."""
-        from workbench.engine.views.cost import Prices, PricesError
+        from traces.prices import Prices, PricesError
         from workbench.engine.views.stats import run_stats
 
         problem = None
@@ -458,9 +458,9 @@ class Backend:
         """Why the run failed (`workbench why`): its candidates, verified by forks with
         `endpoint` (else serve-model over the passing runs of its task) when the home can
         be written, each fork's start told to `on_progress`."""
+        from traces.prices import Prices, PricesError
         from workbench.engine.analysis.why import WhyOptions, explain
         from workbench.engine.http.serve import served_model
-        from workbench.engine.views.cost import Prices, PricesError
 
         try:
             prices = Prices.load(self.home)

@@ -233,11 +233,11 @@ class Workbench:
         """`workbench why RUN --json`, with the model the server's environment names (else
         serve-model over the passing runs of its task); only the candidates when this
         server may not write (the forks are new runs)."""
+        from traces.prices import Prices, PricesError
         from workbench.engine.analysis.why import WhyOptions, explain
         from workbench.engine.http.serve import ServeError, served_model
         from workbench.engine.recording.running.service import ModelSettings, SetupError
         from workbench.engine.recording.runs.load import RecordingError
-        from workbench.engine.views.cost import Prices, PricesError
 
         options = WhyOptions(samples, ModelSettings.from_env(), verify=self.allow_writes)
         with self._store() as store:
