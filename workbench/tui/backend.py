@@ -45,6 +45,7 @@ from workbench.engine.views.outline import Outline, first_failure, run_outline
 from workbench.tui.schema_view import SchemaPair
 
 if TYPE_CHECKING:  # loaded when first used: each belongs to one screen's task
+    from traces.prices import Prices
     from traces.store.failures import FailureGroupRow
     from traces.store.regress import RegressTables
     from workbench.engine.analysis.why import WhyReport
@@ -245,13 +246,7 @@ class Backend:
 
     def outline(self, run_id: str) -> Outline:
         """What a run screen shows before anything is expanded: header row, first and last event."""
-        from traces.prices import Prices, PricesError
-
-        problem = ""
-        try:
-            prices: Prices | None = Prices.load(self.home)
-        except PricesError as exc:
-            prices, problem = None, str(exc)  # the run screen shows it as a notice
+        prices, problem = self._prices()  # the run screen shows a problem as a notice
         with self._session() as store:
             try:
                 outline = run_outline(store, run_id, prices)
@@ -286,16 +281,21 @@ class Backend:
         """Runs, failures, tokens, cost and latency by day and by model (the engine's one
         aggregate query), and why `<home>/prices.toml` could not be read, if it could not
         (the figures then come without costs)."""
-        from traces.prices import Prices, PricesError
         from workbench.engine.views.stats import run_stats
 
-        problem = None
-        try:
-            prices: Prices | None = Prices.load(self.home)
-        except PricesError as exc:
-            prices, problem = None, str(exc)
+        prices, problem = self._prices()
         with self._session() as store:
-            return run_stats(store, prices, days=days), problem
+            return run_stats(store, prices, days=days), problem or None
+
+    def _prices(self) -> tuple[Prices | None, str]:
+        """`<home>/prices.toml`, or None and why it could not be read (figures then come
+        without costs)."""
+        from traces.prices import Prices, PricesError
+
+        try:
+            return Prices.load(self.home), ""
+        except PricesError as exc:
+            return None, str(exc)
 
     def failure_groups(self, days: int | None, limit: int) -> list[FailureGroupRow]:
         """The biggest failure groups (`workbench failures`) of the runs started in the last
