@@ -80,7 +80,12 @@ WITH failed AS (
             WHEN 'tool_start' THEN event->>'parse_error' END
     }}, seq) AS first
     FROM event_rows
-    WHERE problem IS NULL AND run_id IN (SELECT run_id FROM failed) AND {FAILURE_EVENT}
+    -- A run's end is its last event, so it is its first failure only when nothing failed
+    -- before it: such runs have no row here and are 'end' below, with no run_end read
+    -- (reading the JSON of events is most of what grouping costs).
+    WHERE problem IS NULL AND run_id IN (SELECT run_id FROM failed)
+        AND type IN ('error', 'tool_end', 'tool_start')
+        AND {FAILURE_EVENT}
     GROUP BY run_id
 ), before AS (
     -- The tools called just before it (the failing call itself left out), oldest first.
