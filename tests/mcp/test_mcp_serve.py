@@ -200,6 +200,10 @@ async def test_list_failures_groups_the_demo_failing_runs(demo_home: Path) -> No
             "token_budget",
         ]
         assert "from 1 to 20" in await refused(session, "list_failures", examples=50)
+        # A group's runs, by its signature, through list_runs.
+        group = report["groups"][0]
+        runs = await call(session, "list_runs", signature=group["signature"])
+        assert [r["run_id"] for r in runs["runs"]] == [group["first_run"]]
 
 
 async def test_bad_input_is_a_tool_error_and_the_server_keeps_serving(demo_home: Path) -> None:

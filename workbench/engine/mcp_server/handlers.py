@@ -197,13 +197,16 @@ class Workbench:
         kind: str | None = None,
         model: str | None = None,
         text: str | None = None,
+        signature: str | None = None,
         limit: int,
         offset: int,
     ) -> dict[str, Any]:
         from traces.store import RunQuery
 
         kinds = [kind] if kind else None
-        where = RunQuery.of(status, text, failed, kinds, samples=samples, model=model or None)
+        where = RunQuery.of(
+            status, text, failed, kinds, samples=samples, model=model or None, signature=signature
+        )
         folding = where.folded_samples()
         with self._store() as store:
             found = store.runs(limit=limit, offset=offset, where=where)
