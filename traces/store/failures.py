@@ -118,6 +118,11 @@ SELECT *, {SIGNATURE_DIGEST} AS signature FROM parts
 """
 
 
+def signatures_sql(where: str) -> str:
+    """Each failing run `where` keeps and its signature's name."""
+    return f"SELECT run_id, signature FROM ({signed_runs_sql(where)})"
+
+
 def failure_groups_sql(where: str) -> str:
     """The groups of the runs `where` keeps over `runs` (`run_filter.RunQuery.where`, its
     failed filter on), most runs first: one row per signature (see `FailureGroupRow`)."""

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from agent_core.tokens import estimate_prompt
 from traces.events import Error
 from traces.prices import CostCap, Estimate, Prices
-from traces.store import RunQuery
 from workbench.engine.analysis.prices import fork_estimate
 from workbench.engine.recording.fork.plan import ForkError, ForkRequest
 from workbench.engine.recording.fork.runner import ForkOptions, run_fork
@@ -219,7 +218,4 @@ def _model_error(store: TraceStore, run_id: str) -> Error | None:
 def _signatures(store: TraceStore, run_ids: list[str]) -> dict[str, str]:
     """Each failing run's failure signature (`workbench failures`); runs that did not fail
     have none."""
-    if not run_ids:
-        return {}
-    groups = store.failure_groups(RunQuery(run_ids=tuple(run_ids)), len(run_ids), len(run_ids))
-    return {run: row.signature for row in groups.groups for run in row.examples}
+    return store.failure_signatures(run_ids) if run_ids else {}
