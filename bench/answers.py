@@ -13,7 +13,9 @@ leaving it), ingests them, then times in interleaved rounds
 (d) each side's peak memory (RSS of its own process): compare holds a window of the
     runs' step keys, never their events, so its peak stays near a command's start-up.
 
-Each figure is a function (`compare_figures`), so other answers' figures can join it.
+Each figure is a function: `compare_figures` here, `failures_figure` in
+bench/answers_failures.py (`workbench failures` over bench/scale.py's home beside a plain
+`group by status`; `--failures-runs 0` skips it).
 """
 
 from __future__ import annotations
@@ -126,9 +128,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--failures-runs",
+        type=int,
+        default=1_000_000,
+        help="the size of bench/scale.py's home `workbench failures` is timed on (0 skips it)",
+    )
+    parser.add_argument("--cache", type=Path, help="default $WORKBENCH_BENCH_CACHE, bench/.cache")
     args = parser.parse_args()
     started = time.perf_counter()
     print("\n".join(compare_figures(args.runs, args.rounds)))
+    if args.failures_runs:
+        from bench.answers_failures import failures_figure, scale_home
+
+        failures_figure(scale_home(args.failures_runs, args.cache), 3)
     print(
         f"({time.perf_counter() - started:.0f} s in all; peak of this process "
         f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB)"

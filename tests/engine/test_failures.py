@@ -4,6 +4,7 @@ are known, and on the demo's failing runs."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -126,6 +127,34 @@ def test_the_text_names_each_group_with_its_signature_and_runs_per_day(tmp_path:
     per_day = next(line for line in lines if "per day │" in line)
     assert per_day.split("│")[1][0] != " " and len(per_day.split("│")[1]) == 11
     assert "        runs     same0" in lines
+
+
+def test_a_signature_is_the_digest_of_its_parts_and_runs_lists_its_group(tmp_path: Path) -> None:
+    """The signature is computed in SQL (so `runs --signature` filters in a WHERE); it is
+    still the documented digest, the same in any store, that `workbench check` remembers."""
+    home = _known_home(tmp_path / "home")
+    groups = _failures(home)["groups"]
+    same = groups[0]
+    parts = [same["status"], same["reason"], same["step"], same["tool"] or "", same["error"]]
+    digest = hashlib.sha256("\x1f".join([*parts, *same["tools_before"]]).encode())
+    assert same["signature"] == digest.hexdigest()[:8]
+
+    listed = _workbench(home, "runs", "--json", "--signature", same["signature"])
+    assert listed.returncode == 0, listed.stderr
+    assert sorted(r["run_id"] for r in json.loads(listed.stdout)) == [
+        "oldsame", "same0", "same1", "same2"
+    ]  # fmt: skip
+    # A prefix names the group too; other filters narrow it as they narrow any listing.
+    narrowed = _workbench(
+        home, "runs", "--json", "--signature", same["signature"][:5].upper(), "--model", "model-b"
+    )
+    assert [r["run_id"] for r in json.loads(narrowed.stdout)] == ["same0"]
+    model = next(g for g in groups if g["step"] == "error in model")
+    only = _workbench(home, "runs", "--json", "--signature", model["signature"])
+    assert [r["run_id"] for r in json.loads(only.stdout)] == ["modelfail"]
+    bad = _workbench(home, "runs", "--signature", "not-hex")
+    assert bad.returncode == 2 and "is not a failure signature" in bad.stderr
+    assert "Traceback" not in bad.stderr
 
 
 def test_a_group_says_what_changed_since_the_run_of_its_task_before_it(tmp_path: Path) -> None:

@@ -10,9 +10,9 @@ import pytest
 
 from tests.engine.engine_support import THREE_TURNS, Project
 from traces.home import traces_dir
+from traces.prices import Prices, PricesError
 from traces.reader import read_trace
 from traces.store import TraceStore
-from workbench.engine.views.cost import Prices, PricesError
 from workbench.engine.views.export import export_run
 from workbench.engine.views.search import search
 from workbench.engine.views.timeline import build_timeline, render_timeline

@@ -98,7 +98,7 @@ def test_max_cost_stops_live_forks_before_any_call(tmp_path: Path) -> None:
 
     found = _by_kind(report)["first_error"]["verification"]
     assert found["verdict"] == "not_verified" and found["forks"] == []
-    assert "--max-cost 0.001 reached" in found["note"]
+    assert "would pass --max-cost 0.001" in found["note"]
     assert report["spent"] == 0
 
 

@@ -208,6 +208,10 @@ async def test_list_failures_groups_the_demo_failing_runs(demo_home: Path) -> No
             "token_budget",
         ]
         assert "from 1 to 20" in await refused(session, "list_failures", examples=50)
+        # A group's runs, by its signature, through list_runs.
+        group = report["groups"][0]
+        runs = await call(session, "list_runs", signature=group["signature"])
+        assert [r["run_id"] for r in runs["runs"]] == [group["first_run"]]
 
 
 async def test_compare_runs_finds_the_known_variants_of_a_task(tmp_path: Path) -> None:

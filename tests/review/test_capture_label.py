@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.demo import demo_run, record_demo
+from tests.support.in_process import wb
 from traces.home import traces_dir
-from workbench.cli import main
 from workbench.engine.regress.context import ToolCall
 from workbench.engine.regress.runner import judge
 from workbench.engine.regress.suite import Case, SuiteError, load_suite, parse_suite
@@ -29,13 +29,6 @@ def home(demo_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pa
     shutil.copy(demo_home / "demo-suite-script.json", copy / "demo-suite-script.json")
     monkeypatch.setenv("WORKBENCH_AUTHOR", "alice")
     return copy
-
-
-def wb(home: Path, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main(["--home", str(home), *argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_a_label_becomes_a_suite_that_runs_and_passes(

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from tests.support.failing_runs import failing_run
+from tests.support.in_process import wb
 from tests.support.servers import text_chunks
 from traces.home import traces_dir
-from workbench.cli import main
 from workbench.engine.http.model_server import ModelServer, Reply
 
 RUBRIC = """
@@ -46,13 +46,6 @@ def make_home(home: Path, runs: int) -> list[str]:
             tool=None,
         )
     return ids
-
-
-def wb(home: Path, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main(["--home", str(home), *argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def judge_json(home: Path, capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:

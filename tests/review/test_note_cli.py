@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.support.demo import demo_run
+from tests.support.in_process import wb
 from traces.annotations import ANNOTATION_VERSION
 from traces.home import annotations_dir, traces_dir
 from workbench.cli import main
@@ -31,13 +32,6 @@ def home(demo_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pa
     shutil.copytree(traces_dir(demo_home), traces_dir(copy))
     monkeypatch.setenv("WORKBENCH_AUTHOR", "alice")
     return copy
-
-
-def wb(home: Path, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main(["--home", str(home), *argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def note_json(home: Path, capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.review.test_note_cli import demo_home, home, note_json, wb  # noqa: F401 (fixtures)
+from tests.review.test_note_cli import demo_home, home, note_json  # noqa: F401 (fixtures)
 from tests.support.demo import demo_run
+from tests.support.in_process import wb
 from traces.annotations import author_file
 from traces.home import annotations_dir
 

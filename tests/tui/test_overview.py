@@ -114,3 +114,59 @@ async def test_the_timeline_draws_tokens_per_turn_beside_the_waterfall(home: Pat
         assert len(starts) == 1
         edge = max(line.rfind("│") for line in lines)
         assert starts.pop() > edge - 12
+
+
+async def test_the_overview_lists_failure_groups_and_enter_lists_a_groups_runs(
+    tmp_path: Path,
+) -> None:
+    """Issue 38 part 2 in the TUI: the overview shows the biggest failure groups (the same
+    signatures `workbench failures` names); Enter on one lists only its runs, escape all."""
+    from datetime import UTC, datetime, timedelta
+
+    from textual.widgets import OptionList
+
+    from tests.support.failing_runs import failing_run
+
+    home = tmp_path / "home"
+    folder = home / "traces"
+    folder.mkdir(parents=True)
+    now = datetime.now(UTC).replace(microsecond=0)
+    for n in range(3):
+        failing_run(folder, f"same{n}", at=now - timedelta(hours=n + 1), error=f"no file f{n}.txt")
+    failing_run(folder, "decoy", at=now - timedelta(hours=5), tool="save_note")
+    failing_run(folder, "fine", at=now - timedelta(hours=6), status="completed", reason="done")
+    app = WorkbenchApp(home)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(
+            pilot,
+            lambda: (
+                isinstance(app.screen, RunsScreen)
+                and app.screen.query_one("#runs-list", PagedList).total == 5
+            ),
+        )
+        await pilot.press("o")
+        await settle(
+            pilot,
+            lambda: (
+                isinstance(app.screen, OverviewScreen)
+                and app.screen.query_one("#overview-failures", OptionList).option_count == 2
+            ),
+        )
+        groups = app.screen.query_one("#overview-failures", OptionList)
+        biggest = groups.get_option_at_index(0)
+        line = str(biggest.prompt)
+        assert "3 × max_turns · tool error in read_file" in line and "decoy" not in line
+        assert biggest.id is not None and f"[{biggest.id}]" in line
+
+        await pilot.press("f", "enter")
+        await settle(
+            pilot,
+            lambda: (
+                isinstance(app.screen, RunsScreen)
+                and app.screen.query_one("#runs-list", PagedList).total == 3
+            ),
+        )
+        count = plain(app.screen.query_one("#runs-count", Static))
+        assert f"failure group {biggest.id}" in count
+        await pilot.press("escape")
+        await settle(pilot, lambda: app.screen.query_one("#runs-list", PagedList).total == 5)

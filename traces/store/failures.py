@@ -10,7 +10,6 @@ no run's events brought into Python.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
@@ -48,11 +47,19 @@ def masked(expression: str) -> str:
 # A signature's parts; '' where a run has none (so they join and group as equal).
 SIGNATURE = ("status", "reason", "step", "tool", "error", "tools_before")
 _KEY = ", ".join(SIGNATURE)
+# The signature's name: eight hex digits of sha256 over its parts joined by the unit
+# separator, the tools before it last (the same for the same failure in any store, so
+# `workbench check` can remember it and `workbench runs --signature` find its runs).
+SIGNATURE_DIGEST = (
+    "left(sha256(array_to_string("
+    "list_concat([status, reason, step, tool, error], tools_before), chr(31))), 8)"
+)
 
 
-def failure_groups_sql(where: str) -> str:
-    """The groups of the runs `where` keeps over `runs` (`run_filter.RunQuery.where`, its
-    failed filter on), most runs first: one row per signature (see `FailureGroupRow`)."""
+def signed_runs_sql(where: str) -> str:
+    """The failing runs `where` keeps over `runs` (`run_filter.RunQuery.where`, its failed
+    filter on), one row each: run_id, model, task, started_at, the signature's parts
+    (`SIGNATURE`) and its name (`signature`)."""
     return f"""
 WITH failed AS (
     SELECT run_id, status, reason, model, task, started_at FROM runs {where}
@@ -73,7 +80,12 @@ WITH failed AS (
             WHEN 'tool_start' THEN event->>'parse_error' END
     }}, seq) AS first
     FROM event_rows
-    WHERE problem IS NULL AND run_id IN (SELECT run_id FROM failed) AND {FAILURE_EVENT}
+    -- A run's end is its last event, so it is its first failure only when nothing failed
+    -- before it: such runs have no row here and are 'end' below, with no run_end read
+    -- (reading the JSON of events is most of what grouping costs).
+    WHERE problem IS NULL AND run_id IN (SELECT run_id FROM failed)
+        AND type IN ('error', 'tool_end', 'tool_start')
+        AND {FAILURE_EVENT}
     GROUP BY run_id
 ), before AS (
     -- The tools called just before it (the failing call itself left out), oldest first.
@@ -97,27 +109,43 @@ WITH failed AS (
     -- Each distinct text masked once: runs often repeat a reason or an error word for word.
     SELECT raw, {masked("raw")} AS masked FROM (
         SELECT raw_reason AS raw FROM unmasked UNION SELECT raw_error FROM unmasked)
-), signed AS MATERIALIZED (
+), parts AS (
     SELECT u.run_id, u.model, u.task, u.started_at, u.status, r.masked AS reason, u.step,
         u.tool, e.masked AS error, u.tools_before
     FROM unmasked u JOIN texts r ON r.raw = u.raw_reason JOIN texts e ON e.raw = u.raw_error
+)
+SELECT *, {SIGNATURE_DIGEST} AS signature FROM parts
+"""
+
+
+def signatures_sql(where: str) -> str:
+    """Each failing run `where` keeps and its signature's name."""
+    return f"SELECT run_id, signature FROM ({signed_runs_sql(where)})"
+
+
+def failure_groups_sql(where: str) -> str:
+    """The groups of the runs `where` keeps over `runs` (`run_filter.RunQuery.where`, its
+    failed filter on), most runs first: one row per signature (see `FailureGroupRow`)."""
+    return f"""
+WITH signed AS MATERIALIZED ({signed_runs_sql(where)}
 ), groups AS (
-    SELECT {_KEY}, count(*) AS runs, min(started_at) AS first_seen,
-        max(started_at) AS last_seen, arg_min(run_id, started_at) AS first_run,
+    SELECT {_KEY}, any_value(signature) AS signature, count(*) AS runs,
+        min(started_at) AS first_seen, max(started_at) AS last_seen,
+        arg_min(run_id, started_at) AS first_run,
         max_by(run_id, started_at, $examples) AS examples,
         list_sort(list(DISTINCT model) FILTER (WHERE model IS NOT NULL)) AS models,
         count(DISTINCT task) AS tasks
-    FROM signed GROUP BY ALL
+    FROM signed GROUP BY {_KEY}
 ), days AS (
-    SELECT {_KEY}, list({{'day': day, 'runs': runs}} ORDER BY day) AS per_day FROM (
-        SELECT {_KEY}, started_at::DATE AS day, count(*) AS runs
+    SELECT signature, list({{'day': day, 'runs': runs}} ORDER BY day) AS per_day FROM (
+        SELECT signature, started_at::DATE AS day, count(*) AS runs
         FROM signed WHERE started_at IS NOT NULL GROUP BY ALL
     ) GROUP BY ALL
 )
 SELECT {_KEY}, runs, first_seen, last_seen, first_run, examples, models, tasks,
     coalesce(per_day, []) AS per_day,
-    count(*) OVER () AS groups, sum(runs) OVER () AS failed_runs
-FROM groups LEFT JOIN days USING ({_KEY})
+    count(*) OVER () AS groups, sum(runs) OVER () AS failed_runs, signature
+FROM groups LEFT JOIN days USING (signature)
 ORDER BY runs DESC, last_seen DESC NULLS LAST, {_KEY}
 LIMIT $limit
 """
@@ -141,13 +169,7 @@ class FailureGroupRow:
     models: list[str]
     tasks: int  # how many different tasks
     per_day: list[tuple[date, int]]  # failing runs per day, days with none left out
-
-    @property
-    def signature(self) -> str:
-        """Eight hex digits naming the signature: the same for the same failure in any
-        store (`workbench failures` shows it, `workbench check` remembers it)."""
-        parts = [self.status, self.reason, self.step, self.tool or "", self.error]
-        return hashlib.sha256("\x1f".join([*parts, *self.tools_before]).encode()).hexdigest()[:8]
+    signature: str  # the signature's name (`SIGNATURE_DIGEST`)
 
 
 @dataclass(frozen=True)
@@ -179,6 +201,7 @@ def failure_groups(
             models=list(row[11]),
             tasks=int(row[12]),
             per_day=[(item["day"], int(item["runs"])) for item in row[13]],
+            signature=row[16],
         )
         for row in rows
     ]

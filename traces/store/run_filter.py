@@ -19,6 +19,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
+from traces.store.failures import signed_runs_sql
+
 SAMPLE = "coalesce(origin, 'agent') = 'regression_sample'"
 # Failures the failed filter shows when neither a kind nor samples are asked for: every kind
 # but samples.
@@ -104,6 +106,9 @@ class RunQuery:
     unreviewed: bool | None = None  # True: no annotation at all
     score: tuple[str, str, float] | None = None  # (name, one of SCORE_OPERATORS, value)
     session: str | None = None  # part of this session (`runs.session`, a whole id)
+    # The runs of one failure group (`workbench failures`): its eight hex digits, or their
+    # start. Only failed runs have a signature, so this keeps failed runs only.
+    signature: str | None = None
     # Per model name: input and output price per million tokens (runs of an unpriced model
     # never pass a cost filter).
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
@@ -160,6 +165,15 @@ class RunQuery:
                 f"WHERE name = $score_name AND value {operator} $score_value)"
             )
             params |= {"score_name": name, "score_value": value}
+        if self.signature is not None:
+            # Signed over the runs the rest of the filter keeps, failed ones only: the
+            # runs `workbench failures` counts in the group, under the same filters.
+            kept = "\n".join(clauses) + f"\n    AND {FAILED_RUN}"
+            clauses.append(
+                f"    AND run_id IN (SELECT run_id FROM ({signed_runs_sql(kept)}) "
+                "WHERE starts_with(signature, lower($signature)))"
+            )
+            params["signature"] = self.signature.strip()
         if self.min_cost is not None or self.max_cost is not None:
             params["prices"] = json.dumps(
                 [

@@ -292,6 +292,13 @@ class TraceStore:
         with self._cursor() as cur:
             return failures.failure_groups(cur, clause, params, examples, limit)
 
+    def failure_signatures(self, run_ids: Iterable[str]) -> dict[str, str]:
+        """Each of these runs that failed, with its failure signature (`failures`)."""
+        clause, params = RunQuery(run_ids=tuple(run_ids), failed_only=True).where()
+        with self._cursor() as cur:
+            rows = cur.execute(failures.signatures_sql(clause), params).fetchall()
+            return {str(run_id): str(signature) for run_id, signature in rows}
+
     def runs_before_of_task(self, run_ids: Iterable[str]) -> dict[str, str | None]:
         """For each run, the latest run of the same task started before it, or None."""
         with self._cursor() as cur:

@@ -44,7 +44,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     home = read_home(args)
     prices = load_prices(home)
-    rates = {name: (p.input_per_million, p.output_per_million) for name, p in prices.models.items()}
+    rates = prices.rates()
     with open_store(args) as store:
         findings = evaluate(store, rules, home, rates)
     crossed = [f for f in findings if f.crossed]

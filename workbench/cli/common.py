@@ -31,9 +31,9 @@ from workbench.number_args import positive_float as positive_float
 from workbench.number_args import positive_int as positive_int
 
 if TYPE_CHECKING:
+    from traces.prices import Prices
     from workbench.engine.recording.runs.load import Recording
     from workbench.engine.recording.runs.parent import ParentRun
-    from workbench.engine.views.cost import Prices
 
 
 class ExitCode(IntEnum):
@@ -275,7 +275,7 @@ def counted(number: int, word: str, plural: str | None = None) -> str:
 
 def load_prices(home: Path) -> Prices:
     """`<home>/prices.toml` (none when absent); a bad file is one line, before any work."""
-    from workbench.engine.views.cost import Prices, PricesError
+    from traces.prices import Prices, PricesError
 
     try:
         return Prices.load(home)

@@ -119,7 +119,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         home=home,
         rubric=rubric,
         model=model,
-        price=lambda i, o: prices.cost(model.name, i, o),
+        prices=prices,
         max_cost=args.max_cost,
         params={cap: rubric.max_output_tokens},
         secrets=[settings.api_key],

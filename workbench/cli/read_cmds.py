@@ -27,6 +27,7 @@ from workbench.cli.common import (
     add_home,
     add_no_color,
     color_wanted,
+    load_prices,
     positive_int,
     print_json,
     read_home,
@@ -236,7 +237,7 @@ def _when(row_value: Any) -> str:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
-    prices = _prices(args)
+    prices = load_prices(resolve_home(args))
     where = run_query(args, prices)
     with _store(args) as store:
         if where.session is not None:  # a whole session id, or the start of one
@@ -382,15 +383,6 @@ def chain_json(chain: RunChain) -> dict[str, Any]:
     }
 
 
-def _prices(args: argparse.Namespace) -> Any:
-    from workbench.engine.views.cost import Prices, PricesError
-
-    try:
-        return Prices.load(resolve_home(args))
-    except PricesError as exc:
-        raise CliError(str(exc)) from None
-
-
 # A run of more turns than this shows a page of them (`show --turns` picks another): the
 # store reads only that page's events, however long the run. The TUI's windows hold as many.
 SHOW_TURNS = TURN_WINDOW
@@ -423,7 +415,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from workbench.cli.show_render import chain_lines, turn_figures
     from workbench.engine.views.timeline import build_timeline, render_timeline
 
-    prices = _prices(args)
+    prices = load_prices(resolve_home(args))
     window: tuple[int, int] | None = args.turns
     with _store(args) as store:
         run_id = store.resolve_run(args.run)

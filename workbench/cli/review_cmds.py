@@ -73,11 +73,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_listing_flags(review)
     add_run_filters(review)
-    review.add_argument(
-        "--signature",
-        metavar="SIG",
-        help="the failing runs of one group of `workbench failures` (its signature)",
-    )
     _add_author(review)
     add_home(review)
     review.set_defaults(func=cmd_review)
@@ -185,16 +180,11 @@ def _review_query(args: argparse.Namespace, store: Any) -> RunQuery:
     query = run_query(args, load_prices(read_home(args)))
     if not any(getattr(args, name) for name in _CHOOSING):
         query = replace(query, failed_only=True, unreviewed=True)
-    if args.signature:
-        from workbench.engine.analysis.failures import group_runs
-
-        runs = group_runs(store, args.signature)
-        if runs is None:
-            raise CliError(
-                f"no failure group has the signature {args.signature!r}; "
-                "`workbench failures` lists them"
-            )
-        query = replace(query, run_ids=tuple(runs))
+    if args.signature and not store.count_runs(where=query):
+        raise CliError(
+            f"no failure group has the signature {args.signature!r}; "
+            "`workbench failures` lists them"
+        )
     return query
 
 

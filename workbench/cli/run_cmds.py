@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from agent_core.agent import RunResult
 
 if TYPE_CHECKING:
-    from workbench.engine.views.cost import Prices
+    from traces.prices import Prices
 
 SCRIPTED_NOTICE = (
     "This demo uses a SCRIPTED model: every answer is pre-written in agent_core/demo, not "

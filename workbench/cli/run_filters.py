@@ -15,8 +15,8 @@ from workbench.number_args import non_negative_float as _amount
 from workbench.number_args import non_negative_int as _count
 
 if TYPE_CHECKING:
+    from traces.prices import Prices
     from traces.store import RunQuery
-    from workbench.engine.views.cost import Prices
 
 # `--score NAME<0.5`: a score's name, a comparison and a number.
 _SCORE = re.compile(r"^\s*([^<>=]+?)\s*(<=|>=|<|>|=)\s*([-+]?(?:\d+\.?\d*|\.\d+))\s*$")
@@ -55,6 +55,17 @@ def score_filter(text: str) -> tuple[str, str, float]:
             f"{text!r} is not a score filter: give NAME<VALUE (or <=, >, >=, =), e.g. helpful<0.5"
         )
     return found[1], found[2], float(found[3])
+
+
+def signature_filter(text: str) -> str:
+    """`--signature SIG`: a failure group's eight hex digits (or their start)."""
+    value = text.strip().lower()
+    if not re.fullmatch(r"[0-9a-f]{1,8}", value):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a failure signature: give the hex digits `workbench failures` "
+            "shows in brackets, e.g. 3fa2c81b"
+        )
+    return value
 
 
 def add_run_filters(parser: argparse.ArgumentParser) -> None:
@@ -110,12 +121,18 @@ def add_run_filters(parser: argparse.ArgumentParser) -> None:
         metavar="NAME<VALUE",
         help="only runs with a score NAME below VALUE (or <=, >, >=, =), e.g. 'helpful<0.5'",
     )
+    group.add_argument(
+        "--signature",
+        type=signature_filter,
+        metavar="SIG",
+        help="only the failed runs of one failure group (its digits in `workbench failures`)",
+    )
 
 
 def filters_given(args: argparse.Namespace) -> bool:
     names = ("model", "since", "until", "min_tokens", "max_tokens", "min_cost", "max_cost")
     more = ("min_latency", "max_latency", "tool", "error_kind", "label", "unreviewed", "score")
-    return any(getattr(args, name) is not None for name in (*names, *more, "session"))
+    return any(getattr(args, name) is not None for name in (*names, *more, "session", "signature"))
 
 
 def run_query(args: argparse.Namespace, prices: Prices) -> RunQuery:
@@ -146,10 +163,8 @@ def run_query(args: argparse.Namespace, prices: Prices) -> RunQuery:
         "unreviewed": args.unreviewed,
         "score": args.score,
         "session": args.session,
-        "prices": {
-            name: (price.input_per_million, price.output_per_million)
-            for name, price in (prices.models.items() if wants_cost else ())
-        },
+        "signature": args.signature,
+        "prices": prices.rates() if wants_cost else {},
     }
     return RunQuery.of(
         args.status, args.text, args.failed, args.kind, None, samples=args.samples, **more

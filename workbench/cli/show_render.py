@@ -11,12 +11,12 @@ from functools import partial
 from typing import Any, TypeAlias
 
 from agent_core.wire.chat import content_text, tool_calls
+from traces.prices import Prices
 from traces.text import short_ms
 from traces.tree import RunChain, TurnNode, answer_label
 from workbench.cli.common import Paint, counted
 from workbench.engine.recording.fork.tool_policy import call_label, recorded_decisions
 from workbench.engine.review.notes import annotation_line
-from workbench.engine.views.cost import Prices
 from workbench.engine.views.timeline import Timeline
 
 Clip: TypeAlias = Callable[[Any, int], str]

@@ -240,6 +240,13 @@ class WorkbenchApp(App[None]):
     def on_open_overview(self, message: navigation.OpenOverview) -> None:
         self.open_overview()
 
+    def on_open_failure_group(self, message: navigation.OpenFailureGroup) -> None:
+        # The runs list is the bottom screen: back to it, filtered to the group.
+        while len(self.screen_stack) > 2 and not isinstance(self.screen, RunsScreen):
+            self.pop_screen()
+        if isinstance(self.screen, RunsScreen):
+            self.screen.filter_failure_group(message.signature)
+
     def on_open_timeline(self, message: navigation.OpenTimeline) -> None:
         self.open_timeline(message.run_id, message.tokens)
 

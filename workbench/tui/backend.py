@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,8 @@ from workbench.engine.views.outline import Outline, first_failure, run_outline
 from workbench.tui.schema_view import SchemaPair
 
 if TYPE_CHECKING:  # loaded when first used: each belongs to one screen's task
+    from traces.prices import Prices
+    from traces.store.failures import FailureGroupRow
     from traces.store.regress import RegressTables
     from workbench.engine.analysis.compare import GroupComparison
     from workbench.engine.analysis.why import WhyReport
@@ -96,6 +99,7 @@ class RunFilter:
     # Regression samples are folded under their suite runs unless asked for (the kind
     # filter naming them asks).
     samples: bool = False
+    signature: str | None = None  # the runs of one failure group (`workbench failures`)
 
     def query(self) -> RunQuery:
         return RunQuery.of(
@@ -105,6 +109,7 @@ class RunFilter:
             KIND_FILTERS[self.kind] if self.kind else None,
             self.run_ids,
             samples=self.samples,
+            signature=self.signature,
         )
 
 
@@ -265,13 +270,7 @@ class Backend:
 
     def outline(self, run_id: str) -> Outline:
         """What a run screen shows before anything is expanded: header row, first and last event."""
-        from workbench.engine.views.cost import Prices, PricesError
-
-        problem = ""
-        try:
-            prices: Prices | None = Prices.load(self.home)
-        except PricesError as exc:
-            prices, problem = None, str(exc)  # the run screen shows it as a notice
+        prices, problem = self._prices()  # the run screen shows a problem as a notice
         with self._session() as store:
             try:
                 outline = run_outline(store, run_id, prices)
@@ -306,16 +305,28 @@ class Backend:
         """Runs, failures, tokens, cost and latency by day and by model (the engine's one
         aggregate query), and why `<home>/prices.toml` could not be read, if it could not
         (the figures then come without costs)."""
-        from workbench.engine.views.cost import Prices, PricesError
         from workbench.engine.views.stats import run_stats
 
-        problem = None
-        try:
-            prices: Prices | None = Prices.load(self.home)
-        except PricesError as exc:
-            prices, problem = None, str(exc)
+        prices, problem = self._prices()
         with self._session() as store:
-            return run_stats(store, prices, days=days), problem
+            return run_stats(store, prices, days=days), problem or None
+
+    def _prices(self) -> tuple[Prices | None, str]:
+        """`<home>/prices.toml`, or None and why it could not be read (figures then come
+        without costs)."""
+        from traces.prices import Prices, PricesError
+
+        try:
+            return Prices.load(self.home), ""
+        except PricesError as exc:
+            return None, str(exc)
+
+    def failure_groups(self, days: int | None, limit: int) -> list[FailureGroupRow]:
+        """The biggest failure groups (`workbench failures`) of the runs started in the last
+        `days` (every run when None)."""
+        since = datetime.now(UTC) - timedelta(days=days) if days else None
+        with self._session() as store:
+            return store.failure_groups(RunQuery(samples=False, since=since), 1, limit).groups
 
     # ------------------------------------------------------------------ review
 
@@ -504,9 +515,9 @@ class Backend:
         """Why the run failed (`workbench why`): its candidates, verified by forks with
         `endpoint` (else serve-model over the passing runs of its task) when the home can
         be written, each fork's start told to `on_progress`."""
+        from traces.prices import Prices, PricesError
         from workbench.engine.analysis.why import WhyOptions, explain
         from workbench.engine.http.serve import served_model
-        from workbench.engine.views.cost import Prices, PricesError
 
         try:
             prices = Prices.load(self.home)

@@ -78,6 +78,14 @@ class OpenOverview(Message):
     """Show runs, failures, tokens, cost and latency by day and by model."""
 
 
+class OpenFailureGroup(Message):
+    """List the runs of one failure group (`workbench failures`), by its signature."""
+
+    def __init__(self, signature: str) -> None:
+        super().__init__()
+        self.signature = signature
+
+
 class OpenTimeline(Message):
     """Show a run's timeline; `tokens`, the whole run's in and out, when known already."""
 

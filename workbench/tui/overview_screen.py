@@ -1,12 +1,13 @@
 """Overview: runs, failures, tokens, cost and latency by day (sparklines, Textual's own
 `Sparkline`) and by model (a bar per model), from the engine's one aggregate query
-(`workbench.engine.views.stats`, the same `workbench stats` prints).
+(`workbench.engine.views.stats`, the same `workbench stats` prints); then the biggest
+failure groups (`workbench failures`), Enter on one listing its runs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
@@ -16,11 +17,16 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
-from textual.widgets import Footer, Header, Sparkline, Static
+from textual.widgets import Footer, Header, OptionList, Sparkline, Static
+from textual.widgets.option_list import Option
 
 from workbench.engine.views.stats import FAILED_BAR, OK_BAR, RunStats, StatsRow, runs_bar
+from workbench.tui.navigation import OpenFailureGroup
 from workbench.tui.render import fmt_count, fmt_ms
 from workbench.tui.screens import PaletteCommand, WorkbenchScreen
+
+if TYPE_CHECKING:
+    from traces.store.failures import FailureGroupRow
 
 # The windows `d` steps through, in days; None: every day with runs.
 WINDOWS: tuple[int | None, ...] = (30, 7, 90, None)
@@ -36,6 +42,17 @@ MODEL_BAR_WIDTH = 24
 MODEL_BAR_MIN = 8  # below this the model's name gives up room to the bar
 MODEL_NAME_MAX = 40
 MODEL_NAME_MIN = 12
+FAILURE_GROUPS = 5  # the biggest groups shown
+
+
+def failure_group_line(row: FailureGroupRow) -> Text:
+    """A failure group in one line: runs, how they failed, the signature to filter by."""
+    how = f"{row.status} · {row.step}" + (f" in {row.tool}" if row.tool else "")
+    text = Text.assemble((f"{row.runs:>6,} × ", "bold"), (how, "red"))
+    if row.error:
+        text.append(f"  {row.error}", style="dim")
+    text.append(f"  [{row.signature}]")
+    return text
 
 
 def money(stats: RunStats, amount: float | None) -> str:
@@ -153,11 +170,19 @@ class OverviewScreen(WorkbenchScreen):
     OverviewScreen .chart-peak { width: 14; padding-left: 1; color: $text-muted; }
     OverviewScreen #overview-axis { height: 1; color: $text-muted; }
     OverviewScreen #overview-models { margin-top: 1; }
+    OverviewScreen #overview-failures-title { margin-top: 1; color: $text-muted; }
+    OverviewScreen #overview-failures { height: auto; max-height: 8; border: none; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("d", "next_window", "Days"),
+        Binding("f", "failures", "Failure groups"),
         Binding("g", "reload", "Reload"),
     ]
+
+    class Grouped(Message):
+        def __init__(self, groups: list[FailureGroupRow]) -> None:
+            super().__init__()
+            self.groups = groups
 
     class Counted(Message):
         def __init__(self, stats: RunStats, problem: str | None) -> None:
@@ -185,16 +210,45 @@ class OverviewScreen(WorkbenchScreen):
                     yield Static("", classes="chart-peak", id=f"peak-{figure}")
             yield Static("", id="overview-axis")
             yield Static("", id="overview-models")
+            yield Static("failure groups · counting…", id="overview-failures-title")
+            yield OptionList(id="overview-failures")
         yield Footer()
 
     def on_mount(self) -> None:
         self.sub_title = "overview"
         self.query_one("#overview-body").focus()
         self._count()
+        self._group()
 
     @work(thread=True, exclusive=True, group="stats", exit_on_error=False)
     def _count(self) -> None:
         self.post_message(self.Counted(*self.backend.stats(self.days)))
+
+    @work(thread=True, exclusive=True, group="failures", exit_on_error=False)
+    def _group(self) -> None:
+        self.post_message(self.Grouped(self.backend.failure_groups(self.days, FAILURE_GROUPS)))
+
+    def on_overview_screen_grouped(self, message: Grouped) -> None:
+        title = self.query_one("#overview-failures-title", Static)
+        if not message.groups:
+            title.update("failure groups · no failing runs in these days")
+        else:
+            title.update("failure groups, biggest first (f, then Enter lists a group's runs)")
+        groups = self.query_one("#overview-failures", OptionList)
+        groups.clear_options()
+        groups.add_options(Option(failure_group_line(g), id=g.signature) for g in message.groups)
+        groups.display = bool(message.groups)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        if event.option.id is not None:
+            self.post_message(OpenFailureGroup(event.option.id))
+
+    def action_failures(self) -> None:
+        groups = self.query_one("#overview-failures", OptionList)
+        if groups.option_count:
+            groups.focus()
+            if groups.highlighted is None:
+                groups.highlighted = 0
 
     def on_overview_screen_counted(self, message: Counted) -> None:
         stats = self.stats = message.stats
@@ -222,6 +276,11 @@ class OverviewScreen(WorkbenchScreen):
         )
 
     def worker_failed(self, worker: Any) -> None:
+        if worker.group == "failures":
+            self.query_one("#overview-failures-title", Static).update(
+                Text("could not group the failing runs", style="red")
+            )
+            return
         self.query_one("#overview-totals", Static).update(
             Text("could not count the runs", style="red")
         )
@@ -229,10 +288,13 @@ class OverviewScreen(WorkbenchScreen):
     def action_next_window(self) -> None:
         self.window = (self.window + 1) % len(WINDOWS)
         self._count()
+        self._group()
 
     def action_reload(self) -> None:
         self._count()
+        self._group()
 
     def palette_commands(self) -> Iterator[PaletteCommand]:
         yield ("Change the days shown", "Last 30, 7, 90 days or every day", self.action_next_window)
         yield ("Reload the overview", "Count the runs again", self.action_reload)
+        yield ("Failure groups", "Pick a failure group to list its runs", self.action_failures)

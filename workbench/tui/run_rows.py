@@ -165,6 +165,8 @@ def filters_named(where: RunFilter, search_text: str = "") -> list[str]:
         named.append(f"kind: {where.kind}")
     if where.text:
         named.append(f"task or id: '{where.text}'")
+    if where.signature:
+        named.append(f"failure group {where.signature}")
     return named
 
 

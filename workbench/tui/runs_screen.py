@@ -395,6 +395,13 @@ class RunsScreen(WorkbenchScreen):
         if self.where.run_ids is not None:
             self.search_text = ""
             self._apply(run_ids=None)
+        if self.where.signature is not None:
+            self._apply(signature=None)
+        self.runs_list.focus()
+
+    def filter_failure_group(self, signature: str) -> None:
+        """List only the runs of one failure group (escape lists them all again)."""
+        self._apply(signature=signature)
         self.runs_list.focus()
 
     def action_toggle_failed(self) -> None:

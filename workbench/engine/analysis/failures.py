@@ -93,14 +93,6 @@ def failure_report(
     return FailureReport(groups, found.total_groups, found.failed_runs, since, days)
 
 
-def group_runs(store: TraceStore, signature: str, limit: int = 10_000) -> list[str] | None:
-    """The failing runs of the group `signature` names (as `failure_report` names it),
-    newest first, up to `limit`; None when no group has that signature."""
-    wanted = signature.strip().lower()
-    found = store.failure_groups(RunQuery(samples=False), limit, limit)
-    return next((row.examples for row in found.groups if row.signature == wanted), None)
-
-
 def _days(rows: list[FailureGroupRow], since: datetime | None) -> list[date]:
     """Every day from `since` (else the first failure) to the last failure, at most
     MAX_DAYS of them (the newest)."""

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from agent_core.tokens import estimate_prompt
 from traces.events import Error
-from traces.store import RunQuery
-from workbench.engine.analysis.prices import CostCap, PriceTable, fork_estimate
+from traces.prices import CostCap, Estimate, Prices
+from workbench.engine.analysis.prices import fork_estimate
 from workbench.engine.recording.fork.plan import ForkError, ForkRequest
 from workbench.engine.recording.fork.runner import ForkOptions, run_fork
 from workbench.engine.recording.running.service import ModelSettings, SetupError
@@ -103,7 +103,7 @@ class Verifier:
         *,
         samples: int,
         allow_live_tools: bool,
-        prices: PriceTable,
+        prices: Prices,
         max_cost: float | None,
         on_progress: Callable[[str], object] | None = None,
     ) -> None:
@@ -146,7 +146,7 @@ class Verifier:
         found = Verification("no_effect")
         for sample in range(1, self.samples + 1):
             if model.live:
-                refusal = self.cap.refusal(self._estimate(fix))
+                refusal = self.cap.refusal(self._estimate(fix), "fork")
                 if refusal is not None:
                     return _partial(found, refusal)
             self.on_progress(f"fork {sample}/{self.samples}: {fix.says}")
@@ -183,7 +183,7 @@ class Verifier:
         found.verdict = _verdict(found.fixed, found.samples)
         return found
 
-    def _estimate(self, fix: Fix) -> Any:
+    def _estimate(self, fix: Fix) -> Estimate:
         failing = self.failing
         request = failing.turns[fix.turn].request
         prompt = estimate_prompt(request.messages, request.tools) if request is not None else 0
@@ -218,7 +218,4 @@ def _model_error(store: TraceStore, run_id: str) -> Error | None:
 def _signatures(store: TraceStore, run_ids: list[str]) -> dict[str, str]:
     """Each failing run's failure signature (`workbench failures`); runs that did not fail
     have none."""
-    if not run_ids:
-        return {}
-    groups = store.failure_groups(RunQuery(run_ids=tuple(run_ids)), len(run_ids), len(run_ids))
-    return {run: row.signature for row in groups.groups for run in row.examples}
+    return store.failure_signatures(run_ids) if run_ids else {}

@@ -34,8 +34,8 @@ from workbench.engine.recording.running.service import ModelSettings
 from workbench.engine.recording.runs.load import load_recording
 
 if TYPE_CHECKING:
+    from traces.prices import Prices
     from traces.store import TraceStore
-    from workbench.engine.analysis.prices import PriceTable
 
 # How many passing runs of the task are read to compare with (the newest).
 PASSING_READ = 20
@@ -102,7 +102,7 @@ def explain(
     home: Path,
     run_ref: str,
     options: WhyOptions,
-    prices: PriceTable,
+    prices: Prices,
     *,
     serve: ServeRecorded | None = None,
     on_progress: Callable[[str], object] | None = None,

@@ -200,13 +200,16 @@ class Workbench:
         model: str | None = None,
         text: str | None = None,
         session: str | None = None,
+        signature: str | None = None,
         limit: int,
         offset: int,
     ) -> dict[str, Any]:
         from traces.store import RunQuery
 
         kinds = [kind] if kind else None
-        where = RunQuery.of(status, text, failed, kinds, samples=samples, model=model or None)
+        where = RunQuery.of(
+            status, text, failed, kinds, samples=samples, model=model or None, signature=signature
+        )
         folding = where.folded_samples()
         with self._store() as store:
             if session:  # its runs in the order they ran, the first first
@@ -242,11 +245,11 @@ class Workbench:
         """`workbench why RUN --json`, with the model the server's environment names (else
         serve-model over the passing runs of its task); only the candidates when this
         server may not write (the forks are new runs)."""
+        from traces.prices import Prices, PricesError
         from workbench.engine.analysis.why import WhyOptions, explain
         from workbench.engine.http.serve import ServeError, served_model
         from workbench.engine.recording.running.service import ModelSettings, SetupError
         from workbench.engine.recording.runs.load import RecordingError
-        from workbench.engine.views.cost import Prices, PricesError
 
         options = WhyOptions(samples, ModelSettings.from_env(), verify=self.allow_writes)
         with self._store() as store:

@@ -135,6 +135,11 @@ TOOLS: tuple[ToolDef, ...] = (
                         "it), in the order they ran"
                     ),
                 },
+                "signature": {
+                    "type": "string",
+                    "pattern": "^[0-9a-fA-F]{1,8}$",
+                    "description": "only the failed runs of one failure group (list_failures)",
+                },
                 "limit": _page(20, MAX_PAGE, "runs"),
                 "offset": _OFFSET,
             }

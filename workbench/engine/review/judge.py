@@ -6,8 +6,8 @@ replays and forks like any run), and its scores are appended as a note by
 `judge:<rubric>` that names the rubric's version and that run (`traces.annotations.JudgeRef`).
 
 Cost is counted before each call: the prompt's token estimate and the whole output cap at
-the judge model's price. With a cap, a call is made only when what was spent plus its
-estimate stays within it, so the cap holds exactly; a model without a price cannot be
+the judge model's price, kept under `--max-cost` by `traces.prices.CostCap` (the cap
+`workbench why` keeps too), so the cap holds exactly; a model without a price cannot be
 capped (the front end refuses). An item already judged by the same rubric version is
 skipped; an answer that is not the scores asked for leaves its item unjudged (and
 unwritten, so a later judge tries it again) and the others go on.
@@ -30,14 +30,13 @@ from agent_core.tokens import estimate_prompt
 from traces.annotations import JudgeRef, Note, append_annotation, new_id
 from traces.events import Limits
 from traces.home import open_run_trace
+from traces.prices import CostCap, Estimate, Prices
 from traces.text import one_line
 from workbench.engine.recording.runs.load import Recording
 from workbench.engine.review.rubric import Rubric
 
 # What an item's parts are cut to in the judge's prompt (a tool result can be huge).
 _PART_CHARS = 4000
-# Cost of `input_tokens` and `output_tokens` on the judge model; None: it has no price.
-Pricer = Callable[[int, int], float | None]
 
 
 @dataclass(frozen=True)
@@ -200,7 +199,7 @@ class JudgeSetup:
     home: Path
     rubric: Rubric
     model: ChatModel
-    price: Pricer
+    prices: Prices  # the judge model's price, if it has one, counts what judging spends
     max_cost: float | None = None
     params: dict[str, Any] = field(default_factory=dict)  # e.g. the output cap, by wire
     secrets: list[str | None] = field(default_factory=list)
@@ -221,20 +220,21 @@ async def judge_items(
     report = JudgeReport(runs=runs)
     todo = [item for item in items if item.key not in judged_before]
     report.skipped = len(items) - len(todo)
+    cap = CostCap(setup.max_cost)
     for index, item in enumerate(todo):
         input_tokens, output_tokens = estimate_tokens(setup.rubric, item)
-        estimate = setup.price(input_tokens, output_tokens)
-        cap = setup.max_cost
-        if estimate is not None and cap is not None and report.spent + estimate > cap + 1e-12:
-            report.stopped = (
-                f"the next call (~{estimate:.6f}) would pass --max-cost {cap:g} "
-                f"(spent {report.spent:.6f})"
-            )
-            report.next_cost = estimate
+        name = setup.model.name
+        estimate = Estimate(
+            name, input_tokens, output_tokens, setup.prices.cost(name, input_tokens, output_tokens)
+        )
+        refusal = cap.refusal(estimate)
+        if refusal is not None:
+            report.stopped, report.next_cost = refusal, estimate.amount
             report.left = len(todo) - index
             break
-        verdict = await _judge_one(setup, item, estimate)
-        report.spent += verdict.cost or 0.0
+        verdict = await _judge_one(setup, item, estimate.amount)
+        cap.spend(verdict.cost)
+        report.spent = cap.spent
         report.verdicts.append(verdict)
         if progress is not None:
             progress(index + 1, len(todo), verdict)
@@ -266,7 +266,7 @@ async def _judge_one(setup: JudgeSetup, item: Item, estimate: float | None) -> V
     finally:
         sink.close()
     totals = result.totals
-    spent = setup.price(totals.input_tokens, totals.output_tokens)
+    spent = setup.prices.cost(setup.model.name, totals.input_tokens, totals.output_tokens)
     cost = spent if spent is not None and totals.total_tokens else estimate
     if result.status != "completed":
         why = f"the judge call ended {result.status}: {one_line(result.reason, 120)}"

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from traces.events import Error, Event, RunEnd, ToolEnd, ToolStart
 
 if TYPE_CHECKING:  # render.py takes `event_is_failure` from here without loading the store
+    from traces.prices import Prices
     from traces.store import RunRow, TraceStore
-    from workbench.engine.views.cost import Prices
 
 
 # A turn at a glance, before its events are read: `error` (an error event, a failed tool

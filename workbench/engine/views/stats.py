@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 from traces.origins import RUN_KINDS
 
 if TYPE_CHECKING:
+    from traces.prices import Prices
     from traces.store import TraceStore
-    from workbench.engine.views.cost import Prices
 
 # The kinds counted unless asked otherwise: everything but regression samples, which
 # `workbench test` measures (a sample that ends at max_turns by design is not a failure).

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from agent_core.tokens import estimate_message
 from traces.events import Error, Event, ModelRequest, ModelResponse, ToolEnd, ToolStart
+from traces.prices import Prices, PricesError
 from traces.text import bar_cells, short_ms
 from traces.tree import run_duration_ms
 from workbench.engine.recording.runs.window import TURN_WINDOW, TurnWindow
-from workbench.engine.views.cost import Prices, PricesError
 
 if TYPE_CHECKING:
     from traces.store import TraceStore
