@@ -37,6 +37,8 @@ from traces.store.scan import IngestReport, Work, pending, pending_in_folder
 
 if TYPE_CHECKING:
     from traces.events import Event
+    from traces.store.lake.config import LakeConfig
+    from traces.store.lake.push import PushReport
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,9 @@ class TraceStore:
         # Why a store opened by `for_reading` is read-only (a read-only disk or folder).
         self.read_only_reason: str | None = None
         self._catalog = catalog  # the store's database, when attached under this name
+        # The lake's label when this reads a team's lake (`traces.store.lake`): nothing to
+        # ingest, the home's traces are not its source.
+        self.lake: str | None = None
 
     @classmethod
     def open(cls, db_path: Path | str, read_only: bool = False, wait_s: float = 0.0) -> TraceStore:
@@ -116,6 +121,13 @@ class TraceStore:
     def for_home(
         cls, home: Path, read_only: bool = False, wait_s: float = LOCK_WAIT_S
     ) -> TraceStore:
+        """The home's store, or the lake when the process chose one (`--lake`)."""
+        from traces.store.lake import chosen
+
+        if (lake := chosen()) is not None:
+            from traces.store.lake.reading import home_lake_store
+
+            return home_lake_store(home, lake or None)
         return cls.open(db_path(home), read_only=read_only, wait_s=wait_s)
 
     @classmethod
@@ -178,6 +190,8 @@ class TraceStore:
         """Read what is new in the files named or found under the folders named, looking
         at every file's size (`scan.pending`); `progress` hears how far a long one is."""
         report = IngestReport()
+        if self.lake is not None:
+            raise StoreError(f"the lake {self.lake} is read here; `workbench push` adds to it")
         with self._writing(), self._cursor() as cur:
             return self._ingest(cur, pending(cur, paths, report), report, progress)
 
@@ -186,6 +200,8 @@ class TraceStore:
         takes (`scan.pending_in_folder`)."""
         folder = traces_dir(home)
         report = IngestReport()
+        if self.lake is not None:
+            return report  # the lake is filled by `workbench push`, not from this home
         with self._writing(), self._cursor() as cur:
             if folder.is_dir():
                 work, listing = pending_in_folder(cur, folder, report)
@@ -501,6 +517,21 @@ class TraceStore:
                 return columns, result.fetchall()
             except duckdb.Error as exc:
                 raise QueryError(str(exc).splitlines()[0]) from None
+
+    # --- the team's lake (`traces.store.lake`) ---------------------------------------------
+
+    def push(
+        self,
+        lake: LakeConfig,
+        run_ids: Iterable[str] | None = None,
+        since: datetime | None = None,
+        progress: Progress | None = None,
+    ) -> PushReport:
+        """Append this store's finished runs the lake lacks (`traces.store.lake.push`)."""
+        from traces.store.lake.push import push
+
+        with self._cursor() as cur:
+            return push(cur, lake, run_ids, since, progress)
 
     # --- Parquet datasets ---------------------------------------------------------------
 
