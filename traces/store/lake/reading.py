@@ -7,7 +7,7 @@ from typing import Any
 
 from traces.store.db import duckdb
 from traces.store.lake import config as lake_config
-from traces.store.lake.config import LakeConfig, LakeError
+from traces.store.lake.config import LakeConfig, LakeError, without_password
 from traces.store.lake.connect import connect, scrubbed
 from traces.store.lake.schema import LAKE, create_read_views
 from traces.store.store import TraceStore
@@ -68,7 +68,8 @@ def lake_status(config: LakeConfig) -> dict[str, Any]:
             meta = dict(store.query(f"SELECT key, value FROM {LAKE}.lake_meta")[1])
     version = f"{meta['lake_version']}.{meta['store_version']}" if meta else "(empty lake)"
     return {
-        "lake": config.label,
+        "catalog": without_password(config.catalog),
+        "data": config.data,
         "schema_version": version,
         **found,
         "data_files": files,
