@@ -5,6 +5,8 @@ own (a new database and a new bucket), and a copy of a home the demo recorded.""
 
 from __future__ import annotations
 
+import contextlib
+import io
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import pytest
 
 from tests.support.demo import copied_home, record_demo
 from tests.support.lake_services import S3, Postgres, Unavailable, postgres_cluster, s3_server
+from workbench.cli import main
 
 
 def _extensions_missing() -> str | None:
@@ -68,5 +71,10 @@ def demo_home_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def demo_home(demo_home_once: Path, tmp_path: Path) -> Path:
-    """A home of the demo's runs (and its suite's results), for this test to change."""
-    return copied_home(demo_home_once, tmp_path / "demo-home")
+    """A home of the demo's runs (and its suite's results), for this test to change; its
+    store has met the copied traces (the notes that they were read from the first home's
+    path are said once, here, not in the test)."""
+    home = copied_home(demo_home_once, tmp_path / "demo-home")
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert main(["--home", str(home), "runs"]) == 0
+    return home

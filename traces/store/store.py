@@ -526,12 +526,13 @@ class TraceStore:
         run_ids: Iterable[str] | None = None,
         since: datetime | None = None,
         progress: Progress | None = None,
+        batch_events: int | None = None,
     ) -> PushReport:
         """Append this store's finished runs the lake lacks (`traces.store.lake.push`)."""
-        from traces.store.lake.push import push
+        from traces.store.lake.push import BATCH_EVENTS, push
 
         with self._cursor() as cur:
-            return push(cur, lake, run_ids, since, progress)
+            return push(cur, lake, run_ids, since, progress, batch_events or BATCH_EVENTS)
 
     # --- Parquet datasets ---------------------------------------------------------------
 

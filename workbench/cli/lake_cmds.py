@@ -13,6 +13,7 @@ from workbench.cli.common import (
     add_home,
     counted,
     lake_config,
+    positive_int,
     print_json,
     read_home,
     resolve_home,
@@ -35,6 +36,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     push.add_argument("--all", action="store_true", help="every finished run of the home")
     push.add_argument(
         "--since", type=when, metavar="TIME", help="finished runs started since TIME (1d, 6h, ISO)"
+    )
+    push.add_argument(
+        "--batch-events",
+        type=positive_int,
+        metavar="N",
+        help="about N events a lake commit (default 50,000: a commit costs a second or so, "
+        "so bigger batches push faster; a push cut short redoes at most one batch)",
     )
     push.add_argument("--json", action="store_true", help="what was pushed, as JSON")
     add_home(push)
@@ -78,7 +86,7 @@ def cmd_push(args: argparse.Namespace) -> int:
     try:
         with open_store(args) as store:
             chosen = [store.resolve_run(ref) for ref in args.runs] if args.runs else None
-            report = store.push(config, chosen, args.since, progress)
+            report = store.push(config, chosen, args.since, progress, args.batch_events)
     except lake.LakeError as exc:
         raise CliError(str(exc)) from None
     finally:

@@ -95,19 +95,8 @@ def attach(cur: duckdb.DuckDBPyConnection, config: LakeConfig, *, read_only: boo
         cur.execute(f"CREATE OR REPLACE TEMPORARY SECRET lake_s3 (TYPE s3, {options})")
     elif not read_only:
         Path(config.data).mkdir(parents=True, exist_ok=True)
-    mode = ", READ_ONLY" if read_only else ""
-    target = config.attach_target()
-    try:
-        cur.execute(
-            f"ATTACH '{_quoted(target)}' AS {LAKE} (DATA_PATH '{_quoted(config.data)}'{mode})"
-        )
-    except duckdb.Error as exc:
-        raise LakeError(
-            f"cannot open the lake's catalog {without_password(config.catalog)}: "
-            f"{scrubbed(exc, config, secrets)}"
-        ) from None
     if config.on_s3:
-        try:  # the catalog answers without the bucket: look at the bucket now
+        try:  # before the catalog: a first ATTACH makes the lake, with this path
             cur.execute("SELECT count(*) FROM glob($path)", {"path": f"{config.data}*"})
         except duckdb.Error as exc:
             raise LakeError(
@@ -115,6 +104,21 @@ def attach(cur: duckdb.DuckDBPyConnection, config: LakeConfig, *, read_only: boo
                 "; check the endpoint and the credentials (AWS_ACCESS_KEY_ID, "
                 "AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL)"
             ) from None
+    mode = ", READ_ONLY" if read_only else ""
+    target = config.attach_target()
+    try:
+        cur.execute(
+            f"ATTACH '{_quoted(target)}' AS {LAKE} (DATA_PATH '{_quoted(config.data)}'{mode})"
+        )
+    except duckdb.Error as exc:
+        if read_only and "creating a new DuckLake is explicitly disabled" in str(exc):
+            raise LakeError(
+                f"there is no lake at {config.label} yet; `workbench push` makes it"
+            ) from None
+        raise LakeError(
+            f"cannot open the lake's catalog {without_password(config.catalog)}: "
+            f"{scrubbed(exc, config, secrets)}"
+        ) from None
     check_version(cur, config)
 
 

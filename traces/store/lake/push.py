@@ -97,12 +97,13 @@ def push(
     run_ids: Iterable[str] | None = None,
     since: datetime | None = None,
     progress: Progress | None = None,
+    batch_events: int = BATCH_EVENTS,
 ) -> PushReport:
     """Push the finished runs of the store `cur` reads (`run_ids`, else all; `since`: those
-    started since then) to the lake."""
+    started since then) to the lake, about `batch_events` events a commit."""
     attach(cur, config, read_only=False)
     try:
-        return _push(cur, config, run_ids, since, progress)
+        return _push(cur, config, run_ids, since, progress, batch_events)
     finally:
         cur.execute(f"DETACH {LAKE}")
 
@@ -113,6 +114,7 @@ def _push(
     run_ids: Iterable[str] | None,
     since: datetime | None,
     progress: Progress | None,
+    batch_events: int,
 ) -> PushReport:
     report = PushReport()
     every = run_ids is None
@@ -125,7 +127,7 @@ def _push(
     report.up_to_date = chosen - len(todo)
     total = sum(events for _, events in todo) or 1
     sent = 0
-    for batch in _batches(todo):
+    for batch in _batches(todo, batch_events):
         ids = [run_id for run_id, _ in batch]
 
         def commit(ids: list[str] = ids) -> int:
@@ -162,11 +164,11 @@ def _count(result: duckdb.DuckDBPyConnection) -> int:
     return int(row[0]) if row else 0
 
 
-def _batches(todo: list[tuple[str, int]]) -> Iterator[list[tuple[str, int]]]:
+def _batches(todo: list[tuple[str, int]], limit: int) -> Iterator[list[tuple[str, int]]]:
     batch: list[tuple[str, int]] = []
     size = 0
     for run_id, events in todo:
-        if batch and size + events > BATCH_EVENTS:
+        if batch and size + events > limit:
             yield batch
             batch, size = [], 0
         batch.append((run_id, events))
