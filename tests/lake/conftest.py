@@ -26,10 +26,15 @@ def _extensions_missing() -> str | None:
     return None
 
 
+@pytest.fixture(autouse=True)
+def _lake_extensions(request: pytest.FixtureRequest) -> None:
+    """A test marked `lake` is skipped, saying what to install, without the lake extra."""
+    if request.node.get_closest_marker("lake") and (reason := _extensions_missing()):
+        pytest.skip(reason)
+
+
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[Postgres]:
-    if reason := _extensions_missing():
-        pytest.skip(reason)
     try:
         with postgres_cluster() as server:
             yield server

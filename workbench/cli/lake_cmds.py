@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workbench.cli.common import (
@@ -20,6 +21,7 @@ from workbench.cli.common import (
 )
 
 if TYPE_CHECKING:
+    from traces.store.lake import LakeConfig
     from traces.store.lake.push import PushReport
 
 _WHERE = "the lake: --lake=URL, else <home>/lake.toml (docs/team.md)"
@@ -96,6 +98,37 @@ def cmd_push(args: argparse.Namespace) -> int:
     else:
         print(push_summary(report, config.label))
     return ExitCode.OK
+
+
+def add_push(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--push",
+        action="store_true",
+        help=f"push {what} to the team's lake as it ends (--lake=URL, else <home>/lake.toml; "
+        "docs/team.md); a push that fails is one line, the run stays recorded in the home",
+    )
+
+
+def push_config(args: argparse.Namespace, home: Path) -> LakeConfig | None:
+    """The lake `--push` pushes to, checked before any work; None without --push."""
+    return lake_config(args, home) if args.push else None
+
+
+def push_runs(config: LakeConfig, home: Path, run_ids: list[str]) -> bool:
+    """Push these finished runs of the home to the lake, saying so in one line on stderr;
+    False (and why, in one line) when the push failed: the runs stay in the home."""
+    from traces.store import StoreError, TraceStore, lake
+
+    lake.choose(None)  # the runs come from the home's store
+    try:
+        with TraceStore.for_home(home) as store:
+            store.ingest_home(home)
+            report = store.push(config, run_ids)
+    except StoreError as exc:
+        print(f"workbench: not pushed (the runs stay in {home}): {exc}", file=sys.stderr)
+        return False
+    print(push_summary(report, config.label), file=sys.stderr)
+    return True
 
 
 def push_summary(report: PushReport, label: str) -> str:
