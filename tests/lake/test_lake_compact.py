@@ -37,7 +37,7 @@ def test_compaction_drops_doubled_events_and_superseded_rows(
             [run],
         )
         doubled = conn.execute("SELECT count(*) FROM lake.event_rows WHERE run_id = ?", [run])
-        events = int(doubled.fetchone()[0]) // 2
+        events = int((doubled.fetchone() or (0,))[0]) // 2
     assert ok(demo_home, "sql", COUNT, "--lake", lake_url) != ok(demo_home, "sql", COUNT)
     said = ok(demo_home, "lake", "compact", "--lake", lake_url)
     assert f"1 superseded run row and {events} doubled events dropped" in said
@@ -72,7 +72,7 @@ def test_conflicts_are_retried_then_said(lake_url: str, monkeypatch: pytest.Monk
     config = from_url(lake_url)
     with connect(config, read_only=False) as mine, connect(config, read_only=False) as other:
         mine.execute("CREATE TABLE lake.t AS SELECT range AS a FROM range(100)")
-        attempts = []
+        attempts: list[int] = []
 
         def deleting_against_another_writer() -> None:
             # Another writer deletes from the table and commits before this one does.
