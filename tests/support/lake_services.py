@@ -146,6 +146,9 @@ def s3_server() -> Iterator[S3]:
         from moto.server import ThreadedMotoServer
     except ImportError:
         raise Unavailable("moto[server] is not installed (the `lake` extra)") from None
+    import logging
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # a line per request otherwise
     port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
