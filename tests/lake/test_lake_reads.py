@@ -116,3 +116,15 @@ def test_a_lake_on_one_machine_a_duckdb_catalog_and_a_folder(demo_home: Path, tm
     assert ok(demo_home, "push", "--all", "--lake", lake).startswith("pushed 15 runs")
     assert ok(demo_home, "runs", "--lake", lake) == ok(demo_home, "runs")
     assert any((tmp_path / "lake" / "data").rglob("*.parquet"))
+
+
+def test_what_was_added_since_is_all_a_push_sends(demo_home: Path, lake_url: str) -> None:
+    ok(demo_home, "push", "--all", "--lake", lake_url)
+    run = demo_run(demo_home, "tool-error-recovered")
+    ok(demo_home, "note", run, "--label", "flaky", "--text", "reads a missing file first")
+    added = json.loads(ok(demo_home, "push", "--all", "--json", "--lake", lake_url))
+    assert (added["runs"], added["events"], added["annotations"]) == (0, 0, 1)
+    again = json.loads(ok(demo_home, "push", "--all", "--json", "--lake", lake_url))
+    assert again["annotations"] == 0
+    labelled = ["runs", "--label", "flaky", "--json"]
+    assert ok(demo_home, *labelled, "--lake", lake_url) == ok(demo_home, *labelled)
