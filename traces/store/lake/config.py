@@ -153,27 +153,22 @@ def s3_options(config: LakeConfig, environ: dict[str, str] | None = None) -> dic
     env = os.environ if environ is None else environ
     found: dict[str, str] = {}
     profile = _aws_profile(env)
-    key = env.get("AWS_ACCESS_KEY_ID") or profile.get("aws_access_key_id")
-    secret = env.get("AWS_SECRET_ACCESS_KEY") or profile.get("aws_secret_access_key")
-    token = env.get("AWS_SESSION_TOKEN") or profile.get("aws_session_token")
+
+    def setting(own: str | None, names: tuple[str, ...], in_profile: str) -> str | None:
+        """lake.toml's value, else the first of these variables, else the profile's."""
+        return own or next((env[n] for n in names if env.get(n)), None) or profile.get(in_profile)
+
+    key = setting(None, ("AWS_ACCESS_KEY_ID",), "aws_access_key_id")
+    secret = setting(None, ("AWS_SECRET_ACCESS_KEY",), "aws_secret_access_key")
+    token = setting(None, ("AWS_SESSION_TOKEN",), "aws_session_token")
     if key and secret:
         found |= {"key_id": key, "secret": secret}
     if token:
         found["session_token"] = token
-    region = (
-        config.s3.get("region")
-        or env.get("AWS_REGION")
-        or env.get("AWS_DEFAULT_REGION")
-        or profile.get("region")
-        or "us-east-1"
-    )
-    found["region"] = region
-    endpoint = (
-        config.s3.get("endpoint")
-        or env.get("AWS_ENDPOINT_URL_S3")
-        or env.get("AWS_ENDPOINT_URL")
-        or profile.get("endpoint_url")
-    )
+    region = setting(config.s3.get("region"), ("AWS_REGION", "AWS_DEFAULT_REGION"), "region")
+    found["region"] = region or "us-east-1"
+    names = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL")
+    endpoint = setting(config.s3.get("endpoint"), names, "endpoint_url")
     if endpoint:
         # Another store than AWS's (MinIO, moto, R2): its address, path-style URLs.
         parts = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
