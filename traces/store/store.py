@@ -125,10 +125,20 @@ class TraceStore:
         from traces.store.lake import chosen
 
         if (lake := chosen()) is not None:
-            from traces.store.lake.reading import home_lake_store
+            from traces.store.lake.config import for_home
 
-            return home_lake_store(home, lake or None)
+            return cls.over_lake(for_home(home, lake or None))
         return cls.open(db_path(home), read_only=read_only, wait_s=wait_s)
+
+    @classmethod
+    def over_lake(cls, lake: LakeConfig) -> TraceStore:
+        """The team's lake, read-only, through this store's own queries
+        (`traces.store.lake.reading`); its `path` is the lake's label."""
+        from traces.store.lake.reading import lake_connection
+
+        store = cls(lake_connection(lake), Path(lake.label), read_only=True)
+        store.lake = lake.label
+        return store
 
     @classmethod
     def for_reading(cls, home: Path) -> TraceStore:

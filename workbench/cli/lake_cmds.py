@@ -144,15 +144,14 @@ def push_summary(report: PushReport, label: str) -> str:
 
 
 def cmd_pull(args: argparse.Namespace) -> int:
-    from traces.store import AmbiguousRunError, StoreError, UnknownRunError, lake
+    from traces.store import AmbiguousRunError, StoreError, TraceStore, UnknownRunError, lake
     from traces.store.lake.pull import pull
-    from traces.store.lake.reading import lake_store
 
     home = resolve_home(args)
     config = lake_config(args, home)
     lake.choose(None)
     try:
-        with lake_store(config) as store:
+        with TraceStore.over_lake(config) as store:
             report = pull(store, home, args.runs)
     except StoreError as exc:
         raise CliError(str(exc)) from None

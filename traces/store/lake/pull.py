@@ -10,9 +10,20 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 from traces.home import traces_dir
-from traces.store.store import TraceStore
+
+
+class Readable(Protocol):
+    """What a pull reads of the lake (a `TraceStore.over_lake`)."""
+
+    def resolve_run(self, prefix: str) -> str: ...
+
+    def query(
+        self, statement: str, params: dict[str, Any]
+    ) -> tuple[list[str], list[tuple[Any, ...]]]: ...
+
 
 _LINES = "SELECT event::VARCHAR FROM events WHERE run_id = $run_id ORDER BY seq"
 
@@ -24,7 +35,7 @@ class PullReport:
     events: int = 0
 
 
-def pull(lake: TraceStore, home: Path, refs: list[str]) -> PullReport:
+def pull(lake: Readable, home: Path, refs: list[str]) -> PullReport:
     """Write the runs `refs` (ids or unique prefixes) name from `lake` into `home`."""
     report = PullReport()
     folder = traces_dir(home)

@@ -1,20 +1,19 @@
-"""A `TraceStore` over a lake: the store's own queries on the lake's tables (`schema`)."""
+"""Reading a lake: a connection the store's own queries run on (`TraceStore.over_lake`),
+and `workbench lake status`."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from traces.store.db import duckdb
-from traces.store.lake import config as lake_config
 from traces.store.lake.config import LakeConfig, LakeError, without_password
 from traces.store.lake.connect import connect, scrubbed
-from traces.store.lake.schema import LAKE, create_read_views
-from traces.store.store import TraceStore
+from traces.store.lake.schema import LAKE, create_read_views, lake_tables, versions
 
 
-def lake_store(config: LakeConfig) -> TraceStore:
-    """The lake, read-only, as a `TraceStore` whose `path` is the lake's label."""
+def lake_connection(config: LakeConfig) -> duckdb.DuckDBPyConnection:
+    """The lake attached read-only, with the store's names over its tables: what
+    `TraceStore.over_lake` reads through."""
     conn = connect(config, read_only=True)
     try:
         with conn.cursor() as cur:
@@ -24,14 +23,7 @@ def lake_store(config: LakeConfig) -> TraceStore:
         raise LakeError(
             f"cannot read the lake {config.label}: {scrubbed(exc, config, {})}"
         ) from None
-    store = TraceStore(conn, Path(config.label), read_only=True)
-    store.lake = config.label
-    return store
-
-
-def home_lake_store(home: Path, url: str | None) -> TraceStore:
-    """The lake `--lake URL` names, else the one in the home's lake.toml."""
-    return lake_store(lake_config.for_home(home, url))
+    return conn
 
 
 _STATUS = f"""
@@ -49,23 +41,20 @@ SELECT
 def lake_status(config: LakeConfig) -> dict[str, Any]:
     """What `workbench lake status` shows: the lake (no credentials), its schema version,
     what it holds, its snapshots and its data files."""
-    with lake_store(config) as store:
-        columns, rows = store.query(_STATUS)
-        found = dict(zip(columns, rows[0], strict=True))
-        _, tables = store.query(
-            "SELECT table_name FROM duckdb_tables() WHERE database_name = $lake", {"lake": LAKE}
-        )
+    with lake_connection(config) as conn:
+        result = conn.execute(_STATUS)
+        columns = [column[0] for column in result.description or []]
+        found = dict(zip(columns, result.fetchall()[0], strict=True))
         files, size = 0, 0
-        for (table,) in tables:
-            _, listed = store.query(
+        tables = lake_tables(conn)
+        for table in sorted(tables):
+            listed = conn.execute(
                 "SELECT count(*), coalesce(sum(data_file_size_bytes), 0) "
                 "FROM ducklake_list_files($lake, $table)",
                 {"lake": LAKE, "table": table},
-            )
+            ).fetchall()
             files, size = files + int(listed[0][0]), size + int(listed[0][1])
-        meta: dict[str, Any] = {}
-        if ("lake_meta",) in tables:
-            meta = dict(store.query(f"SELECT key, value FROM {LAKE}.lake_meta")[1])
+        meta = dict(versions(conn))
     version = f"{meta['lake_version']}.{meta['store_version']}" if meta else "(empty lake)"
     return {
         "catalog": without_password(config.catalog),
