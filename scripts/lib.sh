@@ -61,7 +61,10 @@ install_venv() {  # install_venv "[extras]" [DIR]: create DIR (default .venv) on
             sh -c "python3 -m venv '$venv' && '$venv/bin/python' -m pip install --upgrade pip"
     fi
     local what="the project and its dependencies (textual, openai, pydantic, duckdb, mcp, …)"
-    [ -n "$extras" ] && what="$what with extras $extras (pytest, ruff, mypy, pydantic-ai, the Agents SDK, langchain-openai, OpenTelemetry, …)"
+    case "$extras" in
+        *lake*) what="$what with extras $extras (pytest, ruff, mypy; DuckDB pinned with its DuckLake, httpfs and postgres extension wheels, psycopg, moto)" ;;
+        ?*) what="$what with extras $extras (pytest, ruff, mypy, pydantic-ai, the Agents SDK, langchain-openai, OpenTelemetry, …)" ;;
+    esac
     step "installing $what from PyPI into $venv" "$venv/bin/python" -m pip install -e ".$extras"
     local previous=""
     [ -f "$venv/.workbench-install" ] && read -r _ previous <"$venv/.workbench-install"
