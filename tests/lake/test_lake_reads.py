@@ -128,3 +128,12 @@ def test_what_was_added_since_is_all_a_push_sends(demo_home: Path, lake_url: str
     assert again["annotations"] == 0
     labelled = ["runs", "--label", "flaky", "--json"]
     assert ok(demo_home, *labelled, "--lake", lake_url) == ok(demo_home, *labelled)
+
+
+def test_a_lake_made_but_holding_nothing_yet_lists_no_runs(demo_home: Path, lake_url: str) -> None:
+    from traces.store.lake.config import from_url
+    from traces.store.lake.connect import connect
+
+    connect(from_url(lake_url), read_only=False).close()  # a first ATTACH makes the lake
+    assert json.loads(ok(demo_home, "runs", "--json", "--lake", lake_url)) == []
+    assert "runs            0" in ok(demo_home, "lake", "status", "--lake", lake_url)

@@ -31,7 +31,7 @@ SELECT
     (SELECT count(*) FROM runs) AS runs,
     (SELECT count(*) FROM event_rows) AS events,
     (SELECT count(*) FROM annotations) AS annotations,
-    (SELECT count(*) FROM regress_runs) AS suite_runs,
+    (SELECT count(DISTINCT suite_run_id) FROM regress_samples) AS suite_runs,
     (SELECT max(started_at) FROM runs) AS newest_run,
     (SELECT count(*) FROM {LAKE}.snapshots()) AS snapshots,
     (SELECT max(snapshot_time) FROM {LAKE}.snapshots()) AS last_commit

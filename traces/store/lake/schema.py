@@ -120,7 +120,9 @@ def create_read_views(cur: duckdb.DuckDBPyConnection) -> None:
         if table not in have:
             if name in SUITE_ONLY:
                 continue  # `sql` finds them once a suite's results were pushed
-            select = f"SELECT * FROM {SHAPE}.{name}"
+            # (`rowid` as the lake's event_rows has it: see READ_VIEWS)
+            rowid = ", rowid AS rowid" if name == "event_rows" else ""
+            select = f"SELECT *{rowid} FROM {SHAPE}.{name}"
         cur.execute(f"CREATE VIEW {name} AS {select}")
     cur.execute(RUN_BATCHES)
     for statement in store_views():
