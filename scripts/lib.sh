@@ -32,10 +32,11 @@ install_stamp() {  # the hash of pyproject.toml: an install made from it is up t
     python3 -c 'import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' pyproject.toml
 }
 
-venv_up_to_date() {  # venv_up_to_date "[a,b]": .venv was installed from this pyproject.toml
-    # with at least these extras (the stamp: its hash, then the extras, one line)
-    local stamp=.venv/.workbench-install have_hash have_extras extra
-    [ -x .venv/bin/python ] && [ -f "$stamp" ] || return 1
+venv_up_to_date() {  # venv_up_to_date "[a,b]" [DIR]: DIR (default .venv) was installed from
+    # this pyproject.toml with at least these extras (the stamp: its hash, then the extras)
+    local venv="${2:-.venv}"
+    local stamp="$venv/.workbench-install" have_hash have_extras extra
+    [ -x "$venv/bin/python" ] && [ -f "$stamp" ] || return 1
     read -r have_hash have_extras <"$stamp" || return 1
     [ "$have_hash" = "$(install_stamp)" ] || return 1
     for extra in $(echo "$1" | tr -d '[]' | tr ',' ' '); do
@@ -46,25 +47,29 @@ venv_up_to_date() {  # venv_up_to_date "[a,b]": .venv was installed from this py
     done
 }
 
-install_venv() {  # create .venv (once) and install the project into it, with extras "$1";
-    # skipped when pyproject.toml has not changed since an install with those extras (the
-    # project itself is installed editable, so a change to its code needs no install)
-    local extras="$1"
-    if venv_up_to_date "$extras"; then
-        echo "-- .venv is up to date with pyproject.toml${extras:+ and $extras}; not installing"
+install_venv() {  # install_venv "[extras]" [DIR]: create DIR (default .venv) once and
+    # install the project into it, with those extras; skipped when pyproject.toml has not
+    # changed since an install with those extras (the project itself is installed editable,
+    # so a change to its code needs no install)
+    local extras="$1" venv="${2:-.venv}"
+    if venv_up_to_date "$extras" "$venv"; then
+        echo "-- $venv is up to date with pyproject.toml${extras:+ and $extras}; not installing"
         return 0
     fi
-    if [ ! -x .venv/bin/python ]; then
-        step "creating .venv (python3 -m venv) and upgrading pip from PyPI" \
-            sh -c 'python3 -m venv .venv && .venv/bin/python -m pip install --upgrade pip'
+    if [ ! -x "$venv/bin/python" ]; then
+        step "creating $venv (python3 -m venv) and upgrading pip from PyPI" \
+            sh -c "python3 -m venv '$venv' && '$venv/bin/python' -m pip install --upgrade pip"
     fi
     local what="the project and its dependencies (textual, openai, pydantic, duckdb, mcp, …)"
-    [ -n "$extras" ] && what="$what with extras $extras (pytest, ruff, mypy, pydantic-ai, the Agents SDK, langchain-openai, OpenTelemetry, …)"
-    step "installing $what from PyPI into .venv" .venv/bin/python -m pip install -e ".$extras"
+    case "$extras" in
+        *lake*) what="$what with extras $extras (pytest, ruff, mypy; DuckDB pinned with its DuckLake, httpfs and postgres extension wheels, psycopg, moto)" ;;
+        ?*) what="$what with extras $extras (pytest, ruff, mypy, pydantic-ai, the Agents SDK, langchain-openai, OpenTelemetry, …)" ;;
+    esac
+    step "installing $what from PyPI into $venv" "$venv/bin/python" -m pip install -e ".$extras"
     local previous=""
-    [ -f .venv/.workbench-install ] && read -r _ previous <.venv/.workbench-install
+    [ -f "$venv/.workbench-install" ] && read -r _ previous <"$venv/.workbench-install"
     # Keep the extras installed before: the next smaller install is then up to date too.
     local merged
     merged="$(echo "$previous,$extras" | tr -d '[]' | tr ',' '\n' | sed '/^$/d' | sort -u | paste -sd, -)"
-    echo "$(install_stamp) [${merged}]" >.venv/.workbench-install
+    echo "$(install_stamp) [${merged}]" >"$venv/.workbench-install"
 }

@@ -35,4 +35,16 @@ checks() {
 timed "installing (.venv: the project with its dev, frameworks, otel, otel-producers and web extras; the reference MCP servers; Chromium)" install
 timed "ruff, mypy" checks
 timed "pytest (on every core)" .venv/bin/python -m pytest -q -n auto "$@"
+
+# The lake (tests/lake: a private PostgreSQL cluster, moto's S3, the DuckLake extension
+# wheels) on the DuckDB its extensions pin, which is also the oldest DuckDB the project
+# declares: the store's own tests run on it too. Skipped when pytest was given arguments (a
+# selection of the suite above).
+lake() {
+    bash scripts/install-lake-services.sh
+    .venv-lake/bin/python -m pytest -q -n 2 tests/lake tests/store
+}
+if [ "$#" -eq 0 ]; then
+    timed "the lake and the store on the lake extra's DuckDB (.venv-lake: PostgreSQL, moto, DuckLake)" lake
+fi
 echo "== all done in $((SECONDS - began)) s"

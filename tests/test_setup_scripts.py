@@ -80,3 +80,21 @@ def test_a_failing_step_shows_all_its_output(checkout: Path) -> None:
     assert "Collecting textual" in proc.stderr and "ERROR: no matching distribution" in proc.stderr
     assert "setup step failed (exit 1): .venv/bin/python -m pip install -e ." in proc.stderr
     assert not (checkout / ".venv" / ".workbench-install").exists()  # tried again next time
+
+
+def test_a_second_environment_has_its_own_install_and_stamp(checkout: Path) -> None:
+    # scripts/install-lake-services.sh's .venv-lake: the lake extra's DuckDB beside .venv's.
+    lake_python = checkout / ".venv-lake" / "bin" / "python"
+    lake_python.parent.mkdir(parents=True)
+    shutil.copy(checkout / ".venv" / "bin" / "python", lake_python)
+    script = 'set -euo pipefail; source scripts/lib.sh; install_venv "[dev,lake]" .venv-lake'
+    for _ in range(2):
+        proc = subprocess.run(
+            ["bash", "-c", script], cwd=checkout, capture_output=True, text=True, timeout=60
+        )
+        assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("-- .venv-lake is up to date with pyproject.toml and [dev,lake]")
+    log = checkout / ".venv-lake" / "calls.log"
+    assert log.read_text(encoding="utf-8").splitlines() == ["-m pip install -e .[dev,lake]"]
+    assert calls(checkout) == []  # .venv untouched
+    assert (checkout / ".venv-lake" / ".workbench-install").is_file()

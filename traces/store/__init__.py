@@ -10,9 +10,10 @@ from traces.store.opening import (
     UnknownRunError,
 )
 from traces.store.run_filter import RunQuery
+from traces.store.run_row import RunRow
 from traces.store.scan import IngestReport
 from traces.store.sessions import SessionRow
-from traces.store.store import RunRow, TraceStore
+from traces.store.store import TraceStore
 
 __all__ = [
     "AmbiguousRunError",

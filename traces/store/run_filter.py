@@ -50,7 +50,9 @@ _COST = f"""run_id IN (
     ) / 1000000.0 OP)"""
 
 # Each optional filter's clause, added only when the filter is given (a clause that is
-# always there costs a scan of the events even when it keeps every run).
+# always there costs a scan of the events even when it keeps every run). A JSON field
+# compared with a parameter is in parentheses: DuckDB 1.5 reads `event->>'name' = $tool`
+# otherwise as a cast of the whole event to a number (`workbench runs --tool` failed).
 _CLAUSES: dict[str, str] = {
     "model": "contains(lower(coalesce(model, '')), lower($model))",
     "since": "started_at >= $since",
@@ -62,9 +64,9 @@ _CLAUSES: dict[str, str] = {
     "min_duration_ms": "duration_ms >= $min_duration_ms",
     "max_duration_ms": "duration_ms <= $max_duration_ms",
     "tool": """run_id IN (SELECT run_id FROM event_rows
-        WHERE type = 'tool_start' AND problem IS NULL AND event->>'name' = $tool)""",
+        WHERE type = 'tool_start' AND problem IS NULL AND (event->>'name') = $tool)""",
     "error_kind": """run_id IN (SELECT run_id FROM event_rows
-        WHERE type = 'error' AND problem IS NULL AND event->>'kind' = $error_kind)""",
+        WHERE type = 'error' AND problem IS NULL AND (event->>'kind') = $error_kind)""",
     "min_cost": _COST.replace("OP", ">= $min_cost"),
     "max_cost": _COST.replace("OP", "<= $max_cost"),
     # Annotations that count (`notes_sql`: no tombstone removed them), on the run or on

@@ -320,7 +320,7 @@ ORDER BY seq
 # when they did not parse), in seq order; only these columns of the JSON are read.
 TOOL_ARGUMENTS = f"""
 SELECT seq, event->>'call_id', event->'arguments' {_RUN_ROWS}
-  AND type = 'tool_start' AND turn IS NOT NULL AND event->>'name' = $name
+  AND type = 'tool_start' AND turn IS NOT NULL AND (event->>'name') = $name
 ORDER BY seq
 """
 # How many calls of each tool (made in a turn) have a recorded result: the k-th start of a

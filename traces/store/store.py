@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -33,42 +33,14 @@ from traces.store.opening import (
 )
 from traces.store.progress import Progress
 from traces.store.run_filter import RunQuery
+from traces.store.run_row import RunRow
 from traces.store.scan import IngestReport, Work, pending, pending_in_folder
 from traces.store.sessions import SessionRow
 
 if TYPE_CHECKING:
     from traces.events import Event
-
-
-@dataclass(frozen=True)
-class RunRow:
-    run_id: str
-    started_at: datetime | None
-    ended_at: datetime | None
-    task: str | None
-    model: str | None
-    status: str  # a RunState: one of RUN_STATUSES
-    turns: int
-    model_calls: int
-    tool_calls: int
-    tool_errors: int
-    total_tokens: int
-    duration_ms: float | None
-    parent_run_id: str | None
-    fork_turn: int | None
-    final_answer: str | None
-    reason: str | None
-    source_path: str | None
-    origin: str = "agent"  # a RunOrigin; "agent" for a run whose run_start is missing
-    task_fingerprint: str | None = None  # runs of one task share it; None without a run_start
-    session: str | None = None  # the conversation or agent session it is part of, if any
-    judged: str | None = None  # a regression sample's case verdict: passed, failed, error
-
-    def to_json(self) -> dict[str, Any]:
-        out = dict(self.__dict__)
-        for key in ("started_at", "ended_at"):
-            out[key] = out[key].isoformat() if out[key] is not None else None
-        return out
+    from traces.store.lake.config import LakeConfig
+    from traces.store.lake.push import PushReport
 
 
 # A runs page this far down a listing is read from the listing's other end when that is
@@ -94,6 +66,9 @@ class TraceStore:
         # Why a store opened by `for_reading` is read-only (a read-only disk or folder).
         self.read_only_reason: str | None = None
         self._catalog = catalog  # the store's database, when attached under this name
+        # The lake's label when this reads a team's lake (`traces.store.lake`): nothing to
+        # ingest, the home's traces are not its source.
+        self.lake: str | None = None
 
     @classmethod
     def open(cls, db_path: Path | str, read_only: bool = False, wait_s: float = 0.0) -> TraceStore:
@@ -119,7 +94,24 @@ class TraceStore:
     def for_home(
         cls, home: Path, read_only: bool = False, wait_s: float = LOCK_WAIT_S
     ) -> TraceStore:
+        """The home's store, or the lake when the process chose one (`--lake`)."""
+        from traces.store.lake import chosen
+
+        if (lake := chosen()) is not None:
+            from traces.store.lake.config import for_home
+
+            return cls.over_lake(for_home(home, lake or None))
         return cls.open(db_path(home), read_only=read_only, wait_s=wait_s)
+
+    @classmethod
+    def over_lake(cls, lake: LakeConfig) -> TraceStore:
+        """The team's lake, read-only, through this store's own queries
+        (`traces.store.lake.reading`); its `path` is the lake's label."""
+        from traces.store.lake.reading import lake_connection
+
+        store = cls(lake_connection(lake), Path(lake.label), read_only=True)
+        store.lake = lake.label
+        return store
 
     @classmethod
     def for_reading(cls, home: Path) -> TraceStore:
@@ -181,6 +173,8 @@ class TraceStore:
         """Read what is new in the files named or found under the folders named, looking
         at every file's size (`scan.pending`); `progress` hears how far a long one is."""
         report = IngestReport()
+        if self.lake is not None:
+            raise StoreError(f"the lake {self.lake} is read here; `workbench push` adds to it")
         with self._writing(), self._cursor() as cur:
             return self._ingest(cur, pending(cur, paths, report), report, progress)
 
@@ -189,6 +183,8 @@ class TraceStore:
         takes (`scan.pending_in_folder`)."""
         folder = traces_dir(home)
         report = IngestReport()
+        if self.lake is not None:
+            return report  # the lake is filled by `workbench push`, not from this home
         with self._writing(), self._cursor() as cur:
             if folder.is_dir():
                 work, listing = pending_in_folder(cur, folder, report)
@@ -518,6 +514,22 @@ class TraceStore:
                 return columns, result.fetchall()
             except duckdb.Error as exc:
                 raise QueryError(str(exc).splitlines()[0]) from None
+
+    # --- the team's lake (`traces.store.lake`) ---------------------------------------------
+
+    def push(
+        self,
+        lake: LakeConfig,
+        run_ids: Iterable[str] | None = None,
+        since: datetime | None = None,
+        progress: Progress | None = None,
+        batch_events: int | None = None,
+    ) -> PushReport:
+        """Append this store's finished runs the lake lacks (`traces.store.lake.push`)."""
+        from traces.store.lake.push import BATCH_EVENTS, push
+
+        with self._cursor() as cur:
+            return push(cur, lake, run_ids, since, progress, batch_events or BATCH_EVENTS)
 
     # --- Parquet datasets ---------------------------------------------------------------
 

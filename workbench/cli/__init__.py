@@ -21,7 +21,14 @@ from pathlib import Path
 
 from traces.home import RedactionConfigError
 from workbench.cli import bundle_cmds
-from workbench.cli.common import EXIT_CODES, CliError, CommandParser, ExitCode, SetupError
+from workbench.cli.common import (
+    EXIT_CODES,
+    CliError,
+    CommandParser,
+    ExitCode,
+    SetupError,
+    add_lake,
+)
 
 # Modules that add subcommands, in the order they appear in --help.
 COMMAND_MODULES = (
@@ -45,7 +52,26 @@ COMMAND_MODULES = (
     "workbench.cli.review_cmds",
     "workbench.cli.judge_cmds",
     "workbench.cli.check_cmds",
+    "workbench.cli.lake_cmds",
 )
+
+
+def choose_lake(args: argparse.Namespace) -> None:
+    """Every store this command opens is the lake when it says --lake (each call of main
+    says it again, as for --progress); the lake extra must be there for it."""
+    if args.lake is None:
+        chosen = sys.modules.get("traces.store.lake")  # not imported: nothing chosen
+        if chosen is not None:
+            chosen.choose(None)
+        return
+    from traces.store import lake
+    from traces.store.lake.connect import check_installed
+
+    try:
+        check_installed()
+    except lake.LakeError as exc:
+        raise CliError(str(exc)) from None
+    lake.choose(args.lake)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
             "gets a bar past a second's work, scripts and pipes nothing (also after COMMAND)"
         ),
     )
+    add_lake(parser)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
@@ -97,6 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     show_off_terminal(args.progress)
     try:
+        choose_lake(args)
         return int(args.func(args) or 0)
     except CliError as exc:
         print(f"workbench: {exc}", file=sys.stderr)

@@ -32,6 +32,7 @@ from workbench.number_args import positive_int as positive_int
 
 if TYPE_CHECKING:
     from traces.prices import Prices
+    from traces.store.lake import LakeConfig
     from workbench.engine.recording.runs.load import Recording
     from workbench.engine.recording.runs.parent import ParentRun
 
@@ -112,6 +113,7 @@ class CommandParser(argparse.ArgumentParser):
     def parse_args(  # type: ignore[override]  # always a Namespace, never None
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> argparse.Namespace:
+        args = lake_flags(sys.argv[1:] if args is None else args)
         parsed, extra = self.parse_known_args(args, namespace)
         if "--progress" in extra:  # the global flag, given after the command
             extra.remove("--progress")
@@ -215,12 +217,62 @@ def open_run(ref: str, home: Path) -> Recording | ParentRun:
 
 
 def add_home(parser: argparse.ArgumentParser) -> None:
-    """Accept --home after the subcommand too (it is also a global option)."""
+    """Accept --home and --lake after the subcommand too (they are also global options)."""
     parser.add_argument(
         "--home",
         default=argparse.SUPPRESS,
         help="workbench folder (default: $WORKBENCH_HOME, else ./.workbench)",
     )
+    add_lake(parser, default=argparse.SUPPRESS)
+
+
+LAKE_HELP = (
+    "read the team's lake instead of the home's store: the one in <home>/lake.toml, or "
+    "--lake=URL (a catalog with ?data=s3://BUCKET/PREFIX, or a lake.toml; docs/team.md)"
+)
+
+
+def add_lake(parser: argparse.ArgumentParser, default: Any = None, help: str = LAKE_HELP) -> None:
+    parser.add_argument("--lake", default=default, metavar="URL", help=help)
+
+
+# What a `--lake` value looks like, so that `show --lake RUN` reads RUN as the run.
+_LAKE_URL = re.compile(r"://|dbname=|\?data=|\.(toml|ducklake|sqlite|db|duckdb)$")
+
+
+def lake_flags(argv: Sequence[str]) -> list[str]:
+    """`--lake` with its optional value made explicit for argparse: `--lake URL` when the
+    next word is a lake's URL (`_LAKE_URL`), else `--lake=` (the home's lake.toml)."""
+    out: list[str] = []
+    words = list(argv)
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == "--lake":
+            following = words[i + 1] if i + 1 < len(words) else ""
+            if _LAKE_URL.search(following):
+                out.append(f"--lake={following}")
+                i += 2
+                continue
+            out.append("--lake=")
+        else:
+            out.append(word)
+        i += 1
+    return out
+
+
+def lake_config(args: argparse.Namespace, home: Path) -> LakeConfig:
+    """The lake `--lake` names (or the home's lake.toml); one line when there is none or
+    the lake extra is not installed."""
+    from traces.store.lake import LakeError
+    from traces.store.lake.config import for_home
+    from traces.store.lake.connect import check_installed
+
+    try:
+        check_installed()
+        return for_home(home, getattr(args, "lake", None) or None)
+    except LakeError as exc:
+        raise CliError(str(exc)) from None
 
 
 def resolve_home(args: argparse.Namespace) -> Path:

@@ -24,6 +24,7 @@ from workbench.cli.common import (
     serve_until_stopped,
     server_limits,
 )
+from workbench.cli.lake_cmds import add_push, push_config
 
 OTEL_EXTRA = "pip install 'agent-workbench[otel]'"
 
@@ -139,6 +140,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     # 64 MiB: otel_collect's MAX_BODY, written out here because --help must not import it.
     add_server_flags(collect, port=4318, max_request_mb=64)
+    add_push(collect, "each collected run")
     # The defaults are otel_collect's MAX_PENDING_TRACES and PENDING_TIMEOUT_S, written out
     # here because --help must not import aiohttp.
     collect.add_argument(
@@ -279,8 +281,11 @@ def cmd_collect(args: argparse.Namespace) -> int:
     from traces.home import redaction_patterns
 
     otel_collect = _otel_module("collect")
+    from workbench.cli.lake_pusher import pushing_while
+
     home = resolve_home(args)
     redaction_patterns(home)  # a pattern that does not compile is one line, before serving
+    lake = push_config(args, home)
 
     def say(message: str) -> None:
         print(f"workbench: {message}", file=sys.stderr, flush=True)
@@ -301,10 +306,14 @@ def cmd_collect(args: argparse.Namespace) -> int:
     except otel_collect.CollectorError as exc:
         raise CliError(str(exc)) from None
     receiver = collector.receiver
-    return serve_until_stopped(
-        collector,
-        lambda: f"collecting OTLP/HTTP spans on {collector.endpoint} into {home}; Ctrl-C stops",
-        receiver.summary,
+    return pushing_while(
+        lake,
+        home,
+        lambda: serve_until_stopped(
+            collector,
+            lambda: f"collecting OTLP/HTTP spans on {collector.endpoint} into {home}; Ctrl-C stops",
+            receiver.summary,
+        ),
     )
 
 

@@ -14,6 +14,7 @@ from workbench.cli.common import (
     serve_until_stopped,
     server_limits,
 )
+from workbench.cli.lake_cmds import add_push, push_config
 
 
 def register(subparsers: Any) -> None:
@@ -55,14 +56,17 @@ def register(subparsers: Any) -> None:
         "all of them): for a fleet of agents on a machine with cores to spare",
     )
     add_server_flags(parser)
+    add_push(parser, "each recorded run")
     add_home(parser)
     parser.set_defaults(func=_cmd_proxy)
 
 
 def _cmd_proxy(args: argparse.Namespace) -> int:
+    from workbench.cli.lake_pusher import pushing_while
     from workbench.engine.http.proxy import ProxyError, RecordingProxy
 
     home = resolve_home(args)
+    lake = push_config(args, home)
     try:
         proxy = RecordingProxy(
             args.upstream,
@@ -75,9 +79,14 @@ def _cmd_proxy(args: argparse.Namespace) -> int:
         )
     except ProxyError as exc:
         raise CliError(str(exc)) from None
-    return serve_until_stopped(
-        proxy,
-        lambda: (
-            f"proxying {proxy.base_url} -> {args.upstream} (recording into {home}; Ctrl-C stops)"
+    return pushing_while(
+        lake,
+        home,
+        lambda: serve_until_stopped(
+            proxy,
+            lambda: (
+                f"proxying {proxy.base_url} -> {args.upstream} (recording into {home}; "
+                "Ctrl-C stops)"
+            ),
         ),
     )

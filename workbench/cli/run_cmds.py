@@ -23,6 +23,7 @@ from workbench.cli.common import (
     text_or_file,
     writable_home,
 )
+from workbench.cli.lake_cmds import add_push, push_config, push_runs
 from workbench.cli.model_flags import (
     add_builtin_flags,
     add_limit_flags,
@@ -109,6 +110,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="the session this run is part of (`workbench sessions` groups runs by it)",
     )
     run.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    add_push(run, "the run")
     add_home(run)
     run.set_defaults(func=cmd_run)
 
@@ -154,6 +156,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
     model = build_model(args, limits)
     home = writable_home(resolve_home(args))
+    lake = push_config(args, home)
     prices = load_prices(home)
     config = AgentConfig(
         task=args.task,
@@ -178,6 +181,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result_json(result, writer.path, writer.failure))
     check_trace_whole(writer)
+    if lake is not None and not push_runs(lake, home, [result.run_id]):
+        return max(STATUS_EXIT[result.status], ExitCode.USAGE)
     return STATUS_EXIT[result.status]
 
 
