@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from tests.support.generated_runs import failing_run
+from tests.support.failing_runs import failing_run
 from tests.support.processes import workbench_at, workbench_peak
 from traces.store import TraceStore
 from traces.store.failures import masked

@@ -8,7 +8,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tests.support.generated_runs import failing_run
+from tests.support.failing_runs import failing_run
 from tests.support.processes import workbench_at
 from traces.store import TraceStore
 

@@ -14,9 +14,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from tests.support.generated_runs import recording
 from traces.events import Error, ModelRequest, ModelResponse, RunEnd, RunStart, ToolEnd, ToolStart
 from traces.recorder import Recorder
-from traces.writer import JsonlWriter
 
 TOOL_NAMES = ("list_dir", "read_file", "save_note")
 
@@ -73,8 +73,20 @@ def recorded_run(
 ) -> None:
     """The trace of a run that does what `script` says, its events a second apart from
     `at`. `descriptions` replace tools' descriptions; `meta` is its run_start's."""
-    writer = JsonlWriter(folder, run_id)
-    rec = Recorder(run_id, [writer])
+    with recording(folder, run_id) as rec:
+        _record(rec, script, at, model, task, system_prompt, descriptions, meta)
+
+
+def _record(
+    rec: Recorder,
+    script: Script,
+    at: datetime,
+    model: str,
+    task: str,
+    system_prompt: str,
+    descriptions: dict[str, str] | None,
+    meta: dict[str, Any] | None,
+) -> None:
     clock = iter(at + timedelta(seconds=n) for n in range(1000))
     rec.emit(
         RunStart,
@@ -89,7 +101,7 @@ def recorded_run(
     turn = 0
     for turn, call in enumerate(script.calls, start=1):
         rec.turn = turn
-        call_id = f"call_{run_id}_{turn}"
+        call_id = f"call_{rec.run_id}_{turn}"
         raw = json.dumps(call.arguments)
         rec.emit(ModelRequest, at=next(clock), messages=[{"role": "user", "content": task}])
         message = {"role": "assistant", "content": None, "tool_calls": [_asked(call_id, call)]}
@@ -119,7 +131,7 @@ def recorded_run(
         message = {"role": "assistant", "content": script.answer}
         rec.emit(ModelResponse, at=next(clock), message=message)
     elif script.unrun is not None:
-        asked = _asked(f"call_{run_id}_{last}", script.unrun)
+        asked = _asked(f"call_{rec.run_id}_{last}", script.unrun)
         message = {"role": "assistant", "content": None, "tool_calls": [asked]}
         rec.emit(ModelResponse, at=next(clock), message=message)
     elif script.model_error is not None:
@@ -134,7 +146,6 @@ def recorded_run(
         reason=script.reason,
         final_answer=final,
     )
-    rec.close()
 
 
 def _asked(call_id: str, call: Call) -> dict[str, Any]:

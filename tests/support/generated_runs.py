@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
 
@@ -225,96 +224,6 @@ def stored_home(home: Path, runs: dict[str, dict[str, Any]]) -> Path:
     with TraceStore.for_home(home) as store:
         store.ingest_home(home)
     return home
-
-
-# ---------------------------------------------------------------------- failing in known ways
-# Whose groups are known because each run says how it fails (its tools before the failure,
-# the failing tool and its error text, its end), with whatever numbers, paths and ids its
-# error text carries.
-
-TOOL_NAMES = ("list_dir", "read_file", "save_note")
-
-
-def _failing_tools(descriptions: dict[str, str]) -> list[dict[str, Any]]:
-    return [
-        {
-            "type": "function",
-            "function": {
-                "name": name,
-                "description": descriptions.get(name, f"{name} it"),
-                "parameters": {},
-            },
-        }
-        for name in TOOL_NAMES
-    ]
-
-
-def failing_run(
-    folder: Path,
-    run_id: str,
-    *,
-    at: datetime,
-    status: str = "max_turns",
-    reason: str = "reached max_turns=3",
-    before: tuple[str, ...] = ("list_dir",),
-    tool: str | None = "read_file",
-    error: str = "Error: no file 'src/unit.py'",
-    model_error: str | None = None,
-    model: str = "model-a",
-    task: str = "read the units",
-    system_prompt: str = "You read files.",
-    descriptions: dict[str, str] | None = None,
-) -> None:
-    """A run that calls the tools `before` (each ok), then `tool`, which fails with
-    `error` (no failing tool when None), or whose model call fails with `model_error`; then
-    ends with `status` and `reason` (completed: a run that recovered). `descriptions`
-    replace tools' descriptions. Its events are a second apart from `at`."""
-    with recording(folder, run_id) as rec:
-        clock = iter(at + timedelta(seconds=n) for n in range(1000))
-        rec.emit(
-            RunStart,
-            turn=None,
-            at=next(clock),
-            task=task,
-            system_prompt=system_prompt,
-            model=model,
-            tools=_failing_tools(descriptions or {}),
-        )
-        calls = [(name, True, "fine") for name in before]
-        if tool is not None:
-            calls.append((tool, False, error))
-        for turn, (name, ok, text) in enumerate(calls, start=1):
-            rec.turn = turn
-            call_id = f"call_{run_id}_{turn}"
-            call = tool_call(call_id, name)
-            rec.emit(ModelRequest, at=next(clock), messages=[{"role": "user", "content": task}])
-            message = {"role": "assistant", "content": None, "tool_calls": [call]}
-            rec.emit(ModelResponse, at=next(clock), message=message)
-            rec.emit(
-                ToolStart,
-                at=next(clock),
-                call_id=call_id,
-                name=name,
-                arguments_raw="{}",
-                arguments={},
-            )
-            rec.emit(
-                ToolEnd,
-                at=next(clock),
-                call_id=call_id,
-                name=name,
-                ok=ok,
-                result=text,
-                error=None if ok else "tool_failure",
-            )
-        if model_error is not None:
-            rec.turn = len(calls) + 1
-            rec.emit(ModelRequest, at=next(clock), messages=[{"role": "user", "content": task}])
-            rec.emit(Error, at=next(clock), where="model", kind="http_error", message=model_error)
-        rec.emit(RunEnd, turn=None, at=next(clock), status=status, reason=reason)
-
-
-# ---------------------------------------------------------------------- small and big
 
 
 def small_run(folder: Path, run_id: str, turns: int = 2, end: bool = True, **start: Any) -> Path:
