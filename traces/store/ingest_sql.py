@@ -330,11 +330,19 @@ TASK_FINGERPRINT = """left(md5(concat_ws(chr(31),
 # `X-Workbench-Session` and the clients' own session ids, a session import), or the session
 # id of a session imported before imports said it there. A run another run names as its
 # session is part of it (`SESSION_ROOTS`: the first run of a proxied conversation).
-RUN_SESSION = """coalesce(event->'meta'->>'session_id',
-    CASE WHEN json_type(event->'meta'->'session') = 'OBJECT'
-        THEN event->'meta'->'session'->>'session_id' END)"""
+# Both read with the run_start's other fields in its one extraction (`_START_FIELDS`): each
+# extraction of its own parses the whole line again, and a run_start may hold a 30 MB task.
 
-_START_FIELDS = ("task", "model", "parent_run_id", "fork_turn", "schema_version", "origin")
+_START_FIELDS = (
+    "task",
+    "model",
+    "parent_run_id",
+    "fork_turn",
+    "schema_version",
+    "origin",
+    "meta.session_id",
+    "meta.session.session_id",
+)
 _END_FIELDS = (
     "status",
     "totals.turns",
@@ -373,8 +381,7 @@ WITH touched_rows AS (
         CASE WHEN type = 'tool_end' THEN event->>'ok' = 'false' END AS tool_failed,
         CASE WHEN type = 'model_response'
             THEN try_cast(event->'usage'->>'total_tokens' AS BIGINT) END AS tokens,
-        CASE WHEN type = 'run_start' THEN {TASK_FINGERPRINT} END AS fingerprint,
-        CASE WHEN type = 'run_start' THEN {RUN_SESSION} END AS session
+        CASE WHEN type = 'run_start' THEN {TASK_FINGERPRINT} END AS fingerprint
     FROM event_rows
     WHERE batch IN (SELECT DISTINCT unnest(batches) FROM touched)
         AND run_id IN (SELECT run_id FROM touched) AND problem IS NULL
@@ -390,7 +397,6 @@ WITH touched_rows AS (
         min(ts) FILTER (WHERE type = 'run_start') AS started_at,
         max(ts) FILTER (WHERE type = 'run_end') AS ended_at,
         arg_min(fingerprint, seq) FILTER (WHERE type = 'run_start') AS fingerprint,
-        arg_min(session, seq) FILTER (WHERE type = 'run_start') AS session,
         min(source_path) AS source_path
     FROM touched_rows GROUP BY run_id
 )
@@ -406,7 +412,8 @@ SELECT run_id, coalesce(started_at, first_ts), ended_at, {_s("task")}, {_s("mode
     epoch_us(last_ts) / 1000.0 - epoch_us(first_ts) / 1000.0,
     {_s("parent_run_id")}, try_cast({_s("fork_turn")} AS INTEGER), {_e("final_answer")},
     {_e("reason")}, {_e("timeout_layer")}, try_cast({_s("schema_version")} AS INTEGER), n,
-    source_path, coalesce({_s("origin")}, 'agent'), fingerprint, session
+    source_path, coalesce({_s("origin")}, 'agent'), fingerprint,
+    coalesce({_s("meta.session_id")}, {_s("meta.session.session_id")})
 FROM agg
 """
 # A run that another run names as its session, and names none itself, is that session's

@@ -1,5 +1,6 @@
 """Sessions: the runs of one conversation or agent session, grouped by `runs.session` (set
-at ingest, `ingest_sql.RUN_SESSION`), each with its totals and how its runs ended."""
+at ingest from the run_start's `meta.session_id`: `ingest_sql.INSERT_TOUCHED_RUNS`), each
+with its totals and how its runs ended."""
 
 from __future__ import annotations
 

@@ -94,7 +94,7 @@ CREATE TABLE IF NOT EXISTS runs (
     source_path VARCHAR,
     origin VARCHAR,             -- run_start.origin: agent, fork, captured, ...
     task_fingerprint VARCHAR,   -- runs of one task share it (`ingest_sql.TASK_FINGERPRINT`)
-    session VARCHAR             -- the conversation or agent session it is part of (`RUN_SESSION`)
+    session VARCHAR             -- its conversation or agent session (run_start meta.session_id)
 );
 -- The ingest batches that hold each run's rows. `event_rows` grows a batch at a time, so
 -- its zone maps on `batch` let a read of one run scan only these batches' row groups: a
