@@ -18,6 +18,8 @@ from tests.support.lake_services import PASSWORD, PASSWORD_ROLE, free_port
 from tests.support.processes import WAIT_S, WORKBENCH, killed_after
 from traces.store.lake.config import LakeError, from_url
 from traces.store.lake.connect import connect
+from traces.store.lake.schema import LAKE_VERSION
+from traces.store.sql import STORE_VERSION
 
 pytestmark = pytest.mark.lake
 
@@ -88,7 +90,8 @@ def test_a_lake_of_a_newer_schema_version(demo_home: Path, lake_url: str) -> Non
     before = ok(demo_home, "runs", "--samples")
     for argv in (["runs"], ["push", "--all"], ["lake", "status"], ["lake", "compact"]):
         line = one_line_failure(demo_home, *argv, "--lake", lake_url)
-        assert "is of schema version 99.7, newer than this workbench's (1.7)" in line, line
+        said = f"is of schema version 99.{STORE_VERSION}, newer than this workbench's "
+        assert said + f"({LAKE_VERSION}.{STORE_VERSION})" in line, line
     untouched(demo_home, before)
 
 

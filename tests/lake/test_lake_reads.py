@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.demo import demo_run
+from traces.store.lake.schema import LAKE_VERSION
+from traces.store.sql import STORE_VERSION
 from workbench.cli import main
 
 pytestmark = pytest.mark.lake
@@ -107,7 +109,8 @@ def test_the_home_lake_toml_names_the_lake(demo_home: Path, postgres, lake_env) 
     assert ok(demo_home, "show", "--lake", run) == ok(demo_home, "show", run)
     status = ok(demo_home, "lake", "status")
     assert f"data            s3://{bucket}/team/" in status
-    assert "runs            15" in status and "schema version  1.7" in status
+    assert "runs            15" in status
+    assert f"schema version  {LAKE_VERSION}.{STORE_VERSION}" in status
 
 
 def test_a_lake_on_one_machine_a_duckdb_catalog_and_a_folder(demo_home: Path, tmp_path: Path):
