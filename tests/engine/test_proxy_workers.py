@@ -9,6 +9,7 @@ second Ctrl-C stops at once and says what was not recorded. Every core is kept b
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -44,6 +45,18 @@ def workers_of(proxy: int) -> list[int]:
     return found
 
 
+def listens_on(pid: int, port: int) -> bool:
+    """Whether process `pid` holds a socket listening on `port` (/proc/net/tcp's state 0A)."""
+    inodes = set()
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(fields[9])
+    held = {os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()}
+    return any(f"socket:[{inode}]" in held for inode in inodes)
+
+
 def written_bytes(pid: int) -> int:
     for line in Path(f"/proc/{pid}/io").read_text().splitlines():
         if line.startswith("wchar:"):
@@ -65,6 +78,10 @@ def test_every_exchange_is_recorded_once_and_conversations_stay_chains(tmp_path:
     home = tmp_path / "home"
     with proxy_in_terminal(home, held=False, workers=WORKERS) as proxy:
         workers = workers_of(proxy.process.pid)
+        # Said ready only once every worker listens: none is left out of the first turns.
+        assert len(workers) == WORKERS - 1
+        port = int(proxy.url.rsplit(":", 1)[1].split("/")[0])
+        assert all(listens_on(pid, port) for pid in workers), workers
         before = {pid: written_bytes(pid) for pid in workers}
 
         def converse(chain: int) -> None:
@@ -84,7 +101,6 @@ def test_every_exchange_is_recorded_once_and_conversations_stay_chains(tmp_path:
         code = proxy.exit_code()
         err = proxy.err.all()
     assert code == 0 and not any("Traceback" in line for line in err), err
-    assert len(workers) == WORKERS - 1
     # Each worker answered some of the 48 connections (it wrote to their sockets).
     assert all(count > 10_000 for count in forwarded.values()), forwarded
     recorded = runs(home)

@@ -79,14 +79,17 @@ def _cmd_proxy(args: argparse.Namespace) -> int:
         )
     except ProxyError as exc:
         raise CliError(str(exc)) from None
-    return pushing_while(
-        lake,
-        home,
-        lambda: serve_until_stopped(
-            proxy,
-            lambda: (
-                f"proxying {proxy.base_url} -> {args.upstream} (recording into {home}; "
-                "Ctrl-C stops)"
+    try:
+        return pushing_while(
+            lake,
+            home,
+            lambda: serve_until_stopped(
+                proxy,
+                lambda: (
+                    f"proxying {proxy.base_url} -> {args.upstream} (recording into {home}; "
+                    "Ctrl-C stops)"
+                ),
             ),
-        ),
-    )
+        )
+    except ProxyError as exc:  # a worker that could not start
+        raise CliError(str(exc)) from None

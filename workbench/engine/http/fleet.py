@@ -116,6 +116,14 @@ def _size(message: Message) -> int:
             return 0
 
 
+# What a worker says on its stdout once it accepts connections on the shared port.
+LISTENING = "listening"
+
+
+class WorkerFailed(Exception):
+    """A worker process ended before it listened on the shared port."""
+
+
 class Workers:
     """The proxy's worker processes: started with their pipes, counted, stopped."""
 
@@ -126,8 +134,11 @@ class Workers:
 
     async def start(self, fds: list[int], settings: list[str]) -> None:
         """One worker for each pipe's write end in `fds` (closed here once passed on);
-        `settings` are worker_main's arguments after the first three."""
+        `settings` are worker_main's arguments after the first three. Returns once every
+        worker listens on the port (until then the kernel gives them no connection, and a
+        proxy that said it was ready would forward on one process only)."""
         stride = len(fds) + 1
+        listening: list[asyncio.Future[None]] = []
         for index, fd in enumerate(fds, start=1):
             process = await asyncio.create_subprocess_exec(
                 sys.executable,
@@ -142,13 +153,27 @@ class Workers:
             )
             self._processes.append(process)
             assert process.stdout is not None
-            self._readers.append(asyncio.create_task(self._count(index, process.stdout)))
+            listening.append(asyncio.get_running_loop().create_future())
+            self._readers.append(
+                asyncio.create_task(self._count(index, process.stdout, listening[-1]))
+            )
+        try:
+            await asyncio.gather(*listening)
+        except WorkerFailed:
+            self.kill()
+            raise
 
-    async def _count(self, index: int, stdout: asyncio.StreamReader) -> None:
+    async def _count(
+        self, index: int, stdout: asyncio.StreamReader, listening: asyncio.Future[None]
+    ) -> None:
         async for line in stdout:
             text = line.decode().strip()
             if text.isdigit():
                 self.sent[index] = int(text)
+            elif text == LISTENING and not listening.done():
+                listening.set_result(None)
+        if not listening.done():
+            listening.set_exception(WorkerFailed(f"proxy worker {index} ended before it listened"))
 
     def signal(self, number: int) -> None:
         for process in self._processes:

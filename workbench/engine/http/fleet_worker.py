@@ -3,8 +3,10 @@ on the shared port whose channel is the pipe to the recording process it was giv
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+from workbench.engine.http.fleet import LISTENING
 from workbench.engine.http.proxy import RecordingProxy
 
 
@@ -21,5 +23,10 @@ def worker_main(argv: list[str]) -> int:
         anthropic_upstream=anthropic or None,
         worker=(int(fd), int(index), int(stride)),
     )
-    proxy.serve_forever()
+    proxy.serve_forever(_say_listening)
     return 0
+
+
+def _say_listening() -> None:
+    """The proxy that started this worker says it is ready once every worker said this."""
+    os.write(1, f"{LISTENING}\n".encode())

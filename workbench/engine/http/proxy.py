@@ -37,6 +37,7 @@ from agent_core.wire.codecs import API_PATHS
 from traces.events import ModelApi
 from workbench.engine.http.capture import RUN_HEADER
 from workbench.engine.http.channel import RecordingChannel
+from workbench.engine.http.fleet import WorkerFailed
 from workbench.engine.http.recording_messages import Cut
 from workbench.engine.http.server import (
     DEFAULT_MAX_REQUEST_BYTES,
@@ -142,7 +143,10 @@ class RecordingProxy(HttpService):
             skip_auto_headers=("Accept-Encoding", "User-Agent", "Content-Type"),
         )
         app.on_cleanup.append(self._cleanup)
-        await self._channel.open()
+        try:
+            await self._channel.open()
+        except WorkerFailed as exc:
+            raise ProxyError(str(exc)) from None
         for path, api in API_PATHS.items():
             app.router.add_post(path, self._model_call(api))
         app.router.add_route("*", "/{tail:.*}", self._pass_through)
