@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, Generic, TypeVar
 
 import pydantic_core
 from pydantic_core import SchemaValidator, ValidationError
@@ -146,6 +146,49 @@ class Line(Generic[T]):
     event: T | None = None  # what the validation returned, for a valid line
     problem: str | None = None
     schema_version: int = SCHEMA_VERSION  # the version it was written in
+
+
+# The longest line a trace may have (the store's ingest holds one of 128 MiB within its
+# memory limit, and the reader as much); a longer one is reported and skipped, its line
+# number kept. No agent writes one; a capture of a response that size would.
+LINE_MAX = 128 << 20
+# How much of a long line is read at a time while looking for its end.
+STEP = 4 << 20
+
+
+def long_line_problem(path: Path | str, number: int, length: int) -> str:
+    return f"{path}:{number}: line of {length:,} bytes is over the limit of {LINE_MAX:,}; skipped"
+
+
+def bounded_lines(handle: BinaryIO, too_long: Callable[[int, int], object]) -> Iterator[bytes]:
+    """The lines of `handle`, but never one over LINE_MAX held: a long line is read in
+    STEPs, and once over the limit its pieces are let go and the rest read past;
+    `too_long(its number, its length)` hears of it, and a blank line stands in for it (so
+    the lines after it keep their numbers). A cut-off last line comes without its newline."""
+    number = 0
+    while raw := handle.readline(STEP):
+        number += 1
+        if raw.endswith(b"\n") or len(raw) < STEP:
+            yield raw
+            continue
+        pieces, length = [raw], len(raw)
+        del raw
+        while piece := handle.readline(STEP):
+            length += len(piece)
+            if length <= LINE_MAX:
+                pieces.append(piece)
+            else:
+                pieces.clear()
+            if piece.endswith(b"\n"):
+                break
+        if pieces:
+            yield b"".join(pieces)  # within the limit, or a cut-off last line
+        elif length > LINE_MAX and piece.endswith(b"\n"):
+            too_long(number, length - 1)
+            yield b"\n"
+        else:
+            yield b"-"  # cut off past the limit, like any last line without its newline
+            return
 
 
 class _Lines:

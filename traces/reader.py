@@ -15,7 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from traces.events import EVENT_ADAPTER, SCHEMA_VERSION, Event, RunStart
-from traces.line_check import check_lines, describe_validation_error
+from traces.line_check import (
+    bounded_lines,
+    check_lines,
+    describe_validation_error,
+    long_line_problem,
+)
 from traces.user_files import open_regular
 from traces.versions import NewerSchemaError
 
@@ -51,8 +56,12 @@ Progress = Callable[[int], object]
 def _iter(
     path: Path, result: ReadResult, progress: Progress | None = None
 ) -> Iterator[tuple[int, Event]]:
+    def too_long(number: int, length: int) -> None:
+        result.problems.append(long_line_problem(path, number, length))
+
     with open_regular(path) as handle:  # a FIFO or device named .jsonl is refused
-        lines = check_lines(_track_tail(handle, result, progress), validate_line)
+        raw = bounded_lines(handle, too_long)
+        lines = check_lines(_track_tail(raw, result, progress), validate_line)
         try:
             for line in lines:
                 if line.event is None:

@@ -16,8 +16,8 @@ from tests.support.big_traces import MIB, long_agent_run, small_run_lines
 from tests.support.generated_runs import run_with_big_result
 from traces.events import ToolEnd
 from traces.home import traces_dir
+from traces.line_check import LINE_MAX
 from traces.store import TraceStore
-from traces.store.ingest_batch import LINE_MAX
 
 
 def lines_of(path: Path) -> list[bytes]:
@@ -125,7 +125,7 @@ def test_a_line_over_the_stores_limit_is_one_problem_and_the_rest_of_its_run_goe
         report = store.ingest_home(home)
         size = len(lines_of(path)[2]) - 1
         assert report.problems == [
-            f"{path}:3: line of {size:,} bytes is over the store's limit of {LINE_MAX:,}; skipped"
+            f"{path}:3: line of {size:,} bytes is over the limit of {LINE_MAX:,}; skipped"
         ]
         assert store.run("too-big").status == "completed"
         seqs = store.query("SELECT seq FROM events WHERE run_id = 'too-big' ORDER BY seq")[1]

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import tracemalloc
 from pathlib import Path
 
 import pytest
 
+from tests.support.big_traces import MIB
+from tests.support.generated_runs import run_with_big_result
 from traces import versions
+from traces.line_check import LINE_MAX
 from traces.reader import iter_trace, read_trace
 from traces.versions import NewerSchemaError
 
@@ -71,3 +75,22 @@ def test_older_schema_goes_through_the_migration_hook(
     events = list(iter_trace(path, problems))
     assert problems == [] and len(events) == 3
     assert events[0].type == "run_start" and events[0].task
+
+
+def test_a_line_over_the_limit_is_one_problem_and_is_never_held(tmp_path: Path) -> None:
+    # The store skips such a line (tests/store/test_ingest_real_size.py); the reader did
+    # not, and held it twice over (bytes, then text) before it validated it.
+    path = run_with_big_result(tmp_path, "too-big", LINE_MAX + 8 * MIB)
+    size = len(path.read_bytes().splitlines()[2])
+    tracemalloc.start()
+    try:
+        result = read_trace(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result.problems == [
+        f"{path}:3: line of {size:,} bytes is over the limit of {LINE_MAX:,}; skipped"
+    ]
+    assert [event.seq for event in result.events] == [0, 1, 3]
+    assert not result.truncated_tail
+    assert peak < LINE_MAX + 16 * MIB, f"{peak:,} bytes"

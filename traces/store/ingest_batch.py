@@ -24,7 +24,15 @@ from typing import Any
 
 from pydantic_core import ValidationError
 
-from traces.line_check import check_line, check_lines, loads, repeated_key
+from traces.line_check import (
+    LINE_MAX,
+    STEP,
+    check_line,
+    check_lines,
+    loads,
+    long_line_problem,
+    repeated_key,
+)
 from traces.store import ingest_sql as sql
 from traces.store.db import duckdb
 from traces.store.scan import Work
@@ -206,14 +214,6 @@ def _read_carefully(
     return more
 
 
-# The longest line the store takes (DuckDB holds one of 128 MiB within the ingest's memory
-# limit); a longer one is reported and skipped, its line number kept. No agent writes one;
-# a capture of a response that size would.
-LINE_MAX = 128 << 20
-# How much of a long line is read at a time while looking for its end.
-_STEP = 4 << 20
-
-
 @dataclass
 class _Piece:
     lines: bytes  # whole lines, each ending in a newline
@@ -243,7 +243,7 @@ def _next_piece(item: Work, piece_bytes: int, problems: list[str]) -> _Piece:
         # No line ends in the piece: one line longer than a piece, or a cut-off last line.
         parts, length = [data], len(data)
         while not at_end:
-            step = handle.read(min(_STEP, end - item.bytes_done - length))
+            step = handle.read(min(STEP, end - item.bytes_done - length))
             if not step:
                 break
             newline = step.find(b"\n")
@@ -252,10 +252,7 @@ def _next_piece(item: Work, piece_bytes: int, problems: list[str]) -> _Piece:
                 if length - 1 > LINE_MAX:
                     item.bytes_done += length
                     item.lines_done += 1
-                    problems.append(
-                        f"{item.path}:{item.lines_done}: line of {length - 1:,} bytes is over "
-                        f"the store's limit of {LINE_MAX:,}; skipped"
-                    )
+                    problems.append(long_line_problem(item.path, item.lines_done, length - 1))
                     return _Piece(b"", more=item.bytes_done < end)
                 parts.append(step[: newline + 1])
                 return _Piece(b"".join(parts), more=item.bytes_done + length < end)
