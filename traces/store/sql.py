@@ -285,6 +285,33 @@ SELECT event, seq FROM event_rows WHERE rowid IN (
     SELECT rowid {RUN_ROWS} AND seq >= $seq ORDER BY seq LIMIT $limit)
 ORDER BY seq
 """
+# What a decision chain (`traces.tree.build_chain`, the chain diff) is made of, of turns
+# $turn_from to $turn_to and the run's own: its start and end, tool calls, errors, the
+# model requests without what they sent, the responses, and of the chunks only those that
+# begin a model call (the first of an attempt, or after an answer): a chunk that follows a
+# request or chunk of its attempt joins that call and adds nothing to the chain.
+CHAIN_EVENTS = f"""
+WITH model AS (
+    SELECT rowid AS row, type, coalesce((event->>'attempt')::BIGINT, 1) AS attempt,
+        lag(type) OVER turn_order AS type_before,
+        lag(coalesce((event->>'attempt')::BIGINT, 1)) OVER turn_order AS attempt_before
+    {RUN_ROWS} AND turn BETWEEN $turn_from AND $turn_to
+        AND type IN ('model_request', 'model_chunk', 'model_response')
+    WINDOW turn_order AS (PARTITION BY turn ORDER BY seq)
+), kept AS (
+    SELECT row FROM model
+    WHERE type <> 'model_chunk' OR type_before IS NULL OR type_before = 'model_response'
+        OR attempt_before <> attempt
+    UNION ALL
+    SELECT rowid {RUN_ROWS} AND (turn IS NULL OR turn BETWEEN $turn_from AND $turn_to)
+        AND type IN ('run_start', 'run_end', 'tool_start', 'tool_end', 'error')
+)
+SELECT CASE WHEN type = 'model_request'
+        THEN json_merge_patch(event, '{{"messages": [], "tools": [], "body": null}}')
+        ELSE event END,
+    seq
+FROM event_rows WHERE rowid IN (SELECT row FROM kept) ORDER BY seq
+"""
 # The run's first failure (`workbench.engine.views.outline.event_is_failure`): an error, a
 # failed tool call, unparsable arguments, or an end that is not `completed`; one query,
 # reading the JSON of those event types only.
