@@ -180,15 +180,18 @@ def measured(side: str, folder: Path, target: Path) -> dict:
     return json.loads(done.stdout.splitlines()[-1])
 
 
-def whole_process(argv: list[str], home: Path) -> tuple[float, float]:
-    """Wall and CPU seconds (all threads) of one `workbench` command."""
+def whole_process(
+    argv: list[str], home: Path, allowed: tuple[int, ...] = (0,)
+) -> tuple[float, float]:
+    """Wall and CPU seconds (all threads) of one `workbench` command, which must exit with
+    one of `allowed` (a diff of runs that differ exits 1)."""
     env = dict(os.environ, WORKBENCH_HOME=str(home))
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: modules load from bytecode
     started = time.perf_counter()
     process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - started
-    if os.waitstatus_to_exitcode(status) != 0:
+    if os.waitstatus_to_exitcode(status) not in allowed:
         error = process.stderr.read().decode() if process.stderr else ""
         raise SystemExit(f"{' '.join(argv)} failed: {error}")
     return wall, usage.ru_utime + usage.ru_stime

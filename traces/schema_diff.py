@@ -104,6 +104,8 @@ def word_diff(before: str, after: str, *, ignore_spacing: bool = False) -> list[
         keys_a, keys_b = [word.rstrip() for word in a], [word.rstrip() for word in b]
     else:
         keys_a, keys_b = a, b
+    if not a or not b:  # one side empty (a text only one run has): no matching to do
+        return [("delete", "".join(a))] if a else [("insert", "".join(b))] if b else []
     spans: list[tuple[SpanOp, str]] = []
     matcher = difflib.SequenceMatcher(a=keys_a, b=keys_b, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():

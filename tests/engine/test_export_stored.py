@@ -4,6 +4,7 @@ page of events) at a time, and tells how far it is as it goes."""
 
 from __future__ import annotations
 
+import json
 import tracemalloc
 from pathlib import Path
 
@@ -16,7 +17,6 @@ from traces.store import TraceStore
 from workbench.cli import main
 from workbench.engine.views import export
 from workbench.engine.views.export import (
-    EXPORT_EVENTS,
     EXPORT_FORMATS,
     EXPORT_TURNS,
     ExportError,
@@ -60,13 +60,14 @@ def test_stored_exports_of_recorded_runs_are_their_documents(
     ids=["ended", "cut off before run_end", "killed mid-stream"],
 )
 def test_a_long_run_is_exported_a_window_at_a_time(
-    tmp_path: Path, ended: bool, killed: bool
+    tmp_path: Path, ended: bool, killed: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(export, "EXPORT_EVENTS", 2_000)  # pages of a few thousand events
     home, folder = _home(tmp_path)
     run_id = "6" * 32
     varied_run(folder, run_id, LONG_TURNS, ended=ended, killed=killed, rounds_kept=2)
     events = list(read_trace(folder / f"{run_id}.jsonl").events)
-    assert len(events) > EXPORT_EVENTS  # JSON is paged too
+    assert len(events) > export.EXPORT_EVENTS  # JSON is paged too
     with TraceStore.for_home(home) as store:
         store.ingest_home(home)
         for fmt in EXPORT_FORMATS:
@@ -124,3 +125,35 @@ def test_workbench_export_writes_a_long_run_from_the_store_as_it_reads_it(
     # Each written whole under its name, nothing left beside.
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == ["6.html", "6.json", "6.md", "7.html", "7.json", "7.md", "home"]
+
+
+def test_events_not_stored_as_the_models_write_them_are_exported_as_the_models_read_them(
+    tmp_path: Path,
+) -> None:
+    """DuckDB formats the events stored as the models write them; any other line (written
+    by another tool: fields left out or in another order, an integer where a float goes, a
+    time with an offset, numbers and escapes DuckDB writes otherwise) is read into its
+    model, so the document is the one `export_run` makes all the same."""
+    home, folder = _home(tmp_path)
+    run_id = "8" * 32
+    varied_run(folder, run_id, 4)
+    path = folder / f"{run_id}.jsonl"
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    edits = {
+        "model_request": lambda e: {k: v for k, v in reversed(e.items()) if k != "attempt"},
+        "model_chunk": lambda e: e | {"elapsed_ms": 1e-05, "data": {"big": 10**20, "z": -0.0}},
+        "model_response": lambda e: e | {"latency_ms": 7, "usage": {"x": 1.5e16, "y": 2e-7}},
+        "tool_start": lambda e: e | {"ts": e["ts"].replace("Z", "+00:00")},
+        "tool_end": lambda e: e | {"result": "\x1b[31mred\x1b[0m \x7f é \u2028"},
+    }
+    edited = [edits[e["type"]](e) if e["type"] in edits and e["seq"] % 3 else e for e in lines]
+    path.write_text(
+        "".join(json.dumps(e, ensure_ascii=False, separators=(",", ":")) + "\n" for e in edited),
+        encoding="utf-8",
+    )
+    read = read_trace(path)
+    assert not read.problems
+    with TraceStore.for_home(home) as store:
+        store.ingest_home(home)
+        written = export_stored(CountingStore(store).session, run_id, "json", home)
+    assert written.read_text(encoding="utf-8") == export_run(list(read.events), "json")

@@ -249,41 +249,68 @@ RUNS_BY_PREFIX = """
 SELECT run_id FROM runs WHERE starts_with(run_id, $prefix) ORDER BY run_id LIMIT 6
 """
 # One run's rows: only the row groups of its batches are read (see `run_batches`).
-_RUN_ROWS = """
+RUN_ROWS = """
 FROM event_rows
 WHERE batch IN (SELECT unnest(batches) FROM run_batches WHERE run_id = $run_id)
   AND run_id = $run_id AND problem IS NULL"""
 _EVENT_FILTER = """
   AND ($types IS NULL OR list_contains($types, type)) AND ($turn IS NULL OR turn = $turn)
   AND ($turn_from IS NULL OR turn IS NULL OR turn BETWEEN $turn_from AND $turn_to)"""
-EVENTS = f"SELECT event, seq {_RUN_ROWS} {_EVENT_FILTER} ORDER BY seq OFFSET $offset"
+EVENTS = f"SELECT event, seq {RUN_ROWS} {_EVENT_FILTER} ORDER BY seq OFFSET $offset"
 # The same, with each model_request's messages, tools and wire body left out (`events`).
 EVENTS_UNSENT = f"""
 SELECT CASE WHEN type = 'model_request'
         THEN json_merge_patch(event, '{{"messages": [], "tools": [], "body": null}}')
         ELSE event END,
     seq
-{_RUN_ROWS} {_EVENT_FILTER} ORDER BY seq OFFSET $offset
+{RUN_ROWS} {_EVENT_FILTER} ORDER BY seq OFFSET $offset
 """
 # A page: its rows are picked by seq first and only their JSON is read (sorting the run's
 # rows with their JSON to keep a few read every event's text).
 EVENTS_PAGE = f"""
 SELECT event, seq FROM event_rows WHERE rowid IN (
-    SELECT rowid {_RUN_ROWS} {_EVENT_FILTER} ORDER BY seq LIMIT $limit OFFSET $offset)
+    SELECT rowid {RUN_ROWS} {_EVENT_FILTER} ORDER BY seq LIMIT $limit OFFSET $offset)
 ORDER BY seq
 """
-COUNT_EVENTS = f"SELECT count(*) {_RUN_ROWS}"
+COUNT_EVENTS = f"SELECT count(*) {RUN_ROWS}"
 # When the run's first and last events happened (`traces.tree.run_duration_ms`).
-TIME_SPAN = f"SELECT min(ts), max(ts) {_RUN_ROWS}"
-TURN_NUMBERS = f"SELECT DISTINCT turn {_RUN_ROWS} AND turn IS NOT NULL ORDER BY turn"
+TIME_SPAN = f"SELECT min(ts), max(ts) {RUN_ROWS}"
+TURN_NUMBERS = f"SELECT DISTINCT turn {RUN_ROWS} AND turn IS NOT NULL ORDER BY turn"
 # A run whose seqs are 0..n-1 (every run the recorder wrote whole) has the event at
 # position k at seq k: a page far into a long run is then read by seq, without an OFFSET
 # that sorts and skips every event before it.
-EVENT_SPAN = f"SELECT count(*), min(seq), max(seq) {_RUN_ROWS}"
+EVENT_SPAN = f"SELECT count(*), min(seq), max(seq) {RUN_ROWS}"
 EVENTS_FROM_SEQ = f"""
 SELECT event, seq FROM event_rows WHERE rowid IN (
-    SELECT rowid {_RUN_ROWS} AND seq >= $seq ORDER BY seq LIMIT $limit)
+    SELECT rowid {RUN_ROWS} AND seq >= $seq ORDER BY seq LIMIT $limit)
 ORDER BY seq
+"""
+# What a decision chain (`traces.tree.build_chain`, the chain diff) is made of, of turns
+# $turn_from to $turn_to and the run's own: its start and end, tool calls, errors, the
+# model requests without what they sent, the responses, and of the chunks only those that
+# begin a model call (the first of an attempt, or after an answer): a chunk that follows a
+# request or chunk of its attempt joins that call and adds nothing to the chain.
+CHAIN_EVENTS = f"""
+WITH model AS (
+    SELECT rowid AS row, type, coalesce((event->>'attempt')::BIGINT, 1) AS attempt,
+        lag(type) OVER turn_order AS type_before,
+        lag(coalesce((event->>'attempt')::BIGINT, 1)) OVER turn_order AS attempt_before
+    {RUN_ROWS} AND turn BETWEEN $turn_from AND $turn_to
+        AND type IN ('model_request', 'model_chunk', 'model_response')
+    WINDOW turn_order AS (PARTITION BY turn ORDER BY seq)
+), kept AS (
+    SELECT row FROM model
+    WHERE type <> 'model_chunk' OR type_before IS NULL OR type_before = 'model_response'
+        OR attempt_before <> attempt
+    UNION ALL
+    SELECT rowid {RUN_ROWS} AND (turn IS NULL OR turn BETWEEN $turn_from AND $turn_to)
+        AND type IN ('run_start', 'run_end', 'tool_start', 'tool_end', 'error')
+)
+SELECT CASE WHEN type = 'model_request'
+        THEN json_merge_patch(event, '{{"messages": [], "tools": [], "body": null}}')
+        ELSE event END,
+    seq
+FROM event_rows WHERE rowid IN (SELECT row FROM kept) ORDER BY seq
 """
 # The run's first failure (`workbench.engine.views.outline.event_is_failure`): an error, a
 # failed tool call, unparsable arguments, or an end that is not `completed`; one query,
@@ -296,7 +323,7 @@ FAILURE_EVENT = """type IN ('error', 'tool_end', 'tool_start', 'run_end')
       WHEN 'tool_start' THEN event->>'parse_error' IS NOT NULL
       ELSE coalesce(event->>'status', '') <> 'completed' END"""
 FIRST_FAILURE = f"""
-SELECT event, seq {_RUN_ROWS}
+SELECT event, seq {RUN_ROWS}
   AND {FAILURE_EVENT}
 ORDER BY seq LIMIT 1
 """
@@ -307,19 +334,19 @@ TOOL_SCHEMAS = "SELECT schema FROM tool_schemas WHERE run_id = $run_id ORDER BY 
 # The turns that hold an event of one of $types (a model request: the turns a fork can
 # start at).
 TURNS_WITH = f"""
-SELECT DISTINCT turn {_RUN_ROWS} AND turn IS NOT NULL AND list_contains($types, type)
+SELECT DISTINCT turn {RUN_ROWS} AND turn IS NOT NULL AND list_contains($types, type)
 ORDER BY turn
 """
 # The tool_start and tool_end events of the calls named, in seq order.
 TOOL_CALL_EVENTS = f"""
-SELECT event, seq {_RUN_ROWS}
+SELECT event, seq {RUN_ROWS}
   AND type IN ('tool_start', 'tool_end') AND list_contains($call_ids, event->>'call_id')
 ORDER BY seq
 """
 # Every call of tool $name made in a turn: its seq, call id and parsed arguments (JSON, null
 # when they did not parse), in seq order; only these columns of the JSON are read.
 TOOL_ARGUMENTS = f"""
-SELECT seq, event->>'call_id', event->'arguments' {_RUN_ROWS}
+SELECT seq, event->>'call_id', event->'arguments' {RUN_ROWS}
   AND type = 'tool_start' AND turn IS NOT NULL AND (event->>'name') = $name
 ORDER BY seq
 """
@@ -330,7 +357,7 @@ TOOL_RESULT_COUNTS = f"""
 WITH tool AS (
     SELECT seq, type, turn, event->>'call_id' AS call_id, event->>'name' AS name,
         row_number() OVER (PARTITION BY event->>'call_id', type ORDER BY seq) AS nth
-    {_RUN_ROWS} AND type IN ('tool_start', 'tool_end')
+    {RUN_ROWS} AND type IN ('tool_start', 'tool_end')
 )
 SELECT s.name, count(*) FROM tool s JOIN tool e
     ON e.type = 'tool_end' AND e.call_id = s.call_id AND e.nth = s.nth AND e.seq > s.seq
@@ -345,7 +372,7 @@ GROUP BY s.name
 TURN_CALLS = f"""
 WITH model AS (
     SELECT turn, type, lag(type) OVER (PARTITION BY turn ORDER BY seq) AS type_before
-    {_RUN_ROWS} AND turn BETWEEN $turn_from AND $turn_to
+    {RUN_ROWS} AND turn BETWEEN $turn_from AND $turn_to
         AND type IN ('model_request', 'model_chunk', 'model_response')
 ), calls AS (
     SELECT turn, count(*) FILTER (
@@ -354,9 +381,9 @@ WITH model AS (
     FROM model GROUP BY turn
 ), tools AS (
     SELECT turn, list(event->>'name' ORDER BY seq) AS names
-    {_RUN_ROWS} AND turn BETWEEN $turn_from AND $turn_to AND type = 'tool_start'
+    {RUN_ROWS} AND turn BETWEEN $turn_from AND $turn_to AND type = 'tool_start'
     GROUP BY turn
-), turns AS (SELECT DISTINCT turn {_RUN_ROWS} AND turn BETWEEN $turn_from AND $turn_to)
+), turns AS (SELECT DISTINCT turn {RUN_ROWS} AND turn BETWEEN $turn_from AND $turn_to)
 SELECT turn, coalesce(calls, 0), coalesce(names, []::VARCHAR[])
 FROM turns LEFT JOIN calls USING (turn) LEFT JOIN tools USING (turn)
 ORDER BY turn
@@ -435,7 +462,7 @@ SELECT turn,
     count(*) FILTER (WHERE type = 'tool_start' AND event->>'parse_error' IS NOT NULL),
     count(*) FILTER (WHERE type = 'error'),
     arg_max(event->>'kind', seq) FILTER (WHERE type = 'error')
-{_RUN_ROWS}
+{RUN_ROWS}
   AND turn IS NOT NULL
   AND type IN ('model_request', 'model_response', 'tool_start', 'tool_end', 'error')
 GROUP BY turn ORDER BY turn

@@ -384,6 +384,16 @@ class TraceStore:
             rows = cur.execute(statement, params).fetchall()
         return self._typed(run_id, rows)
 
+    def chain_events(self, run_id: str, turns: tuple[int, int] | None = None) -> list[Event]:
+        """What the decision chains of turns `turns[0]` to `turns[1]` (None: every turn)
+        are built of (`sql.CHAIN_EVENTS`: no request's messages, and no chunk but those
+        that begin a model call)."""
+        first, last = turns if turns is not None else (0, 2**31)
+        params = {"run_id": run_id, "turn_from": first, "turn_to": last}
+        with self._cursor() as cur:
+            rows = cur.execute(sql.CHAIN_EVENTS, params).fetchall()
+        return self._typed(run_id, rows)
+
     def first_failure(self, run_id: str) -> Event | None:
         """The run's first error, failed tool call or call with unparsable arguments, else
         its end when that is not `completed`; None when there is none."""

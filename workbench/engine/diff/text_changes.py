@@ -173,8 +173,9 @@ def compare_stored(
 
 
 # Turns a whole-run comparison reads at a time: fewer reads than a screen's window, for
-# some more memory (the 200,000-event run of bench/scale.py: 7.4 s at 100, 5.7 s at 500).
-WHOLE_RUN_WINDOW = 5 * TURN_WINDOW
+# some more memory (the 200,000-event run of bench/scale.py: 7.4 s at 100, 5.7 s at 500;
+# each read scans the run's rows, and reads of its chain's events only are small).
+WHOLE_RUN_WINDOW = 10 * TURN_WINDOW
 
 
 def compare_stored_runs(
@@ -210,7 +211,7 @@ def _turns_of_either(store: TraceStore, run_a: str, run_b: str) -> tuple[int, ..
 
 
 def _compared(store: TraceStore, run_a: str, run_b: str, window: TurnWindow) -> Comparison:
-    a, b = (index_events(store.events(run, turns=window.turns)) for run in (run_a, run_b))
+    a, b = (index_events(store.chain_events(run, window.turns)) for run in (run_a, run_b))
     return compare_runs(a, b)
 
 

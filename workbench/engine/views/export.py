@@ -25,7 +25,9 @@ from typing import IO, Any, Literal, TypeAlias, assert_never
 
 from traces.annotations import annotation_target
 from traces.events import EVENT_TYPES, SCHEMA_VERSION, Event
+from traces.reader import validate_line
 from traces.run_names import run_file_stem
+from traces.store.pretty import pretty_page
 from traces.text import short_ms
 from traces.tree import (
     RunChain,
@@ -50,7 +52,7 @@ MD_TEXT_LIMIT = 4_000
 # How much of a stored run `export_stored` reads at a time: turns (Markdown, HTML), events
 # (JSON).
 EXPORT_TURNS = 500
-EXPORT_EVENTS = 2_000
+EXPORT_EVENTS = 20_000
 # What a Markdown or HTML export reads of a stored run: every event but the raw chunks, which it
 # does not show (the answer they make is in model_response), and the model requests
 # without what they sent (also not shown). A turn's time is then that of its other
@@ -168,17 +170,41 @@ def _write_lines(out: IO[str], lines: Iterable[str]) -> None:
 
 def _event_pages(
     open_store: OpenStore, run_id: str, total: int, progress: ExportProgress | None
-) -> Iterable[Event]:
-    done = 0
+) -> Iterable[str]:
+    """The run's events as `_write_json` writes them, a page of `EXPORT_EVENTS` at a time:
+    each run of events DuckDB formats (`traces.store.pretty`) as one text, re-indented
+    here; an event it cannot format read into its model and written as `export_run` does."""
+    after, done = (-1, -1), 0
     while True:
         with open_store() as store:
-            page = store.events(run_id, offset=done, limit=EXPORT_EVENTS)
+            page = pretty_page(store, run_id, after, EXPORT_EVENTS)
         if not page:
             return
-        yield from page
-        done += len(page)
+        formatted: list[str] = []
+        for _seq, _row, pretty, raw in page:
+            if pretty is not None:
+                formatted.append(pretty)
+                continue
+            if formatted:
+                yield _reindented("\n" + ",\n".join(formatted))
+                formatted = []
+            yield _event_item(validate_line(raw or ""))
+        if formatted:
+            yield _reindented("\n" + ",\n".join(formatted))
+        after, done = page[-1][:2], done + len(page)
         if progress is not None:
             progress(min(done, total), total)
+
+
+def _reindented(text: str) -> str:
+    """DuckDB's indented events (4 spaces a level, each line after a newline) as Python's
+    `indent=2` inside the document's list (4 more): str.replace a level at a time, as a
+    per-line pass in Python costs more than DuckDB's formatting. No raw control character
+    is in JSON text, so \x01 marks the levels counted so far."""
+    marked = text.replace("\n    ", "\n\x01")
+    while "\x01    " in marked:
+        marked = marked.replace("\x01    ", "\x01\x01")
+    return marked.replace("\x01", "  ").replace("\n", "\n    ")
 
 
 def _stored_turns(
@@ -225,19 +251,25 @@ def _json_head(chain: RunChain) -> dict[str, Any]:
 
 def _json_document(chain: RunChain, events: Sequence[Event]) -> str:
     out = io.StringIO()
-    _write_json(out, _json_head(chain), sorted(events, key=_seq))
+    _write_json(out, _json_head(chain), map(_event_item, sorted(events, key=_seq)))
     return out.getvalue()
 
 
-def _write_json(out: IO[str], head: dict[str, Any], events: Iterable[Event]) -> None:
-    """The JSON document (`head` with its `events`, indented by 2), an event at a time:
-    the text `json.dumps` of the whole document would write, character for character."""
+def _event_item(event: Event) -> str:
+    """One event as the document's list holds it: on a new line, indented by 2 under 4."""
+    item = json.dumps(event.model_dump(mode="json"), indent=2, ensure_ascii=False)
+    return "\n" + textwrap.indent(item, "    ")
+
+
+def _write_json(out: IO[str], head: dict[str, Any], items: Iterable[str]) -> None:
+    """The JSON document (`head` with its `events`, indented by 2), a text of one or more
+    events at a time (`_event_item`'s, separated by commas): the text `json.dumps` of the
+    whole document would write, character for character."""
     text = json.dumps({**head, "events": []}, indent=2, ensure_ascii=False)
     out.write(text.removesuffix("[]\n}") + "[")
     written = False
-    for event in events:
-        item = json.dumps(event.model_dump(mode="json"), indent=2, ensure_ascii=False)
-        out.write(("," if written else "") + "\n" + textwrap.indent(item, "    "))
+    for item in items:
+        out.write(("," if written else "") + item)
         written = True
     out.write("\n  ]\n}\n" if written else "]\n}\n")
 
