@@ -3,10 +3,12 @@
     source = streamed_source(path)            # one checking pass; RecordingError when unusable
     for node in source.model_turn_nodes(): …  # turn by turn, as the model serves them
     for event in source.recorded_events(): …  # the events a replay compares, in order
+    source.turn_node(7)                       # one model turn, read when asked (serve-model)
 
 Read whole, the 200,000 events of a long run took 0.7–0.9 GB as models; streamed, a replay
 holds one turn's events, the few tool changes and an index of the run's tool calls (their
-keys and where each result is in the file), however long the run. A recording already in
+keys and where each result is in the file) and where each model turn lies, however long the
+run. A recording already in
 memory (a run only the store holds) is read through the same interface (`RecordedSource`).
 """
 
@@ -76,6 +78,14 @@ class ReplaySource(Protocol):
 
     def tool_end(self, turn: int, seq: int) -> ToolEnd: ...
 
+    def turn_node(self, turn: int) -> TurnNode:
+        """The model turn `turn` (one of `model_turns`), read when asked."""
+        ...
+
+    def model_requests(self) -> Iterator[ModelRequest]:
+        """The last request of each model turn, in `model_turns`' order, one at a time."""
+        ...
+
 
 def _indexed(nodes: Iterable[TurnNode]) -> Iterator[IndexedCall]:
     for node in nodes:
@@ -127,6 +137,14 @@ class RecordedSource:
         assert isinstance(end, ToolEnd)
         return end
 
+    def turn_node(self, turn: int) -> TurnNode:
+        return self._recording.turns[turn]
+
+    def model_requests(self) -> Iterator[ModelRequest]:
+        for node in self.model_turn_nodes():
+            assert node.request is not None  # model turns are the turns with a request
+            yield node.request
+
 
 class _Scattered(Exception):
     """A turn's events are not together in the file: it is read whole instead."""
@@ -150,6 +168,8 @@ class StreamedRun:
     tool_changes: list[ToolsChanged] = field(default_factory=list)
     tool_calls: list[IndexedCall] = field(default_factory=list)
     offsets: array[int] = field(default_factory=lambda: array("q"))  # by seq
+    # Each model turn's first and last event and its last request, by seq.
+    spans: dict[int, tuple[int, int, int]] = field(default_factory=dict)
     last_turn: TurnNode | None = None
     _current: TurnNode | None = None  # the turn the model serves now
 
@@ -209,6 +229,28 @@ class StreamedRun:
             event = next(_valid(self.path, handle, self.size, self.written_in, 1))
         assert isinstance(event, ToolEnd) and event.seq == seq
         return event
+
+    def turn_node(self, turn: int) -> TurnNode:
+        from traces.user_files import open_regular
+
+        first, last, _ = self.spans[turn]
+        end = self.offsets[last + 1] if last + 1 < len(self.offsets) else self.size
+        with open_regular(self.path) as handle:
+            handle.seek(self.offsets[first])
+            events = [e for e in _valid(self.path, handle, end, self.written_in) if e.turn == turn]
+        (node,) = build_chain(events).turns
+        return node
+
+    def model_requests(self) -> Iterator[ModelRequest]:
+        from traces.user_files import open_regular
+
+        # Line by line by offset: the chunks and tool events between are never parsed.
+        with open_regular(self.path) as handle:
+            for turn in self.model_turns:
+                handle.seek(self.offsets[self.spans[turn][2]])
+                request = next(_valid(self.path, handle, self.size, self.written_in, 1))
+                assert isinstance(request, ModelRequest)
+                yield request
 
 
 def _valid(
@@ -322,6 +364,9 @@ def _scan(path: Path, progress: Callable[[int], object] | None) -> StreamedRun:
             for node in _turns(checked):
                 if node.requests:
                     run.model_turns.append(node.turn)
+                    request = node.request
+                    assert request is not None
+                    run.spans[node.turn] = (node.events[0].seq, node.events[-1].seq, request.seq)
                     if run.first_request is None:
                         run.first_request = node.request
                 run.tool_calls.extend(_indexed([node]))
