@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import tracemalloc
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import openai
+import pytest
 
 from tests.support.big_traces import long_agent_run
 from workbench.engine.http.serve import replay_server
@@ -29,39 +30,28 @@ def _asked(path: Path) -> Iterator[tuple[dict[str, Any], str | None]]:
                 request = None
 
 
-def _post(base_url: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    sent = urllib.request.Request(
-        f"{base_url}/chat/completions",
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(sent, timeout=60) as answer:
-            return answer.status, json.load(answer)
-    except urllib.error.HTTPError as refused:
-        with refused:
-            return refused.code, json.load(refused)
-
-
 def _serve_every_turn(path: Path, home: Path) -> tuple[int, dict[str, Any]]:
     """Serve the run, ask it every recorded request in order (each answered as recorded),
     then one it never recorded; how many were asked and the 409's error."""
     server = replay_server([path], home)
+    client = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
     try:
         asked = 0
         last: dict[str, Any] = {}
         for request, text in _asked(path):
-            status, answer = _post(server.base_url, request)
-            assert status == 200, answer
-            assert answer["choices"][0]["message"]["content"] == text
+            answer = client.chat.completions.create(**request)
+            assert answer.choices[0].message.content == text
             asked += 1
             last = request
         changed = json.loads(json.dumps(last))
         changed["messages"][-1]["content"] = "a result never recorded"
-        status, refused = _post(server.base_url, changed)
-        assert status == 409, refused
-        return asked, refused["error"]
+        with pytest.raises(openai.ConflictError) as refused:
+            client.chat.completions.create(**changed)
+        body = refused.value.body
+        assert isinstance(body, dict)
+        return asked, body.get("error", body)
     finally:
+        client.close()
         server.close()
 
 

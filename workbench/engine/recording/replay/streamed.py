@@ -146,16 +146,16 @@ class RecordedSource:
             yield node.request
 
 
-class _Scattered(Exception):
-    """A turn's events are not together in the file: it is read whole instead."""
+class Scattered(Exception):
+    """A turn's events are not together in the run: it is read whole instead."""
 
 
 @dataclass
-class StreamedRun:
-    """A `ReplaySource` of a trace file, read line by line on each pass (`streamed_source`)."""
+class IndexedRun:
+    """What one pass over a run's events notes for a replay (`note`, `note_turns`): the
+    `ReplaySource` of a run read again on each pass, by `StreamedRun` from its trace file and
+    by `stored.StoredRun` from the store."""
 
-    path: Path
-    size: int  # the bytes the checking pass read: later passes stop there too
     run_id: str = ""
     start: RunStart | None = None
     run_end: RunEnd | None = None
@@ -167,7 +167,6 @@ class StreamedRun:
     redacted: bool = False
     tool_changes: list[ToolsChanged] = field(default_factory=list)
     tool_calls: list[IndexedCall] = field(default_factory=list)
-    offsets: array[int] = field(default_factory=lambda: array("q"))  # by seq
     # Each model turn's first and last event and its last request, by seq.
     spans: dict[int, tuple[int, int, int]] = field(default_factory=dict)
     last_turn: TurnNode | None = None
@@ -196,6 +195,68 @@ class StreamedRun:
         state = "complete" if self.last_turn.complete else "incomplete"
         return f"inside turn {self.last_turn.turn} ({state} turn, no run_end)"
 
+    def note(self, event: Event, version: int = SCHEMA_VERSION) -> None:
+        """Keep what a replay needs of `event`, the next of the run (written in `version`)."""
+        if not self.run_id:
+            self.run_id = event.run_id
+        if self.first_ts is None:
+            self.first_ts = event.ts
+        if isinstance(event, RunStart):
+            self.written_in = version
+            if self.start is None:
+                self.start = event
+        elif isinstance(event, RunEnd):
+            self.run_end = event
+        elif isinstance(event, ToolsChanged):
+            self.tool_changes.append(event)
+        if not is_transport_only(event):
+            self.recorded_count += 1
+            self.redacted = self.redacted or holds_redactions([event])
+
+    def note_turns(self, events: Iterable[Event]) -> None:
+        """Index the turns of `events`, the run's in order (`Scattered` when a turn's events
+        are not together)."""
+        for node in _turns(events):
+            if node.requests:
+                self.model_turns.append(node.turn)
+                request = node.request
+                assert request is not None
+                self.spans[node.turn] = (node.events[0].seq, node.events[-1].seq, request.seq)
+                if self.first_request is None:
+                    self.first_request = request
+            self.tool_calls.extend(_indexed([node]))
+            self.last_turn = node
+
+    def _events(self) -> Iterator[Event]:
+        raise NotImplementedError
+
+    def recorded_events(self) -> Iterator[Event]:
+        return (e for e in self._events() if not is_transport_only(e))
+
+    def model_turn_nodes(self) -> Iterator[TurnNode]:
+        for node in _turns(self._events()):
+            if node.requests:
+                self._current = node
+                yield node
+
+    def current_tool_end(self, turn: int, seq: int) -> ToolEnd | None:
+        """The tool_end `seq` of `turn` when it is the turn the model serves now."""
+        current = self._current
+        if current is not None and current.turn == turn:
+            for event in current.events:
+                if event.seq == seq and isinstance(event, ToolEnd):
+                    return event
+        return None
+
+
+@dataclass(kw_only=True)
+class StreamedRun(IndexedRun):
+    """A `ReplaySource` of a trace file, read line by line on each pass (`streamed_source`)."""
+
+    path: Path
+    size: int  # the bytes the checking pass read: later passes stop there too
+    offsets: array[int] = field(default_factory=lambda: array("q"))  # by seq
+
     def _events(self) -> Iterator[Event]:
         from traces.user_files import open_regular
 
@@ -207,21 +268,10 @@ class StreamedRun:
                 expected = event.seq + 1
                 yield event
 
-    def recorded_events(self) -> Iterator[Event]:
-        return (e for e in self._events() if not is_transport_only(e))
-
-    def model_turn_nodes(self) -> Iterator[TurnNode]:
-        for node in _turns(self._events()):
-            if node.requests:
-                self._current = node
-                yield node
-
     def tool_end(self, turn: int, seq: int) -> ToolEnd:
-        current = self._current
-        if current is not None and current.turn == turn:
-            for event in current.events:
-                if event.seq == seq and isinstance(event, ToolEnd):
-                    return event
+        current = self.current_tool_end(turn, seq)
+        if current is not None:
+            return current
         from traces.user_files import open_regular
 
         with open_regular(self.path) as handle:
@@ -308,7 +358,7 @@ def _valid_at(
 
 def _turns(events: Iterable[Event]) -> Iterator[TurnNode]:
     """Each turn of `events` as `traces.tree` builds it, one at a time: a turn's events lie
-    together in a trace (`_Scattered` when they do not)."""
+    together in a trace (`Scattered` when they do not)."""
     group: list[Event] = []
     number: int | None = None
     seen: set[int] = set()
@@ -319,7 +369,7 @@ def _turns(events: Iterable[Event]) -> Iterator[TurnNode]:
             if group:
                 yield from build_chain(group).turns
             if event.turn in seen:
-                raise _Scattered
+                raise Scattered
             seen.add(event.turn)
             number, group = event.turn, []
         group.append(event)
@@ -337,7 +387,7 @@ def streamed_source(
     path = Path(path)
     try:
         return _scan(path, progress)
-    except _Scattered:
+    except Scattered:
         return RecordedSource(read_recording_file(path))
 
 
@@ -358,19 +408,9 @@ def _scan(path: Path, progress: Callable[[int], object] | None) -> StreamedRun:
         with open_regular(path) as handle:
             size = handle.seek(0, 2)
             handle.seek(0)
-            run = StreamedRun(path, size)
+            run = StreamedRun(path=path, size=size)
             lines = _valid_at(path, handle, size, SCHEMA_VERSION, None, problems, progress)
-            checked = _checked(run, lines)
-            for node in _turns(checked):
-                if node.requests:
-                    run.model_turns.append(node.turn)
-                    request = node.request
-                    assert request is not None
-                    run.spans[node.turn] = (node.events[0].seq, node.events[-1].seq, request.seq)
-                    if run.first_request is None:
-                        run.first_request = node.request
-                run.tool_calls.extend(_indexed([node]))
-                run.last_turn = node
+            run.note_turns(_checked(run, lines))
     except RecordingError:
         check_damage(problems, 0, path)  # a bad line before it says more
         raise
@@ -390,9 +430,7 @@ def _checked(run: StreamedRun, lines: Iterator[tuple[int, Event, int, int]]) -> 
     """The events of the checking pass, in order, checked to be one run's numbered 0, 1, 2, …
     (`load.in_sequence`), with what the run keeps of them noted on `run`."""
     for offset, event, version, number in lines:
-        if not run.run_id:
-            run.run_id, run.first_ts = event.run_id, event.ts
-        if event.run_id != run.run_id:
+        if run.run_id and event.run_id != run.run_id:
             raise RecordingError(
                 f"corrupt recording {run.path}: seq {event.seq} belongs to run {event.run_id}"
             )
@@ -405,15 +443,5 @@ def _checked(run: StreamedRun, lines: Iterator[tuple[int, Event, int, int]]) -> 
                 f"corrupt recording {run.path}: expected seq {expected}, found {event.seq}"
             )
         run.offsets.append(offset)
-        if isinstance(event, RunStart):
-            run.written_in = version
-            if run.start is None:
-                run.start = event
-        elif isinstance(event, RunEnd):
-            run.run_end = event
-        elif isinstance(event, ToolsChanged):
-            run.tool_changes.append(event)
-        if not is_transport_only(event):
-            run.recorded_count += 1
-            run.redacted = run.redacted or holds_redactions([event])
+        run.note(event, version)
         yield event
