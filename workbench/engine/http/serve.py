@@ -227,7 +227,8 @@ def replayed_runs(
 
     try:
         sources = [replay_source(ref, home) for ref in runs]
-        sources += [streamed_source(path) for path in traces_named(name, home)] if name else []
+        named = [streamed_source(path) for path in traces_named(name, home)] if name else []
+        sources += sorted(named, key=lambda source: source.run_start.ts)  # oldest first
     except RecordingError as exc:
         raise ServeError(str(exc)) from None
     if not sources:
