@@ -17,7 +17,9 @@ other figure is measured in this run, on the cached home:
   `--rounds`, with the load average beside;
 - `replay` and `bundle` of the long run: the peak RSS of each, whole processes (the
   generated long run's replay stops at its run_start, whose recorded tool sources differ:
-  what it weighs is checking and streaming the trace);
+  what it weighs is checking and streaming the trace); `serve-model --replay` of it, asked
+  its last recorded request and one it never recorded (a 409, which reads every recorded
+  request again), its peak RSS when stopped;
 - `sql`: counts that must equal what was written, exactly;
 - storage: bytes per event of the store and of the traces, and a 200-turn run against a
   100-turn one of the real agent loop (each request resends the history), store and trace;
@@ -110,6 +112,46 @@ def peak_of(argv: list[str], home: Path) -> tuple[float, float, int]:
     process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(process.pid, 0)
     return time.perf_counter() - started, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+
+
+def served_peak(run: str, home: Path) -> tuple[float, float, str]:
+    """Wall seconds, peak RSS in MB and the answers' statuses of `serve-model --replay RUN`
+    from its start to its stop, asked the run's last recorded request, then one it never
+    recorded."""
+    import signal
+    import urllib.error
+    import urllib.request
+
+    last: dict[str, Any] = {}
+    with (home / "traces" / f"{run}.jsonl").open(encoding="utf-8") as lines:
+        for line in lines:
+            if '"model_request"' in line:
+                event = json.loads(line)
+                if event.get("type") == "model_request":
+                    last = event
+    asked = {"model": "m", "messages": last["messages"], "tools": last["tools"]}
+    never = asked | {"messages": [{"role": "user", "content": "never recorded"}]}
+    env = dict(os.environ, WORKBENCH_HOME=str(home))
+    started = time.perf_counter()
+    argv = [WORKBENCH, "serve-model", "--replay", run, "--port", "0"]
+    process = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert process.stdout is not None
+    base_url = process.stdout.readline().decode().split()[1]  # "serving URL (...)"
+    statuses = []
+    for body in (asked | last["params"], never):
+        sent = urllib.request.Request(
+            f"{base_url}/chat/completions",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(sent, timeout=3600) as answer:
+                statuses.append(str(answer.status))
+        except urllib.error.HTTPError as refused:
+            statuses.append(str(refused.code))
+    process.send_signal(signal.SIGINT)
+    _, _, usage = os.wait4(process.pid, 0)
+    return time.perf_counter() - started, usage.ru_maxrss / 1024, " then ".join(statuses)
 
 
 def output(argv: list[str], home: Path) -> str:
@@ -249,6 +291,14 @@ def main() -> int:
             rows.append(
                 (f"`{label}`, peak RSS", f"{peak:,.0f} MB ({wall:.1f} s, exit {code})", target)
             )
+    wall, peak, answers = served_peak(long_run, home)
+    rows.append(
+        (
+            f"`serve-model --replay RUN` ({args.long:,} events), peak RSS",
+            f"{peak:,.0f} MB ({wall:.1f} s, answered {answers})",
+            "< 300 MB",
+        )
+    )
     rows.append(("  (load while timing the commands)", f"{quiet} .. {load()}", ""))
     baseline = timed([sys.executable, "-c", "pass"], home, args.rounds)
     rows.append(

@@ -472,23 +472,17 @@ def _register_serve(subparsers: Any) -> None:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from workbench.engine.http.serve import ServeError, model_server
-    from workbench.engine.recording.runs.load import RecordingError, runs_named
+    from workbench.engine.http.serve import ServeError, model_server, replayed_runs
 
     source: Any
-    if args.script:
-        source, what = Path(args.script), f"script {args.script}"
-    else:
-        home = resolve_home(args)
-        try:
-            source = runs_named(args.replay_name, home) if args.replay_name else None
-        except RecordingError as exc:
-            raise CliError(str(exc)) from None
-        source = source or [_load(ref, home) for ref in args.replay]
-        ids = ", ".join(recording.run_id[:12] for recording in source)
-        what = f"replay of run{'s' if len(source) > 1 else ''} {ids}"
-
     try:
+        if args.script:
+            source, what = Path(args.script), f"script {args.script}"
+        else:
+            # Streamed from their traces: a long run is read a turn at a time, as asked.
+            source = replayed_runs(args.replay or [], resolve_home(args), name=args.replay_name)
+            ids = ", ".join(run.run_id[:12] for run in source)
+            what = f"replay of run{'s' if len(source) > 1 else ''} {ids}"
         server = model_server(
             source, mode=args.match, host=args.host, port=args.port, **server_limits(args)
         )

@@ -13,11 +13,16 @@ turn it matches, the run's next turn first, and among runs that recorded the sam
 the one that answered it least often (so captures of the same task are served in turn). A
 request that matches no turn gets HTTP 409 with a JSON body listing how it differs from the
 closest recorded turn.
+
+A long run is never held: the responder keeps a digest of each turn's request (read in one
+pass) and reads a turn's answer from the trace when a request matches it
+(`ReplaySource.turn_node`); a request that matches nothing is diffed against each turn's
+request in another pass, one turn at a time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,15 +32,11 @@ from agent_core.model.script import ScriptError
 from agent_core.wire import chat_completions
 from agent_core.wire.codecs import codec_for
 from traces.events import ModelRequest
-from traces.tree import TurnNode
 from workbench.engine.http.model_server import ModelServer, Reply, Responder, ScriptResponder
 from workbench.engine.http.server import DEFAULT_MAX_REQUEST_BYTES, DEFAULT_READ_TIMEOUT_S
 from workbench.engine.recording.replay.field_diff import FieldDiff, diff_values
-from workbench.engine.recording.replay.same_request import (
-    MatchMode,
-    request_view,
-    view_key,
-)
+from workbench.engine.recording.replay.same_request import MatchMode, request_view, view_digest
+from workbench.engine.recording.replay.streamed import RecordedSource, ReplaySource
 from workbench.engine.recording.runs.load import Recording
 
 if TYPE_CHECKING:
@@ -49,42 +50,50 @@ class ServeError(Exception):
     """The server cannot start; one line saying why."""
 
 
+# What serve-model serves: recorded runs, streamed from their traces or already in memory.
+Served = ReplaySource | Recording
+
+
+def as_source(run: Served) -> ReplaySource:
+    return RecordedSource(run) if isinstance(run, Recording) else run
+
+
 @dataclass
 class _Turn:
-    recording: Recording
+    source: ReplaySource
     run: int  # position of the recording among those served
     position: int  # position among the run's model turns
-    record: TurnNode
-    expected: Any
+    number: int  # the turn's number in its run
     served: int = 0
 
 
 class ReplayResponder:
     """Serves the recorded answers of one or more runs, one model turn per matching request."""
 
-    def __init__(self, recordings: Recording | list[Recording], mode: MatchMode = "meaning"):
-        given = [recordings] if isinstance(recordings, Recording) else list(recordings)
+    def __init__(self, recordings: Served | Sequence[Served], mode: MatchMode = "meaning"):
+        given = [recordings] if not isinstance(recordings, Sequence) else list(recordings)
         # Runs whose requests match are served in the order they were recorded, whatever
         # the order they were named in: two clients then get the answers in the order the
         # recorded clients did.
-        self.recordings = sorted(given, key=lambda recording: recording.run_start.ts)
+        sources = [as_source(run) for run in given]
+        self.recordings = sorted(sources, key=lambda source: source.run_start.ts)
         self.mode = mode
-        self._turns: list[_Turn] = []
-        self._by_request: dict[str, list[_Turn]] = {}
-        for run, recording in enumerate(self.recordings):
-            for position, number in enumerate(recording.model_turns):
-                record = recording.turns[number]
-                request = record.request
-                assert request is not None  # model_turns lists turns with a request
-                expected = request_view(mode, *recorded_parts(request))
-                turn = _Turn(recording, run, position, record, expected)
-                self._turns.append(turn)
-                self._by_request.setdefault(view_key(expected), []).append(turn)
+        self._by_request: dict[bytes, list[_Turn]] = {}
+        for run, source in enumerate(self.recordings):
+            for position, (number, expected) in enumerate(self._expected(source)):
+                turn = _Turn(source, run, position, number)
+                self._by_request.setdefault(view_digest(expected), []).append(turn)
         self._next = [0] * len(self.recordings)  # per run: the position it expects next
+
+    def _expected(self, source: ReplaySource) -> Iterator[tuple[int, Any]]:
+        """Each model turn of `source` and its recorded request as this responder reads
+        requests, a turn at a time."""
+        for number, request in zip(source.model_turns, source.model_requests(), strict=True):
+            yield number, request_view(self.mode, *recorded_parts(request))
 
     def __call__(self, body: dict[str, Any]) -> Reply:
         got = request_view(self.mode, *chat_completions.request_parts(body))
-        matches = self._by_request.get(view_key(got), [])
+        matches = self._by_request.get(view_digest(got), [])
         if not matches:
             return self._mismatch(got)
         # Requests of one run come in order; a client may also start over or retry.
@@ -94,16 +103,17 @@ class ReplayResponder:
         return self._answer(turn)
 
     def _mismatch(self, got: Any) -> Reply:
-        closest: _Turn | None = None
+        closest: tuple[str, int] | None = None
         diffs: list[FieldDiff] = []
-        for turn in self._turns:
-            found = diff_values(turn.expected, got, limit=_DIFF_LIMIT)
-            if closest is None or len(found) < len(diffs):
-                closest, diffs = turn, found
+        for source in self.recordings:
+            for turn, expected in self._expected(source):
+                found = diff_values(expected, got, limit=_DIFF_LIMIT)
+                if closest is None or len(found) < len(diffs):
+                    closest, diffs = (source.run_id, turn), found
+        run_id, number = closest or (None, None)
         if closest is None:
-            message, run_id, number = "no recorded model turn to replay", None, None
+            message = "no recorded model turn to replay"
         else:
-            run_id, number = closest.recording.run_id, closest.record.turn
             # Views that differ differ in a field: the diff reads the views the match read.
             first = diffs[0].path if diffs else "its encoding"
             message = (
@@ -123,7 +133,7 @@ class ReplayResponder:
         return Reply(status=409, body=body, headers={"x-should-retry": "false"})
 
     def _answer(self, turn: _Turn) -> Reply:
-        record = turn.record
+        record = turn.source.turn_node(turn.number)
         response = record.response
         if response is None:
             error = record.model_errors[-1] if record.model_errors else None
@@ -152,10 +162,10 @@ def recorded_parts(request: ModelRequest) -> tuple[list[Any], list[Any], dict[st
 
 
 def responder_for(
-    source: list[Recording] | Path, mode: MatchMode = "meaning"
+    source: Sequence[Served] | Path, mode: MatchMode = "meaning"
 ) -> tuple[Responder, list[str]]:
     """The responder and the model names to serve, for recordings or a script file."""
-    if isinstance(source, list):
+    if not isinstance(source, Path):
         for recording in source:
             if not recording.model_turns:
                 raise ServeError(f"run {recording.run_id} has no model turn to serve")
@@ -169,7 +179,7 @@ def responder_for(
 
 
 def model_server(
-    source: list[Recording] | Path,
+    source: Sequence[Served] | Path,
     *,
     mode: MatchMode = "meaning",
     host: str = "127.0.0.1",
@@ -203,21 +213,31 @@ def replay_server(
 ) -> ModelServer:
     """A started server replaying `runs` (ids, prefixes or paths) and every run named `name`,
     in a background thread; `close()` stops it. Raises ServeError with one line."""
-    from workbench.engine.recording.runs.load import RecordingError, load_recording, runs_named
-
-    try:
-        recordings = [load_recording(ref, home) for ref in runs]
-        recordings += runs_named(name, home) if name else []
-    except RecordingError as exc:
-        raise ServeError(str(exc)) from None
-    if not recordings:
-        raise ServeError("nothing to replay: name a run or a run name")
-    responder, models = responder_for(recordings, mode)
+    responder, models = responder_for(replayed_runs(runs, home, name=name), mode)
     return ModelServer(responder, model=models, keep_requests=False).start()
 
 
+def replayed_runs(
+    runs: Sequence[str | Path], home: Path, *, name: str | None = None
+) -> list[ReplaySource]:
+    """`runs` (ids, prefixes or paths) and every run named `name`, each streamed from its
+    trace (checked in one pass, never held whole). Raises ServeError with one line."""
+    from workbench.engine.recording.replay.streamed import replay_source, streamed_source
+    from workbench.engine.recording.runs.load import RecordingError, traces_named
+
+    try:
+        sources = [replay_source(ref, home) for ref in runs]
+        named = [streamed_source(path) for path in traces_named(name, home)] if name else []
+        sources += sorted(named, key=lambda source: source.run_start.ts)  # oldest first
+    except RecordingError as exc:
+        raise ServeError(str(exc)) from None
+    if not sources:
+        raise ServeError("nothing to replay: name a run or a run name")
+    return sources
+
+
 @contextmanager
-def served_model(recordings: list[Recording]) -> Iterator[ModelSettings]:
+def served_model(recordings: Sequence[Served]) -> Iterator[ModelSettings]:
     """serve-model over `recordings` (`meaning` match) on a free local port, for as long as
     the block runs, as the settings of a model that talks to it: `workbench why`'s model
     when none is configured."""

@@ -161,16 +161,18 @@ class Workbench:
 
     def _recording(self, ref: str) -> ReplaySource:
         """A run as a replay reads it: its trace file in the home, streamed, else its events
-        as the home's store holds them (a run ingested from elsewhere)."""
-        from workbench.engine.recording.replay.streamed import RecordedSource, streamed_source
-        from workbench.engine.recording.runs.load import RecordingError, index_events
+        as the home's store holds them (a run ingested from elsewhere), a page at a time."""
+        from workbench.engine.recording.replay.stored import stored_source
+        from workbench.engine.recording.replay.streamed import streamed_source
+        from workbench.engine.recording.runs.load import RecordingError
 
         with self._store() as store:
             run_id = self._run_id(store, ref)
-            path = traces_dir(self.home) / f"{run_id}.jsonl"
-            events = None if is_safe_run_id(run_id) and path.is_file() else store.events(run_id)
+        path = traces_dir(self.home) / f"{run_id}.jsonl"
         try:
-            return streamed_source(path) if events is None else RecordedSource(index_events(events))
+            if is_safe_run_id(run_id) and path.is_file():
+                return streamed_source(path)
+            return stored_source(self._stored, run_id)
         except RecordingError as exc:
             raise ToolError(str(exc)) from None
 

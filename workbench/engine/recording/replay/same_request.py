@@ -20,7 +20,8 @@ here, both sides the same way, at one of these levels:
   request, by meaning, and an assistant message by its text and tool calls only.
 
 Two requests are the same at a level when their `request_view`s are (`view_key` makes a view a
-dictionary key); `field_diff.diff_values` of the two views names the fields where they are not.
+dictionary key, `view_digest` a short one); `field_diff.diff_values` of the two views names the
+fields where they are not.
 """
 
 from __future__ import annotations
@@ -88,6 +89,12 @@ def request_view(
 def view_key(view: Any) -> str:
     """A view as a dictionary key: equal keys for equal views, whatever their key order."""
     return json.dumps(view, sort_keys=True, ensure_ascii=False)
+
+
+def view_digest(view: Any) -> bytes:
+    """`view_key` in 16 bytes, for an index that must not hold the views themselves
+    (serve-model's of a long run's requests, each resending the history)."""
+    return hashlib.blake2b(view_key(view).encode(), digest_size=16).digest()
 
 
 def message_view(level: Strictness, message: Any) -> Any:

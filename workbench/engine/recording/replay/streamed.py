@@ -3,10 +3,12 @@
     source = streamed_source(path)            # one checking pass; RecordingError when unusable
     for node in source.model_turn_nodes(): …  # turn by turn, as the model serves them
     for event in source.recorded_events(): …  # the events a replay compares, in order
+    source.turn_node(7)                       # one model turn, read when asked (serve-model)
 
 Read whole, the 200,000 events of a long run took 0.7–0.9 GB as models; streamed, a replay
 holds one turn's events, the few tool changes and an index of the run's tool calls (their
-keys and where each result is in the file), however long the run. A recording already in
+keys and where each result is in the file) and where each model turn lies, however long the
+run. A recording already in
 memory (a run only the store holds) is read through the same interface (`RecordedSource`).
 """
 
@@ -76,6 +78,14 @@ class ReplaySource(Protocol):
 
     def tool_end(self, turn: int, seq: int) -> ToolEnd: ...
 
+    def turn_node(self, turn: int) -> TurnNode:
+        """The model turn `turn` (one of `model_turns`), read when asked."""
+        ...
+
+    def model_requests(self) -> Iterator[ModelRequest]:
+        """The last request of each model turn, in `model_turns`' order, one at a time."""
+        ...
+
 
 def _indexed(nodes: Iterable[TurnNode]) -> Iterator[IndexedCall]:
     for node in nodes:
@@ -127,17 +137,25 @@ class RecordedSource:
         assert isinstance(end, ToolEnd)
         return end
 
+    def turn_node(self, turn: int) -> TurnNode:
+        return self._recording.turns[turn]
 
-class _Scattered(Exception):
-    """A turn's events are not together in the file: it is read whole instead."""
+    def model_requests(self) -> Iterator[ModelRequest]:
+        for node in self.model_turn_nodes():
+            assert node.request is not None  # model turns are the turns with a request
+            yield node.request
+
+
+class Scattered(Exception):
+    """A turn's events are not together in the run: it is read whole instead."""
 
 
 @dataclass
-class StreamedRun:
-    """A `ReplaySource` of a trace file, read line by line on each pass (`streamed_source`)."""
+class IndexedRun:
+    """What one pass over a run's events notes for a replay (`note`, `note_turns`): the
+    `ReplaySource` of a run read again on each pass, by `StreamedRun` from its trace file and
+    by `stored.StoredRun` from the store."""
 
-    path: Path
-    size: int  # the bytes the checking pass read: later passes stop there too
     run_id: str = ""
     start: RunStart | None = None
     run_end: RunEnd | None = None
@@ -149,7 +167,8 @@ class StreamedRun:
     redacted: bool = False
     tool_changes: list[ToolsChanged] = field(default_factory=list)
     tool_calls: list[IndexedCall] = field(default_factory=list)
-    offsets: array[int] = field(default_factory=lambda: array("q"))  # by seq
+    # Each model turn's first and last event and its last request, by seq.
+    spans: dict[int, tuple[int, int, int]] = field(default_factory=dict)
     last_turn: TurnNode | None = None
     _current: TurnNode | None = None  # the turn the model serves now
 
@@ -176,6 +195,68 @@ class StreamedRun:
         state = "complete" if self.last_turn.complete else "incomplete"
         return f"inside turn {self.last_turn.turn} ({state} turn, no run_end)"
 
+    def note(self, event: Event, version: int = SCHEMA_VERSION) -> None:
+        """Keep what a replay needs of `event`, the next of the run (written in `version`)."""
+        if not self.run_id:
+            self.run_id = event.run_id
+        if self.first_ts is None:
+            self.first_ts = event.ts
+        if isinstance(event, RunStart):
+            self.written_in = version
+            if self.start is None:
+                self.start = event
+        elif isinstance(event, RunEnd):
+            self.run_end = event
+        elif isinstance(event, ToolsChanged):
+            self.tool_changes.append(event)
+        if not is_transport_only(event):
+            self.recorded_count += 1
+            self.redacted = self.redacted or holds_redactions([event])
+
+    def note_turns(self, events: Iterable[Event]) -> None:
+        """Index the turns of `events`, the run's in order (`Scattered` when a turn's events
+        are not together)."""
+        for node in _turns(events):
+            if node.requests:
+                self.model_turns.append(node.turn)
+                request = node.request
+                assert request is not None
+                self.spans[node.turn] = (node.events[0].seq, node.events[-1].seq, request.seq)
+                if self.first_request is None:
+                    self.first_request = request
+            self.tool_calls.extend(_indexed([node]))
+            self.last_turn = node
+
+    def _events(self) -> Iterator[Event]:
+        raise NotImplementedError
+
+    def recorded_events(self) -> Iterator[Event]:
+        return (e for e in self._events() if not is_transport_only(e))
+
+    def model_turn_nodes(self) -> Iterator[TurnNode]:
+        for node in _turns(self._events()):
+            if node.requests:
+                self._current = node
+                yield node
+
+    def current_tool_end(self, turn: int, seq: int) -> ToolEnd | None:
+        """The tool_end `seq` of `turn` when it is the turn the model serves now."""
+        current = self._current
+        if current is not None and current.turn == turn:
+            for event in current.events:
+                if event.seq == seq and isinstance(event, ToolEnd):
+                    return event
+        return None
+
+
+@dataclass(kw_only=True)
+class StreamedRun(IndexedRun):
+    """A `ReplaySource` of a trace file, read line by line on each pass (`streamed_source`)."""
+
+    path: Path
+    size: int  # the bytes the checking pass read: later passes stop there too
+    offsets: array[int] = field(default_factory=lambda: array("q"))  # by seq
+
     def _events(self) -> Iterator[Event]:
         from traces.user_files import open_regular
 
@@ -187,21 +268,10 @@ class StreamedRun:
                 expected = event.seq + 1
                 yield event
 
-    def recorded_events(self) -> Iterator[Event]:
-        return (e for e in self._events() if not is_transport_only(e))
-
-    def model_turn_nodes(self) -> Iterator[TurnNode]:
-        for node in _turns(self._events()):
-            if node.requests:
-                self._current = node
-                yield node
-
     def tool_end(self, turn: int, seq: int) -> ToolEnd:
-        current = self._current
-        if current is not None and current.turn == turn:
-            for event in current.events:
-                if event.seq == seq and isinstance(event, ToolEnd):
-                    return event
+        current = self.current_tool_end(turn, seq)
+        if current is not None:
+            return current
         from traces.user_files import open_regular
 
         with open_regular(self.path) as handle:
@@ -209,6 +279,28 @@ class StreamedRun:
             event = next(_valid(self.path, handle, self.size, self.written_in, 1))
         assert isinstance(event, ToolEnd) and event.seq == seq
         return event
+
+    def turn_node(self, turn: int) -> TurnNode:
+        from traces.user_files import open_regular
+
+        first, last, _ = self.spans[turn]
+        end = self.offsets[last + 1] if last + 1 < len(self.offsets) else self.size
+        with open_regular(self.path) as handle:
+            handle.seek(self.offsets[first])
+            events = [e for e in _valid(self.path, handle, end, self.written_in) if e.turn == turn]
+        (node,) = build_chain(events).turns
+        return node
+
+    def model_requests(self) -> Iterator[ModelRequest]:
+        from traces.user_files import open_regular
+
+        # Line by line by offset: the chunks and tool events between are never parsed.
+        with open_regular(self.path) as handle:
+            for turn in self.model_turns:
+                handle.seek(self.offsets[self.spans[turn][2]])
+                request = next(_valid(self.path, handle, self.size, self.written_in, 1))
+                assert isinstance(request, ModelRequest)
+                yield request
 
 
 def _valid(
@@ -266,7 +358,7 @@ def _valid_at(
 
 def _turns(events: Iterable[Event]) -> Iterator[TurnNode]:
     """Each turn of `events` as `traces.tree` builds it, one at a time: a turn's events lie
-    together in a trace (`_Scattered` when they do not)."""
+    together in a trace (`Scattered` when they do not)."""
     group: list[Event] = []
     number: int | None = None
     seen: set[int] = set()
@@ -277,7 +369,7 @@ def _turns(events: Iterable[Event]) -> Iterator[TurnNode]:
             if group:
                 yield from build_chain(group).turns
             if event.turn in seen:
-                raise _Scattered
+                raise Scattered
             seen.add(event.turn)
             number, group = event.turn, []
         group.append(event)
@@ -295,7 +387,7 @@ def streamed_source(
     path = Path(path)
     try:
         return _scan(path, progress)
-    except _Scattered:
+    except Scattered:
         return RecordedSource(read_recording_file(path))
 
 
@@ -316,16 +408,9 @@ def _scan(path: Path, progress: Callable[[int], object] | None) -> StreamedRun:
         with open_regular(path) as handle:
             size = handle.seek(0, 2)
             handle.seek(0)
-            run = StreamedRun(path, size)
+            run = StreamedRun(path=path, size=size)
             lines = _valid_at(path, handle, size, SCHEMA_VERSION, None, problems, progress)
-            checked = _checked(run, lines)
-            for node in _turns(checked):
-                if node.requests:
-                    run.model_turns.append(node.turn)
-                    if run.first_request is None:
-                        run.first_request = node.request
-                run.tool_calls.extend(_indexed([node]))
-                run.last_turn = node
+            run.note_turns(_checked(run, lines))
     except RecordingError:
         check_damage(problems, 0, path)  # a bad line before it says more
         raise
@@ -345,9 +430,7 @@ def _checked(run: StreamedRun, lines: Iterator[tuple[int, Event, int, int]]) -> 
     """The events of the checking pass, in order, checked to be one run's numbered 0, 1, 2, …
     (`load.in_sequence`), with what the run keeps of them noted on `run`."""
     for offset, event, version, number in lines:
-        if not run.run_id:
-            run.run_id, run.first_ts = event.run_id, event.ts
-        if event.run_id != run.run_id:
+        if run.run_id and event.run_id != run.run_id:
             raise RecordingError(
                 f"corrupt recording {run.path}: seq {event.seq} belongs to run {event.run_id}"
             )
@@ -360,15 +443,5 @@ def _checked(run: StreamedRun, lines: Iterator[tuple[int, Event, int, int]]) -> 
                 f"corrupt recording {run.path}: expected seq {expected}, found {event.seq}"
             )
         run.offsets.append(offset)
-        if isinstance(event, RunStart):
-            run.written_in = version
-            if run.start is None:
-                run.start = event
-        elif isinstance(event, RunEnd):
-            run.run_end = event
-        elif isinstance(event, ToolsChanged):
-            run.tool_changes.append(event)
-        if not is_transport_only(event):
-            run.recorded_count += 1
-            run.redacted = run.redacted or holds_redactions([event])
+        run.note(event, version)
         yield event

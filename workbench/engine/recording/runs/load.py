@@ -294,13 +294,13 @@ def run_name(run_start: RunStart) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def runs_named(name: str, home: Path) -> list[Recording]:
-    """Every run of the home folder named `name`, oldest first; RecordingError if none."""
+def traces_named(name: str, home: Path) -> list[Path]:
+    """The trace of every run of the home folder named `name`; RecordingError if none."""
     import json
 
     from traces.user_files import open_regular
 
-    found: list[Recording] = []
+    found: list[Path] = []
     folder = traces_dir(home)
     for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
         try:
@@ -310,8 +310,7 @@ def runs_named(name: str, home: Path) -> list[Recording]:
             continue  # not a trace header; `workbench ingest` reports damaged files
         meta = first.get("meta") if isinstance(first, dict) else None
         if first.get("type") == "run_start" and isinstance(meta, dict) and meta.get("name") == name:
-            found.append(read_recording_file(path))
+            found.append(path)
     if not found:
         raise RecordingError(f"no run named {name!r} in {folder}")
-    found.sort(key=lambda recording: recording.run_start.ts)
     return found
