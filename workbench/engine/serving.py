@@ -280,8 +280,11 @@ class HttpServer:
             if request.content_length is not None and request.content_length > limit:
                 return self._refuse(413, too_large(limit))
             try:
-                async with asyncio.timeout(self.read_timeout_s):
+                if request.content.is_eof():  # all of it is in: nothing to wait for
                     await request.read()
+                else:
+                    async with asyncio.timeout(self.read_timeout_s):
+                        await request.read()
             except TimeoutError:
                 response = self._refuse(
                     408,

@@ -170,10 +170,12 @@ class RecordingChannel:
     def went_up(self, key: int, when: float) -> None:
         self._send(msg.WentUp(key, when))
 
-    def piece(self, key: int, when: float, piece: bytes) -> None:
+    def piece(self, key: int, when: float, piece: bytes) -> bool:
         """A stream piece, sent before the client gets it (so that the client's next
-        request, which may continue its run, comes after it)."""
+        request, which may continue its run, comes after it); whether recording is now far
+        behind (`full`: the sender should `await room()`), asked here once a piece."""
         self._send(msg.Piece(key, when, piece), len(piece))
+        return self.full
 
     def whole(self, key: int, status: int, body: bytes, when: float) -> None:
         """A whole (non-streamed) answer or an error's body, about to reach the client."""

@@ -211,7 +211,7 @@ class RecordingProxy(HttpService):
         except RequestProblem as refused:
             return refused.response()
         channel = self._channel
-        headers = {name.lower(): value for name, value in request.headers.items()}
+        headers, forwarded = _recorded_and_forwarded(request)
         key = channel.arrived(api, raw, headers, request.query_string, time.monotonic())
         session = request.app[_SESSION]
         ended: float | None = None
@@ -222,7 +222,7 @@ class RecordingProxy(HttpService):
             async with session.post(
                 self._target(request),
                 data=raw,
-                headers=_forwarded(request),
+                headers=forwarded,
                 trace_request_ctx=_Upward(channel, key),
             ) as upstream:
                 if upstream.status >= 400 or not _is_event_stream(upstream):
@@ -238,12 +238,13 @@ class RecordingProxy(HttpService):
                 )
                 try:
                     await answer.prepare(request)
+                    now = time.monotonic
                     async for piece in upstream.content.iter_any():
                         # Sent to recording before the client can see it, so that its next
                         # request, which may continue this answer's run, comes after it.
-                        channel.piece(key, time.monotonic(), piece)
+                        full = channel.piece(key, now(), piece)
                         await answer.write(piece)
-                        if channel.full:  # recording is far behind: the only wait for it
+                        if full:  # recording is far behind: the only wait for it
                             await channel.room()
                     # The whole answer is written: a client that hangs up now had all of it.
                     whole = True
@@ -294,12 +295,13 @@ async def _within_base_path(request: web.Request, handler: Any) -> web.StreamRes
     """Refuse a path with a `..` segment, however encoded (`/v1/../x`, `/v1/%2e%2e/x`,
     `..%2f`, `..\\`): it would reach the upstream outside the base path it was given."""
     path = request.raw_path.partition("?")[0]
-    for _ in range(3):  # `%252e` is `%2e` once decoded: decode until nothing changes
-        decoded = unquote(path)
-        if decoded == path:
-            break
-        path = decoded
-    if ".." in re.split(r"[/\\]", path):
+    if "%" in path or ".." in path:  # else nothing to decode, and no `..` to find
+        for _ in range(3):  # `%252e` is `%2e` once decoded: decode until nothing changes
+            decoded = unquote(path)
+            if decoded == path:
+                break
+            path = decoded
+    if ".." in path and ".." in re.split(r"[/\\]", path):
         message = (
             f"the path {request.raw_path.partition('?')[0]!r} has a '..' segment, which "
             "would leave the upstream's base path; send the path without it"
@@ -315,6 +317,19 @@ def _is_event_stream(upstream: aiohttp.ClientResponse) -> bool:
 
 def _forwarded(request: web.Request) -> dict[str, str]:
     return {k: v for k, v in request.headers.items() if k.lower() not in _HOP_HEADERS}
+
+
+def _recorded_and_forwarded(request: web.Request) -> tuple[dict[str, str], dict[str, str]]:
+    """The request's headers as recorded (every one, names in lower case) and as sent
+    upstream (`_forwarded`), in one pass over them."""
+    recorded: dict[str, str] = {}
+    forwarded: dict[str, str] = {}
+    for name, value in request.headers.items():
+        lower = name.lower()
+        recorded[lower] = value
+        if lower not in _HOP_HEADERS:
+            forwarded[name] = value
+    return recorded, forwarded
 
 
 def _relayed(headers: Any) -> dict[str, str]:
