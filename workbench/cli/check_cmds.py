@@ -36,7 +36,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def cmd_check(args: argparse.Namespace) -> int:
     from traces.home import home_redactor
     from workbench.cli.read_cmds import open_store
-    from workbench.engine.review.checks import RulesError, evaluate, load_rules, post_webhook
+    from workbench.engine.review.checks import (
+        RulesError,
+        evaluate,
+        load_rules,
+        post_webhook,
+        summary,
+    )
 
     try:
         rules = load_rules(Path(args.rules))
@@ -48,13 +54,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         findings = evaluate(store, rules, home, rates)
     crossed = [f for f in findings if f.crossed]
-    summary = {
-        "crossed": len(crossed),
-        "rules": len(findings),
-        "findings": [f.to_json() for f in findings],
-    }
+    told = summary(findings)
     if args.json:
-        print_json(summary)
+        print_json(told)
     else:
         for finding in findings:
             mark = "CROSSED" if finding.crossed else "ok     "
@@ -69,7 +71,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.webhook:
         keys = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
         redactor = home_redactor(home, [os.environ.get(key) for key in keys])
-        problem = post_webhook(args.webhook, summary, redactor)
+        problem = post_webhook(args.webhook, told, redactor)
         if problem is not None:
             print(f"workbench: {problem}", file=sys.stderr)
     return 1 if crossed else 0

@@ -20,7 +20,7 @@ from workbench.cli.common import (
     print_json,
     read_home,
 )
-from workbench.cli.model_flags import add_model_flags, build_model, model_settings
+from workbench.cli.model_flags import add_model_flags, model_settings
 from workbench.cli.run_filters import SINCE_HELP, when
 
 if TYPE_CHECKING:
@@ -68,11 +68,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def cmd_judge(args: argparse.Namespace) -> int:
     import asyncio
 
-    from traces.events import Limits
-    from traces.store.judging import judge_candidates, judged_items
     from workbench.cli.read_cmds import open_store
-    from workbench.engine.recording.runs.load import RecordingError, load_recording
-    from workbench.engine.review.judge import JudgeSetup, items_of, judge_items, sampled
+    from workbench.engine.recording.runs.load import RecordingError
+    from workbench.engine.review.judge import (
+        JudgeError,
+        chosen_runs,
+        items_in,
+        judge_items,
+        judge_setup,
+    )
     from workbench.engine.review.rubric import RubricError, load_rubric
 
     try:
@@ -85,57 +89,31 @@ def cmd_judge(args: argparse.Namespace) -> int:
         raise CliError("name the runs to judge: RUN ids, or --since TIME (e.g. --since 1d)")
     home = read_home(args)
     prices = load_prices(home)
-    settings = model_settings(args)
-    model = build_model(args, Limits(model_timeout_s=args.model_timeout))
-    if args.max_cost is not None and model.name not in prices.models:
-        raise CliError(
-            f"--max-cost needs a price for the judge model {model.name!r}: add "
-            f'[models."{model.name}"] input = … output = … to {home / "prices.toml"}'
+    try:
+        setup = judge_setup(
+            home,
+            rubric,
+            model_settings(args),
+            prices,
+            max_cost=args.max_cost,
+            model_timeout_s=args.model_timeout,
         )
-    if model.name not in prices.models:
+    except JudgeError as exc:
+        raise CliError(f"--max-cost {exc}") from None
+    if not setup.priced:
         print(
-            f"note: the judge model {model.name!r} has no price in {home / 'prices.toml'}; "
-            "its cost is not counted",
+            f"note: the judge model {setup.model.name!r} has no price in "
+            f"{home / 'prices.toml'}; its cost is not counted",
             file=sys.stderr,
         )
     with open_store(args) as store:
-        chosen = (
-            [store.resolve_run(ref) for ref in args.runs]
-            if args.runs
-            else judge_candidates(store, args.since)
-        )
-        run_ids = sampled(list(dict.fromkeys(chosen)), args.sample, args.seed)
-        done = judged_items(store, rubric.author, rubric.version)
-    items = []
+        run_ids, done = chosen_runs(store, rubric, args.runs, args.since, args.sample, args.seed)
     try:
-        for run_id in run_ids:
-            items += items_of(load_recording(run_id, home), rubric)
+        items = items_in(home, rubric, run_ids)
     except RecordingError as exc:
         raise CliError(str(exc)) from None
-    from agent_core.wire.codecs import api_named, codec_for
-
-    cap = codec_for(api_named(settings.api)).output_cap
-    setup = JudgeSetup(
-        home=home,
-        rubric=rubric,
-        model=model,
-        prices=prices,
-        max_cost=args.max_cost,
-        params={cap: rubric.max_output_tokens},
-        secrets=[settings.api_key],
-        model_timeout_s=args.model_timeout,
-    )
-
-    async def judge() -> JudgeReport:
-        try:
-            return await judge_items(setup, items, done, len(run_ids), _progress(args))
-        finally:
-            close = getattr(model, "aclose", None)
-            if close is not None:
-                await close()
-
-    report = asyncio.run(judge())
-    _print(report, args, prices.format if model.name in prices.models else None)
+    report = asyncio.run(judge_items(setup, items, done, len(run_ids), _progress(args)))
+    _print(report, args, prices.format if setup.priced else None)
     return 1 if report.failed or report.stopped else 0
 
 
@@ -159,32 +137,7 @@ def _progress(args: argparse.Namespace) -> Any:
 def _print(report: JudgeReport, args: argparse.Namespace, money: Any) -> None:
     cost = money(report.spent) if money is not None else "cost unknown"
     if args.json:
-        print_json(
-            {
-                "runs": report.runs,
-                "runs_judged": report.runs_judged(),
-                "judged": len(report.judged),
-                "not_judged": len(report.failed),
-                "skipped": report.skipped,
-                "left": report.left,
-                "spent": report.spent if money is not None else None,
-                "stopped": report.stopped,
-                "next_cost": report.next_cost,
-                "verdicts": [
-                    {
-                        "run_id": v.item.run_id,
-                        "turn": v.item.turn,
-                        "call_id": v.item.call_id,
-                        "scores": v.scores,
-                        "reason": v.reason,
-                        "judge_run": v.judge_run,
-                        "annotation": v.note_id,
-                        "cost": v.cost,
-                    }
-                    for v in report.verdicts
-                ],
-            }
-        )
+        print_json(report.to_json(priced=money is not None))
         return
     line = (
         f"judged {len(report.judged)} item(s) of {report.runs_judged()} of {report.runs} run(s)"

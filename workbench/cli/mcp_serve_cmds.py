@@ -15,12 +15,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "mcp-serve",
         help="serve the recorded runs as MCP tools to a coding agent (stdio or HTTP)",
         description=(
-            "An MCP server whose tools list, show, search, diff, compare, replay and fork the "
-            "runs of the home (list_runs, list_failures, show_run, search_runs, diff_runs, "
-            "compare_runs, replay_run, fork_run, run_suite, lint_tools). Over stdio by "
-            "default, as a coding agent starts it; with --port, streamable HTTP at "
-            "http://HOST:PORT/mcp. Read-only unless --allow-writes: "
-            "fork_run then records new runs. See docs/mcp.md."
+            "An MCP server whose tools list, show, search, diff, compare, replay, fork, "
+            "annotate, check and judge the runs of the home (list_runs, list_failures, "
+            "explain_failure, show_run, search_runs, diff_runs, compare_runs, replay_run, "
+            "fork_run, run_suite, annotate_run, check_rules, judge_runs, lint_tools). Over "
+            "stdio by default, as a coding agent starts it; with --port, streamable HTTP at "
+            "http://HOST:PORT/mcp. Read-only unless --allow-writes: fork_run, run_suite, "
+            "annotate_run and judge_runs then write to the home. See docs/mcp.md."
         ),
         epilog="example:\n  claude mcp add workbench -- workbench mcp-serve",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -53,7 +54,7 @@ def cmd_mcp_serve(args: argparse.Namespace) -> int:
     home = read_home(args).resolve()
 
     def announce(url: str) -> None:
-        writes = "fork_run may record runs" if args.allow_writes else "read-only"
+        writes = "writes allowed" if args.allow_writes else "read-only"
         print(f"serving MCP at {url} (home {home}, {writes}; Ctrl-C stops)", file=sys.stderr)
         sys.stderr.flush()
 

@@ -235,21 +235,17 @@ def run_capture(args: argparse.Namespace) -> int:
         return _capture_label(args, expect)
     if not args.run or args.turn is None:
         raise CliError("give RUN --turn N, or --from-label L")
-    from workbench.engine.regress.capture import case_at, comment_for, copy_trace
-    from workbench.engine.regress.context import RecordingError, find_trace, load_context
-    from workbench.engine.regress.suite import SuiteError, append_case
+    from workbench.engine.regress.capture import capture_turn
+    from workbench.engine.regress.context import RecordingError, find_trace
+    from workbench.engine.regress.suite import SuiteError
 
     home = resolve_home(args)
     suite_path = Path(args.suite)
     try:
         path = find_trace(args.run, [home / "traces"])
-        context = load_context(path, args.turn)
-        case = case_at(context, args.id or f"{context.run_id[:8]}-t{args.turn}", expect)
-        append_case(suite_path, case, comment=comment_for(context))
+        case = capture_turn(path, args.turn, suite_path, expect, args.id, copy=not args.no_copy)
     except (RecordingError, SuiteError, ValueError, TypeError) as exc:
         raise CliError(str(exc)) from None
-    if not args.no_copy:
-        copy_trace(path, suite_path)
     print(f"added case {case.id!r} to {suite_path}: expect {case.expected_text()}")
     return 0
 

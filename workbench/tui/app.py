@@ -74,6 +74,7 @@ class WorkbenchApp(App[None]):
         # Remembered between fork dialogs: each run's draft changes and the last model used.
         self.fork_drafts: dict[str, ForkDraft] = {}
         self.fork_endpoint: Endpoint | None = None
+        self.case_suite: Path | None = None  # the suite the last captured case went to
         self._quit_armed = False
         # `workbench review`: the queue opened over the runs list, and who writes its notes.
         self.review_on_start = review

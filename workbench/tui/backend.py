@@ -53,6 +53,7 @@ if TYPE_CHECKING:  # loaded when first used: each belongs to one screen's task
     from workbench.engine.diff.text_changes import Comparison
     from workbench.engine.recording.fork.dry_run import DryRun
     from workbench.engine.regress.stored import SuiteRun
+    from workbench.engine.regress.suite import Case
     from workbench.engine.review.card import RunCard
     from workbench.engine.review.queue import QueueSpec, ReviewQueue
     from workbench.engine.views.export import ExportFormat, ExportProgress
@@ -440,6 +441,25 @@ class Backend:
             return direct
         source = self.run(run_id).source_path
         return Path(source) if source else direct  # a file that is gone: the replay says so
+
+    def default_suite(self) -> Path:
+        """Where a case captured in the TUI goes unless the user names another suite: a
+        suite in the home, which `workbench test` and mcp-serve's run_suite both run."""
+        return self.home / "suites" / "captured.wbsuite.toml"
+
+    def capture_case(self, run_id: str, turn: int, suite: Path) -> Case:
+        """Append the case of the run's `turn` to `suite`, as `workbench capture-case RUN
+        --turn N --suite FILE` does (`regress.capture.capture_turn`), the trace copied
+        beside it; refused in one line when writes are off or the home is read-only."""
+        from workbench.engine.regress.capture import Expect, capture_turn
+        from workbench.engine.regress.context import RecordingError
+        from workbench.engine.regress.suite import SuiteError
+
+        self.check_may_write("capture a case")
+        try:
+            return capture_turn(self.trace_file(run_id), turn, suite, Expect())
+        except (RecordingError, SuiteError, OSError) as exc:
+            raise NotAvailable(str(exc)) from None
 
     async def verify_replay(
         self, run_id: str, on_progress: Callable[[ReplayProgress], object] | None = None

@@ -10,46 +10,21 @@ from __future__ import annotations
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on, work
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import VerticalScroll
 from textual.message import Message
-from textual.screen import ModalScreen
-from textual.widgets import Footer, Header, Input, Static
+from textual.widgets import Footer, Header, Static
 
 from workbench.engine.review.card import RunCard
 from workbench.engine.review.labels import LabelKeys
 from workbench.engine.review.queue import QueueSpec, ReviewQueue
+from workbench.tui.line_input import LineInput
 from workbench.tui.navigation import OpenRun
 from workbench.tui.render import short_id
 from workbench.tui.review_view import KeysLine, card_renderable
 from workbench.tui.screens import WorkbenchScreen
-
-
-class NoteInput(ModalScreen[str | None]):
-    """A one-line note on the run shown: enter writes it, escape leaves it."""
-
-    DEFAULT_CSS = """
-    NoteInput { align: center bottom; }
-    NoteInput > Vertical {
-        width: 90%; height: auto; border: round $accent; background: $panel; padding: 0 1;
-    }
-    """
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "dismiss", "Cancel")]
-
-    def __init__(self, run_id: str) -> None:
-        super().__init__()
-        self.run_id = run_id
-
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static(Text(f"note on run {short_id(self.run_id)} (enter writes it)"))
-            yield Input(placeholder="what is wrong, or right, with this run", id="note-text")
-
-    @on(Input.Submitted, "#note-text")
-    def _submitted(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value)
 
 
 class ReviewScreen(WorkbenchScreen):
@@ -192,7 +167,9 @@ class ReviewScreen(WorkbenchScreen):
                     self.workbench.report_error(exc)
                 self._show()
 
-        self.app.push_screen(NoteInput(current.run_id), write)
+        title = f"note on run {short_id(current.run_id)} (enter writes it)"
+        placeholder = "what is wrong, or right, with this run"
+        self.app.push_screen(LineInput(title, input_id="note-text", placeholder=placeholder), write)
 
     def action_open_run(self) -> None:
         current = self.queue.current if self.queue is not None else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -17,8 +17,9 @@ from textual.widgets import Footer, Header, Input, Static, Tree
 from traces.events import Event
 from workbench.engine.views.search import SEARCHED, SearchHit
 from workbench.engine.views.timeline import run_tokens
-from workbench.tui.backend import Outline
+from workbench.tui.backend import NotAvailable, Outline
 from workbench.tui.chain_view import ChainNode, copy_value
+from workbench.tui.line_input import LineInput
 from workbench.tui.navigation import (
     OpenCompare,
     OpenFork,
@@ -31,6 +32,9 @@ from workbench.tui.screens import PaletteCommand, WorkbenchScreen
 from workbench.tui.widgets.chain_tree import ChainTree, run_summary
 from workbench.tui.widgets.run_detail import RunDetail
 
+if TYPE_CHECKING:
+    from workbench.engine.regress.suite import Case
+
 
 class RunScreen(WorkbenchScreen):
     """Run: the decision chain (turns → model call → tool calls) and what each step saw."""
@@ -40,6 +44,7 @@ class RunScreen(WorkbenchScreen):
         Binding("r", "replay", "Replay"),
         Binding("v", "verify", "Verify replay"),
         Binding("f", "fork", "Fork turn"),
+        Binding("a", "capture_case", "Add case"),
         Binding("c", "compare_parent", "Compare parent"),
         Binding("t", "timeline", "Timeline"),
         Binding("w", "why", "Why"),
@@ -68,6 +73,12 @@ class RunScreen(WorkbenchScreen):
             super().__init__()
             self.text = text
             self.hits = hits
+
+    class CaseCaptured(Message):
+        def __init__(self, case: Case, suite: Path) -> None:
+            super().__init__()
+            self.case = case
+            self.suite = suite
 
     class Exported(Message):
         def __init__(self, path: Path) -> None:
@@ -206,6 +217,46 @@ class RunScreen(WorkbenchScreen):
                 self.post_message(OpenFork(self.run_id, node.turn + 1, mock_call=call_id))
                 return
         self.post_message(OpenFork(self.run_id, node.turn))
+
+    def action_capture_case(self) -> None:
+        """The selected turn as a regression case (`workbench capture-case`), in the suite
+        the dialog names: the last one used, else the home's `suites/captured.wbsuite.toml`."""
+        node = self._selected()
+        if node is None or node.turn is None:
+            self.notify("Select a turn (or a step inside one) to capture as a case.")
+            return
+        try:
+            self.backend.check_may_write("capture a case")  # asked before the dialog opens
+        except NotAvailable as exc:
+            self.workbench.report_error(exc)
+            return
+        turn = node.turn
+        suite = self.workbench.case_suite or self.backend.default_suite()
+
+        def chosen(text: str | None) -> None:
+            if text and text.strip():
+                self.workbench.case_suite = Path(text.strip())
+                self._capture(turn, Path(text.strip()))
+
+        title = (
+            f"capture turn {turn} of run {short_id(self.run_id)} as a case, expecting what the "
+            "model chose there; the suite file (enter adds it, escape leaves):"
+        )
+        self.app.push_screen(LineInput(title, input_id="case-suite", value=_shown(suite)), chosen)
+
+    @work(thread=True, exclusive=True, group="capture", exit_on_error=False)
+    def _capture(self, turn: int, suite: Path) -> None:
+        self.post_message(
+            self.CaseCaptured(self.backend.capture_case(self.run_id, turn, suite), suite)
+        )
+
+    def on_run_screen_case_captured(self, message: CaseCaptured) -> None:
+        case = message.case
+        self.notify(
+            f"Added case {case.id!r} to {_shown(message.suite)}: expect {case.expected_text()} "
+            f"(`workbench test {_shown(message.suite)}` runs it)",
+            timeout=8,
+        )
 
     def action_compare_parent(self) -> None:
         row = self.outline.row if self.outline else None
@@ -363,9 +414,22 @@ class RunScreen(WorkbenchScreen):
         yield ("Replay from here", "Step through events from the selected node", self.action_replay)
         yield ("Verify replay", "Re-run offline and show the first divergence", self.action_verify)
         yield ("Fork this turn", "Edit the prompt, a tool or a result and re-run", self.action_fork)
+        yield (
+            "Add this turn as a case",
+            "Append it to a regression suite, expecting the tool chosen (a)",
+            self.action_capture_case,
+        )
         yield ("Session", "The runs of this run's session, in order (w)", self.action_session)
         yield (
             "Compare with parent",
             "Decision chains of the fork and its parent",
             self.action_compare_parent,
         )
+
+
+def _shown(path: Path) -> str:
+    """A path as the user would type it: relative to the working folder when inside it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)

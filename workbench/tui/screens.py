@@ -8,6 +8,7 @@ elsewhere by posting `workbench.tui.navigation` messages, which the App handles.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, cast
 
 from textual.binding import Binding, BindingType
@@ -31,6 +32,7 @@ class Workbench(Protocol):
     endpoint: Endpoint  # the model forks talk to by default
     fork_endpoint: Endpoint | None  # the last model a fork dialog chose
     fork_drafts: dict[str, ForkDraft]  # each run's fork dialog changes, kept between visits
+    case_suite: Path | None  # the suite the last captured case went to (the next default)
     ingest_on_start: bool
     watch_traces: bool
 

@@ -23,12 +23,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from traces.home import NoHomeError, RedactionConfigError, existing_home, traces_dir
 from traces.run_names import is_safe_run_id
 from traces.store.held import IDLE_RELEASE_S, HeldStore
+from workbench.engine.mcp_server.arguments import checked_arguments
 from workbench.engine.mcp_server.bounds import bounded
-from workbench.engine.mcp_server.tools import (
-    TOOLS_BY_NAME,
-    ToolError,
-    checked_arguments,
-)
+from workbench.engine.mcp_server.tools import TOOLS_BY_NAME, ToolError
 from workbench.engine.views.tool_calls import tool_call_json, tool_name
 
 T = TypeVar("T")
@@ -47,6 +44,10 @@ if TYPE_CHECKING:
 READ_ONLY_NOTE = (
     "annotate_run writes to the home's annotation files, and this server is read-only: "
     "start it with `workbench mcp-serve --allow-writes`"
+)
+READ_ONLY_JUDGE = (
+    "judge_runs records each judge call as a run and its scores as annotations, and this "
+    "server is read-only: start it with `workbench mcp-serve --allow-writes`"
 )
 READ_ONLY_FORK = (
     "fork_run writes a new run, and this server is read-only: start it with "
@@ -109,6 +110,8 @@ class Workbench:
             answer = await self.fork_run(**args)
         elif name == "run_suite":
             answer = await self.run_suite(**args)
+        elif name == "judge_runs":
+            answer = await self.judge_runs(**args)
         else:
             answer = await self._off_loop(getattr(self, name), **args)
         return bounded(self._redacted(answer))
@@ -470,47 +473,26 @@ class Workbench:
             return plan | {"writes_allowed": self.allow_writes}
         return await forking.run_fork(fork, self.home)
 
-    def annotate_run(
-        self,
-        *,
-        run: str,
-        turn: int | None = None,
-        call_id: str | None = None,
-        labels: list[str] | None = None,
-        scores: dict[str, float] | None = None,
-        text: str | None = None,
-        author: str | None = None,
-        remove: str | None = None,
-    ) -> dict[str, Any]:
-        from workbench.engine.review.notes import (
-            NoteError,
-            Target,
-            add_note,
-            author_name,
-            remove_note,
-        )
+    def annotate_run(self, *, run: str, **note: Any) -> dict[str, Any]:
+        from workbench.engine.mcp_server.review import annotate
 
         if not self.allow_writes:
             raise ToolError(READ_ONLY_NOTE)
-        if call_id is not None and turn is None:
-            raise ToolError("annotate_run: a call_id needs the turn it was made in")
-        if remove is not None and (labels or scores or text):
-            raise ToolError("annotate_run: remove takes no labels, scores or text: it removes")
-        who = author_name(author, self.home)
         with self._store() as store:
-            target = Target(self._run_id(store, run), turn, call_id)
-            try:
-                if remove is not None:
-                    record: Any = remove_note(self.home, store, target, who, remove)[0]
-                else:
-                    given = {name: float(value) for name, value in (scores or {}).items()}
-                    record = add_note(self.home, store, target, who, labels or [], given, text)[0]
-            except NoteError as exc:
-                raise ToolError(str(exc)) from None
-            except OSError as exc:
-                raise ToolError(f"cannot write the annotation: {exc.strerror or exc}") from None
-        answer: dict[str, Any] = record.model_dump(mode="json", exclude_none=True)
-        return answer
+            return annotate(self.home, store, self._run_id(store, run), **note)
+
+    def check_rules(self, *, rules: str) -> dict[str, Any]:
+        from workbench.engine.mcp_server.review import check_rules
+
+        with self._store() as store:
+            return check_rules(self.home, store, rules=rules)
+
+    async def judge_runs(self, **ask: Any) -> dict[str, Any]:
+        from workbench.engine.mcp_server.review import judge_runs
+
+        if not self.allow_writes:
+            raise ToolError(READ_ONLY_JUDGE)
+        return await judge_runs(self.home, self._store, self._off_loop, **ask)
 
     async def run_suite(
         self,

@@ -40,8 +40,9 @@ INSTRUCTIONS = (
     "Recorded runs of an LLM agent (agent workbench). Start with list_runs (or search_runs) "
     "to find a run id, then show_run to read its decision chain; diff_runs compares a fork "
     "with its parent, replay_run checks it replays identically, fork_run re-runs it from a "
-    "turn with edits. Answers are bounded: `truncated` names what was cut, and next_offset, "
-    "next_turn or next_events_from ask for the rest."
+    "turn with edits; annotate_run, judge_runs and check_rules review runs. Answers are "
+    "bounded: `truncated` names what was cut, and next_offset, next_turn or "
+    "next_events_from ask for the rest."
 )
 
 

@@ -1,5 +1,5 @@
 """What the server's tools take: names, descriptions and JSON schemas a model can pick
-from, and the check of a call's arguments against them.
+from (`arguments` checks a call's arguments against them).
 
 The descriptions follow `workbench lint-tools` (say when to use a tool and when not; every
 parameter described; closed sets as enums): a test holds them to it.
@@ -445,6 +445,76 @@ TOOLS: tuple[ToolDef, ...] = (
         read_only=False,
     ),
     ToolDef(
+        "check_rules",
+        "Check a rules file of the home as `workbench check` does: each rule's figure over "
+        "the store (a failure rate, p95 latency, cost per run or a label's count in a "
+        "window, failure signatures new since the last `workbench check`) and whether it "
+        "crossed its threshold. Use it to see whether runs got worse. Writes nothing (no "
+        "webhook, the last check's time kept as it is); not for one run: use show_run.",
+        _object(
+            {
+                "rules": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "the rules file (TOML), relative to the workbench home",
+                },
+            },
+            ("rules",),
+        ),
+    ),
+    ToolDef(
+        "judge_runs",
+        "Score runs with an LLM judge against a rubric file of the home, as `workbench "
+        "judge` does: the final answer, each turn or each tool call, as the rubric says. "
+        "Scores become annotations by judge:<rubric>; each judge call is a recorded run; "
+        "items judged by the same rubric version are skipped; max_cost stops before the "
+        "call that would pass it. Name the runs one way: runs, or since_days. Writes, so "
+        "only when the server allows writes; not for reading scores (use show_run).",
+        _object(
+            {
+                "rubric": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "the rubric file (TOML), relative to the workbench home",
+                },
+                "runs": {
+                    "type": "array",
+                    "items": {"type": "string", "minLength": 1},
+                    "maxItems": 1000,
+                    "description": "ids of the runs to judge, or unique prefixes",
+                },
+                "since_days": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "judge the runs started in the last this many days",
+                },
+                "sample": {
+                    "type": "number",
+                    "description": "judge this share of the runs, from 0 to 1 (e.g. 0.1)",
+                },
+                "seed": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "default": 0,
+                    "description": "which sample is drawn: the same seed, the same runs",
+                },
+                "max_cost": {
+                    "type": "number",
+                    "description": "the most judging may spend (needs the judge model's "
+                    "price in the home's prices.toml)",
+                },
+                "script": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "a model script in the home to judge with instead of the "
+                    "model the server's environment names (offline)",
+                },
+            },
+            ("rubric",),
+        ),
+        read_only=False,
+    ),
+    ToolDef(
         "lint_tools",
         "Lint tool schemas for the mistakes that make a model pick the wrong tool (missing "
         "or near-identical descriptions, undescribed parameters, bad names, no enum). Use it "
@@ -471,62 +541,3 @@ TOOLS: tuple[ToolDef, ...] = (
     ),
 )
 TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}
-
-_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "object": (dict,),
-    "array": (list,),
-}
-
-
-def checked_arguments(tool: ToolDef, arguments: dict[str, Any] | None) -> dict[str, Any]:
-    """The call's arguments with defaults filled in; `ToolError` naming the first one that
-    does not fit the tool's schema."""
-    schema = tool.input_schema
-    given = dict(arguments or {})
-    properties: dict[str, Any] = schema["properties"]
-    unknown = sorted(set(given) - set(properties))
-    if unknown:
-        raise ToolError(
-            f"{tool.name} has no argument {unknown[0]!r}; it takes {', '.join(properties)}"
-        )
-    for name in schema.get("required", []):
-        if given.get(name) is None:
-            raise ToolError(f"{tool.name} needs the argument {name!r}")
-    out: dict[str, Any] = {}
-    for name, prop in properties.items():
-        value = given.get(name)
-        if value is None:
-            if "default" in prop:
-                out[name] = prop["default"]
-            continue
-        out[name] = _checked(f"{tool.name}: {name}", prop, value)
-    return out
-
-
-def _checked(where: str, prop: dict[str, Any], value: Any) -> Any:
-    kind = prop.get("type", "string")
-    numeric = kind in ("integer", "number")
-    wrong = not isinstance(value, _TYPES[kind]) or (numeric and isinstance(value, bool))
-    if wrong:
-        raise ToolError(f"{where} must be {'an' if kind[0] in 'aeiou' else 'a'} {kind}")
-    if "enum" in prop and value not in prop["enum"]:
-        raise ToolError(f"{where} must be one of {', '.join(prop['enum'])}; got {value!r}")
-    if kind == "integer":
-        low, high = prop.get("minimum"), prop.get("maximum")
-        if (low is not None and value < low) or (high is not None and value > high):
-            span = f"from {low}" + (f" to {high}" if high is not None else " up")
-            raise ToolError(f"{where} must be a whole number {span}; got {value}")
-    if kind == "string" and len(value) < prop.get("minLength", 0):
-        raise ToolError(f"{where} must not be empty")
-    if kind == "array" and len(value) > prop.get("maxItems", len(value)):
-        raise ToolError(f"{where} takes at most {prop['maxItems']} items")
-    inner = prop.get("additionalProperties") if kind == "object" else prop.get("items")
-    if isinstance(inner, dict):
-        items = value.items() if isinstance(value, dict) else enumerate(value)
-        for key, item in items:
-            _checked(f"{where}[{key!r}]", inner, item)
-    return value

@@ -74,6 +74,29 @@ def comment_for(context: RecordedContext, label: str | None = None) -> str:
     )
 
 
+def capture_turn(
+    trace: Path,
+    turn: int,
+    suite: Path,
+    expect: Expect,
+    case_id: str | None = None,
+    *,
+    copy: bool = True,
+    label: str | None = None,
+) -> Case:
+    """Append the case of the run's `turn` (its trace file: `context.find_trace`) to
+    `suite`, the trace copied beside it unless `copy` is off; `RecordingError` or
+    `SuiteError` (one line) when there is no decision there or the suite cannot take it.
+    What `workbench capture-case RUN --turn N`, each turn of `--from-label` (`label`, named
+    in the case's comment) and the TUI's key on a turn do."""
+    context = load_context(trace, turn)
+    case = case_at(context, case_id or f"{context.run_id[:8]}-t{turn}", expect)
+    append_case(suite, case, comment=comment_for(context, label))
+    if copy:
+        copy_trace(trace, suite)
+    return case
+
+
 def copy_trace(trace: Path, suite: Path) -> None:
     """The trace beside the suite (`traces/`), so it runs where the home is not."""
     copies = suite.parent / "traces"
@@ -145,14 +168,10 @@ def capture_label(
             continue
         try:
             trace = find_trace(source.run_id, traces)
-            context = load_context(trace, source.turn)
-            case = case_at(context, case_id, expect)
-            append_case(suite, case, comment=comment_for(context, label))
+            case = capture_turn(trace, source.turn, suite, expect, case_id, copy=copy, label=label)
         except (RecordingError, SuiteError, ValueError, TypeError) as exc:
             out.append(Captured(None, source, str(exc)))
             continue
-        if copy:
-            copy_trace(trace, suite)
         existing.add(case_id)
         out.append(Captured(case, source))
     return out

@@ -378,4 +378,5 @@ def append_case(
     updated = existing + case_to_toml(case, comment)
     suite = parse_suite(updated, path)  # raises on a duplicate id or a broken file
     assert suite.cases[-1].id == case.id
+    path.parent.mkdir(parents=True, exist_ok=True)  # a new suite's folder (the TUI's default)
     path.write_text(updated, encoding="utf-8")

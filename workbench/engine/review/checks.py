@@ -143,9 +143,12 @@ def evaluate(
     home: Path,
     prices: dict[str, tuple[float, float]],
     now: datetime | None = None,
+    *,
+    remember: bool = True,
 ) -> list[Finding]:
     """Each rule's figure and whether it crossed its threshold; remembers when each
-    `new_failures` rule was checked (`<home>/check-state.json`)."""
+    `new_failures` rule was checked (`<home>/check-state.json`) unless `remember` is off
+    (a look that writes nothing: the next check still counts from the last one)."""
     now = now or datetime.now(UTC)
     state_path = home / STATE_FILE
     try:
@@ -184,9 +187,18 @@ def evaluate(
             prices=prices,
         )
         findings.append(Finding(rule, value, counted, value is not None and value > rule.above))
-    if any(rule.metric == NEW_FAILURES for rule in rules):
+    if remember and any(rule.metric == NEW_FAILURES for rule in rules):
         state_path.write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
     return findings
+
+
+def summary(findings: list[Finding]) -> dict[str, Any]:
+    """What `check --json` prints, the webhook receives and check_rules answers."""
+    return {
+        "crossed": sum(f.crossed for f in findings),
+        "rules": len(findings),
+        "findings": [f.to_json() for f in findings],
+    }
 
 
 def post_webhook(

@@ -20,8 +20,9 @@ import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_core.agent import Agent, AgentConfig
 from agent_core.model.base import ChatModel
@@ -32,8 +33,12 @@ from traces.events import Limits
 from traces.home import open_run_trace
 from traces.prices import CostCap, Estimate, Prices
 from traces.text import one_line
-from workbench.engine.recording.runs.load import Recording
+from workbench.engine.recording.running.service import ModelSettings, build_model
+from workbench.engine.recording.runs.load import Recording, load_recording
 from workbench.engine.review.rubric import Rubric
+
+if TYPE_CHECKING:
+    from traces.store import TraceStore
 
 # What an item's parts are cut to in the judge's prompt (a tool result can be huge).
 _PART_CHARS = 4000
@@ -83,6 +88,34 @@ class JudgeReport:
 
     def runs_judged(self) -> int:
         return len({v.item.run_id for v in self.judged})
+
+    def to_json(self, priced: bool) -> dict[str, Any]:
+        """The report as `workbench judge --json` prints it and judge_runs answers it
+        (`priced`: the judge model has a price, so what was spent is known)."""
+        return {
+            "runs": self.runs,
+            "runs_judged": self.runs_judged(),
+            "judged": len(self.judged),
+            "not_judged": len(self.failed),
+            "skipped": self.skipped,
+            "left": self.left,
+            "spent": self.spent if priced else None,
+            "stopped": self.stopped,
+            "next_cost": self.next_cost,
+            "verdicts": [
+                {
+                    "run_id": v.item.run_id,
+                    "turn": v.item.turn,
+                    "call_id": v.item.call_id,
+                    "scores": v.scores,
+                    "reason": v.reason,
+                    "judge_run": v.judge_run,
+                    "annotation": v.note_id,
+                    "cost": v.cost,
+                }
+                for v in self.verdicts
+            ],
+        }
 
 
 def sampled(run_ids: Iterable[str], fraction: float | None, seed: int) -> list[str]:
@@ -205,6 +238,78 @@ class JudgeSetup:
     secrets: list[str | None] = field(default_factory=list)
     model_timeout_s: float = 60.0
 
+    @property
+    def priced(self) -> bool:
+        """The judge model has a price in `<home>/prices.toml`: its cost is counted."""
+        return self.model.name in self.prices.models
+
+
+class JudgeError(Exception):
+    """Judging cannot start: a cost cap without the model's price. One line saying what
+    to add, after the name of the cap as the front end calls it (`--max-cost`)."""
+
+
+def judge_setup(
+    home: Path,
+    rubric: Rubric,
+    settings: ModelSettings,
+    prices: Prices,
+    *,
+    max_cost: float | None = None,
+    model_timeout_s: float = 60.0,
+) -> JudgeSetup:
+    """The judge model `settings` name (`SetupError` when none), its output capped at the
+    rubric's `max_output_tokens` in its wire format's own parameter; `JudgeError` when a
+    cost cap is asked for a model without a price."""
+    from agent_core.wire.codecs import api_named, codec_for
+
+    model = build_model(settings, Limits(model_timeout_s=model_timeout_s))
+    if max_cost is not None and model.name not in prices.models:
+        raise JudgeError(
+            f"needs a price for the judge model {model.name!r}: add "
+            f'[models."{model.name}"] input = … output = … to {home / "prices.toml"}'
+        )
+    cap = codec_for(api_named(settings.api)).output_cap
+    return JudgeSetup(
+        home=home,
+        rubric=rubric,
+        model=model,
+        prices=prices,
+        max_cost=max_cost,
+        params={cap: rubric.max_output_tokens},
+        secrets=[settings.api_key],
+        model_timeout_s=model_timeout_s,
+    )
+
+
+Key = tuple[str, int | None, str | None]
+
+
+def chosen_runs(
+    store: TraceStore,
+    rubric: Rubric,
+    runs: list[str],
+    since: datetime | None,
+    sample: float | None = None,
+    seed: int = 0,
+) -> tuple[list[str], set[Key]]:
+    """The runs to judge (`runs` resolved, else those started since `since` that are not
+    judge calls or regression samples), sampled; and the items the rubric's version has
+    judged before, which judging skips."""
+    from traces.store.judging import judge_candidates, judged_items
+
+    found = [store.resolve_run(ref) for ref in runs] if runs else judge_candidates(store, since)
+    run_ids = sampled(list(dict.fromkeys(found)), sample, seed)
+    return run_ids, judged_items(store, rubric.author, rubric.version)
+
+
+def items_in(home: Path, rubric: Rubric, run_ids: list[str]) -> list[Item]:
+    """What the rubric judges in each run, read from its recording (`RecordingError`)."""
+    items: list[Item] = []
+    for run_id in run_ids:
+        items += items_of(load_recording(run_id, home), rubric)
+    return items
+
 
 Progress = Callable[[int, int, Verdict], None]
 
@@ -212,11 +317,27 @@ Progress = Callable[[int, int, Verdict], None]
 async def judge_items(
     setup: JudgeSetup,
     items: list[Item],
-    judged_before: set[tuple[str, int | None, str | None]],
+    judged_before: set[Key],
     runs: int,
     progress: Progress | None = None,
 ) -> JudgeReport:
-    """Judge each item not judged before, in order, within the cost cap."""
+    """Judge each item not judged before, in order, within the cost cap; the judge
+    model's connection is closed at the end, however it ends."""
+    try:
+        return await _judge_all(setup, items, judged_before, runs, progress)
+    finally:
+        close = getattr(setup.model, "aclose", None)
+        if close is not None:
+            await close()
+
+
+async def _judge_all(
+    setup: JudgeSetup,
+    items: list[Item],
+    judged_before: set[Key],
+    runs: int,
+    progress: Progress | None,
+) -> JudgeReport:
     report = JudgeReport(runs=runs)
     todo = [item for item in items if item.key not in judged_before]
     report.skipped = len(items) - len(todo)
