@@ -97,13 +97,15 @@ async def test_judge_runs_writes_scores_only_with_writes_allowed(home: Path) -> 
         assert every["spent"] == pytest.approx(0.02) and every["left"] == 2
         assert every["stopped"] and "0.025" in every["stopped"]
 
-        for wrong, said in [
+        wrongs: list[tuple[dict[str, object], str]] = [
             ({"runs": [walk]} | {"since_days": 1}, "one of runs or since_days"),
             ({"runs": [walk], "sample": 1.5}, "sample must be a share"),
             ({"runs": [walk], "rubric": "nope.toml"}, "no rubric file"),
             ({"runs": [walk], "script": "../judge.json"}, "inside the home"),
-        ]:
-            arguments = {"rubric": "helpful.toml", "script": "judge.json"} | wrong
+        ]
+        for wrong, said in wrongs:
+            arguments: dict[str, object] = {"rubric": "helpful.toml", "script": "judge.json"}
+            arguments |= wrong
             assert said in await refused(session, "judge_runs", **arguments)
     (home / "prices.toml").unlink()
     async with served(home, "--allow-writes") as session:

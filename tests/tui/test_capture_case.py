@@ -65,7 +65,9 @@ async def test_a_key_on_a_turn_adds_it_to_a_suite_that_passes(
     app = WorkbenchApp(demo_home, watch=False)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         run = await _at_turn(pilot, app, walk, 2)  # the run's start, then turn 1, turn 2
-        turn = run.chain_tree.selected().turn
+        selected = run.chain_tree.selected()
+        assert selected is not None and selected.turn is not None
+        turn = selected.turn
         await pilot.press("a")
         await settle(pilot, lambda: isinstance(app.screen, LineInput))
         # The default: a suite in the home, which `workbench test` and run_suite both run.
@@ -126,7 +128,9 @@ async def test_the_key_asks_for_a_turn_and_the_help_lists_it(home: Path) -> None
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await _at_turn(pilot, app, COMPLETED, 1)
         await pilot.press("up")  # the run's start
-        await settle(pilot, lambda: app.screen.chain_tree.selected().turn is None)
+        screen = app.screen
+        assert isinstance(screen, RunScreen)
+        await settle(pilot, lambda: getattr(screen.chain_tree.selected(), "turn", 0) is None)
         await pilot.press("a")  # the cursor is on the run's start
         await settle(pilot, lambda: bool(app.notifications))
         assert app.notifications[-1].message.startswith("Select a turn")
