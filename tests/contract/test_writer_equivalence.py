@@ -224,6 +224,8 @@ def random_events(rng: random.Random, count: int) -> list[EventBase]:
         }
         if rng.random() < 0.1:  # an aware time in another zone is written in UTC
             base["ts"] = base["ts"].astimezone(timezone(timedelta(hours=5, minutes=30)))
+        elif rng.random() < 0.1:  # a whole second still has its six digits
+            base["ts"] = base["ts"].replace(microsecond=0)
         kind = rng.random()
         if kind < 0.45:
             history.extend(random_message(rng) for _ in range(rng.randint(0, 3)))
@@ -419,11 +421,49 @@ def test_a_secret_in_a_chunks_fields_before_its_data_is_redacted_there(
     tmp_path: Path, case: str
 ) -> None:
     run_id, secret = ENVELOPE_SECRETS[case]
-    redactor = Redactor([secret])
-    writer = JsonlWriter(tmp_path, run_id, redactor)
+    texts = ["Hello ", "there, ", f"the key is {secret}.", " Done"]
+    answer: list[tuple[dict[str, Any], str | None]] = [
+        ({"choices": [{"index": 0, "delta": {"content": text}}]}, None) for text in texts
+    ]
+    lines = _written_answer(tmp_path, Redactor([secret]), run_id, answer)
+    assert not any(secret in line for line in lines)
+    assert "[REDACTED:api_key]" in lines[2]
+
+
+def test_a_secret_in_the_start_of_a_chunks_data_is_redacted_after_clean_ones(
+    tmp_path: Path,
+) -> None:
+    """The start of a chat chunk's data (id, object, model) is read once while it stays
+    the same; a chunk whose start differs, or a secret added since, is read again."""
+    steps: list[tuple[str, str, str | None]] = [  # (model, content, secret added before)
+        ("gpt-x", "Hello", None),
+        ("gpt-x", "there", None),
+        (f"gpt-{SECRET}", "a key in the model's name", None),
+        ("gpt-x", "again clean", None),
+        ("gpt-x", "the model's name is now a secret", "gpt-x"),
+        ("gpt-x", f"and the key {SECRET} too", None),
+    ]
+    answer: list[tuple[dict[str, Any], str | None]] = []
+    for model, content, added in steps:
+        data = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0}
+        data |= {"model": model, "choices": [{"index": 0, "delta": {"content": content}}]}
+        answer.append((data, added))
+    lines = _written_answer(tmp_path, Redactor([SECRET]), "r", answer)
+    assert not any(SECRET in line for line in lines)
+    assert not any('"model":"gpt-x"' in line for line in lines[4:])
+
+
+def _written_answer(
+    folder: Path, redactor: Redactor, run_id: str, answer: list[tuple[dict[str, Any], str | None]]
+) -> list[str]:
+    """The lines written for an answer's chunks (each chunk's data, and a secret to add to
+    the redactor before it), checked against the reference, a millisecond apart."""
+    writer = JsonlWriter(folder, run_id, redactor)
     reference = ReferenceLines(redactor)
     start = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-    for index, text in enumerate(["Hello ", "there, ", f"the key is {secret}.", " Done"]):
+    for index, (data, added) in enumerate(answer):
+        if added is not None:
+            redactor.add_secret(added)
         chunk = ModelChunk(
             run_id=run_id,
             seq=index,
@@ -431,12 +471,11 @@ def test_a_secret_in_a_chunks_fields_before_its_data_is_redacted_there(
             turn=1,
             index=index,
             elapsed_ms=0.5 * index,
-            data={"choices": [{"index": 0, "delta": {"content": text}}]},
+            data=data,
         )
         writer.write(chunk)  # type: ignore[arg-type]
         reference.add(chunk)
     writer.close()
     lines = written_lines(writer.path)
     assert lines == reference.done()
-    assert not any(secret in line for line in lines)
-    assert "[REDACTED:api_key]" in lines[2]
+    return lines

@@ -392,13 +392,10 @@ ORDER BY turn
 # Text search over what a run said and did: one row per matching field, with a snippet
 # around the first match. `instr` on lowered text, so the search text needs no escaping.
 # `search_text` picks the events first; only theirs is read from the JSON.
-SEARCH = """
-WITH scoped AS (
-    SELECT run_id, turn, seq, type, event FROM event_rows
-    WHERE problem IS NULL AND contains(search_text, lower($text))
-      AND ($run_id IS NULL OR run_id = $run_id)
-      AND type IN ('run_start', 'model_response', 'tool_start', 'tool_end', 'error', 'run_end')
-), fields AS (
+_SEARCHED = """problem IS NULL AND contains(search_text, lower($text))
+      AND type IN ('run_start', 'model_response', 'tool_start', 'tool_end', 'error', 'run_end')"""
+# The fields of the `scoped` events, each with where `$text` is in it (0: nowhere).
+_SEARCH_FIELDS = """fields AS (
     SELECT run_id, turn, seq, 'task' AS place, event->>'task' AS body
     FROM scoped WHERE type = 'run_start'
     UNION ALL SELECT run_id, turn, seq, 'message', event->'message'->>'content'
@@ -421,15 +418,37 @@ WITH scoped AS (
 ), found AS (
     SELECT run_id, turn, seq, place, body, instr(lower(body), lower($text)) AS at
     FROM fields WHERE body IS NOT NULL
-)
-SELECT f.run_id, f.turn, f.seq, f.place,
+)"""
+_SEARCH_HIT = """f.run_id, f.turn, f.seq, f.place,
     CASE WHEN f.at > $context + 1 THEN '…' ELSE '' END
     || substr(f.body, greatest(1, f.at - $context), length($text) + 2 * $context)
-    || CASE WHEN f.at + length($text) + $context <= length(f.body) THEN '…' ELSE '' END
+    || CASE WHEN f.at + length($text) + $context <= length(f.body) THEN '…' ELSE '' END"""
+SEARCH = f"""
+WITH scoped AS (
+    SELECT run_id, turn, seq, type, event FROM event_rows
+    WHERE {_SEARCHED} AND ($run_id IS NULL OR run_id = $run_id)
+), {_SEARCH_FIELDS}
+SELECT {_SEARCH_HIT}
 FROM found f LEFT JOIN runs r ON r.run_id = f.run_id
 WHERE f.at > 0
 ORDER BY r.started_at DESC NULLS LAST, f.run_id, f.seq, f.place
 LIMIT $limit
+"""
+# The same within one run, a page at a time: the run's matching events are counted and
+# picked from `search_text` alone (its batches' row groups only), and the JSON is read
+# for the page's events only, so a search of a long run holds no more than a page. One
+# hit per event: its first, in `SEARCH`'s order (else its first field, for a match that
+# only the joined `search_text` holds).
+RUN_MATCH_COUNT = f"SELECT count(*) {RUN_ROWS} AND {_SEARCHED}"
+RUN_MATCHES = f"""
+WITH scoped AS (
+    SELECT run_id, turn, seq, type, event FROM event_rows WHERE rowid IN (
+        SELECT rowid {RUN_ROWS} AND {_SEARCHED} ORDER BY seq LIMIT $limit OFFSET $offset)
+), {_SEARCH_FIELDS}
+SELECT {_SEARCH_HIT}
+FROM found f
+QUALIFY row_number() OVER (PARTITION BY f.seq ORDER BY f.at > 0 DESC, f.place) = 1
+ORDER BY f.seq
 """
 
 # Input and output tokens of each run, from its run_end totals (the runs table keeps only

@@ -508,6 +508,18 @@ class TraceStore:
             rows = cur.execute(sql.SEARCH, params).fetchall()
         return [(row[0], row[1], int(row[2]), row[3], row[4]) for row in rows]
 
+    def search_run(
+        self, text: str, run_id: str, offset: int, limit: int, context: int = 40
+    ) -> tuple[int, list[tuple[str, int | None, int, str, str]]]:
+        """How many of a run's events contain `text` (any case), and a page of them from
+        the `offset`th in seq order: one row per event, as `search` gives them."""
+        params = {"text": text, "run_id": run_id}
+        page = {**params, "offset": offset, "limit": limit, "context": context}
+        with self._cursor() as cur:
+            (total,) = cur.execute(sql.RUN_MATCH_COUNT, params).fetchone() or (0,)
+            rows = cur.execute(sql.RUN_MATCHES, page).fetchall()
+        return int(total), [(row[0], row[1], int(row[2]), row[3], row[4]) for row in rows]
+
     def query(
         self, statement: str, params: tuple[Any, ...] | list[Any] | dict[str, Any] = ()
     ) -> tuple[list[str], list[tuple[Any, ...]]]:

@@ -57,7 +57,7 @@ if TYPE_CHECKING:  # loaded when first used: each belongs to one screen's task
     from workbench.engine.review.card import RunCard
     from workbench.engine.review.queue import QueueSpec, ReviewQueue
     from workbench.engine.views.export import ExportFormat, ExportProgress
-    from workbench.engine.views.search import SearchHit
+    from workbench.engine.views.search import RunMatches, SearchHit
     from workbench.engine.views.sessions import SessionView
     from workbench.engine.views.stats import RunStats
     from workbench.engine.views.timeline import PricedTimeline
@@ -213,6 +213,13 @@ class Backend:
 
         with self._session() as store:
             return search(store, text, run_id=run_id, limit=limit)
+
+    def search_run(self, text: str, run_id: str, offset: int = 0) -> RunMatches:
+        """A page of the run's events that contain `text`, from the `offset`th on."""
+        from workbench.engine.views.search import search_run
+
+        with self._session() as store:
+            return search_run(store, text, run_id, offset)
 
     def watch_traces(self, stop: threading.Event, on_change: Callable[[], object]) -> None:
         """Call `on_change` whenever trace files appear or grow, until `stop` is set.

@@ -15,7 +15,7 @@ from textual.message import Message
 from textual.widgets import Footer, Header, Input, Static, Tree
 
 from traces.events import Event
-from workbench.engine.views.search import SEARCHED, SearchHit
+from workbench.engine.views.search import RUN_PAGE, SEARCHED, RunMatches, SearchHit
 from workbench.engine.views.timeline import run_tokens
 from workbench.tui.backend import NotAvailable, Outline
 from workbench.tui.chain_view import ChainNode, copy_value
@@ -69,10 +69,10 @@ class RunScreen(WorkbenchScreen):
             self.event = event
 
     class Searched(Message):
-        def __init__(self, text: str, hits: list[SearchHit]) -> None:
+        def __init__(self, page: RunMatches, show: int) -> None:
             super().__init__()
-            self.text = text
-            self.hits = hits
+            self.page = page
+            self.show = show  # the match to go to
 
     class CaseCaptured(Message):
         def __init__(self, case: Case, suite: Path) -> None:
@@ -106,7 +106,9 @@ class RunScreen(WorkbenchScreen):
         self.jump_to_error = jump_to_error
         self.open_at = step  # (turn, seq) to select once the outline is in; seq None: the end
         self.outline: Outline | None = None
-        self.matches: list[SearchHit] = []  # search hits in this run
+        # The page of search hits in this run that is held (a long run's matches are
+        # read a page at a time), and the match shown, counted over the whole run.
+        self.found: RunMatches | None = None
         self.match_index = -1
         self.exporting = False
         self._doing = ""  # what the title bar says is being done, while exporting
@@ -288,29 +290,48 @@ class RunScreen(WorkbenchScreen):
         self.query_one("#chain-tree").focus()
         if not text:
             event.input.display = False
-            self.matches, self.match_index = [], -1
+            self.found, self.match_index = None, -1
             return
-        self._search(text)
+        self._search(text, 0)
+
+    @property
+    def matches(self) -> list[SearchHit]:
+        """The hits of the page held."""
+        return self.found.hits if self.found is not None else []
 
     @work(thread=True, exclusive=True, group="search", exit_on_error=False)
-    def _search(self, text: str) -> None:
-        self.post_message(self.Searched(text, self.backend.search(text, run_id=self.run_id)))
+    def _search(self, text: str, show: int) -> None:
+        # The page that holds match number `show`.
+        page = self.backend.search_run(text, self.run_id, show - show % RUN_PAGE)
+        self.post_message(self.Searched(page, show))
 
     def on_run_screen_searched(self, message: Searched) -> None:
-        self.matches, self.match_index = message.hits, -1
-        if not message.hits:
-            self.notify(f"'{message.text}' is not in this run ({SEARCHED}).")
+        self.found = message.page
+        if not message.page.total:
+            self.notify(f"'{message.page.text}' is not in this run ({SEARCHED}).")
             return
-        self.action_next_match(1)
+        self._show_match(message.show % message.page.total)
 
     def action_next_match(self, step: int) -> None:
-        if not self.matches:
+        if self.found is None or not self.found.total:
             self.notify("Search first with /.")
             return
-        self.match_index = (self.match_index + step) % len(self.matches)
-        hit = self.matches[self.match_index]
+        wanted = (self.match_index + step) % self.found.total
+        if self.found.hit(wanted) is None:
+            self._search(self.found.text, wanted)  # on another page: read it first
+            return
+        self._show_match(wanted)
+
+    def _show_match(self, index: int) -> None:
+        assert self.found is not None
+        hit = self.found.hit(index)
+        if hit is None:  # the run changed under the search: show what the page holds
+            if not self.found.hits:
+                return
+            hit, index = self.found.hits[-1], self.found.offset + len(self.found.hits) - 1
+        self.match_index = index
         self.notify(
-            f"match {self.match_index + 1} of {len(self.matches)} · turn {hit.turn or '-'} · "
+            f"match {index + 1} of {self.found.total} · turn {hit.turn or '-'} · "
             f"{hit.where.replace('_', ' ')}: {hit.snippet}",
             timeout=4,
         )
