@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from pathlib import Path
+from typing import Any
 
 import openai
 import pytest
 
 from tests.engine.test_serve_model import serve
+from tests.support.processes import WAIT_S
 from tests.support.servers import open_streams_at_once, text_chunks
 from workbench.engine.http.model_server import ModelServer, Reply, ScriptResponder
 
@@ -150,3 +153,34 @@ def test_request_bodies_are_read_alike_by_both_readers(raw: bytes) -> None:
     except RequestProblem:
         found = "refused"
     assert json.dumps(found, sort_keys=True) == json.dumps(expected, sort_keys=True)
+
+
+def test_a_responder_that_takes_long_holds_up_no_other_request() -> None:
+    # serve-model's mismatch reads every recorded request of its runs again: in the
+    # server's event loop, no other client was answered (not even /v1/models) meanwhile.
+    entered, models_answered = threading.Event(), threading.Event()
+
+    def slow(body: dict[str, Any]) -> Reply:
+        entered.set()
+        assert models_answered.wait(WAIT_S), "/v1/models waited for the responder"
+        return Reply(chunks=text_chunks("done"))
+
+    with ModelServer(slow) as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
+        answers: list[str] = []
+        asking = threading.Thread(
+            target=lambda: answers.append(
+                client.chat.completions.create(
+                    model="scripted", messages=[{"role": "user", "content": "hi"}]
+                )
+                .choices[0]
+                .message.content
+                or ""
+            )
+        )
+        asking.start()
+        assert entered.wait(WAIT_S)
+        assert [model.id for model in client.models.list()] == ["scripted"]
+        models_answered.set()
+        asking.join()
+    assert answers == ["done"]

@@ -26,6 +26,7 @@ import itertools
 import json
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -131,6 +132,10 @@ class ModelServer(HttpService):
         self.max_request_bytes = max_request_bytes
         self.requests: list[ReceivedRequest] = []
         self._lock = threading.Lock()
+        # Responders run off the event loop, one call at a time in arrival order: one that
+        # reads a long recording (serve-model's mismatch diff) holds up no other request,
+        # and none has to be safe to call from two threads at once.
+        self._calls: ThreadPoolExecutor | None = None
         self._http = HttpServer(
             self._app,
             host=host,
@@ -147,6 +152,12 @@ class ModelServer(HttpService):
 
     async def _app(self) -> web.Application:
         app = web.Application(client_max_size=self.max_request_bytes)
+        calls = self._calls = ThreadPoolExecutor(1, thread_name_prefix="workbench-responder")
+
+        async def stop_calls(app: web.Application) -> None:
+            calls.shutdown(wait=False, cancel_futures=True)
+
+        app.on_cleanup.append(stop_calls)
         for path in MODELS_PATHS:
             app.router.add_get(path, self._models)
         app.router.add_route("*", "/{tail:.*}", self._other)
@@ -172,11 +183,9 @@ class ModelServer(HttpService):
             with self._lock:
                 self.requests.append(ReceivedRequest(request.path_qs, headers, body))
         try:
-            if api in self.wire_responders:
-                reply = self.wire_responders[api](body)
-            else:
-                reply = self.responder(chat_request(api, body))
-                reply = fit_reply(reply, api, body, stream=bool(body.get("stream")))
+            assert self._calls is not None
+            loop = asyncio.get_running_loop()
+            reply = await loop.run_in_executor(self._calls, self._reply, api, body)
         except RecursionError:
             return _error(
                 api, 400, "request body nests too deeply to read", "invalid_request_error"
@@ -190,6 +199,12 @@ class ModelServer(HttpService):
             if request.transport is not None:
                 request.transport.abort()
             return web.Response()
+
+    def _reply(self, api: ModelApi, body: dict[str, Any]) -> Reply:
+        if api in self.wire_responders:
+            return self.wire_responders[api](body)
+        reply = self.responder(chat_request(api, body))
+        return fit_reply(reply, api, body, stream=bool(body.get("stream")))
 
     async def _stopping_within(self, seconds: float | None) -> bool:
         """Wait `seconds` (None: for ever); True when the server stops first."""
