@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -216,6 +217,37 @@ def check_damage(problems: Iterable[object], last_line: int, path: Path) -> None
         line = getattr(problem, "line", None)
         if line is None or line < last_line:
             raise RecordingError(f"corrupt recording {path}: {problem}")
+
+
+def checked_events(path: Path) -> Iterator[Event]:
+    """The events of the trace at `path`, one at a time, checked as `read_recording_file`
+    checks a trace (a bad line before the last one, a seq out of order, a newer schema:
+    `RecordingError`) without ever holding it."""
+    from traces.reader import iter_trace
+
+    problems: list[str] = []
+    with reading_trace(path, problems):
+        for event in in_sequence(iter_trace(path, problems), path):
+            check_damage(problems, 0, path)  # the reader leaves out a cut-off last line
+            yield event
+    check_damage(problems, 0, path)
+
+
+@contextmanager
+def reading_trace(path: Path, problems: list[str]) -> Iterator[None]:
+    """What reading the trace at `path` raises, as a `RecordingError` of one line; a bad
+    line the reader found (`problems`) before the one that stopped it says more."""
+    from traces.versions import NewerSchemaError
+
+    try:
+        yield
+    except RecordingError:
+        check_damage(problems, 0, path)
+        raise
+    except NewerSchemaError as exc:
+        raise RecordingError(f"{path.name}: {exc}; upgrade the workbench to replay it") from exc
+    except (OSError, ValueError) as exc:
+        raise RecordingError(f"cannot read {path}: {exc}") from exc
 
 
 def in_sequence(events: Iterable[Event], path: Path) -> Iterator[Event]:
