@@ -39,7 +39,6 @@ from workbench.engine.recording.runs.load import (
     check_damage,
     read_recording_file,
     reading_trace,
-    trace_path,
 )
 
 # A recorded tool call with a result: its turn, id, name, `call_key` and its tool_end's seq.
@@ -390,12 +389,6 @@ def streamed_source(
         return _scan(path, progress)
     except Scattered:
         return RecordedSource(read_recording_file(path))
-
-
-def replay_source(ref: str | Path, home: Path) -> ReplaySource:
-    """A run by trace path, or by run id / unique prefix of the home (`load.trace_path`),
-    as a replay reads it."""
-    return streamed_source(trace_path(ref, home))
 
 
 def _scan(path: Path, progress: Callable[[int], object] | None) -> StreamedRun:

@@ -38,6 +38,15 @@ class RecordingError(Exception):
     """The run cannot be used: unknown, newer schema, corrupt or empty. One line."""
 
 
+class TraceGone(RecordingError):
+    """A run the home's store holds whose trace file is gone (removed, or ingested from
+    elsewhere): what reads the store instead (`replay.stored`) reads `run_id` there."""
+
+    def __init__(self, run_id: str, path: Path) -> None:
+        super().__init__(f"no trace file at {path}")
+        self.run_id = run_id
+
+
 @dataclass
 class Recording:
     run_id: str
@@ -299,7 +308,8 @@ def trace_path(ref: str | Path, home: Path) -> Path:
 
 
 def _path_from_store(prefix: str, home: Path) -> Path:
-    """The trace file of a run the store knows (it may have been ingested from elsewhere)."""
+    """The trace file of a run the store knows (it may have been ingested from elsewhere);
+    `TraceGone` when it has none any more."""
     unknown = f"unknown run {prefix!r}; `workbench runs` lists the recorded runs"
     try:
         from traces.store import TraceStore
@@ -317,7 +327,10 @@ def _path_from_store(prefix: str, home: Path) -> Path:
         return Path(source)
     if not is_safe_run_id(run_id):  # never a path made of an id read from a file
         raise RecordingError(f"the trace file of run {run_id!r} is gone ({source})")
-    return traces_dir(home) / f"{run_id}.jsonl"
+    path = traces_dir(home) / f"{run_id}.jsonl"
+    if not path.is_file():
+        raise TraceGone(run_id, path)
+    return path
 
 
 def run_name(run_start: RunStart) -> str | None:
