@@ -15,9 +15,10 @@ other figure is measured in this run, on the cached home:
   `search WORD`, a dry-run fork of the long run's last turn and a diff of its tool schemas
   (no target for these two; they read the store, not the run): whole processes, median of
   `--rounds`, with the load average beside;
-- `replay` and `bundle` of the long run: the peak RSS of each, whole processes (the
-  generated long run's replay stops at its run_start, whose recorded tool sources differ:
-  what it weighs is checking and streaming the trace); `serve-model --replay` of it, asked
+- `replay` and `bundle` of the long run, and `replay` of that bundle: the peak RSS of
+  each, whole processes (the generated long run's replay stops at its run_start, whose
+  recorded tool sources differ: what it weighs is checking and streaming the trace, and for
+  the bundle unpacking it first); `serve-model --replay` of it, asked
   its last recorded request and one it never recorded (a 409, which reads every recorded
   request again), its peak RSS when stopped;
 - `sql`: counts that must equal what was written, exactly;
@@ -283,6 +284,12 @@ def main() -> int:
             f"replay RUN ({args.long:,} events)": ([WORKBENCH, "replay", long_run], "< 300 MB"),
             f"bundle RUN ({args.long:,} events)": (
                 [WORKBENCH, "bundle", long_run, "-o", bundled],
+                "< 300 MB",
+            ),
+            # The bundle just written, opened as a recipient opens it: unpacked and checked
+            # into a throwaway home, then replayed from there.
+            f"replay FILE.wbundle ({args.long:,} events)": (
+                [WORKBENCH, "replay", bundled],
                 "< 300 MB",
             ),
         }

@@ -4,6 +4,8 @@ a lake) replays from the store a window of turns at a time, never read whole."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
 import tracemalloc
 from pathlib import Path
@@ -13,6 +15,7 @@ import pytest
 from tests.engine.engine_support import THREE_TURNS, Project
 from tests.support.big_traces import long_agent_run
 from traces.store import TraceStore
+from workbench.cli import main
 from workbench.engine.mcp_server.handlers import Workbench
 from workbench.engine.recording.replay.stored import stored_source
 from workbench.engine.recording.replay.streamed import streamed_source
@@ -80,3 +83,36 @@ async def test_a_run_replays_from_the_store_as_from_its_trace(project: Project, 
         del outcome["wall_s"]
     assert from_store == from_trace
     assert from_trace["status"] == {"killed": "incomplete"}.get(shape, shape)
+
+
+@pytest.mark.parametrize("shape", ["identical", "diverged"])
+def test_workbench_replay_of_a_run_whose_trace_is_gone_reads_the_store(
+    project: Project, shape: str
+) -> None:
+    """`workbench replay RUN` of a run the store holds, its trace file removed since, gives
+    the outcome a replay of the trace gave, where it stopped at the missing file."""
+    path, _ = asyncio.run(project.record(THREE_TURNS))
+    if shape == "diverged":
+        events = [json.loads(line) for line in path.read_text().splitlines()]
+        end = next(e for e in events if e["type"] == "tool_end")
+        end["result"] = "something else"
+        path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    with TraceStore.for_home(project.home) as store:
+        store.ingest_home(project.home)
+    home = str(project.home)
+    from_trace = _replayed("--home", home, "replay", str(path), "--json")
+    path.unlink()  # the store alone holds the run now
+    from_store = _replayed("--home", home, "replay", path.stem[:8], "--json")
+    assert from_store == from_trace
+    assert from_trace["status"] == shape and from_trace["exit"] == (shape == "diverged")
+
+
+def _replayed(*argv: str) -> dict[str, object]:
+    """The `--json` outcome of `workbench replay`, its exit code in it, its time left out."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    assert err.getvalue() == "", err.getvalue()
+    outcome = json.loads(out.getvalue())
+    del outcome["wall_s"]
+    return outcome | {"exit": code}

@@ -12,6 +12,8 @@ import openai
 import pytest
 
 from tests.support.big_traces import long_agent_run
+from traces.home import traces_dir
+from traces.store import TraceStore
 from workbench.engine.http.serve import replay_server
 
 
@@ -30,10 +32,11 @@ def _asked(path: Path) -> Iterator[tuple[dict[str, Any], str | None]]:
                 request = None
 
 
-def _serve_every_turn(path: Path, home: Path) -> tuple[int, dict[str, Any]]:
-    """Serve the run, ask it every recorded request in order (each answered as recorded),
-    then one it never recorded; how many were asked and the 409's error."""
-    server = replay_server([path], home)
+def _serve_every_turn(path: Path, home: Path, ref: str | None = None) -> tuple[int, dict[str, Any]]:
+    """Serve the run of the trace at `path` (named by `ref`, else by the path), ask it every
+    recorded request in order (each answered as recorded), then one it never recorded; how
+    many were asked and the 409's error."""
+    server = replay_server([ref or path], home)
     client = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
     try:
         asked = 0
@@ -79,3 +82,19 @@ def test_serve_model_serves_a_long_run_in_the_memory_of_a_short_one(tmp_path: Pa
         assert refused["turn"] == turns and refused["diffs"], refused
         sizes[turns] = path.stat().st_size
     assert peaks[240] - peaks[60] < (sizes[240] - sizes[60]) / 10, (peaks, sizes)
+
+
+def test_serve_model_serves_a_run_only_the_store_holds_as_from_its_trace(tmp_path: Path) -> None:
+    """serve-model --replay RUN of a run the store holds, its trace file removed since,
+    answers every recorded request as recorded and refuses one it never recorded with the
+    409 its trace gave, where it stopped at the missing file."""
+    home = tmp_path / "home"
+    run_id = "5" * 32
+    path = long_agent_run(traces_dir(home), run_id, 6, 20, context_window=2000)
+    with TraceStore.for_home(home) as store:
+        store.ingest_home(home)
+    from_trace = _serve_every_turn(path, home, ref=run_id[:8])
+    kept = path.replace(tmp_path / "kept.jsonl")  # the store alone holds the run now
+    from_store = _serve_every_turn(kept, home, ref=run_id[:8])
+    assert from_store == from_trace
+    assert from_trace[0] == 6 and from_trace[1]["type"] == "replay_mismatch", from_trace

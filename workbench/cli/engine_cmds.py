@@ -106,11 +106,12 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         raise CliError("--speed sets the pace of --pace original; drop --pace fast or --speed")
     pace: Pace = args.pace or ("original" if args.speed is not None else "fast")
     speed = args.speed if args.speed is not None else 1.0
-    from workbench.engine.recording.replay.streamed import replay_source
+    from workbench.engine.recording.replay.stored import replay_source
     from workbench.engine.recording.runs.load import RecordingError
 
     try:
-        recording = replay_source(args.run, resolve_home(args))  # streamed, never held whole
+        # Streamed from its trace, or a page at a time from the store: never held whole.
+        recording = replay_source(args.run, resolve_home(args))
     except RecordingError as exc:
         raise CliError(str(exc)) from None
     try:

@@ -221,8 +221,10 @@ def replayed_runs(
     runs: Sequence[str | Path], home: Path, *, name: str | None = None
 ) -> list[ReplaySource]:
     """`runs` (ids, prefixes or paths) and every run named `name`, each streamed from its
-    trace (checked in one pass, never held whole). Raises ServeError with one line."""
-    from workbench.engine.recording.replay.streamed import replay_source, streamed_source
+    trace (checked in one pass, never held whole), or from the home's store a page at a time
+    when only the store holds it. Raises ServeError with one line."""
+    from workbench.engine.recording.replay.stored import replay_source
+    from workbench.engine.recording.replay.streamed import streamed_source
     from workbench.engine.recording.runs.load import RecordingError, traces_named
 
     try:

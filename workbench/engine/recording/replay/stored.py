@@ -3,6 +3,7 @@ holds (its trace ingested from elsewhere and gone since) is never read whole.
 
     source = stored_source(open_store, run_id)   # one indexing pass; RecordingError
     outcome = await replay_run(source)           # as `streamed.streamed_source`'s
+    source = replay_source("3fa2", home)         # the trace streamed, else the store's
 
 The pass and each later one read the run's events in seq order, STORE_PAGE at a time; a
 model turn (`turn_node`) and a tool result (`tool_end`) are read by turn when asked.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from traces.events import Event, ModelRequest, ToolEnd
 from traces.tree import TurnNode, build_chain
@@ -20,8 +22,14 @@ from workbench.engine.recording.replay.streamed import (
     RecordedSource,
     ReplaySource,
     Scattered,
+    streamed_source,
 )
-from workbench.engine.recording.runs.load import RecordingError, index_events
+from workbench.engine.recording.runs.load import (
+    RecordingError,
+    TraceGone,
+    index_events,
+    trace_path,
+)
 from workbench.engine.recording.runs.parent import OpenStore
 
 # How many events of a run one read of the store takes: a page of a long run's model requests
@@ -77,6 +85,19 @@ class StoredRun(IndexedRun):
             last = request
         if last is not None:
             yield last
+
+
+def replay_source(ref: str | Path, home: Path) -> ReplaySource:
+    """A run by trace path, or by run id / unique prefix of the home (`load.trace_path`),
+    as a replay reads it: its trace streamed, or the home's store a page at a time when the
+    store holds the run but its trace file is gone."""
+    try:
+        path = trace_path(ref, home)
+    except TraceGone as gone:
+        from traces.store import TraceStore
+
+        return stored_source(lambda: TraceStore.for_home(home), gone.run_id)
+    return streamed_source(path)
 
 
 def stored_source(open_store: OpenStore, run_id: str) -> ReplaySource:

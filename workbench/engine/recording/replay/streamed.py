@@ -38,7 +38,7 @@ from workbench.engine.recording.runs.load import (
     RecordingError,
     check_damage,
     read_recording_file,
-    trace_path,
+    reading_trace,
 )
 
 # A recorded tool call with a result: its turn, id, name, `call_key` and its tool_end's seq.
@@ -391,33 +391,18 @@ def streamed_source(
         return RecordedSource(read_recording_file(path))
 
 
-def replay_source(ref: str | Path, home: Path) -> ReplaySource:
-    """A run by trace path, or by run id / unique prefix of the home (`load.trace_path`),
-    as a replay reads it."""
-    return streamed_source(trace_path(ref, home))
-
-
 def _scan(path: Path, progress: Callable[[int], object] | None) -> StreamedRun:
     from traces.user_files import names_a_file, open_regular
-    from traces.versions import NewerSchemaError
 
     if not names_a_file(path):
         raise RecordingError(f"no trace file at {path}")
     problems: list[str] = []
-    try:
-        with open_regular(path) as handle:
-            size = handle.seek(0, 2)
-            handle.seek(0)
-            run = StreamedRun(path=path, size=size)
-            lines = _valid_at(path, handle, size, SCHEMA_VERSION, None, problems, progress)
-            run.note_turns(_checked(run, lines))
-    except RecordingError:
-        check_damage(problems, 0, path)  # a bad line before it says more
-        raise
-    except NewerSchemaError as exc:
-        raise RecordingError(f"{path.name}: {exc}; upgrade the workbench to replay it") from exc
-    except (OSError, ValueError) as exc:
-        raise RecordingError(f"cannot read {path}: {exc}") from exc
+    with reading_trace(path, problems), open_regular(path) as handle:
+        size = handle.seek(0, 2)
+        handle.seek(0)
+        run = StreamedRun(path=path, size=size)
+        lines = _valid_at(path, handle, size, SCHEMA_VERSION, None, problems, progress)
+        run.note_turns(_checked(run, lines))
     check_damage(problems, 0, path)  # a cut-off last line is no problem; any other is
     if not run.run_id:
         raise RecordingError(f"corrupt recording {path}: no events")

@@ -46,11 +46,7 @@ from traces.redact import REDACTION_MARK, Redactor
 from traces.run_names import is_safe_run_id, run_file_stem
 from traces.user_files import names_a_file, read_bytes
 from traces.versions import SCHEMA_VERSION
-from workbench.engine.recording.runs.load import (
-    RecordingError,
-    check_damage,
-    in_sequence,
-)
+from workbench.engine.recording.runs.load import RecordingError, checked_events
 
 BUNDLE_FORMAT = "workbench-bundle"
 # 1 — traces, tool schemas, offline model scripts; 2 — and the runs' annotations.
@@ -169,26 +165,21 @@ def _streamed(
     order: `RecordingError`), its tool schemas and MCP frames counted from its events, and
     its lines redacted with the home's patterns once more, one line at a time."""
     from traces.events import McpMessage, ToolsChanged
-    from traces.reader import iter_trace
 
     member = _Member(scratch / f"{run_file_stem(trace.run_id)}.jsonl")
     member.schemas = list(trace.run_start.tools)
-    problems: list[str] = []
-    for event in in_sequence(iter_trace(trace.path, problems), trace.path):
+    for event in checked_events(trace.path):
         if isinstance(event, McpMessage):
             member.frames += 1
         elif isinstance(event, ToolsChanged):
             member.schemas += [s for s in event.tools if s not in member.schemas]
-    lines = 0
     with trace.path.open("rb") as handle, member.file.open("wb") as out:
         for raw in handle:  # as written: one event a line, the last one perhaps cut off
-            lines += 1
             line = raw.decode("utf-8", "surrogateescape")
             redacted = redactor.text(line)
             member.changed |= redacted != line
             placeholders.update(_PLACEHOLDER.findall(redacted))
             out.write(redacted.encode("utf-8", "surrogateescape"))
-    check_damage(problems, lines, trace.path)
     return member
 
 

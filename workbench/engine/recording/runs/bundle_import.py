@@ -15,6 +15,7 @@ A bundle that fails any check is a `BundleError` with one line.
 from __future__ import annotations
 
 import contextlib
+import filecmp
 import hashlib
 import io
 import json
@@ -28,6 +29,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, cast
 
 from traces.annotations import Note, Removal, append_annotation, home_annotations, read_annotation
+from traces.events import RunStart
 from traces.home import traces_dir
 from traces.run_names import is_safe_run_id, run_file_stem
 from traces.user_files import names_a_file
@@ -44,7 +46,7 @@ from workbench.engine.recording.runs.bundle import (
     BundleError,
     Manifest,
 )
-from workbench.engine.recording.runs.load import RecordingError, read_recording_file
+from workbench.engine.recording.runs.load import RecordingError, checked_events
 
 # The headers before one member: a pax header of a long name is a few hundred bytes.
 MAX_HEADER_BYTES = 64 * 1024
@@ -57,10 +59,12 @@ BUNDLED = "bundled"
 
 @dataclass
 class Bundle:
+    """A bundle checked, its members unpacked into a scratch folder (`read_bundle`)."""
+
     path: Path
     manifest: Manifest
-    traces: dict[str, bytes]  # file stem -> trace bytes
-    scripts: dict[str, tuple[str, bytes]]  # run id -> (suffix, script bytes)
+    traces: dict[str, Path]  # file stem -> the trace as the bundle holds it
+    scripts: dict[str, tuple[str, Path]]  # run id -> (suffix, the script)
     annotations: list[Note | Removal] = field(default_factory=list)  # on its runs, checked
 
 
@@ -132,9 +136,22 @@ def _checked_name(member: tarfile.TarInfo) -> str:
     return name
 
 
-def _members(path: Path) -> dict[str, bytes]:
-    """Every member of the bundle at `path`, each checked before any of it is read."""
-    members: dict[str, bytes] = {}
+# How much of a member is unpacked at a time: a trace of any length goes through in pieces.
+CHUNK_BYTES = 1 << 16
+
+
+@dataclass
+class _Unpacked:
+    """A member written to the scratch folder, and its SHA-256."""
+
+    file: Path
+    sha256: str
+
+
+def _members(path: Path, scratch: Path) -> dict[str, _Unpacked]:
+    """Every member of the bundle at `path`, each checked before any of it is read, then
+    written to a file of `scratch` a piece at a time."""
+    members: dict[str, _Unpacked] = {}
     total = 0
     try:
         with lzma.open(path) as raw:
@@ -156,29 +173,49 @@ def _members(path: Path) -> dict[str, bytes]:
                             f"member {name!r} would unpack past the {MAX_TOTAL_BYTES >> 20} "
                             "MiB a bundle may hold (a zip bomb?)"
                         )
-                    extracted = tar.extractfile(member)
-                    body = extracted.read(member.size) if extracted is not None else b""
-                    if len(body) != member.size:
-                        raise BundleError(f"member {name!r} is cut short")
-                    members[name] = body
+                    target = scratch / f"member-{len(members)}"
+                    members[name] = _unpack(tar, member, target)
             source.check_end()
     except (tarfile.TarError, lzma.LZMAError, EOFError, OSError) as exc:
         raise BundleError(f"{path} is truncated or damaged ({exc})") from None
     return members
 
 
-def read_bundle(path: Path) -> Bundle:
-    """Read and check every member in memory; nothing is written."""
+def _unpack(tar: tarfile.TarFile, member: tarfile.TarInfo, target: Path) -> _Unpacked:
+    digest = hashlib.sha256()
+    left = member.size
+    extracted = tar.extractfile(member)
+    try:
+        out = target.open("wb")
+    except OSError as exc:  # the scratch folder's failure, not the bundle's
+        raise BundleError(f"cannot unpack into {target.parent}: {exc.strerror or exc}") from None
+    with out:
+        while left and extracted is not None and (piece := extracted.read(min(left, CHUNK_BYTES))):
+            digest.update(piece)
+            try:
+                out.write(piece)
+            except OSError as exc:
+                why = exc.strerror or exc
+                raise BundleError(f"cannot unpack into {target.parent}: {why}") from None
+            left -= len(piece)
+    if left:
+        raise BundleError(f"member {member.name!r} is cut short")
+    return _Unpacked(target, digest.hexdigest())
+
+
+def read_bundle(path: Path, scratch: Path) -> Bundle:
+    """Check the bundle at `path`, its members unpacked into the folder `scratch` (which
+    the caller removes); nothing else is written."""
     if not names_a_file(path):
         raise BundleError(f"no bundle file at {path}")
     with path.open("rb") as handle:
         if handle.read(len(XZ_MAGIC)) != XZ_MAGIC:
             raise BundleError(f"{path} is not a workbench bundle (expected an xz-compressed tar)")
-    members = _members(path)
+    members = _members(path, scratch)
     if "manifest.json" not in members:
         raise BundleError(f"{path} has no manifest.json; it is not a workbench bundle")
     try:
-        manifest = Manifest.from_json(json.loads(members.pop("manifest.json")))
+        manifest = Manifest.from_json(json.loads(members.pop("manifest.json").file.read_bytes()))
     except (ValueError, UnicodeDecodeError, RecursionError):
         raise BundleError("manifest.json is not valid JSON") from None
     if manifest.schema_version > SCHEMA_VERSION:
@@ -189,43 +226,45 @@ def read_bundle(path: Path) -> Bundle:
     if set(manifest.files) != set(members):
         extra = sorted(set(members) ^ set(manifest.files))
         raise BundleError(f"member {extra[0]!r} is missing or not in the manifest")
-    for name, body in members.items():
-        if hashlib.sha256(body).hexdigest() != manifest.files[name].get("sha256"):
+    for name, unpacked in members.items():
+        if unpacked.sha256 != manifest.files[name].get("sha256"):
             raise BundleError(f"member {name!r} does not match its digest in the manifest")
     traces = {
-        match.group(1): body
-        for name, body in members.items()
+        match.group(1): unpacked.file
+        for name, unpacked in members.items()
         if (match := TRACE_NAME.fullmatch(name))
     }
-    scripts: dict[str, tuple[str, bytes]] = {}
+    scripts: dict[str, tuple[str, Path]] = {}
     for run_id, name in manifest.scripts.items():
         match = SCRIPT_NAME.fullmatch(name)
         if match is None or name not in members or not is_safe_run_id(run_id):
             raise BundleError(f"the manifest names a script {name!r} the bundle does not hold")
-        scripts[run_id] = (f".{match.group(2)}", members[name])
+        scripts[run_id] = (f".{match.group(2)}", members[name].file)
     for run_id in [*manifest.runs, *manifest.parents]:
         if run_file_stem(run_id) not in traces:
             raise BundleError(f"the manifest names run {run_id!r}, whose trace is not in it")
-    notes = _annotations(members.get(ANNOTATIONS, b""), {*manifest.runs, *manifest.parents})
-    return Bundle(path, manifest, traces, scripts, notes)
+    notes = members.get(ANNOTATIONS)
+    run_ids = {*manifest.runs, *manifest.parents}
+    return Bundle(path, manifest, traces, scripts, _annotations(notes, run_ids) if notes else [])
 
 
-def _annotations(body: bytes, run_ids: set[str]) -> list[Note | Removal]:
+def _annotations(unpacked: _Unpacked, run_ids: set[str]) -> list[Note | Removal]:
     """The bundle's annotations, each line read against the contract and on one of the
     bundle's own runs (a bundle annotates nothing else in the home it goes into)."""
     found = []
-    for number, line in enumerate(body.splitlines(), start=1):
-        try:
-            record = read_annotation(line)
-        except ValueError as exc:
-            why = " ".join(str(exc).split())[:200]
-            raise BundleError(f"{ANNOTATIONS} line {number}: {why}") from None
-        if record.run_id not in run_ids:
-            raise BundleError(
-                f"{ANNOTATIONS} line {number} is on run {record.run_id!r}, which the bundle "
-                "does not hold"
-            )
-        found.append(record)
+    with unpacked.file.open("rb") as lines:
+        for number, line in enumerate(lines, start=1):
+            try:
+                record = read_annotation(line.rstrip(b"\r\n"))
+            except ValueError as exc:
+                why = " ".join(str(exc).split())[:200]
+                raise BundleError(f"{ANNOTATIONS} line {number}: {why}") from None
+            if record.run_id not in run_ids:
+                raise BundleError(
+                    f"{ANNOTATIONS} line {number} is on run {record.run_id!r}, which the "
+                    "bundle does not hold"
+                )
+            found.append(record)
     return found
 
 
@@ -242,40 +281,38 @@ class ImportReport:
 def import_bundle(path: Path, home: Path) -> ImportReport:
     """Add a bundle's runs to `home` (traces/ and the offline model scripts); checks every
     trace reads before anything is written, and never replaces a different trace, nor the
-    model script of a run imported before."""
-    bundle = read_bundle(path)
-    folder = traces_dir(home)
-    texts: dict[str, str] = {}
-    scripts = {run_file_stem(run_id): script for run_id, script in bundle.scripts.items()}
+    model script of a run imported before. Each trace goes through a line at a time, so a
+    bundle of a run of any length is imported in bounded memory."""
     home.mkdir(parents=True, exist_ok=True)
-    # Each trace is read back by the reader before it is kept: in the home, not elsewhere.
-    with tempfile.TemporaryDirectory(prefix=".bundle-check-", dir=home) as scratch:
-        for stem, body in bundle.traces.items():
-            try:
-                text = body.decode("utf-8")
-            except UnicodeDecodeError:
-                raise BundleError(f"trace {stem} is not UTF-8 text") from None
-            script = scripts.get(stem)
-            copy = home / IMPORTED_SCRIPTS / f"{stem}{script[0]}" if script else None
-            text = as_imported(text, copy)
-            check = Path(scratch) / f"{stem}.jsonl"
-            check.write_text(text, encoding="utf-8")
-            try:
-                recording = read_recording_file(check)
-            except RecordingError as exc:
-                raise BundleError(f"trace {stem}: {exc}") from None
-            if run_file_stem(recording.run_id) != stem:
-                raise BundleError(f"trace {stem} holds run {recording.run_id!r}, not {stem}")
-            texts[stem] = text
-    already = [stem for stem in texts if _already(folder / f"{stem}.jsonl", texts[stem], home)]
-    added = [stem for stem in texts if stem not in already]
+    # Unpacked and checked in the home, not elsewhere: each trace is then moved into place.
+    with tempfile.TemporaryDirectory(prefix=".bundle-check-", dir=home) as folder:
+        scratch = Path(folder)
+        bundle = read_bundle(path, scratch)
+        return _imported(bundle, home, scratch)
+
+
+def _imported(bundle: Bundle, home: Path, scratch: Path) -> ImportReport:
+    folder = traces_dir(home)
+    scripts = {run_file_stem(run_id): script for run_id, script in bundle.scripts.items()}
+    checked: dict[str, Path] = {}
+    for stem, raw in bundle.traces.items():
+        script = scripts.get(stem)
+        copy = home / IMPORTED_SCRIPTS / f"{stem}{script[0]}" if script else None
+        check = checked[stem] = scratch / f"{stem}.jsonl"
+        _copy_imported(raw, check, copy, stem)
+        raw.unlink()
+        run_id = _checked_run_id(check, stem)
+        if run_file_stem(run_id) != stem:
+            raise BundleError(f"trace {stem} holds run {run_id!r}, not {stem}")
+    already = [stem for stem in checked if _already(folder / f"{stem}.jsonl", checked[stem], home)]
+    added = [stem for stem in checked if stem not in already]
     # A run already here keeps the model script it came with; only new runs bring theirs.
     for stem in added:
         if stem in scripts:
             suffix, body = scripts[stem]
-            _write(home / IMPORTED_SCRIPTS / f"{stem}{suffix}", body)
+            _move(body, home / IMPORTED_SCRIPTS / f"{stem}{suffix}")
     for stem in added:
-        _write(folder / f"{stem}.jsonl", texts[stem].encode("utf-8"))
+        _move(checked[stem], folder / f"{stem}.jsonl")
     # Each author's records go to that author's file, as they wrote them: one import twice,
     # or a record the home has already, adds nothing.
     known = {record.id for record in home_annotations(home)}
@@ -288,10 +325,37 @@ def import_bundle(path: Path, home: Path) -> ImportReport:
     )
 
 
-def _already(target: Path, text: str, home: Path) -> bool:
+def _copy_imported(raw: Path, out: Path, script: Path | None, stem: str) -> None:
+    """The trace at `raw` written to `out` as a home keeps it (`imported_line`), a line at a
+    time: UTF-8 is checked line by line, as no line break lies inside a character."""
+    with raw.open("rb") as lines, out.open("wb") as copy:
+        for line in lines:
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError:
+                raise BundleError(f"trace {stem} is not UTF-8 text") from None
+            copy.write(imported_line(text, script).encode("utf-8"))
+
+
+def _checked_run_id(check: Path, stem: str) -> str:
+    """The run of the trace at `check`, read through as a replay reads it, never held."""
+    start: RunStart | None = None
+    try:
+        for event in checked_events(check):
+            if start is None and isinstance(event, RunStart):
+                start = event
+    except RecordingError as exc:
+        raise BundleError(f"trace {stem}: {exc}") from None
+    if start is None:
+        why = f"no run_start event in {check}; this is not a complete trace header"
+        raise BundleError(f"trace {stem}: {why}")
+    return start.run_id
+
+
+def _already(target: Path, check: Path, home: Path) -> bool:
     if not target.exists():
         return False
-    if target.read_text(encoding="utf-8") != text:
+    if not filecmp.cmp(target, check, shallow=False):
         raise BundleError(
             f"run {target.stem} is already in {home} with a different trace; import into "
             "another home (--home)"
@@ -299,41 +363,36 @@ def _already(target: Path, text: str, home: Path) -> bool:
     return True
 
 
-def _write(target: Path, body: bytes) -> None:
+def _move(source: Path, target: Path) -> None:
+    """`source`, of the scratch folder in the home, put in place in one step."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f".{target.name}.partial")
-    partial.write_bytes(body)
-    partial.replace(target)
+    source.replace(target)
 
 
-def as_imported(text: str, script: Path | None) -> str:
-    """The trace as a home keeps it, each run_start's `meta` changed so that a fork never
-    follows what the bundle says of this machine: marked as come from a bundle (a fork then
-    asks which folder its tools read), naming no folder (`root`), and no model script
-    (`fork_script`) but `script`, the copy the import makes of the bundle's own."""
-    lines = []
-    for line in io.StringIO(text, newline="\n"):
-        try:
-            event = json.loads(line)
-        except (ValueError, RecursionError):
-            event = None  # a damaged line: the reader says so when the trace is checked
-        if not isinstance(event, dict) or event.get("type") != "run_start":
-            lines.append(line)
-            continue
-        given = event.get("meta")
-        meta = {
-            key: value
-            for key, value in (given.items() if isinstance(given, dict) else ())
-            if key not in ("root", "fork_script")
-        }
-        meta[BUNDLED] = True
-        if script is not None:
-            meta["fork_script"] = str(script.resolve())
-        event["meta"] = meta
-        end = "\n" if line.endswith("\n") else ""
-        # In ASCII, which holds a lone surrogate too (a `\ud800` escape of the bundle's).
-        lines.append(json.dumps(event, separators=(",", ":")) + end)
-    return "".join(lines)
+def imported_line(line: str, script: Path | None) -> str:
+    """A line of a trace as a home keeps it, a run_start's `meta` changed so that a fork
+    never follows what the bundle says of this machine: marked as come from a bundle (a
+    fork then asks which folder its tools read), naming no folder (`root`), and no model
+    script (`fork_script`) but `script`, the copy the import makes of the bundle's own."""
+    try:
+        event = json.loads(line)
+    except (ValueError, RecursionError):
+        return line  # a damaged line: the reader says so when the trace is checked
+    if not isinstance(event, dict) or event.get("type") != "run_start":
+        return line
+    given = event.get("meta")
+    meta = {
+        key: value
+        for key, value in (given.items() if isinstance(given, dict) else ())
+        if key not in ("root", "fork_script")
+    }
+    meta[BUNDLED] = True
+    if script is not None:
+        meta["fork_script"] = str(script.resolve())
+    event["meta"] = meta
+    end = "\n" if line.endswith("\n") else ""
+    # In ASCII, which holds a lone surrogate too (a `\ud800` escape of the bundle's).
+    return json.dumps(event, separators=(",", ":")) + end
 
 
 @contextlib.contextmanager

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,15 @@ from traces.tree import TurnNode, build_chain
 
 class RecordingError(Exception):
     """The run cannot be used: unknown, newer schema, corrupt or empty. One line."""
+
+
+class TraceGone(RecordingError):
+    """A run the home's store holds whose trace file is gone (removed, or ingested from
+    elsewhere): what reads the store instead (`replay.stored`) reads `run_id` there."""
+
+    def __init__(self, run_id: str, path: Path) -> None:
+        super().__init__(f"no trace file at {path}")
+        self.run_id = run_id
 
 
 @dataclass
@@ -218,6 +228,37 @@ def check_damage(problems: Iterable[object], last_line: int, path: Path) -> None
             raise RecordingError(f"corrupt recording {path}: {problem}")
 
 
+def checked_events(path: Path) -> Iterator[Event]:
+    """The events of the trace at `path`, one at a time, checked as `read_recording_file`
+    checks a trace (a bad line before the last one, a seq out of order, a newer schema:
+    `RecordingError`) without ever holding it."""
+    from traces.reader import iter_trace
+
+    problems: list[str] = []
+    with reading_trace(path, problems):
+        for event in in_sequence(iter_trace(path, problems), path):
+            check_damage(problems, 0, path)  # the reader leaves out a cut-off last line
+            yield event
+    check_damage(problems, 0, path)
+
+
+@contextmanager
+def reading_trace(path: Path, problems: list[str]) -> Iterator[None]:
+    """What reading the trace at `path` raises, as a `RecordingError` of one line; a bad
+    line the reader found (`problems`) before the one that stopped it says more."""
+    from traces.versions import NewerSchemaError
+
+    try:
+        yield
+    except RecordingError:
+        check_damage(problems, 0, path)
+        raise
+    except NewerSchemaError as exc:
+        raise RecordingError(f"{path.name}: {exc}; upgrade the workbench to replay it") from exc
+    except (OSError, ValueError) as exc:
+        raise RecordingError(f"cannot read {path}: {exc}") from exc
+
+
 def in_sequence(events: Iterable[Event], path: Path) -> Iterator[Event]:
     """`events` as they come, checked to be one run's, numbered 0, 1, 2, …: `RecordingError`
     at the first that is not, or when there are none."""
@@ -267,7 +308,8 @@ def trace_path(ref: str | Path, home: Path) -> Path:
 
 
 def _path_from_store(prefix: str, home: Path) -> Path:
-    """The trace file of a run the store knows (it may have been ingested from elsewhere)."""
+    """The trace file of a run the store knows (it may have been ingested from elsewhere);
+    `TraceGone` when it has none any more."""
     unknown = f"unknown run {prefix!r}; `workbench runs` lists the recorded runs"
     try:
         from traces.store import TraceStore
@@ -285,7 +327,10 @@ def _path_from_store(prefix: str, home: Path) -> Path:
         return Path(source)
     if not is_safe_run_id(run_id):  # never a path made of an id read from a file
         raise RecordingError(f"the trace file of run {run_id!r} is gone ({source})")
-    return traces_dir(home) / f"{run_id}.jsonl"
+    path = traces_dir(home) / f"{run_id}.jsonl"
+    if not path.is_file():
+        raise TraceGone(run_id, path)
+    return path
 
 
 def run_name(run_start: RunStart) -> str | None:
