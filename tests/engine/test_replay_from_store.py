@@ -113,6 +113,6 @@ def _replayed(*argv: str) -> dict[str, object]:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(list(argv))
     assert err.getvalue() == "", err.getvalue()
-    outcome = json.loads(out.getvalue())
+    outcome: dict[str, object] = json.loads(out.getvalue())
     del outcome["wall_s"]
     return outcome | {"exit": code}
