@@ -14,8 +14,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
-from traces.events import Event, EventBase, RunStart, utc_now
-from traces.writer import Sink
+from traces.events import Event, EventBase, ModelChunk, RunStart, utc_now
+from traces.writer import JsonlWriter, Sink
 
 E = TypeVar("E", bound=EventBase)
 _KEEP_TURN: Any = object()
@@ -84,21 +84,61 @@ class Recorder:
         self._publish(event)
         return event
 
+    def emit_chunk(
+        self,
+        *,
+        turn: int | None,
+        at: datetime,
+        attempt: int,
+        index: int,
+        elapsed_ms: float,
+        data: dict[str, Any],
+    ) -> None:
+        """`emit(ModelChunk, ...)` for a recorder whose only sinks are trace files and that
+        keeps no outbox (the proxy's): each writes the chunk from its fields
+        (`JsonlWriter.write_chunk`), mostly without building its event."""
+        if (
+            self._keep
+            or self._held is not None
+            or not self.sinks
+            or not all(type(sink) is JsonlWriter for sink in self.sinks)
+        ):
+            self.emit(
+                ModelChunk,
+                turn=turn,
+                at=at,
+                attempt=attempt,
+                index=index,
+                elapsed_ms=elapsed_ms,
+                data=data,
+            )
+            return
+        seq = self._seq
+        self._seq += 1
+        for sink in self.sinks:
+            try:
+                sink.write_chunk(self.run_id, seq, at, turn, attempt, index, elapsed_ms, data)  # type: ignore[attr-defined]
+            except Exception as exc:  # a broken sink must not end the run
+                self._sink_failed(sink, exc)
+
     def _publish(self, event: EventBase) -> None:
         self._seq += 1
         for sink in self.sinks:
             try:
                 sink.write(event)  # type: ignore[arg-type]
             except Exception as exc:  # a broken sink must not end the run
-                message = f"trace sink {type(sink).__name__} failed: {exc}"
-                if message not in self.sink_errors:
-                    self.sink_errors.append(message)
-                    if self._on_sink_error is not None:
-                        self._on_sink_error(str(exc))
-                    else:
-                        print(f"workbench: {message}", file=sys.stderr)
+                self._sink_failed(sink, exc)
         if self._keep:
             self._outbox.append(event)
+
+    def _sink_failed(self, sink: Sink, exc: Exception) -> None:
+        message = f"trace sink {type(sink).__name__} failed: {exc}"
+        if message not in self.sink_errors:
+            self.sink_errors.append(message)
+            if self._on_sink_error is not None:
+                self._on_sink_error(str(exc))
+            else:
+                print(f"workbench: {message}", file=sys.stderr)
 
     def push(self, item: Any) -> None:
         """Queue an in-memory item (e.g. a text delta) that is streamed but not recorded."""

@@ -161,11 +161,13 @@ class Redactor:
         return value
 
 
-def base64_forms(secret: str) -> list[str]:
+@functools.lru_cache(maxsize=256)
+def base64_forms(secret: str) -> tuple[str, ...]:
     """The base64 forms (standard and URL-safe) of a secret, longest first. Inside
     a longer encoded text (`Basic base64(user:key)`) a secret's base64 depends on where its
     bytes fall in the 3-byte groups, so for each of the three offsets the characters that
-    come from the secret's bytes alone are a form too; the few around them are not."""
+    come from the secret's bytes alone are a form too; the few around them are not.
+    Kept for the secrets seen last: the proxy learns the same client keys for every run."""
     raw = secret.encode()
     forms: list[str] = []
     for shift in range(3):
@@ -179,8 +181,8 @@ def base64_forms(secret: str) -> list[str]:
             forms.append(encoded[start:stop])
     forms += [form.replace("+", "-").replace("/", "_") for form in forms]
     unique = [form for number, form in enumerate(forms) if form not in forms[:number]]
-    return sorted(
-        (form for form in unique if len(form) >= _MIN_ENCODED_LENGTH), key=len, reverse=True
+    return tuple(
+        sorted((form for form in unique if len(form) >= _MIN_ENCODED_LENGTH), key=len, reverse=True)
     )
 
 

@@ -20,13 +20,14 @@ import contextlib
 import operator
 import os
 from collections.abc import Callable
+from datetime import UTC, datetime
 from io import FileIO
 from pathlib import Path
 from typing import Any, Protocol
 
 import pydantic_core
 
-from traces.events import Event, EventBase, ModelChunk, ModelRequest
+from traces.events import Event, EventBase, ModelChunk, ModelRequest, ts_text
 from traces.redact import ChunkStream, Redactor
 from traces.run_names import is_safe_run_id
 
@@ -35,6 +36,9 @@ from traces.run_names import is_safe_run_id
 _HISTORY = {"messages", "tools"}
 # The keys a model chunk's line has before its data.
 _CHUNK_ENVELOPE = [name for name in ModelChunk.model_fields if name != "data"]
+# Where a chunk's data begins in its line: the first `,"data":` is the key itself (only the
+# run id and ts strings, where quotes are escaped, and numbers and null come before it).
+_DATA_KEY = ',"data":'
 
 
 def to_json(value: Any) -> bytes:
@@ -69,6 +73,7 @@ class JsonlWriter:
         self._stream: ChunkStream[ModelChunk] = ChunkStream(self.redactor)
         self._envelope_key: tuple[str, int] | None = None
         self._envelope_ok = False
+        self._chunk_heads: dict[tuple[str, int | None, int], tuple[str, str]] = {}
         # Why the trace could not be written whole (a full disk, say): the file then ends
         # at its last whole line and nothing more is written to it.
         self.failure: str | None = None
@@ -91,14 +96,12 @@ class JsonlWriter:
                 self._write_chunks(self._stream.flush())
             self._put_parts(self._request_parts(event))
             return
-        # `_line`, inlined: this runs for every chunk of every answer.
+        # `_line`, inlined: this runs for every event.
         line = event.__pydantic_serializer__.to_json(event)
         text = line.decode()
         start = 0
         if type(event) is ModelChunk:
-            # The first `,"data":` is the key itself: only the run id and ts strings (where
-            # quotes are escaped) and numbers and null come before it.
-            data_at = text.find(',"data":')
+            data_at = text.find(_DATA_KEY)
             # Chunks go through the stream's redaction, which may hold one back a moment;
             # most show by their data's text alone that it would pass them straight on.
             if not self._stream.passes(text, data_at):
@@ -106,7 +109,7 @@ class JsonlWriter:
                 if ready != [(event, event.data)]:  # held, or after others, or redacted
                     self._write_chunks(ready)
                     return
-            if data_at > 0 and self._envelope_clean(event):
+            if data_at > 0 and self._envelope_clean(event.run_id):
                 start = data_at
         elif self._stream.holding:
             self._write_chunks(self._stream.flush())
@@ -117,17 +120,94 @@ class JsonlWriter:
         if written < len(data):
             self._put(data[written:])
 
-    def _envelope_clean(self, chunk: ModelChunk) -> bool:
+    def _envelope_clean(self, run_id: str) -> bool:
         """Whether nothing to redact can occur in a chunk's fields before its data (so that
         only the data's text need be read): asked again when the run id or the redactor's
         secrets change."""
-        key = (chunk.run_id, self.redactor.generation)
+        key = (run_id, self.redactor.generation)
         if key != self._envelope_key:
             self._envelope_key = key
-            self._envelope_ok = self.redactor.absent_from(
-                [*_CHUNK_ENVELOPE, chunk.run_id, chunk.type]
-            )
+            self._envelope_ok = self.redactor.absent_from([*_CHUNK_ENVELOPE, run_id, "model_chunk"])
         return self._envelope_ok
+
+    def write_chunk(
+        self,
+        run_id: str,
+        seq: int,
+        ts: datetime,
+        turn: int | None,
+        attempt: int,
+        index: int,
+        elapsed_ms: float,
+        data: dict[str, Any],
+    ) -> None:
+        """Write the `ModelChunk` of these fields: the line `write` writes for it, most often
+        put together here without the event (building and serializing an event cost more
+        than the rest of recording a chunk; a proxy records every chunk of every answer).
+        Its data is a JSON object as read (string keys). A chunk whose fields the event
+        would change (an int for a float, another time zone), or that holds something to
+        redact or that may be held back, goes by `write`."""
+        if self.failure is not None:
+            return
+        plain = (
+            type(seq) is int
+            and 0 <= seq < 2**63
+            and (turn is None or (type(turn) is int and 1 <= turn < 2**31))
+            and type(attempt) is int
+            and type(index) is int
+            and index >= 0
+            and type(elapsed_ms) is float
+            and type(run_id) is str
+            and type(ts) is datetime
+            and ts.tzinfo is UTC
+            and type(data) is dict
+            and all(type(key) is str for key in data)
+            and self._file is not None
+        )
+        if plain:
+            head = self._chunk_heads.get((run_id, turn, attempt))
+            if head is None:
+                head = self._chunk_head(run_id, turn, attempt)
+            # As pydantic writes the event (tests/contract/test_writer_equivalence.py).
+            text = (
+                f'{head[0]}{seq},"ts":"{ts_text(ts)}"{head[1]}{index},"elapsed_ms":'
+                f"{to_json(elapsed_ms).decode()}{_DATA_KEY}{to_json(data).decode()}}}"
+            )
+            data_at = text.find(_DATA_KEY)
+            if (
+                self._stream.passes(text, data_at)
+                and self._envelope_clean(run_id)
+                and self.redactor.json_clean(text, data_at)
+            ):
+                try:
+                    self._put(text.encode() + b"\n")
+                except OSError as exc:
+                    self._cut(exc)
+                    raise
+                return
+        chunk = ModelChunk(
+            run_id=run_id,
+            seq=seq,
+            ts=ts,
+            turn=turn,
+            attempt=attempt,
+            index=index,
+            elapsed_ms=elapsed_ms,
+            data=data,
+        )
+        self.write(chunk)
+
+    def _chunk_head(self, run_id: str, turn: int | None, attempt: int) -> tuple[str, str]:
+        """A chunk line's text before its seq, and from after its ts to its index."""
+        if len(self._chunk_heads) > 64:  # one run's turns and attempts, a few at a time
+            self._chunk_heads.clear()
+        head = (
+            f'{{"run_id":{to_json(run_id).decode()},"seq":',
+            f',"turn":{"null" if turn is None else turn},"type":"model_chunk",'
+            f'"attempt":{attempt},"index":',
+        )
+        self._chunk_heads[(run_id, turn, attempt)] = head
+        return head
 
     def _write_chunks(self, chunks: list[tuple[ModelChunk, dict[str, Any]]]) -> None:
         for chunk, data in chunks:

@@ -47,6 +47,10 @@ class WireCodec(Protocol):
     named_events: bool  # SSE events carry their type as an `event:` line
     done_line: bool  # a stream ends with `data: [DONE]`
     last_event: re.Pattern[bytes]  # the bytes of a stream's last event
+    # Bytes one of which every match of `last_event` holds, at most LAST_EVENT_LEAD bytes
+    # into it: a search need not read a piece without them (most pieces), nor the part of
+    # one before them.
+    last_event_marks: tuple[bytes, ...]
     answer_noun: str  # what one whole answer is called, for messages
     answer_id_prefix: str
     # A request may name an earlier answer (and its items) that the server remembers,
@@ -147,6 +151,7 @@ class ChatCodec(_OpenAICodec):
     done_line = True
     # `data: [DONE]` (also `data:[DONE]`) on a line of its own.
     last_event = re.compile(rb"(?:^|[\r\n])data: ?\[DONE\]")
+    last_event_marks: tuple[bytes, ...] = (b"[DONE]",)
     answer_noun = "a chat completion"
     output_cap = "max_tokens"
     answer_id_prefix = "chatcmpl"
@@ -180,6 +185,7 @@ class ResponsesCodec(_OpenAICodec):
     named_events = True
     done_line = False
     last_event = re.compile(rb'response\.(?:completed|incomplete|failed)\b|"type": ?"error"')
+    last_event_marks: tuple[bytes, ...] = (b"completed", b"incomplete", b"failed", b'"error"')
     output_cap = "max_output_tokens"
     answer_noun = "a response"
     answer_id_prefix = "resp"
@@ -224,6 +230,7 @@ class AnthropicCodec:
     named_events = True  # Anthropic's SDK reads an event by its name
     done_line = False
     last_event = re.compile(rb'\bmessage_stop\b|"type": ?"error"')
+    last_event_marks: tuple[bytes, ...] = (b"message_stop", b'"error"')
     answer_noun = "a message"
     answer_id_prefix = "msg"
     chains_answers = False
@@ -281,6 +288,20 @@ API_PATHS: dict[str, ModelApi] = {
 
 def codec_for(api: ModelApi) -> WireCodec:
     return CODECS[api]
+
+
+# How far into a match of a codec's `last_event` its marks may begin.
+LAST_EVENT_LEAD = 16
+
+
+def holds_last_event(codec: WireCodec, data: bytes) -> bool:
+    """Whether `data`, stream bytes, hold the format's last event (`last_event`), searched
+    only from just before the first of its marks: a regular expression that begins with an
+    alternation reads every byte (half a millisecond for a piece of 60 chat chunks)."""
+    found = [at for mark in codec.last_event_marks if (at := data.find(mark)) >= 0]
+    if not found:
+        return False
+    return codec.last_event.search(data, max(0, min(found) - LAST_EVENT_LEAD)) is not None
 
 
 def api_named(name: str | None) -> ModelApi:

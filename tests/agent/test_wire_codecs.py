@@ -11,6 +11,7 @@ import pytest
 
 from agent_core.wire import anthropic, responses
 from agent_core.wire.answer import WireAnswer, WireError
+from agent_core.wire.codecs import codec_for, holds_last_event
 from tests.engine.wire_support import recorded_events, whole_answer
 from traces.events import ModelApi
 
@@ -170,3 +171,38 @@ def test_provider_calls_are_read_with_their_results() -> None:
         ("docs.search", '{"q":"x"}', "found"),
         ("web_search", '{"type": "search", "query": "x"}', None),
     ]
+
+
+# Stream texts with and without each format's last event: look-alikes in a chunk's text, a
+# last event after a long run of chunks, and the forms the expressions allow.
+_CHUNK = b'data: {"choices":[{"delta":{"content":"[DONE] completed message_stop"}}]}\n\n'
+_ENDINGS: dict[ModelApi, list[bytes]] = {
+    "chat": [b"data: [DONE]\n\n", b"data:[DONE]\n", b"xdata: [DONE]", b"data: [DONE"],
+    "responses": [
+        b'event: response.completed\ndata: {"type":"response.completed"}\n\n',
+        b"event: response.failed\n",
+        b'data: {"type": "error"}\n\n',
+        b'data: {"status":"completed","type":"response.output_item.done"}\n\n',
+        b"response.completedly",
+    ],
+    "anthropic": [
+        b'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+        b'data: {"type":"error"}\n\n',
+        b"xmessage_stop",
+        b"message_stops",
+    ],
+}
+
+
+@pytest.mark.parametrize("api", list(_ENDINGS))
+def test_a_last_event_is_found_as_its_expression_finds_it(api: ModelApi) -> None:
+    """`holds_last_event` reads only from just before a mark of the last event, and says
+    what a search of the whole text with the format's expression says, in every piece."""
+    codec = codec_for(api)
+    for ending in _ENDINGS[api]:
+        text = _CHUNK * 3 + ending + _CHUNK
+        for start in range(len(text)):
+            for stop in range(start, len(text) + 1, 7):
+                piece = text[start:stop]
+                found = codec.last_event.search(piece) is not None
+                assert holds_last_event(codec, piece) is found, (api, piece)

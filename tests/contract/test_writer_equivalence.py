@@ -363,12 +363,28 @@ def test_generated_events_are_written_exactly_as_the_reference(tmp_path: Path) -
             reference = ReferenceLines(redactor)
             for event in random_events(rng, 120):
                 seen.add(type(event))
-                writer.write(event)  # type: ignore[arg-type]
+                if isinstance(event, ModelChunk) and rng.random() < 0.5:
+                    write_chunk(writer, event)  # the road the proxy's recording takes
+                else:
+                    writer.write(event)  # type: ignore[arg-type]
                 # Taken now: a request's messages may be edited in place after it is written.
                 reference.add(event)
             writer.close()
             assert written_lines(writer.path) == reference.done(), (name, seed)
     assert seen == set(EVENT_TYPES)  # every event type, the newest ones included
+
+
+def write_chunk(writer: JsonlWriter, chunk: ModelChunk) -> None:
+    writer.write_chunk(
+        chunk.run_id,
+        chunk.seq,
+        chunk.ts,
+        chunk.turn,
+        chunk.attempt,
+        chunk.index,
+        chunk.elapsed_ms,
+        chunk.data,
+    )
 
 
 def test_a_message_edited_in_place_is_written_as_it_is_now(tmp_path: Path) -> None:

@@ -136,10 +136,11 @@ class Exchange:
         elapsed_ms = (arrived - self.sent) * 1000.0
         self.last_arrival = arrived
         with self.book.guard(self):
-            self._emit(
-                ModelChunk,  # validated: pydantic's check costs less than its model_construct
-                arrived,
-                attempt=self.run.attempt,
+            run = self.run
+            run.recorder.emit_chunk(
+                turn=run.turn,
+                at=self.book.utc(arrived),
+                attempt=run.attempt,
                 index=self.chunks,
                 elapsed_ms=elapsed_ms,
                 data=data,

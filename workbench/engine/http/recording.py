@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, assert_never
 
-from agent_core.wire.codecs import codec_for
+from agent_core.wire.codecs import codec_for, holds_last_event
 from traces.events import ModelApi
 from workbench.engine.http.capture import CaptureBook, Exchange
 from workbench.engine.http.channel import FRAME, MAX_UNRECORDED_BYTES
@@ -56,6 +56,8 @@ from workbench.engine.serving import run_loop
 
 # This process's CPU priority below the proxy's.
 NICENESS = 10
+# How many chunks of one piece are recorded before other exchanges' recording goes on.
+CHUNKS_A_TURN = 16
 
 
 def main(argv: list[str]) -> int:
@@ -457,9 +459,8 @@ def _watch_for_done(seen: _Seen, tail: bytes, piece: bytes) -> bytes:
     or the format's last event — (which may start in the piece before it, whose end is
     `tail`); returns the new tail."""
     if not seen.answered:
-        joined = tail + piece[:32]
-        last = codec_for(seen.api).last_event  # `data: [DONE]`, or the format's last event
-        seen.answered = bool(last.search(piece) or last.search(joined))
+        codec = codec_for(seen.api)  # `data: [DONE]`, or the format's last event
+        seen.answered = holds_last_event(codec, piece) or holds_last_event(codec, tail + piece[:32])
     return (tail + piece[-32:])[-32:]
 
 
@@ -469,15 +470,20 @@ async def _record_answer(seen: _Seen, settle: Callable[[_Seen], None]) -> None:
     either, its end decides."""
     exchange = seen.exchange
     decoder = SseDecoder()
+    unyielded = 0  # chunks recorded since other exchanges' recording last went on
     while (item := await seen.pieces.take()) is not None:
         if exchange is None or decoder.done or exchange.closed:
             continue  # what comes after the last event reached the client; it was whole
         arrived, piece = item
         for data in decoder.feed(piece):
             exchange.chunk(data, arrived)
-            # Other exchanges' requests and chunks go first, a chunk's recording at most
-            # (a piece can hold a whole answer).
-            await asyncio.sleep(0)
+            # Other exchanges' requests and chunks go first, a few chunks' recording at
+            # most (a piece can hold a whole answer; a turn of the loop for each chunk
+            # cost more than its recording).
+            unyielded += 1
+            if unyielded == CHUNKS_A_TURN:
+                unyielded = 0
+                await asyncio.sleep(0)
             if exchange.assembler.done:
                 break
         if decoder.done or exchange.assembler.done:
