@@ -6,12 +6,16 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import time
+import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from rich.console import Console
+from textual.app import App
 from textual.pilot import Pilot
 from textual.widgets import Static
 from textual.worker import WorkerCancelled, WorkerFailed
@@ -54,19 +58,62 @@ def demo_home(tmp_path: Path) -> Path:
 
 
 async def settle(
-    pilot: Pilot[Any], until: Callable[[], object] | None = None, tries: int = 200
+    pilot: Pilot[Any], until: Callable[[], object] | None = None, deadline_s: float = 60.0
 ) -> None:
     """Let workers finish and their messages land, until `until()` holds. A worker that
     fails is the app's to show (what it shows is what the tests look at), and one that a
-    newer one replaced (`exclusive`) was cancelled."""
-    for _ in range(tries):
+    newer one replaced (`exclusive`) was cancelled. The deadline is a generous time, not a
+    count of tries: on a busy machine a count runs out before the app gets there."""
+    deadline = time.monotonic() + deadline_s
+    while True:
         with contextlib.suppress(WorkerFailed, WorkerCancelled):
             await pilot.app.workers.wait_for_complete()
         await pilot.pause()
         if until is None or until():
             return
+        if time.monotonic() > deadline:
+            raise AssertionError("the app did not reach the expected state")
         await pilot.pause(0.02)  # a timer (replay play) or a page request may be next
-    raise AssertionError("the app did not reach the expected state")
+
+
+@dataclass(frozen=True)
+class Notice:
+    message: str
+    severity: str
+
+
+_NOTICES: weakref.WeakKeyDictionary[App[Any], list[Notice]] = weakref.WeakKeyDictionary()
+
+
+@pytest.fixture(autouse=True)
+def _record_notices(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep every notice an app shows: `app.notifications` drops one once its timeout has
+    passed, which on a busy machine comes before the test has looked."""
+    notify = App.notify
+
+    def recording(self: App[Any], message: str, **options: Any) -> None:
+        _NOTICES.setdefault(self, []).append(
+            Notice(message, options.get("severity", "information"))
+        )
+        notify(self, message, **options)
+
+    monkeypatch.setattr(App, "notify", recording)
+
+
+def notices(app: App[Any]) -> list[Notice]:
+    """Every notice `app` has shown, oldest first, expired or not."""
+    return list(_NOTICES.get(app, []))
+
+
+def said(app: App[Any]) -> list[str]:
+    """The messages of every notice `app` has shown, oldest first."""
+    return [notice.message for notice in notices(app)]
+
+
+def has_said(app: App[Any], start: str) -> bool:
+    """Whether `app` has shown a notice starting `start` (other notices, such as a skipped
+    trace line's, may come before or after it)."""
+    return any(message.startswith(start) for message in said(app))
 
 
 async def pair_result(pilot: Pilot[Any], screen_type: type, busy: str) -> str:

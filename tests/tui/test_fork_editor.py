@@ -78,7 +78,7 @@ async def test_direct_keys_edit_a_tool_description_and_the_fork_answers_differen
         assert area.text == fork.context.system
 
         await pilot.press("ctrl+r")
-        await settle(pilot, lambda: isinstance(app.screen, ChainCompareScreen), tries=400)
+        await settle(pilot, lambda: isinstance(app.screen, ChainCompareScreen))
         compare = app.screen
         await settle(
             pilot, lambda: "aligning" not in plain(compare.query_one("#pair-result", Document))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from textual.widgets import Static
 
-from tests.tui.conftest import COMPLETED, plain, settle
+from tests.tui.conftest import COMPLETED, has_said, plain, settle
 from workbench.tui import WorkbenchApp
 from workbench.tui.backend import Backend
 from workbench.tui.paged_list import PagedList
@@ -16,10 +16,6 @@ from workbench.tui.run_screen import RunScreen
 
 SIZE = (160, 45)
 WHY = "opened with --read-only"
-
-
-def _said(app: WorkbenchApp) -> list[str]:
-    return [n.message for n in app.notifications]
 
 
 async def test_with_writes_off_forks_and_exports_are_refused(home: Path) -> None:
@@ -39,8 +35,7 @@ async def test_with_writes_off_forks_and_exports_are_refused(home: Path) -> None
         run = app.screen
         assert isinstance(run, RunScreen)
         await pilot.press("x")
-        await settle(pilot, lambda: len(_said(app)) == 1)
-        assert _said(app)[-1] == f"cannot export the run: {WHY}"
+        await settle(pilot, lambda: has_said(app, f"cannot export the run: {WHY}"))
 
         await pilot.press("down")  # turn 1
         await settle(
@@ -52,8 +47,7 @@ async def test_with_writes_off_forks_and_exports_are_refused(home: Path) -> None
             ),
         )
         await pilot.press("f")
-        await settle(pilot, lambda: len(_said(app)) == 2)
-        assert _said(app)[-1] == f"cannot fork: {WHY}"
+        await settle(pilot, lambda: has_said(app, f"cannot fork: {WHY}"))
         assert app.screen is run
     assert not (home / "exports").exists()
     assert sorted((home / "traces").iterdir()) == traces  # no fork's trace
