@@ -4,7 +4,6 @@ Pilot helpers that wait for workers and their messages instead of sleeping."""
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import time
 import weakref
@@ -20,9 +19,9 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 from textual.worker import WorkerCancelled, WorkerFailed
 
+from tests.support.demo import copied_home, record_demo
 from tests.support.golden import GOLDEN as GOLDEN  # the TUI tests import it from here
 from tests.support.golden import golden_traces_in
-from workbench.cli import main
 from workbench.tui.document import Document
 
 # Golden runs by status (tests/fixtures/traces/make_v1.py).
@@ -51,10 +50,19 @@ def golden_usage(run_id: str) -> dict[int, dict[str, Any]]:
 @pytest.fixture
 def demo_home(tmp_path: Path) -> Path:
     """A home with the runs `workbench demo` records (one of each status)."""
-    home = tmp_path / "demo"
-    with contextlib.redirect_stdout(io.StringIO()):
-        assert main(["--home", str(home), "demo", "--no-tui"]) == 0
-    return home
+    return record_demo(tmp_path / "demo")
+
+
+@pytest.fixture(scope="module")
+def demo_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo's home, recorded once per module: a test changes a copy (`demo_copy`)."""
+    return record_demo(tmp_path_factory.mktemp("demo") / "home")
+
+
+@pytest.fixture
+def demo_copy(demo_once: Path, tmp_path: Path) -> Path:
+    """A copy of the demo's home, its store too, for one test to change."""
+    return copied_home(demo_once, tmp_path / "home")
 
 
 async def settle(
@@ -130,3 +138,33 @@ def plain(widget: Static | Document, width: int = 160) -> str:
     console = Console(width=width, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
     console.print(widget.content)
     return console.export_text()
+
+
+async def writes_refused(pilot: Pilot[Any], run_id: str, why: str) -> Any:
+    """Open run `run_id`, ask to export it and to fork it at turn 1: each refused in one
+    notice saying `why`, the run screen still shown. The run screen."""
+    from workbench.tui.run_screen import RunScreen
+
+    app = pilot.app
+    app.open_run(run_id)  # type: ignore[attr-defined]
+    await settle(
+        pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.outline is not None
+    )
+    run = app.screen
+    assert isinstance(run, RunScreen)
+    await pilot.press("x")
+    await settle(pilot, lambda: has_said(app, f"cannot export the run: {why}"))
+
+    await pilot.press("down")  # turn 1
+    await settle(
+        pilot,
+        lambda: (
+            (node := run.chain_tree.cursor_node) is not None
+            and node.data is not None
+            and node.data.turn is not None
+        ),
+    )
+    await pilot.press("f")
+    await settle(pilot, lambda: has_said(app, f"cannot fork: {why}"))
+    assert app.screen is run
+    return run

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Select, Static
 
-from tests.support.demo import copied_home, demo_run, record_demo
+from tests.support.demo import demo_run
 from tests.tui.conftest import COMPLETED, GOLDEN, plain, settle
 from workbench.cli import main
 from workbench.tui import WorkbenchApp
@@ -21,14 +21,9 @@ from workbench.tui.runs_screen import RunsScreen
 SIZES = [(200, 50), (80, 24)]
 
 
-@pytest.fixture(scope="module")
-def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return record_demo(tmp_path_factory.mktemp("demo") / "home")
-
-
 @pytest.fixture
-def home(demo_home: Path, tmp_path: Path) -> Path:
-    return copied_home(demo_home, tmp_path / "home")
+def home(demo_copy: Path) -> Path:
+    return demo_copy
 
 
 def _runs(app: WorkbenchApp) -> PagedList:

@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 from textual.widgets import Static
 
-from tests.support.demo import copied_home, demo_run, record_demo
+from tests.support.demo import demo_run
 from tests.tui.conftest import plain, settle
 from traces.home import traces_dir
 from traces.tree import NOT_AN_ANSWER
@@ -23,14 +23,9 @@ from workbench.tui.run_screen import RunScreen
 SIZE = (160, 45)
 
 
-@pytest.fixture(scope="module")
-def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return record_demo(tmp_path_factory.mktemp("demo") / "home")
-
-
 @pytest.fixture
-def home(demo_home: Path, tmp_path: Path) -> Path:
-    return copied_home(demo_home, tmp_path / "home")
+def home(demo_copy: Path) -> Path:
+    return demo_copy
 
 
 def _runs(app: WorkbenchApp) -> PagedList:

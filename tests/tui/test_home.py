@@ -14,7 +14,7 @@ import pytest
 from textual.widgets import Static
 
 from tests.support.read_only import read_only
-from tests.tui.conftest import COMPLETED, has_said, notices, plain, said, settle
+from tests.tui.conftest import COMPLETED, has_said, notices, plain, said, settle, writes_refused
 from traces.store import TraceStore
 from workbench.engine.recording.replay.verify import replay_run
 from workbench.engine.recording.runs.load import load_recording
@@ -22,7 +22,6 @@ from workbench.tui import WorkbenchApp
 from workbench.tui.paged_list import PagedList
 from workbench.tui.regress_screen import RegressScreen
 from workbench.tui.replay_screen import ReplayScreen
-from workbench.tui.run_screen import RunScreen
 
 SIZE = (160, 45)
 CLI = "import sys; from workbench.cli import main; sys.exit(main())"
@@ -176,27 +175,7 @@ async def test_a_read_only_home_is_browsed_and_what_writes_is_refused(
         await settle(pilot, lambda: _runs(app).total == 1 and _runs(app).row(0) is not None)
         assert getattr(_runs(app).row(0), "run_id", None) == COMPLETED
 
-        app.open_run(COMPLETED)
-        await settle(
-            pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.outline is not None
-        )
-        run = app.screen
-        assert isinstance(run, RunScreen)
-        await pilot.press("x")
-        await settle(pilot, lambda: has_said(app, "cannot export the run: the home is read-only"))
-
-        await pilot.press("down")  # turn 1
-        await settle(
-            pilot,
-            lambda: (
-                (node := run.chain_tree.cursor_node) is not None
-                and node.data is not None
-                and node.data.turn is not None
-            ),
-        )
-        await pilot.press("f")
-        await settle(pilot, lambda: has_said(app, "cannot fork: the home is read-only"))
-        assert app.screen is run
+        await writes_refused(pilot, COMPLETED, "the home is read-only")
 
         await pilot.press("v")  # verifying reads the recording and writes nothing
         replay = app.screen
