@@ -1,4 +1,4 @@
-"""The review tests' home: the demo's runs, recorded once per module and copied per test."""
+"""The review tests' home: a copy of the demo's traces (the demo recorded once per module)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.demo import record_demo
 from traces.home import traces_dir
-
-
-@pytest.fixture(scope="module")
-def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return record_demo(tmp_path_factory.mktemp("demo") / "home")
 
 
 @pytest.fixture

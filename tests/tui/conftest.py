@@ -19,7 +19,6 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 from textual.worker import WorkerCancelled, WorkerFailed
 
-from tests.support.demo import copied_home, record_demo
 from tests.support.golden import GOLDEN as GOLDEN  # the TUI tests import it from here
 from tests.support.golden import golden_traces_in
 from workbench.tui.document import Document
@@ -45,24 +44,6 @@ def golden_usage(run_id: str) -> dict[int, dict[str, Any]]:
         if event["type"] == "model_response":
             usage[event["turn"]] = event["usage"]
     return usage
-
-
-@pytest.fixture
-def demo_home(tmp_path: Path) -> Path:
-    """A home with the runs `workbench demo` records (one of each status)."""
-    return record_demo(tmp_path / "demo")
-
-
-@pytest.fixture(scope="module")
-def demo_once(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The demo's home, recorded once per module: a test changes a copy (`demo_copy`)."""
-    return record_demo(tmp_path_factory.mktemp("demo") / "home")
-
-
-@pytest.fixture
-def demo_copy(demo_once: Path, tmp_path: Path) -> Path:
-    """A copy of the demo's home, its store too, for one test to change."""
-    return copied_home(demo_once, tmp_path / "home")
 
 
 async def settle(
