@@ -22,6 +22,7 @@ from textual.worker import WorkerCancelled, WorkerFailed
 from tests.support.golden import GOLDEN as GOLDEN  # the TUI tests import it from here
 from tests.support.golden import golden_traces_in
 from workbench.tui.document import Document
+from workbench.tui.run_screen import RunScreen
 
 # Golden runs by status (tests/fixtures/traces/make_v1.py).
 COMPLETED = "276a0272c8a551178d8bfedb26070002"
@@ -121,18 +122,22 @@ def plain(widget: Static | Document, width: int = 160) -> str:
     return console.export_text()
 
 
-async def writes_refused(pilot: Pilot[Any], run_id: str, why: str) -> Any:
-    """Open run `run_id`, ask to export it and to fork it at turn 1: each refused in one
-    notice saying `why`, the run screen still shown. The run screen."""
-    from workbench.tui.run_screen import RunScreen
-
+async def run_shown(pilot: Pilot[Any]) -> RunScreen:
+    """The run screen, once it shows with its outline read."""
     app = pilot.app
-    app.open_run(run_id)  # type: ignore[attr-defined]
     await settle(
         pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.outline is not None
     )
-    run = app.screen
-    assert isinstance(run, RunScreen)
+    assert isinstance(app.screen, RunScreen)
+    return app.screen
+
+
+async def writes_refused(pilot: Pilot[Any], run_id: str, why: str) -> RunScreen:
+    """Open run `run_id`, ask to export it and to fork it at turn 1: each refused in one
+    notice saying `why`, the run screen still shown. The run screen."""
+    app = pilot.app
+    app.open_run(run_id)  # type: ignore[attr-defined]
+    run = await run_shown(pilot)
     await pilot.press("x")
     await settle(pilot, lambda: has_said(app, f"cannot export the run: {why}"))
 

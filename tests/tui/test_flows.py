@@ -9,7 +9,7 @@ from pathlib import Path
 from textual.widgets import Select, Static, TextArea
 
 from tests.engine.engine_support import Project, SearchTools, search_schema
-from tests.tui.conftest import ERROR, MAX_TURNS, pair_result, plain, settle
+from tests.tui.conftest import ERROR, MAX_TURNS, pair_result, plain, run_shown, settle
 from workbench.engine.http.model_server import ModelServer, ScriptResponder
 from workbench.tui import Endpoint, WorkbenchApp
 from workbench.tui.backend import Backend
@@ -33,11 +33,7 @@ async def _open_run(pilot, app: WorkbenchApp, text: str) -> RunScreen:
     await pilot.press("slash", *text, "enter")
     await settle(pilot, lambda: _runs(app).total == 1 and _runs(app).row(0) is not None)
     await pilot.press("enter")
-    await settle(
-        pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.outline is not None
-    )
-    assert isinstance(app.screen, RunScreen)
-    return app.screen
+    return await run_shown(pilot)
 
 
 async def test_runs_list_filters_and_failed_only(home: Path) -> None:

@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.support.hostile import CLIMBING, write_renamed
-from tests.tui.conftest import settle
+from tests.tui.conftest import run_shown, settle
 from workbench.tui import WorkbenchApp
 from workbench.tui.paged_list import PagedList
-from workbench.tui.run_screen import RunScreen
 
 
 def _all_files(folder: Path) -> set[Path]:
@@ -27,9 +26,7 @@ async def test_exporting_a_run_whose_id_climbs_writes_inside_exports(tmp_path: P
         runs = app.screen.query_one("#runs-list", PagedList)
         await settle(pilot, lambda: runs.total == 1)
         app.open_run(CLIMBING)
-        await settle(
-            pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.outline is not None
-        )
+        await run_shown(pilot)
         await pilot.press("x")
         exports = home / "exports"
         await settle(pilot, lambda: exports.is_dir() and any(exports.iterdir()))

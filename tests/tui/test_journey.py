@@ -11,7 +11,7 @@ import pytest
 from textual.widgets import Input, Select, Static, TextArea
 
 from tests.support.read_only import read_only
-from tests.tui.conftest import COMPLETED, ERROR, GOLDEN, MAX_TURNS, plain, settle
+from tests.tui.conftest import COMPLETED, ERROR, GOLDEN, MAX_TURNS, plain, run_shown, settle
 from workbench.engine.http.model_server import ModelServer, ScriptResponder
 from workbench.tui import Endpoint, WorkbenchApp
 from workbench.tui.diff_screens import ChainCompareScreen
@@ -33,11 +33,7 @@ def _runs(app: WorkbenchApp) -> PagedList:
 async def _open(pilot, app: WorkbenchApp, run_id: str) -> RunScreen:
     await settle(pilot, lambda: _runs(app).total >= 8)
     app.open_run(run_id)
-    await settle(
-        pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.outline is not None
-    )
-    assert isinstance(app.screen, RunScreen)
-    return app.screen
+    return await run_shown(pilot)
 
 
 def _row(app: WorkbenchApp, index: int) -> Any:
