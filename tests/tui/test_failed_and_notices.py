@@ -11,7 +11,7 @@ from rich.console import Console
 from textual.widgets import Static
 
 from tests.support.demo import demo_run
-from tests.tui.conftest import plain, settle
+from tests.tui.conftest import notices, plain, settle
 from traces.home import traces_dir
 from traces.tree import NOT_AN_ANSWER
 from workbench.engine.recording.runs.load import read_recording_file
@@ -63,9 +63,9 @@ async def test_a_broken_prices_file_is_a_notice_on_the_run(home: Path) -> None:
             lambda: (
                 isinstance(app.screen, RunScreen)
                 and app.screen.outline is not None
-                and bool(app.notifications)
+                and bool(notices(app))
             ),
         )
-        [notice] = [n for n in app.notifications if "prices.toml" in n.message]
+        [notice] = [n for n in notices(app) if "prices.toml" in n.message]
         assert notice.severity == "warning" and "not a readable TOML file" in notice.message
         assert "\n" not in notice.message

@@ -9,7 +9,7 @@ from pathlib import Path
 from textual.widgets import Select, Static, TextArea
 
 from tests.engine.engine_support import Project, SearchTools, search_schema
-from tests.tui.conftest import ERROR, MAX_TURNS, pair_result, plain, run_shown, settle
+from tests.tui.conftest import ERROR, MAX_TURNS, notices, pair_result, plain, run_shown, settle
 from workbench.engine.http.model_server import ModelServer, ScriptResponder
 from workbench.tui import Endpoint, WorkbenchApp
 from workbench.tui.backend import Backend
@@ -186,9 +186,9 @@ async def test_a_failing_engine_call_is_a_notification_not_a_crash(home: Path) -
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, lambda: _runs(app).total == 8)
         app.open_compare(ERROR, "no-such-run")
-        await settle(pilot, lambda: bool(app.notifications))
+        await settle(pilot, lambda: bool(notices(app)))
         assert isinstance(app.screen, ChainCompareScreen)
-        assert any(n.severity == "error" for n in app.notifications)
+        assert any(n.severity == "error" for n in notices(app))
         await pilot.press("escape")
         await settle(pilot)
         assert isinstance(app.screen, RunsScreen)
