@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.support.hostile import CLIMBING, write_renamed
-from tests.tui.conftest import run_shown, settle
+from tests.tui.conftest import run_shown, said, settle
 from workbench.tui import WorkbenchApp
 from workbench.tui.paged_list import PagedList
 
@@ -29,12 +29,12 @@ async def test_exporting_a_run_whose_id_climbs_writes_inside_exports(tmp_path: P
         await run_shown(pilot)
         await pilot.press("x")
         exports = home / "exports"
-        await settle(pilot, lambda: exports.is_dir() and any(exports.iterdir()))
-        said = [n.message for n in app._notifications]
+        await settle(pilot, lambda: any(m.startswith("Exported") for m in said(app)))
+        told = said(app)
     written = _all_files(tmp_path) - before - {home / "workbench.duckdb"}
     (exported,) = [path for path in written if path.suffix == ".md"]
     assert exported.parent == exports
     assert ".." not in exported.name and "/" not in exported.stem
     assert list(target.resolve().iterdir()) == []
     assert "in Tokyo it is 09:00" in exported.read_text(encoding="utf-8")
-    assert str(exported) in said[-1]
+    assert str(exported) in told[-1]
