@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.demo import copied_home, record_demo
 from tests.support.read_only import read_only
 
 GOLDEN_V1 = Path(__file__).parent / "fixtures" / "traces" / "v1"
@@ -17,6 +18,19 @@ GOLDEN_V1 = Path(__file__).parent / "fixtures" / "traces" / "v1"
 def golden_dir() -> Path:
     """The schema v1 golden traces: one run per status, never edited."""
     return GOLDEN_V1
+
+
+@pytest.fixture(scope="module")
+def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The runs `workbench demo` records (one of each status, its suite's results in the
+    store), recorded once per module: read it, or change a copy (`demo_copy`)."""
+    return record_demo(tmp_path_factory.mktemp("demo") / "home")
+
+
+@pytest.fixture
+def demo_copy(demo_home: Path, tmp_path: Path) -> Path:
+    """A copy of the demo's home, its store too, for one test to change."""
+    return copied_home(demo_home, tmp_path / "demo")
 
 
 @pytest.fixture

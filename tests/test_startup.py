@@ -17,12 +17,11 @@ from typing import get_args
 
 import pytest
 
-from traces.events import EVENT_TYPES, RUN_STATUSES, Limits, RunOrigin
+from traces.events import EVENT_TYPES, Limits, RunOrigin
 from traces.origins import RUN_KINDS
 from traces.store import TraceStore
 from traces.store.ingest_sql import ENVELOPE, REQUIRED
 from workbench.cli.model_flags import LIMIT_DEFAULTS
-from workbench.cli.read_cmds import STATUS_CHOICES
 
 GOLDEN_V2 = Path(__file__).parent / "fixtures" / "traces" / "v2"
 
@@ -116,7 +115,6 @@ def test_picking_up_new_runs_loads_no_event_models(wb_home: Path, golden_dir: Pa
 def test_figures_kept_apart_from_the_models_match_them() -> None:
     defaults = Limits()
     assert {name: getattr(defaults, name) for name in LIMIT_DEFAULTS} == LIMIT_DEFAULTS
-    assert STATUS_CHOICES == RUN_STATUSES
     assert get_args(RunOrigin) == RUN_KINDS
     required = {
         cls.model_fields["type"].default: [

@@ -22,24 +22,12 @@ from typing import Annotated, Any, Literal, TypeAlias, TypeGuard, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, TypeAdapter, field_validator
 
-from traces.versions import SCHEMA_VERSION as SCHEMA_VERSION  # re-exported: part of the
-from traces.versions import SCHEMA_VERSIONS as SCHEMA_VERSIONS  # contract's public names
-
-RunStatus: TypeAlias = Literal[
-    "completed",
-    "max_turns",
-    "duplicate_tool_calls",
-    "token_budget",
-    "timeout",
-    "cancelled",
-    "error",
-]
-# What the store reports for a run; `incomplete` means the trace has no run_end.
-StoredStatus: TypeAlias = RunStatus | Literal["incomplete"]
-# Every status in the order above, for filters and checks; derived, so it cannot drift.
-RUN_STATUSES: tuple[str, ...] = tuple(
-    status for part in get_args(StoredStatus) for status in get_args(part)
-)
+# Re-exported: part of the contract's public names.
+from traces.statuses import RUN_STATUSES as RUN_STATUSES
+from traces.statuses import RunStatus as RunStatus
+from traces.statuses import StoredStatus as StoredStatus
+from traces.versions import SCHEMA_VERSION as SCHEMA_VERSION
+from traces.versions import SCHEMA_VERSIONS as SCHEMA_VERSIONS
 
 
 def is_run_status(value: object) -> TypeGuard[RunStatus]:

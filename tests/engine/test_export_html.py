@@ -23,11 +23,6 @@ XSS_TASK = "<img src=x onerror=\"alert('task')\"> & </title><script>alert('title
 XSS_TOOL = "read_file\"><script>alert('name')</script>"
 
 
-@pytest.fixture(scope="module")
-def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return record_demo(tmp_path_factory.mktemp("export-html") / "home")
-
-
 def exported(home: Path, run: str, fmt: str = "html") -> str:
     done = workbench_at(home, "export", run, "--format", fmt)
     assert done.returncode == 0, done.stderr

@@ -180,6 +180,10 @@ def test_a_group_says_what_changed_since_the_run_of_its_task_before_it(tmp_path:
     groups = {g["first_run"]: g for g in _failures(home)["groups"]}
 
     changes = groups["fail0"]["changes_at_first"]
+    # The run before is of the same task text though not of the same task fingerprint (it
+    # holds the system prompt, which changed): by the fingerprint nothing came before fail0.
+    with TraceStore.for_reading(home) as store:
+        assert store.run("fail0").task_fingerprint != store.run("pass2").task_fingerprint
     assert (changes["run_before"], changes["status_before"]) == ("pass2", "completed")
     assert len(changes["changed"]) == 3
     assert changes["changed"][0] == "model model-a → model-b"

@@ -20,7 +20,7 @@ from textual.widgets import Static
 
 from tests.engine.capture_support import runs
 from tests.engine.engine_support import cli
-from tests.tui.conftest import plain, settle
+from tests.tui.conftest import plain, run_shown, settle
 from workbench.cli import main
 from workbench.engine.sessions.session import SESSION_LINE_CAP
 from workbench.tui import WorkbenchApp
@@ -237,9 +237,7 @@ async def test_an_imported_session_opens_in_the_tui(tmp_path: Path) -> None:
         listed = app.screen.query_one("#runs-list", PagedList)
         await settle(pilot, lambda: listed.total == 1 and listed.row(0) is not None)
         await pilot.press("enter")
-        await settle(
-            pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.outline is not None
-        )
+        await run_shown(pilot)
         assert isinstance(app.screen, RunScreen)
         summary = plain(app.screen.query_one("#run-summary", Static))
         assert TASK in summary and "2 turns" in summary and "1 tool call" in summary

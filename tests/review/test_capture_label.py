@@ -4,31 +4,15 @@ a decision's text and on answering without a tool."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.support.demo import demo_run, record_demo
+from tests.support.demo import demo_run
 from tests.support.in_process import wb
-from traces.home import traces_dir
 from workbench.engine.regress.context import ToolCall
 from workbench.engine.regress.runner import judge
 from workbench.engine.regress.suite import Case, SuiteError, load_suite, parse_suite
-
-
-@pytest.fixture(scope="module")
-def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return record_demo(tmp_path_factory.mktemp("demo") / "home")
-
-
-@pytest.fixture
-def home(demo_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    copy = tmp_path / "home"
-    shutil.copytree(traces_dir(demo_home), traces_dir(copy))
-    shutil.copy(demo_home / "demo-suite-script.json", copy / "demo-suite-script.json")
-    monkeypatch.setenv("WORKBENCH_AUTHOR", "alice")
-    return copy
 
 
 def test_a_label_becomes_a_suite_that_runs_and_passes(

@@ -12,39 +12,13 @@ from typing import Any
 import pytest
 
 from tests.support.demo import demo_run
-from tests.support.in_process import wb
+from tests.support.in_process import note_json, wb, wb_json
 from traces.annotations import ANNOTATION_VERSION
-from traces.home import annotations_dir, traces_dir
-from workbench.cli import main
-
-
-@pytest.fixture(scope="module")
-def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("demo") / "home"
-    assert main(["--home", str(home), "demo", "--no-tui"]) == 0
-    return home
-
-
-@pytest.fixture
-def home(demo_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    copy = tmp_path / "home"
-    # The traces only: the store keeps absolute paths, and is rebuilt from them here.
-    shutil.copytree(traces_dir(demo_home), traces_dir(copy))
-    monkeypatch.setenv("WORKBENCH_AUTHOR", "alice")
-    return copy
-
-
-def note_json(home: Path, capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
-    code, out, err = wb(home, capsys, "note", *argv, "--json")
-    assert code == 0, err
-    record: dict[str, Any] = json.loads(out)
-    return record
+from traces.home import annotations_dir
 
 
 def sql(home: Path, capsys: pytest.CaptureFixture[str], query: str) -> list[dict[str, Any]]:
-    code, out, err = wb(home, capsys, "sql", query, "--json")
-    assert code == 0, err
-    rows: list[dict[str, Any]] = json.loads(out)
+    rows: list[dict[str, Any]] = wb_json(home, capsys, "sql", query)
     return rows
 
 

@@ -15,15 +15,37 @@ from pathlib import Path
 
 import pytest
 
-from tests.review.test_note_cli import demo_home, home, note_json  # noqa: F401 (fixtures)
 from tests.support.demo import demo_run
-from tests.support.in_process import wb
+from tests.support.in_process import note_json, wb
 from traces.annotations import author_file
 from traces.home import annotations_dir
 
 
+def _bundled(
+    home: Path, capsys: pytest.CaptureFixture[str], run_id: str, bundle: Path
+) -> tuple[Path, str]:
+    """`workbench bundle RUN -o BUNDLE`, and what it printed."""
+    code, out, err = wb(home, capsys, "bundle", run_id, "-o", str(bundle))
+    assert code == 0, err
+    return bundle, out
+
+
+def _noted_bundle(
+    home: Path, capsys: pytest.CaptureFixture[str], bundle: Path, *author: str
+) -> Path:
+    """A bundle of the demo's completed run with one note on it (labelled `fine`)."""
+    run_id = demo_run(home, "completed")
+    note_json(home, capsys, run_id, "--label", "fine", *author)
+    return _bundled(home, capsys, run_id, bundle)[0]
+
+
+def _members(bundle: Path) -> dict[str, bytes]:
+    with tarfile.open(bundle, "r:xz") as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
+
+
 def test_a_bundle_carries_the_annotations_and_the_import_keeps_their_authors(
-    home: Path,  # noqa: F811
+    home: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -35,12 +57,9 @@ def test_a_bundle_carries_the_annotations_and_the_import_keeps_their_authors(
     assert wb(home, capsys, "note", run_id, "--remove", gone["id"])[0] == 0
     note_json(home, capsys, other_run, "--label", "not bundled")
 
-    bundle = tmp_path / "issue.wbundle"
-    code, out, err = wb(home, capsys, "bundle", run_id, "-o", str(bundle))
-    assert code == 0, err
+    bundle, out = _bundled(home, capsys, run_id, tmp_path / "issue.wbundle")
     assert "3 annotation record(s) on these runs included" in out
-    with tarfile.open(bundle, "r:xz") as tar:
-        members = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
+    members = _members(bundle)
     manifest = json.loads(members["manifest.json"])
     assert manifest["bundle_version"] == 2 and manifest["annotations"] == 3
     carried = [json.loads(line) for line in members["annotations.jsonl"].splitlines()]
@@ -70,14 +89,11 @@ def test_a_bundle_carries_the_annotations_and_the_import_keeps_their_authors(
 
 
 def test_an_import_says_whose_annotations_it_added(
-    home: Path,  # noqa: F811
+    home: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    run_id = demo_run(home, "completed")
-    note_json(home, capsys, run_id, "--label", "fine", "--author", "dana")
-    bundle = tmp_path / "one.wbundle"
-    assert wb(home, capsys, "bundle", run_id, "-o", str(bundle))[0] == 0
+    bundle = _noted_bundle(home, capsys, tmp_path / "one.wbundle", "--author", "dana")
     code, out, _ = wb(tmp_path / "there", capsys, "import", "bundle", str(bundle), "--json")
     assert code == 0
     assert (json.loads(out)["annotations"], json.loads(out)["authors"]) == (1, ["dana"])
@@ -87,8 +103,7 @@ def _rewritten(bundle: Path, out: Path, annotations: bytes) -> Path:
     """`bundle` with other annotation lines, its manifest's digest made to match."""
     import hashlib
 
-    with tarfile.open(bundle, "r:xz") as tar:
-        members = {m.name: tar.extractfile(m).read() for m in tar.getmembers()}  # type: ignore[union-attr]
+    members = _members(bundle)
     members["annotations.jsonl"] = annotations
     manifest = json.loads(members["manifest.json"])
     manifest["files"]["annotations.jsonl"] = {
@@ -107,14 +122,11 @@ def _rewritten(bundle: Path, out: Path, annotations: bytes) -> Path:
 
 
 def test_a_bundle_with_bad_annotations_is_one_line_and_imports_nothing(
-    home: Path,  # noqa: F811
+    home: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    run_id = demo_run(home, "completed")
-    note_json(home, capsys, run_id, "--label", "fine")
-    bundle = tmp_path / "good.wbundle"
-    assert wb(home, capsys, "bundle", run_id, "-o", str(bundle))[0] == 0
+    bundle = _noted_bundle(home, capsys, tmp_path / "good.wbundle")
     stranger = {
         "id": "20261207000000-00000000",
         "author": "mallory",
@@ -136,7 +148,7 @@ def test_a_bundle_with_bad_annotations_is_one_line_and_imports_nothing(
 
 
 def test_two_homes_annotation_files_merged_show_both_authors_marks(
-    home: Path,  # noqa: F811
+    home: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -8,19 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.demo import copied_home, demo_run, record_demo
+from tests.support.demo import demo_run
 from workbench.cli import main
 
 
-@pytest.fixture(scope="module")
-def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return record_demo(tmp_path_factory.mktemp("demo") / "home")
-
-
 @pytest.fixture
-def home(demo_home: Path, tmp_path: Path) -> Path:
-    """A copy of the demo's home, so a test may add prices without touching the others."""
-    return copied_home(demo_home, tmp_path / "home")
+def home(demo_copy: Path) -> Path:
+    return demo_copy
 
 
 def test_show_names_call_ids_and_the_refused_repeat_without_calling_it_an_answer(

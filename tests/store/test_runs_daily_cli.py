@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.demo import copied_home, demo_runs
+from tests.support.demo import demo_runs
 from traces.events import RunEnd
 from traces.home import traces_dir
 from traces.tree import NOT_AN_ANSWER
@@ -69,17 +69,9 @@ def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
-@pytest.fixture(scope="module")
-def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("demo") / "home"
-    proc = workbench(home, "demo", "--no-tui")
-    assert proc.returncode == 0, proc.stderr
-    return home
-
-
 @pytest.fixture
-def home(demo_home: Path, tmp_path: Path) -> Path:
-    return copied_home(demo_home, tmp_path / "home")
+def home(demo_copy: Path) -> Path:
+    return demo_copy
 
 
 # --- issue 25 item 2: failures that are failures ---------------------------------------

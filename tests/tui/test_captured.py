@@ -9,7 +9,7 @@ from textual.widgets import Static
 
 from tests.engine.capture_support import STEPS, run_agent
 from tests.support.servers import recording_proxy
-from tests.tui.conftest import plain, settle
+from tests.tui.conftest import notices, plain, settle
 from workbench.engine.http.model_server import ScriptResponder
 from workbench.tui import WorkbenchApp
 from workbench.tui.paged_list import PagedList
@@ -71,4 +71,4 @@ async def test_verify_replay_of_a_captured_run_is_a_notice_not_a_verdict(
         shown = plain(verify, width=400)
         assert f"serve-model --replay {run_id[:12]}" in shown
         assert "diverged" not in shown and "None" not in shown
-        assert [n.severity for n in app.notifications] == ["warning"]
+        assert [n.severity for n in notices(app)] == ["warning"]

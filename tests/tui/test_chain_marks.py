@@ -52,10 +52,10 @@ async def _open_turn(pilot, screen: RunScreen, turn: int) -> list[Any]:
     return list(node.children)
 
 
-async def test_a_refused_call_is_in_the_tree_and_its_turn_is_not_green(demo_home: Path) -> None:
-    with TraceStore.for_home(demo_home) as store:
+async def test_a_refused_call_is_in_the_tree_and_its_turn_is_not_green(demo_copy: Path) -> None:
+    with TraceStore.for_home(demo_copy) as store:
         run = next(r for r in store.runs() if r.status == "duplicate_tool_calls")
-    app = WorkbenchApp(demo_home)
+    app = WorkbenchApp(demo_copy)
     async with app.run_test(size=SIZE) as pilot:
         screen = await _open(pilot, app, run.run_id)
         labels = _turn_labels(screen)

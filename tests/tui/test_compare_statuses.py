@@ -17,10 +17,10 @@ def test_every_call_status_has_a_mark() -> None:
     assert set(CALL_MARKS) == set(CALL_STATUSES)
 
 
-async def test_compare_a_run_with_a_refused_call(demo_home: Path) -> None:
-    with TraceStore.for_home(demo_home) as store:
+async def test_compare_a_run_with_a_refused_call(demo_copy: Path) -> None:
+    with TraceStore.for_home(demo_copy) as store:
         by_status = {run.status: run.run_id for run in store.runs()}
-    app = WorkbenchApp(demo_home)
+    app = WorkbenchApp(demo_copy)
     async with app.run_test(size=(160, 45)) as pilot:
         await settle(pilot)
         app.open_compare(by_status["duplicate_tool_calls"], by_status["completed"])

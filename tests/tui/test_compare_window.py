@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.support.generated_runs import LONG, TURNS, long_run
-from tests.tui.conftest import COMPLETED, plain, settle
+from tests.tui.conftest import COMPLETED, notices, plain, settle
 from workbench.tui import WorkbenchApp
 from workbench.tui.diff_screens import ChainCompareScreen
 from workbench.tui.document import Document
@@ -43,7 +43,7 @@ async def test_two_long_runs_compare_a_window_of_turns_at_a_time(home: Path) -> 
         assert "First divergence at turn 120." in shown
 
         await pilot.press("right_square_bracket")
-        await settle(pilot, lambda: any("No later turns" in n.message for n in app.notifications))
+        await settle(pilot, lambda: any("No later turns" in n.message for n in notices(app)))
         await pilot.press("left_square_bracket")
         await settle(pilot, lambda: "turns 1-100 of 130" in result())
 
@@ -53,6 +53,6 @@ async def test_comparing_with_a_run_the_store_does_not_hold_names_it(home: Path)
     async with app.run_test(size=(160, 45)) as pilot:
         await settle(pilot, lambda: app.screen.query_one("#runs-list", PagedList).total >= 8)
         app.open_compare(COMPLETED, OTHER)
-        await settle(pilot, lambda: any(OTHER in n.message for n in app.notifications))
+        await settle(pilot, lambda: any(OTHER in n.message for n in notices(app)))
         assert "could not compute the diff" in plain(app.screen.query_one("#pair-result", Document))
-        assert any(f"no run {OTHER}" in n.message for n in app.notifications)
+        assert any(f"no run {OTHER}" in n.message for n in notices(app))

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from textual.widgets import Select, Static
 
-from tests.support.demo import copied_home, demo_run, record_demo
-from tests.tui.conftest import COMPLETED, GOLDEN, plain, settle
+from tests.support.demo import demo_run
+from tests.tui.conftest import COMPLETED, GOLDEN, notices, plain, said, settle
 from workbench.cli import main
 from workbench.tui import WorkbenchApp
 from workbench.tui.diff_screens import ChainCompareScreen
@@ -21,14 +21,9 @@ from workbench.tui.runs_screen import RunsScreen
 SIZES = [(200, 50), (80, 24)]
 
 
-@pytest.fixture(scope="module")
-def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return record_demo(tmp_path_factory.mktemp("demo") / "home")
-
-
 @pytest.fixture
-def home(demo_home: Path, tmp_path: Path) -> Path:
-    return copied_home(demo_home, tmp_path / "home")
+def home(demo_copy: Path) -> Path:
+    return demo_copy
 
 
 def _runs(app: WorkbenchApp) -> PagedList:
@@ -72,13 +67,13 @@ async def test_a_tool_name_is_found_in_the_run(home: Path, size: tuple[int, int]
         app.open_run(demo_run(home, "completed"))
         await settle(pilot, lambda: getattr(app.screen, "outline", None) is not None)
         await pilot.press("slash", *"calculator", "enter")
-        await settle(pilot, lambda: any("calculator" in n.message for n in app.notifications))
-        said = [n.message for n in app.notifications]
-        assert not any("not in this run" in line for line in said), said
-        assert any("tool name: calculator" in line for line in said), said
+        await settle(pilot, lambda: any("calculator" in n.message for n in notices(app)))
+        told = said(app)
+        assert not any("not in this run" in line for line in told), told
+        assert any("tool name: calculator" in line for line in told), told
         await pilot.press("slash", "ctrl+a", *"nothing like this", "enter")
-        await settle(pilot, lambda: any("not in this run" in n.message for n in app.notifications))
-        missing = next(n.message for n in app.notifications if "not in this run" in n.message)
+        await settle(pilot, lambda: any("not in this run" in n.message for n in notices(app)))
+        missing = next(n.message for n in notices(app) if "not in this run" in n.message)
         assert "searched tasks, messages, tool names, arguments and results" in missing
 
 

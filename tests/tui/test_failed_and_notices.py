@@ -10,8 +10,8 @@ import pytest
 from rich.console import Console
 from textual.widgets import Static
 
-from tests.support.demo import copied_home, demo_run, record_demo
-from tests.tui.conftest import plain, settle
+from tests.support.demo import demo_run
+from tests.tui.conftest import notices, plain, settle
 from traces.home import traces_dir
 from traces.tree import NOT_AN_ANSWER
 from workbench.engine.recording.runs.load import read_recording_file
@@ -23,14 +23,9 @@ from workbench.tui.run_screen import RunScreen
 SIZE = (160, 45)
 
 
-@pytest.fixture(scope="module")
-def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return record_demo(tmp_path_factory.mktemp("demo") / "home")
-
-
 @pytest.fixture
-def home(demo_home: Path, tmp_path: Path) -> Path:
-    return copied_home(demo_home, tmp_path / "home")
+def home(demo_copy: Path) -> Path:
+    return demo_copy
 
 
 def _runs(app: WorkbenchApp) -> PagedList:
@@ -68,9 +63,9 @@ async def test_a_broken_prices_file_is_a_notice_on_the_run(home: Path) -> None:
             lambda: (
                 isinstance(app.screen, RunScreen)
                 and app.screen.outline is not None
-                and bool(app.notifications)
+                and bool(notices(app))
             ),
         )
-        [notice] = [n for n in app.notifications if "prices.toml" in n.message]
+        [notice] = [n for n in notices(app) if "prices.toml" in n.message]
         assert notice.severity == "warning" and "not a readable TOML file" in notice.message
         assert "\n" not in notice.message

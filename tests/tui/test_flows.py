@@ -9,7 +9,7 @@ from pathlib import Path
 from textual.widgets import Select, Static, TextArea
 
 from tests.engine.engine_support import Project, SearchTools, search_schema
-from tests.tui.conftest import ERROR, MAX_TURNS, pair_result, plain, settle
+from tests.tui.conftest import ERROR, MAX_TURNS, notices, pair_result, plain, run_shown, settle
 from workbench.engine.http.model_server import ModelServer, ScriptResponder
 from workbench.tui import Endpoint, WorkbenchApp
 from workbench.tui.backend import Backend
@@ -33,11 +33,7 @@ async def _open_run(pilot, app: WorkbenchApp, text: str) -> RunScreen:
     await pilot.press("slash", *text, "enter")
     await settle(pilot, lambda: _runs(app).total == 1 and _runs(app).row(0) is not None)
     await pilot.press("enter")
-    await settle(
-        pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.outline is not None
-    )
-    assert isinstance(app.screen, RunScreen)
-    return app.screen
+    return await run_shown(pilot)
 
 
 async def test_runs_list_filters_and_failed_only(home: Path) -> None:
@@ -190,9 +186,9 @@ async def test_a_failing_engine_call_is_a_notification_not_a_crash(home: Path) -
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, lambda: _runs(app).total == 8)
         app.open_compare(ERROR, "no-such-run")
-        await settle(pilot, lambda: bool(app.notifications))
+        await settle(pilot, lambda: bool(notices(app)))
         assert isinstance(app.screen, ChainCompareScreen)
-        assert any(n.severity == "error" for n in app.notifications)
+        assert any(n.severity == "error" for n in notices(app))
         await pilot.press("escape")
         await settle(pilot)
         assert isinstance(app.screen, RunsScreen)

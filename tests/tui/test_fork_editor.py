@@ -42,10 +42,10 @@ async def _open_fork(pilot: Any, app: WorkbenchApp, parent: str, turn: int) -> F
 
 
 async def test_direct_keys_edit_a_tool_description_and_the_fork_answers_differently(
-    demo_home: Path,
+    demo_copy: Path,
 ) -> None:
-    parent = _demo_run(demo_home, "completed")
-    app = WorkbenchApp(demo_home, endpoint=Endpoint())  # no model: the demo's own fork model
+    parent = _demo_run(demo_copy, "completed")
+    app = WorkbenchApp(demo_copy, endpoint=Endpoint())  # no model: the demo's own fork model
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         fork = await _open_fork(pilot, app, parent, 1)
@@ -78,7 +78,7 @@ async def test_direct_keys_edit_a_tool_description_and_the_fork_answers_differen
         assert area.text == fork.context.system
 
         await pilot.press("ctrl+r")
-        await settle(pilot, lambda: isinstance(app.screen, ChainCompareScreen), tries=400)
+        await settle(pilot, lambda: isinstance(app.screen, ChainCompareScreen))
         compare = app.screen
         await settle(
             pilot, lambda: "aligning" not in plain(compare.query_one("#pair-result", Document))
@@ -87,9 +87,9 @@ async def test_direct_keys_edit_a_tool_description_and_the_fork_answers_differen
         assert "A tool's description was edited" in shown
 
 
-async def test_the_plan_follows_a_mocked_result_as_it_is_typed(demo_home: Path) -> None:
-    parent = _demo_run(demo_home, "completed")
-    app = WorkbenchApp(demo_home, endpoint=Endpoint())
+async def test_the_plan_follows_a_mocked_result_as_it_is_typed(demo_copy: Path) -> None:
+    parent = _demo_run(demo_copy, "completed")
+    app = WorkbenchApp(demo_copy, endpoint=Endpoint())
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         fork = await _open_fork(pilot, app, parent, 2)
@@ -108,13 +108,13 @@ async def test_the_plan_follows_a_mocked_result_as_it_is_typed(demo_home: Path) 
         assert "no edits" not in plain(plan)
 
 
-async def test_a_bundle_opens_in_the_tui_on_its_runs(demo_home: Path, tmp_path: Path) -> None:
+async def test_a_bundle_opens_in_the_tui_on_its_runs(demo_copy: Path, tmp_path: Path) -> None:
     from workbench.engine.recording.runs.bundle_import import opened_bundle
 
-    run = _demo_run(demo_home, "completed")
+    run = _demo_run(demo_copy, "completed")
     bundle = tmp_path / "one.wbundle"
     with contextlib.redirect_stdout(io.StringIO()):
-        assert main(["--home", str(demo_home), "bundle", run, "-o", str(bundle)]) == 0
+        assert main(["--home", str(demo_copy), "bundle", run, "-o", str(bundle)]) == 0
     # What `workbench FILE` opens: a throwaway home holding the bundle's runs.
     with opened_bundle(bundle) as (home, report):
         assert report.runs == [run]
@@ -125,18 +125,18 @@ async def test_a_bundle_opens_in_the_tui_on_its_runs(demo_home: Path, tmp_path: 
     assert not home.exists()
 
 
-async def test_the_trace_tree_marks_each_fork_call_with_its_policy(demo_home: Path) -> None:
+async def test_the_trace_tree_marks_each_fork_call_with_its_policy(demo_copy: Path) -> None:
     from traces.home import traces_dir
     from workbench.tui.run_screen import RunScreen
 
-    with TraceStore.for_home(demo_home) as store:
+    with TraceStore.for_home(demo_copy) as store:
         recorded = store.runs()
     recovered = next(r.run_id for r in recorded if r.status == "completed" and r.turns > 2)
-    before = set(traces_dir(demo_home).glob("*.jsonl"))
-    code = await cli("--home", str(demo_home), "fork", recovered, "--turn", "2", "--quiet")
+    before = set(traces_dir(demo_copy).glob("*.jsonl"))
+    code = await cli("--home", str(demo_copy), "fork", recovered, "--turn", "2", "--quiet")
     assert code == 0
-    [fork] = [p.stem for p in set(traces_dir(demo_home).glob("*.jsonl")) - before]
-    app = WorkbenchApp(demo_home, endpoint=Endpoint())
+    [fork] = [p.stem for p in set(traces_dir(demo_copy).glob("*.jsonl")) - before]
+    app = WorkbenchApp(demo_copy, endpoint=Endpoint())
     async with app.run_test(size=SIZE) as pilot:
         runs = app.screen.query_one("#runs-list")
         # the fork is ingested (the list folds the regression samples away)

@@ -14,7 +14,7 @@ import pytest
 from textual.widgets import Static
 
 from tests.support.read_only import read_only
-from tests.tui.conftest import COMPLETED, plain, settle
+from tests.tui.conftest import COMPLETED, has_said, notices, plain, said, settle, writes_refused
 from traces.store import TraceStore
 from workbench.engine.recording.replay.verify import replay_run
 from workbench.engine.recording.runs.load import load_recording
@@ -22,7 +22,6 @@ from workbench.tui import WorkbenchApp
 from workbench.tui.paged_list import PagedList
 from workbench.tui.regress_screen import RegressScreen
 from workbench.tui.replay_screen import ReplayScreen
-from workbench.tui.run_screen import RunScreen
 
 SIZE = (160, 45)
 CLI = "import sys; from workbench.cli import main; sys.exit(main())"
@@ -50,10 +49,6 @@ def one_line(proc: subprocess.CompletedProcess[str]) -> str:
 
 def _runs(app: WorkbenchApp) -> PagedList:
     return app.screen.query_one("#runs-list", PagedList)
-
-
-def _said(app: WorkbenchApp) -> list[str]:
-    return [n.message for n in app.notifications]
 
 
 # ---------------------------------------------------------------- a home that is not there
@@ -172,36 +167,15 @@ async def test_a_read_only_home_is_browsed_and_what_writes_is_refused(
         assert "cannot be written" in shown
 
         await pilot.press("g")  # reload: the fifth trace cannot be stored
-        await settle(pilot, lambda: bool(_said(app)))
-        assert _said(app)[-1].startswith("cannot pick up new traces: the home is read-only")
+        await settle(
+            pilot, lambda: has_said(app, "cannot pick up new traces: the home is read-only")
+        )
         assert _runs(app).total == 4
         await pilot.press("ctrl+f", *"Tokyo", "enter")  # contents search reads the store
         await settle(pilot, lambda: _runs(app).total == 1 and _runs(app).row(0) is not None)
         assert getattr(_runs(app).row(0), "run_id", None) == COMPLETED
 
-        app.open_run(COMPLETED)
-        await settle(
-            pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.outline is not None
-        )
-        run = app.screen
-        assert isinstance(run, RunScreen)
-        await pilot.press("x")
-        await settle(pilot, lambda: len(_said(app)) == 2)
-        assert _said(app)[-1].startswith("cannot export the run: the home is read-only")
-
-        await pilot.press("down")  # turn 1
-        await settle(
-            pilot,
-            lambda: (
-                (node := run.chain_tree.cursor_node) is not None
-                and node.data is not None
-                and node.data.turn is not None
-            ),
-        )
-        await pilot.press("f")
-        await settle(pilot, lambda: len(_said(app)) == 3)
-        assert _said(app)[-1].startswith("cannot fork: the home is read-only")
-        assert app.screen is run
+        await writes_refused(pilot, COMPLETED, "the home is read-only")
 
         await pilot.press("v")  # verifying reads the recording and writes nothing
         replay = app.screen
@@ -210,7 +184,7 @@ async def test_a_read_only_home_is_browsed_and_what_writes_is_refused(
         await settle(pilot, lambda: "re-running" not in plain(verdict))
         expected = await replay_run(load_recording(COMPLETED, wb_home))
         assert f"verify replay: {expected.status}" in plain(verdict)
-        assert [n.severity for n in app.notifications] == ["warning"] * 3
+        assert [n.severity for n in notices(app)] == ["warning"] * 3
 
     assert_unchanged(wb_home)
 
@@ -230,7 +204,7 @@ async def test_a_read_only_store_without_suite_results_shows_none(read_only_home
         await settle(pilot, lambda: isinstance(app.screen, RegressScreen))
         body = app.screen.query_one("#case-body", Static)
         await settle(pilot, lambda: "No suite runs stored yet" in plain(body))
-        assert not app.notifications
+        assert not said(app)
 
 
 async def test_a_run_ingested_from_elsewhere_verifies_on_a_read_only_home(
@@ -253,7 +227,7 @@ async def test_a_run_ingested_from_elsewhere_verifies_on_a_read_only_home(
             verdict = app.screen.query_one("#replay-verify", Static)
             await settle(pilot, lambda: "re-running" not in plain(verdict))
             assert f"verify replay: {expected.status}" in plain(verdict)
-            assert not app.notifications
+            assert not said(app)
 
 
 def test_a_damaged_store_is_one_line_before_the_terminal_is_taken(wb_home: Path) -> None:

@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.support.hostile import CLIMBING, write_renamed
-from tests.tui.conftest import settle
+from tests.tui.conftest import run_shown, said, settle
 from workbench.tui import WorkbenchApp
 from workbench.tui.paged_list import PagedList
-from workbench.tui.run_screen import RunScreen
 
 
 def _all_files(folder: Path) -> set[Path]:
@@ -27,17 +26,15 @@ async def test_exporting_a_run_whose_id_climbs_writes_inside_exports(tmp_path: P
         runs = app.screen.query_one("#runs-list", PagedList)
         await settle(pilot, lambda: runs.total == 1)
         app.open_run(CLIMBING)
-        await settle(
-            pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.outline is not None
-        )
+        await run_shown(pilot)
         await pilot.press("x")
         exports = home / "exports"
-        await settle(pilot, lambda: exports.is_dir() and any(exports.iterdir()))
-        said = [n.message for n in app._notifications]
+        await settle(pilot, lambda: any(m.startswith("Exported") for m in said(app)))
+        told = said(app)
     written = _all_files(tmp_path) - before - {home / "workbench.duckdb"}
     (exported,) = [path for path in written if path.suffix == ".md"]
     assert exported.parent == exports
     assert ".." not in exported.name and "/" not in exported.stem
     assert list(target.resolve().iterdir()) == []
     assert "in Tokyo it is 09:00" in exported.read_text(encoding="utf-8")
-    assert str(exported) in said[-1]
+    assert str(exported) in told[-1]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
-from tests.tui.conftest import plain, settle
+from tests.tui.conftest import plain, run_shown, settle
 from workbench.cli import main
 from workbench.tui import WorkbenchApp
 from workbench.tui.paged_list import PagedList
@@ -27,9 +27,7 @@ async def test_an_imported_run_opens_with_its_turns_and_tool_call(tmp_path: Path
         runs = app.screen.query_one("#runs-list", PagedList)
         await settle(pilot, lambda: runs.total == 1 and runs.row(0) is not None)
         await pilot.press("enter")
-        await settle(
-            pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.outline is not None
-        )
+        await run_shown(pilot)
         assert isinstance(app.screen, RunScreen)
         summary = plain(app.screen.query_one("#run-summary", Static))
         assert "How many lines does notes.txt have?" in summary

@@ -11,7 +11,17 @@ import pytest
 from textual.widgets import Input, Select, Static, TextArea
 
 from tests.support.read_only import read_only
-from tests.tui.conftest import COMPLETED, ERROR, GOLDEN, MAX_TURNS, plain, settle
+from tests.tui.conftest import (
+    COMPLETED,
+    ERROR,
+    GOLDEN,
+    MAX_TURNS,
+    notices,
+    plain,
+    run_shown,
+    said,
+    settle,
+)
 from workbench.engine.http.model_server import ModelServer, ScriptResponder
 from workbench.tui import Endpoint, WorkbenchApp
 from workbench.tui.diff_screens import ChainCompareScreen
@@ -33,11 +43,7 @@ def _runs(app: WorkbenchApp) -> PagedList:
 async def _open(pilot, app: WorkbenchApp, run_id: str) -> RunScreen:
     await settle(pilot, lambda: _runs(app).total >= 8)
     app.open_run(run_id)
-    await settle(
-        pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.outline is not None
-    )
-    assert isinstance(app.screen, RunScreen)
-    return app.screen
+    return await run_shown(pilot)
 
 
 def _row(app: WorkbenchApp, index: int) -> Any:
@@ -191,15 +197,15 @@ async def test_the_fork_form_is_remembered_and_ctrl_c_asks_first(home: Path) -> 
         await settle(pilot)
 
         await pilot.press("ctrl+r")  # no model yet: the form says what to fill in
-        await settle(pilot, lambda: bool(app.notifications))
-        message = app.notifications[-1].message
+        await settle(pilot, lambda: any("base URL" in m for m in said(app)))
+        message = notices(app)[-1].message
         assert "base URL" in message and "--" not in message
         assert not fork.running
 
         await pilot.press("ctrl+c")  # a half-filled form: the first ctrl+c only warns
         await settle(pilot)
         assert app.is_running and app.screen is fork
-        assert "ctrl+c again" in app.notifications[-1].message
+        assert "ctrl+c again" in notices(app)[-1].message
 
         await pilot.press("escape")
         await settle(pilot, lambda: not isinstance(app.screen, ForkScreen))
@@ -379,10 +385,10 @@ async def test_copy_the_selected_value_and_export_the_run(home: Path) -> None:
 
         await pilot.press("x")
         exported = home / "exports" / f"{ERROR}.md"
-        await settle(pilot, lambda: exported.exists())
+        # The notice comes once the export is written.
+        await settle(pilot, lambda: any(str(exported) in m for m in said(app)))
         markdown = exported.read_text()
         assert "Compute (2 + 3) * 4." in markdown and "calculator" in markdown
-        assert str(exported) in app.notifications[-1].message
 
 
 # ---------------------------------------------------------------- timeline

@@ -9,7 +9,7 @@ from pathlib import Path
 from textual.widgets import Input, Static
 
 from tests.support.generated_runs import varied_run
-from tests.tui.conftest import plain, settle
+from tests.tui.conftest import plain, said, settle
 from traces.reader import read_trace
 from traces.store import TraceStore
 from workbench.engine.views.export import EXPORT_TURNS, export_run
@@ -76,9 +76,8 @@ async def test_exporting_a_long_run_says_so_and_writes_it_whole(tmp_path: Path) 
         run = app.screen
         assert isinstance(run, RunScreen)
         await pilot.press("x")
-        said = lambda: [n.message for n in app.notifications]  # noqa: E731
-        await settle(pilot, lambda: any(m.startswith("Exported") for m in said()))
-        started, done = said()
+        await settle(pilot, lambda: any(m.startswith("Exported") for m in said(app)))
+        started, done = said(app)
         assert started == f"Exporting the run as Markdown ({turns} turns)…"
         assert _text(done.removeprefix("Exported the run as Markdown to ")) == export_run(
             events, "md"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from textual.widgets import Select, Static
 
-from tests.tui.conftest import plain, settle
+from tests.tui.conftest import plain, said, settle
 from workbench.engine.views.search import SEARCHED
 from workbench.tui import WorkbenchApp
 from workbench.tui.app import error_line
@@ -27,8 +27,8 @@ async def test_a_search_for_a_closing_tag_is_shown_not_parsed(home: Path) -> Non
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await settle(pilot, lambda: _runs(app).total == 8)
         await pilot.press("ctrl+f", *"[/INST]", "enter")
-        said = f"No run contains '[/INST]' ({SEARCHED})."
-        await settle(pilot, lambda: said in [n.message for n in app.notifications])
+        told = f"No run contains '[/INST]' ({SEARCHED})."
+        await settle(pilot, lambda: told in said(app))
         await pilot.pause()  # the toast paints
         assert app.is_running
         assert "containing '[/INST]'" in plain(app.screen.query_one("#runs-count", Static))
@@ -42,7 +42,7 @@ async def test_an_error_cut_inside_a_bracket_is_a_notification(home: Path) -> No
         shown = error_line(ValueError(detail))
         assert "[type=extra_forb" in shown and shown.endswith("…")
         app.report_error(ValueError(detail))
-        await settle(pilot, lambda: shown in [n.message for n in app.notifications])
+        await settle(pilot, lambda: shown in said(app))
         await pilot.pause()  # the toast paints
         assert app.is_running
 

@@ -15,7 +15,7 @@ from textual.pilot import Pilot
 from textual.widgets import Static
 
 from tests.review.test_queue import UNREVIEWED_FAILED, make_runs
-from tests.tui.conftest import plain, settle
+from tests.tui.conftest import notices, plain, settle
 from traces.annotations import author_file
 from traces.store import RunQuery
 from workbench.engine.review.labels import DEFAULT_LABELS, SCREEN_KEYS, labels_file
@@ -101,7 +101,7 @@ async def test_skip_undo_and_a_note_from_the_keyboard(tmp_path: Path) -> None:
         await pilot.press("u")  # the label: a tombstone
         screen = await shown(pilot)
         assert "0 of 3 reviewed · run 1 of 3" in progress(screen)
-        assert any("Undid the label" in n.message for n in app_of(pilot).notifications)
+        assert any("Undid the label" in n.message for n in notices(app_of(pilot)))
         await pilot.press("n")
         await settle(pilot, lambda: pilot.app.screen.query("#note-text"))
         await pilot.press(*"asks twice", "enter")
@@ -163,9 +163,9 @@ async def test_labels_come_from_the_home_and_a_bad_file_is_one_line(tmp_path: Pa
     async with app_on(tmp_path, review=None).run_test(size=SIZE) as pilot:
         await settle(pilot, lambda: isinstance(pilot.app.screen, RunsScreen))
         await pilot.press("Q")
-        await settle(pilot, lambda: app_of(pilot).notifications)
+        await settle(pilot, lambda: notices(app_of(pilot)))
         assert isinstance(pilot.app.screen, RunsScreen)
-        (notice,) = app_of(pilot).notifications
+        (notice,) = notices(app_of(pilot))
         assert "key 'u' is the review screen's undo key" in notice.message
         assert "\n" not in notice.message
 
@@ -179,7 +179,7 @@ async def test_an_empty_queue_says_so(tmp_path: Path, spec: QueueSpec) -> None:
             screen.query_one("#review-card", Static)
         )
         await pilot.press("g", "s", "u")  # nothing to label, skip or undo: no failure
-        assert any("Nothing to undo" in n.message for n in app_of(pilot).notifications)
+        assert any("Nothing to undo" in n.message for n in notices(app_of(pilot)))
 
 
 async def test_at_80_columns_the_progress_and_the_keys_show_whole(tmp_path: Path) -> None:

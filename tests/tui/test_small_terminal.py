@@ -19,7 +19,7 @@ from textual.widgets._footer import FooterKey
 
 from tests.support.demo import demo_run
 from tests.support.generated_runs import long_run
-from tests.tui.conftest import settle
+from tests.tui.conftest import notices, settle
 from traces.home import traces_dir
 from workbench.cli import main
 from workbench.tui import WorkbenchApp
@@ -112,7 +112,7 @@ async def test_a_search_with_failed_only_on_names_the_filter(
         await settle(pilot, lambda: "failed only" in str(count.content))
         await pilot.press("ctrl+f", *"list_dir", "enter")
         await settle(pilot, lambda: "containing 'list_dir'" in str(count.content))
-        told = [n.message for n in app.notifications if "'list_dir' is in" in n.message]
+        told = [n.message for n in notices(app) if "'list_dir' is in" in n.message]
         assert told and "filters on: failed only" in told[0], told
         app.clear_notifications()  # a toast covers the line it is about
         await settle(pilot)

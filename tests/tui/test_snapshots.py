@@ -87,9 +87,14 @@ def test_fork_screen(snap_compare, home: Path) -> None:
         plan = pilot.app.screen.query_one("#fork-plan")
         await settle(pilot, lambda: "fire live" in plain(plan))
         # The same cursor and scroll however long that took: the plan made the form taller.
-        pilot.app.focused.cursor_blink = False
+        # A steady cursor, its lines drawn again: those drawn while it blinked are cached
+        # by whether the blink had shown it, which depends on how long the dialog took.
+        mock = pilot.app.focused
+        mock.cursor_blink = False
+        mock.notify_style_update()
         pilot.app.screen.query_one("#fork-form").scroll_home(animate=False)
-        await pilot.pause()
+        await settle(pilot)
+        await pilot.wait_for_scheduled_animations()
 
     assert snap_compare(_app(home), terminal_size=SIZE, run_before=run_before)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.generated_runs import LONG, TURNS, long_run
-from tests.tui.conftest import COMPLETED, settle
+from tests.tui.conftest import COMPLETED, notices, settle
 from workbench.tui import WorkbenchApp
 from workbench.tui.paged_list import PagedList
 from workbench.tui.timeline_screen import TimelineScreen, Waterfall
@@ -59,7 +59,7 @@ async def test_a_long_run_opens_on_its_first_window_and_moves_with_the_keys(
 
         second = screen.view
         await pilot.press("right_square_bracket")  # nothing after the last window
-        await settle(pilot, lambda: any("No later turns" in n.message for n in app.notifications))
+        await settle(pilot, lambda: any("No later turns" in n.message for n in notices(app)))
         assert screen.view is second
 
         await pilot.press("left_square_bracket")
@@ -74,7 +74,7 @@ async def test_a_short_run_shows_every_turn_and_says_so_on_the_window_keys(home:
         assert screen.view is not None and screen.view.window is None
         assert " shown" not in shown(app)
         await pilot.press("right_square_bracket")
-        await settle(pilot, lambda: any("Every turn" in n.message for n in app.notifications))
+        await settle(pilot, lambda: any("Every turn" in n.message for n in notices(app)))
 
 
 @pytest.mark.parametrize("ended", [True, False], ids=["ended", "cut off before run_end"])

@@ -13,7 +13,7 @@ import pytest
 from textual.widgets import Static
 
 from tests.support.generated_runs import LONG, long_run
-from tests.tui.conftest import plain, settle
+from tests.tui.conftest import notices, plain, settle
 from workbench.tui import WorkbenchApp
 from workbench.tui.paged_list import PagedList
 from workbench.tui.replay_screen import ReplayScreen
@@ -111,7 +111,7 @@ async def test_a_verify_process_that_dies_is_one_line(long_home: Path) -> None:
         assert shown == (
             "verify replay failed: the replay process ended (killed by SIGKILL) before its outcome"
         )
-        errors = [n for n in app.notifications if n.severity == "error"]
+        errors = [n for n in notices(app) if n.severity == "error"]
         assert [n.message for n in errors] == [
             "the replay process ended (killed by SIGKILL) before its outcome"
         ]

@@ -8,18 +8,13 @@ from pathlib import Path
 
 from textual.widgets import Static
 
-from tests.tui.conftest import COMPLETED, plain, settle
+from tests.tui.conftest import COMPLETED, plain, settle, writes_refused
 from workbench.tui import WorkbenchApp
 from workbench.tui.backend import Backend
 from workbench.tui.paged_list import PagedList
-from workbench.tui.run_screen import RunScreen
 
 SIZE = (160, 45)
 WHY = "opened with --read-only"
-
-
-def _said(app: WorkbenchApp) -> list[str]:
-    return [n.message for n in app.notifications]
 
 
 async def test_with_writes_off_forks_and_exports_are_refused(home: Path) -> None:
@@ -32,28 +27,6 @@ async def test_with_writes_off_forks_and_exports_are_refused(home: Path) -> None
         await settle(pilot, lambda: runs.total > 0 and notice.display)
         assert f"read-only: {WHY}" in plain(notice)
 
-        app.open_run(COMPLETED)
-        await settle(
-            pilot, lambda: isinstance(app.screen, RunScreen) and app.screen.outline is not None
-        )
-        run = app.screen
-        assert isinstance(run, RunScreen)
-        await pilot.press("x")
-        await settle(pilot, lambda: len(_said(app)) == 1)
-        assert _said(app)[-1] == f"cannot export the run: {WHY}"
-
-        await pilot.press("down")  # turn 1
-        await settle(
-            pilot,
-            lambda: (
-                (node := run.chain_tree.cursor_node) is not None
-                and node.data is not None
-                and node.data.turn is not None
-            ),
-        )
-        await pilot.press("f")
-        await settle(pilot, lambda: len(_said(app)) == 2)
-        assert _said(app)[-1] == f"cannot fork: {WHY}"
-        assert app.screen is run
+        await writes_refused(pilot, COMPLETED, WHY)
     assert not (home / "exports").exists()
     assert sorted((home / "traces").iterdir()) == traces  # no fork's trace

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.support.browser import chromium_page
-from tests.support.demo import demo_runs, record_demo
+from tests.support.demo import demo_runs
 from tests.web.served import Served, served
 
 if TYPE_CHECKING:
@@ -22,11 +22,6 @@ pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc"),
 ]
-
-
-@pytest.fixture(scope="module")
-def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return record_demo(tmp_path_factory.mktemp("web-browser") / "home")
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import pytest
 
 from tests.engine.test_export_html import XSS_RESULT, XSS_TASK
 from tests.support.browser import chromium_page
-from tests.support.demo import demo_run, record_demo
+from tests.support.demo import demo_run
 from tests.support.processes import workbench_at
 from traces.home import traces_dir
 
@@ -21,11 +21,6 @@ if TYPE_CHECKING:
     from playwright.sync_api import Dialog
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return record_demo(tmp_path_factory.mktemp("export-page") / "home")
 
 
 def export_page(home: Path, run: str, path: Path) -> Path:

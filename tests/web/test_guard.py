@@ -13,16 +13,11 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from tests.support.demo import demo_runs, record_demo
+from tests.support.demo import demo_runs
 from tests.support.processes import WAIT_S, workbench_at
 from tests.web.served import TOKEN, Served, screen_until, served, socket_url
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc")
-
-
-@pytest.fixture(scope="module")
-def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return record_demo(tmp_path_factory.mktemp("web") / "home")
 
 
 @pytest.fixture(scope="module")

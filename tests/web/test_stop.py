@@ -14,16 +14,11 @@ import aiohttp
 import pytest
 
 from tests.support.busy import busy_cores
-from tests.support.demo import demo_run, record_demo
+from tests.support.demo import demo_run
 from tests.support.processes import WAIT_S
 from tests.web.served import screen_until, served, socket_url
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads /proc")
-
-
-@pytest.fixture(scope="module")
-def demo_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return record_demo(tmp_path_factory.mktemp("web-stop") / "home")
 
 
 def gone(pid: int) -> bool:

@@ -215,7 +215,10 @@ def _quoted(text: str) -> str:
 
 
 # For each of $run_ids, the latest run of the same task started before it (NULL for none):
-# what `workbench failures` compares a group's first run with.
+# what `workbench failures` compares a group's first run with. The same task here is the
+# same task text, not `task_fingerprint`: the fingerprint holds the system prompt and the
+# tool names, so by it a run whose prompt or tools changed would have no run before it, and
+# those changes, the ones `changes.py` is there to name, could never be named.
 RUN_BEFORE_OF_TASK = """
 SELECT r.run_id, (
     SELECT arg_max(p.run_id, p.started_at) FROM runs p

@@ -7,7 +7,8 @@ when the model asked for it and the loop never started it), each answer (a respo
 no tool calls), each model or run error it did not recover from, and its end (status).
 Two steps are the same step when their `key`s are: the kind, turn, tool, arguments and
 outcome (an answer's text, an error's place and kind, an end's status) — not a result's
-text, which comes from the world, not from the agent.
+text, which comes from the world, not from the agent, unless the caller asks for it
+(`results`: `workbench why`, which can test a result by mocking it).
 
     members = group_members(store, run_ids)        # status, verdict, task of each
     rows = step_keys(store, run_ids, 0, 99)        # positions 0..99 of each run, keys only
@@ -98,12 +99,14 @@ WITH picked AS (
     FROM all_steps
 )
 """
-# The steps at positions $first to $last, keys only, by run and position.
+# The steps at positions $first to $last, keys only, by run and position; a call's result
+# text is part of its key when $results.
 STEP_KEYS = f"""{_STEPS}
 SELECT run_id, position, turn, kind, tool, outcome,
     left(md5(concat_ws(chr(31), kind, coalesce(turn::VARCHAR, ''), coalesce(tool, ''),
         coalesce(arguments, ''), outcome,
-        CASE kind WHEN 'answer' THEN coalesce(text, '') ELSE '' END)), 16) AS key
+        CASE WHEN kind = 'answer' OR (kind = 'call' AND $results)
+             THEN coalesce(text, '') ELSE '' END)), 16) AS key
 FROM steps WHERE position BETWEEN $first AND $last
 ORDER BY run_id, position
 """
@@ -191,9 +194,12 @@ def group_members(store: TraceStore, run_ids: list[str]) -> list[Member]:
     return [Member(*row) for row in rows]
 
 
-def step_keys(store: TraceStore, run_ids: list[str], first: int, last: int) -> list[StepKey]:
-    """The steps at positions `first` to `last` of the runs, by run and position."""
-    params = {"run_ids": run_ids, "first": first, "last": last}
+def step_keys(
+    store: TraceStore, run_ids: list[str], first: int, last: int, *, results: bool = False
+) -> list[StepKey]:
+    """The steps at positions `first` to `last` of the runs, by run and position; with
+    `results`, two calls whose results' texts differ are two steps."""
+    params = {"run_ids": run_ids, "first": first, "last": last, "results": results}
     _, rows = store.query(STEP_KEYS, params)
     return [StepKey(*row) for row in rows]
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from traces.home import db_path
 from traces.origins import JUDGED_LIKE, RUN_KINDS, judged_status, kind_from_name, kind_label
+from traces.statuses import RUN_STATUSES
 from workbench.cli.common import (
     CliError,
     ExitCode,
@@ -40,19 +41,6 @@ from workbench.engine.recording.runs.window import TURN_WINDOW
 if TYPE_CHECKING:  # the store loads DuckDB and the event models pydantic: handlers import them
     from traces.store import IngestReport, TraceStore
     from traces.tree import RunChain, ToolCallNode, TurnNode
-
-# `traces.events.RUN_STATUSES`, kept here so that building the parser loads no models (a
-# test holds them equal).
-STATUS_CHOICES = (
-    "completed",
-    "max_turns",
-    "duplicate_tool_calls",
-    "token_budget",
-    "timeout",
-    "cancelled",
-    "error",
-    "incomplete",
-)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -194,7 +182,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 def add_listing_flags(parser: argparse.ArgumentParser) -> None:
     """`runs`' own filters (status, failed, samples, task text, kind); `add_run_filters`
     adds the rest. `workbench review` takes them all."""
-    parser.add_argument("--status", choices=STATUS_CHOICES, help="only runs with this status")
+    parser.add_argument("--status", choices=RUN_STATUSES, help="only runs with this status")
     parser.add_argument(
         "--failed",
         action="store_true",

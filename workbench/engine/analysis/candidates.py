@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from agent_core.tools.base import call_key
 from traces.events import Error, ToolEnd, ToolStart
-from workbench.engine.analysis.departure import left_passing_path
 
 if TYPE_CHECKING:
     from traces.events import Event
+    from workbench.engine.analysis.compare import Departure
     from workbench.engine.recording.runs.load import Recording
 
 CandidateKind = Literal[
@@ -114,10 +114,13 @@ def newest_before(runs: list[Recording], failing: Recording) -> Recording | None
     return before[0] if before else runs[0] if runs else None
 
 
-def candidates(runs: TaskRuns, first_failure: Event | None) -> list[Candidate]:
-    """Every candidate cause the recordings show, in `KIND_ORDER`."""
+def candidates(
+    runs: TaskRuns, first_failure: Event | None, departure: Departure | None
+) -> list[Candidate]:
+    """Every candidate cause the recordings show, in `KIND_ORDER`; `departure` is where
+    the failing run left its task's passing path (`compare.left_path`, results counted)."""
     found = [
-        *_departure(runs),
+        *_departure(runs, departure),
         *_tool_errors(runs, first_failure),
         *_first_error(runs, first_failure),
         *_tool_changes(runs),
@@ -159,35 +162,30 @@ def _mock(runs: TaskRuns, start: ToolStart) -> tuple[Fix | None, str | None]:
     return None, f"no passing run of the task has a result for {start.name}"
 
 
-def _departure(runs: TaskRuns) -> list[Candidate]:
-    found = left_passing_path(runs.failing, runs.passing)
-    if found is None or found.step is None:
+# Departures a fork tests by mocking the call's result with the passing run's.
+_MOCKED = ("tool_error", "other_outcome", "other_result")
+
+
+def _departure(runs: TaskRuns, found: Departure | None) -> list[Candidate]:
+    """A call or answer off the path (an error or an end there is the first error's or the
+    limit's candidate)."""
+    if found is None or found.step.kind not in ("call", "answer") or found.step.seq is None:
         return []
-    step, failing = found.step, runs.failing
-    other = found.passing_step
-    theirs = f"; passing run {found.passing_run[:12]} " + (
-        f"{'got' if other.kind == 'result' else 'did'} {_step_text(other)}"
-        if other is not None
-        else "ended there"
+    step, expected, failing = found.step, found.expected, runs.failing
+    theirs = (
+        f"passing run {expected.run_id[:12]}: {_short(expected.label())}"
+        if expected is not None
+        else "the passing runs had ended there"
     )
     event = next(e for e in failing.events if e.seq == step.seq)
-    evidence = [_evidence(failing, event, f"{_step_text(step)}{theirs}")]
-    title = f"left the passing runs' path at turn {step.turn}: {_step_text(step)}"
-    if step.kind == "result" and isinstance(event, ToolEnd):
-        start = next(s for _, s, _ in failing.tool_calls() if s.call_id == event.call_id)
-        fix, why_not = _mock(runs, start)
+    evidence = [_evidence(failing, event, f"{_short(step.label())}; {theirs}")]
+    title = f"left the passing runs' path at turn {step.turn}: {found.says()}"
+    if found.how in _MOCKED and isinstance(event, ToolStart):
+        fix, why_not = _mock(runs, event)
         return [Candidate("left_passing_path", title, evidence, fix, why_not)]
-    again = Fix(step.turn, f"the model asked again at turn {step.turn}, nothing edited")
+    turn = step.turn or 0
+    again = Fix(turn, f"the model asked again at turn {turn}, nothing edited")
     return [Candidate("left_passing_path", title, evidence, again)]
-
-
-def _step_text(step: Any) -> str:
-    if step.kind == "answer":
-        return f"the answer {_short(step.text)}"
-    if step.kind == "result":
-        state = "ok" if step.ok else "error"
-        return f"{step.name} → {state}: {_short(step.text)}"
-    return f"{step.name}({_short(step.arguments)})"
 
 
 def _short(text: str, width: int = 60) -> str:

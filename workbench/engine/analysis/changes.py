@@ -1,6 +1,10 @@
 """What changed around a failure's first occurrence: its first run's set-up (model, system
 prompt, each tool's description and schema) against the run of the same task just before
 it. A change there is a lead to follow (`workbench why` verifies one), not a verdict.
+
+"The same task" is the same task text (`failures.RUN_BEFORE_OF_TASK`), not the task
+fingerprint the rest of the analysis groups runs by: the fingerprint holds the system
+prompt and the tool names, which are among the changes named here.
 """
 
 from __future__ import annotations

@@ -6,13 +6,14 @@ called `list_dir`; 3 of them failed".
     comparison = compare_group(store, run_ids)
     comparison.path                  # the passing path, step by step (content, not digests)
     comparison.variants              # most runs first; each with its departure and runs
-    left = left_path(store, run_id)  # one run against the passing runs of its task (`why`)
+    left = left_path(store, run_id, results=True)  # one run against its task's passing runs
 
 The path is found step by step: at each step, the step most of the passing runs still on
 the path took (all runs' majority when none passed). Steps are compared by their key
 (`traces.store.steps`: kind, turn, tool, arguments, outcome; an answer's text; an end's
-status), read from the store a window of step positions at a time for the runs still on
-the path only, so thousands of runs are compared holding one window of their keys.
+status; a call's result text with `results`, as `workbench why` asks), read from the store
+a window of step positions at a time for the runs still on the path only, so thousands of
+runs are compared holding one window of their keys.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ How = Literal[
     "limit",  # stopped by a limit: max_turns, duplicate_tool_calls, token_budget, timeout
     "stopped",  # ended otherwise where the path went on (error, cancelled, incomplete)
     "other_turn",  # the same call, in another turn
+    "other_result",  # the same call went the same way with another result text (`results`)
 ]
 LIMITS = ("max_turns", "duplicate_tool_calls", "token_budget", "timeout")
 # A failed call's outcome as the sentence says it.
@@ -163,6 +165,8 @@ class Departure:
                 return f"stopped ({step.outcome}) where {who} {there}"
             case "other_turn":
                 return f"called `{step.tool}` in turn {step.turn}, {who} in another turn"
+            case "other_result":
+                return f"got another result from `{step.tool}` than {who}"
         return "left the path"  # pragma: no cover - every How is matched above
 
     def to_json(self) -> dict[str, Any]:
@@ -255,10 +259,12 @@ def compare_group(
     shown: int = VARIANTS_SHOWN,
     focus: str | None = None,
     window: int = STEP_WINDOW,
+    results: bool = False,
 ) -> GroupComparison:
     """The runs `run_ids` (those the store holds) against the path their passing runs
     share; the `shown` variants with most runs get their steps' content, and `focus`'s
-    variant whatever its size."""
+    variant whatever its size. With `results`, a call whose result text differs from the
+    path's left it there."""
     members = group_members(store, sorted(set(run_ids)))
     if not members:
         raise GroupError("none of these runs is in the store; `workbench runs` lists them")
@@ -269,7 +275,7 @@ def compare_group(
     while walk.following:
         size = max(window, WINDOW_KEYS // len(walk.following))
         keys: dict[str, dict[int, str]] = {}
-        for row in step_keys(store, walk.following, first, first + size - 1):
+        for row in step_keys(store, walk.following, first, first + size - 1, results=results):
             keys.setdefault(row.run_id, {})[row.position] = row.key
         for position in range(first, first + size):
             if not walk.step(position, keys):
@@ -370,7 +376,8 @@ def _how(step: Step, expected: Step | None) -> How:
         if step.outcome == "not_run":
             return "not_run"
         return "other_outcome" if step.outcome == "ok" else "tool_error"
-    return "other_turn"
+    # The key differs in its turn, or (counting results) in the result's text.
+    return "other_turn" if step.turn != expected.turn else "other_result"
 
 
 def _diffs(step: Step, expected: Step | None) -> list[TextDiff]:
@@ -440,17 +447,18 @@ class RunDeparture:
         }
 
 
-def left_path(store: TraceStore, run_id: str) -> RunDeparture:
+def left_path(store: TraceStore, run_id: str, *, results: bool = False) -> RunDeparture:
     """Where `run_id` left the path the passing runs of its task share (its task: its task
     fingerprint): the first step it took off it, beside the path's step there, with word
     diffs. No departure when it never left, or no other run of its task passed (no path).
-    `UnknownRunError` for a run the store does not hold."""
+    `results` as `compare_group` takes it. `UnknownRunError` for a run the store does not
+    hold."""
     run_id = store.resolve_run(run_id)
     task = task_runs(store, run_id)
     others = [m.run_id for m in group_members(store, task) if m.passed and m.run_id != run_id]
     if not others:
         return RunDeparture(run_id, 0, [], None)
-    comparison = compare_group(store, [*others, run_id], shown=0, focus=run_id)
+    comparison = compare_group(store, [*others, run_id], shown=0, focus=run_id, results=results)
     variant = comparison.variant_of(run_id)
     departure = variant.departure if variant is not None else None
     return RunDeparture(run_id, len(others), comparison.path, departure)

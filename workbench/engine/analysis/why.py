@@ -24,6 +24,7 @@ from workbench.engine.analysis.candidates import (
     candidates,
     newest_before,
 )
+from workbench.engine.analysis.compare import left_path
 from workbench.engine.analysis.verify import (
     ServeRecorded,
     Verification,
@@ -114,7 +115,9 @@ def explain(
     if row.status == "completed":
         return WhyReport(row.run_id, row.status, row.reason, row.task_fingerprint, [], "none", [])
     runs = _task_runs(store, home, failing, row.task_fingerprint)
-    found = candidates(runs, store.first_failure(row.run_id))
+    # The departure counts results: a result unlike the passing runs' is one a mock tests.
+    left = left_path(store, row.run_id, results=True)
+    found = candidates(runs, store.first_failure(row.run_id), left.departure)
     served = runs.passing + [r for r in [runs.same_task_text] if r and r not in runs.passing]
     settings = options.settings
     with suffix_model(settings, served if options.verify else [], serve) as model:

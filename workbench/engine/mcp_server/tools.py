@@ -11,18 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from traces.origins import RUN_KINDS
+from traces.statuses import RUN_STATUSES
 
-# `traces.events.RUN_STATUSES` and a run with no run_end (as `workbench runs --status`).
-RUN_STATES = (
-    "completed",
-    "max_turns",
-    "duplicate_tool_calls",
-    "token_budget",
-    "timeout",
-    "cancelled",
-    "error",
-    "incomplete",
-)
 MAX_PAGE = 100  # runs, matches or events in one answer
 MAX_TURNS_PAGE = 10
 
@@ -94,7 +84,7 @@ TOOLS: tuple[ToolDef, ...] = (
             {
                 "status": {
                     "type": "string",
-                    "enum": list(RUN_STATES),
+                    "enum": list(RUN_STATUSES),
                     "description": "only runs that ended with this status",
                 },
                 "failed": {
