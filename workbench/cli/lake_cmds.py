@@ -50,7 +50,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_home(push)
     push.set_defaults(func=cmd_push)
 
-    pull = subparsers.add_parser("pull", help="bring runs from the team's lake into the home")
+    pull = subparsers.add_parser(
+        "pull", help="bring runs, and their annotations, from the team's lake into the home"
+    )
     pull.add_argument("runs", nargs="+", metavar="RUN", help="run ids or unique prefixes")
     add_home(pull)
     pull.set_defaults(func=cmd_pull)
