@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeAlias
@@ -183,6 +183,21 @@ def home_annotations(home: Path, run_ids: Collection[str] | None = None) -> list
     return sorted(found.values(), key=lambda record: (record.ts, record.id))
 
 
+def add_annotations(home: Path, records: Iterable[Note | Removal]) -> list[Note | Removal]:
+    """Append to the home the `records` it does not hold yet (by id), each to its author's
+    file as written, tombstones too: records that came with runs (a bundle, a pull) merge
+    like any author's file, and adding the same records again adds nothing. Returns the
+    records added."""
+    known = {record.id for record in home_annotations(home)}
+    added = []
+    for record in records:
+        if record.id not in known:
+            append_annotation(home, record)
+            known.add(record.id)
+            added.append(record)
+    return added
+
+
 def annotation_target(turn: int | None, call_id: str | None) -> str:
     """Where a note is, in words: `run`, `turn 3`, `turn 3 call c1`."""
     if turn is None:
@@ -199,6 +214,7 @@ __all__ = [
     "NewerAnnotationError",
     "Note",
     "Removal",
+    "add_annotations",
     "annotation_target",
     "append_annotation",
     "author_file",

@@ -50,7 +50,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_home(push)
     push.set_defaults(func=cmd_push)
 
-    pull = subparsers.add_parser("pull", help="bring runs from the team's lake into the home")
+    pull = subparsers.add_parser(
+        "pull", help="bring runs, and their annotations, from the team's lake into the home"
+    )
     pull.add_argument("runs", nargs="+", metavar="RUN", help="run ids or unique prefixes")
     add_home(pull)
     pull.set_defaults(func=cmd_pull)
@@ -157,9 +159,17 @@ def cmd_pull(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     except (UnknownRunError, AmbiguousRunError) as exc:
         raise CliError(f"{exc.args[0]} (in the lake {config.label})") from None
+    extra = [
+        counted(report.annotations, "annotation") if report.annotations else "",
+        f"{len(report.present)} already there" if report.present else "",
+        f"{counted(report.unreadable, 'annotation')} left in the lake: written by a newer "
+        "workbench (upgrade agent-workbench to pull them)"
+        if report.unreadable
+        else "",
+    ]
     print(
         f"pulled {counted(len(report.written), 'run')} ({counted(report.events, 'event')}) "
-        f"into {home}" + (f"; {len(report.present)} already there" if report.present else "")
+        f"into {home}" + "".join(f"; {part}" for part in extra if part)
     )
     return ExitCode.OK
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, cast
 
-from traces.annotations import Note, Removal, append_annotation, home_annotations, read_annotation
+from traces.annotations import Note, Removal, add_annotations, read_annotation
 from traces.events import RunStart
 from traces.home import traces_dir
 from traces.run_names import is_safe_run_id, run_file_stem
@@ -315,10 +315,7 @@ def _imported(bundle: Bundle, home: Path, scratch: Path) -> ImportReport:
         _move(checked[stem], folder / f"{stem}.jsonl")
     # Each author's records go to that author's file, as they wrote them: one import twice,
     # or a record the home has already, adds nothing.
-    known = {record.id for record in home_annotations(home)}
-    new = [record for record in bundle.annotations if record.id not in known]
-    for record in new:
-        append_annotation(home, record)
+    new = add_annotations(home, bundle.annotations)
     authors = sorted({record.author for record in new})
     return ImportReport(
         added, already, bundle.manifest.runs, bundle.manifest.parents, len(new), authors
