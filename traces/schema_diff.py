@@ -98,14 +98,17 @@ def word_diff(before: str, after: str, *, ignore_spacing: bool = False) -> list[
     """Spans of `after` against `before`, split on whitespace (kept in the spans). With
     `ignore_spacing`, words are compared without the whitespace after them, so a changed
     line break alone is no difference (equal spans then show `after`'s spacing)."""
+    if not before or before.isspace() or not after or after.isspace():
+        # One side has no words (a text only one run has): no matching to do, and a text's
+        # words joined again are the text from its first word on (no need to split it).
+        words_a, words_b = before.lstrip(), after.lstrip()
+        return [("delete", words_a)] if words_a else [("insert", words_b)] if words_b else []
     a = re.findall(r"\S+\s*", before)
     b = re.findall(r"\S+\s*", after)
     if ignore_spacing:
         keys_a, keys_b = [word.rstrip() for word in a], [word.rstrip() for word in b]
     else:
         keys_a, keys_b = a, b
-    if not a or not b:  # one side empty (a text only one run has): no matching to do
-        return [("delete", "".join(a))] if a else [("insert", "".join(b))] if b else []
     spans: list[tuple[SpanOp, str]] = []
     matcher = difflib.SequenceMatcher(a=keys_a, b=keys_b, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():

@@ -111,6 +111,9 @@ async def test_diff_chain_prints_the_content_and_the_edit(project: Project, caps
         ("a b c", "a x c"),
         ("line one\nline two\n", "line one\nline 2\n"),
         ("  leading space", "leading  space  "),
+        # A side of spacing only has no words: the other side is one span, as it is.
+        (" \n\t", "\u3000 new  text\n"),
+        ("\x85old\ttext ", "\u2028 "),
     ],
 )
 def test_word_diff_spans_rebuild_both_texts(before: str, after: str) -> None:

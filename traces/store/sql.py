@@ -292,25 +292,27 @@ ORDER BY seq
 # request or chunk of its attempt joins that call and adds nothing to the chain.
 CHAIN_EVENTS = f"""
 WITH model AS (
-    SELECT rowid AS row, type, coalesce((event->>'attempt')::BIGINT, 1) AS attempt,
-        lag(type) OVER turn_order AS type_before,
-        lag(coalesce((event->>'attempt')::BIGINT, 1)) OVER turn_order AS attempt_before
+    -- A request without what it sent: the window below holds a thousand turns' of them.
+    SELECT seq, turn, type, coalesce((event->>'attempt')::BIGINT, 1) AS attempt,
+        CASE WHEN type = 'model_request'
+            THEN json_merge_patch(event, '{{"messages": [], "tools": [], "body": null}}')
+            ELSE event END AS event
     {RUN_ROWS} AND turn BETWEEN $turn_from AND $turn_to
         AND type IN ('model_request', 'model_chunk', 'model_response')
-    WINDOW turn_order AS (PARTITION BY turn ORDER BY seq)
-), kept AS (
-    SELECT row FROM model
-    WHERE type <> 'model_chunk' OR type_before IS NULL OR type_before = 'model_response'
-        OR attempt_before <> attempt
-    UNION ALL
-    SELECT rowid {RUN_ROWS} AND (turn IS NULL OR turn BETWEEN $turn_from AND $turn_to)
-        AND type IN ('run_start', 'run_end', 'tool_start', 'tool_end', 'error')
+), placed AS (
+    SELECT seq, type, event, attempt,
+        lag(type) OVER turn_order AS type_before, lag(attempt) OVER turn_order AS attempt_before
+    FROM model WINDOW turn_order AS (PARTITION BY turn ORDER BY seq)
 )
-SELECT CASE WHEN type = 'model_request'
-        THEN json_merge_patch(event, '{{"messages": [], "tools": [], "body": null}}')
-        ELSE event END,
-    seq
-FROM event_rows WHERE rowid IN (SELECT row FROM kept) ORDER BY seq
+-- The events are carried through: fetching them again by rowid scanned the run's rows a
+-- second time, a third of the query.
+SELECT event, seq FROM placed
+WHERE type <> 'model_chunk' OR type_before IS NULL OR type_before = 'model_response'
+    OR attempt_before <> attempt
+UNION ALL
+SELECT event, seq {RUN_ROWS} AND (turn IS NULL OR turn BETWEEN $turn_from AND $turn_to)
+    AND type IN ('run_start', 'run_end', 'tool_start', 'tool_end', 'error')
+ORDER BY seq
 """
 # The run's first failure (`workbench.engine.views.outline.event_is_failure`): an error, a
 # failed tool call, unparsable arguments, or an end that is not `completed`; one query,

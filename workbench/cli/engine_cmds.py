@@ -393,18 +393,21 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     result: dict[str, Any] = {"run_a": a.run_id, "run_b": b.run_id}
     lines: list[str] = []
     different = False
+    # Each form is built only when it is printed: a long run's chain is costly twice over.
     if show_tools:
         tools = diff_tools(a, b)
         different |= not tools.is_empty
-        result["tools"] = tools.to_json()
-        lines += render_tools(tools, a.run_id, b.run_id)
+        if args.json:
+            result["tools"] = tools.to_json()
+        else:
+            lines += render_tools(tools, a.run_id, b.run_id)
     if show_chain:
         comparison = _compared(a, b, home)
         different |= not comparison.diff.is_equal
-        result["chain"] = comparison.to_json()
-        if lines:
-            lines.append("")
-        lines += render_comparison(comparison)
+        if args.json:
+            result["chain"] = comparison.to_json()
+        else:
+            lines += ([""] if lines else []) + render_comparison(comparison)
     result["equal"] = not different
     if args.json:
         print_json(result)

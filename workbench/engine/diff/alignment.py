@@ -17,7 +17,7 @@ from typing import Any, Literal, get_args
 
 from agent_core.wire.chat import tool_call
 from traces.text import one_line
-from traces.tree import TurnNode, build_chain
+from traces.tree import TurnNode
 from workbench.engine.recording.fork.tool_policy import call_label, recorded_decisions
 from workbench.engine.recording.runs.load import Recording
 from workbench.engine.recording.runs.parent import ParentRun
@@ -104,13 +104,10 @@ def _shown(text: str | None, width: int = 80) -> str:
 
 
 def chain_of(recording: Recording) -> list[ChainTurn]:
-    """The decision chain per turn, walked from `traces.tree.build_chain`."""
+    """The decision chain per turn, walked from the recording's turns (`traces.tree`
+    built them once when it was read; building them again doubled a long diff's work)."""
     policies = recorded_decisions(recording.run_start.meta)
-    return [
-        _chain_turn(node, policies)
-        for node in build_chain(recording.events).turns
-        if node.model_calls
-    ]
+    return [_chain_turn(node, policies) for node in recording.turns.values() if node.model_calls]
 
 
 def _chain_turn(node: TurnNode, policies: dict[str, str] | None = None) -> ChainTurn:
