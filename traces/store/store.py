@@ -39,6 +39,7 @@ from traces.store.sessions import SessionRow
 
 if TYPE_CHECKING:
     from traces.events import Event
+    from traces.redact import Redactor
     from traces.store.lake.config import LakeConfig
     from traces.store.lake.push import PushReport
 
@@ -546,12 +547,17 @@ class TraceStore:
         since: datetime | None = None,
         progress: Progress | None = None,
         batch_events: int | None = None,
+        *,
+        redactor: Redactor | None,
     ) -> PushReport:
-        """Append this store's finished runs the lake lacks (`traces.store.lake.push`)."""
+        """Append this store's finished runs the lake lacks (`traces.store.lake.push`), their
+        texts redacted with `redactor`: the home's (`traces.home.home_redactor`), as a
+        bundle is, so what leaves the home is redacted the same way by either road."""
         from traces.store.lake.push import BATCH_EVENTS, push
 
+        batch = batch_events or BATCH_EVENTS
         with self._cursor() as cur:
-            return push(cur, lake, run_ids, since, progress, batch_events or BATCH_EVENTS)
+            return push(cur, lake, run_ids, since, progress, batch, redactor)
 
     # --- Parquet datasets ---------------------------------------------------------------
 

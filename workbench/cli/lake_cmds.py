@@ -78,19 +78,23 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def cmd_push(args: argparse.Namespace) -> int:
+    from traces.home import home_redactor
     from traces.store import lake
     from workbench.cli.progress import StderrProgress
     from workbench.cli.read_cmds import open_store
 
     if not args.runs and not args.all and args.since is None:
         raise CliError("push which runs? name them, or give --all or --since")
-    config = lake_config(args, read_home(args))
+    home = read_home(args)
+    config = lake_config(args, home)
+    redactor = home_redactor(home)  # a pattern that does not compile is said before any work
     lake.choose(None)  # --lake names where to push; the runs come from the home's store
     progress = StderrProgress()
     try:
         with open_store(args) as store:
             chosen = [store.resolve_run(ref) for ref in args.runs] if args.runs else None
-            report = store.push(config, chosen, args.since, progress, args.batch_events)
+            report = store.push(config, chosen, args.since, progress, args.batch_events,
+                                redactor=redactor)  # fmt: skip
     except lake.LakeError as exc:
         raise CliError(str(exc)) from None
     finally:
@@ -119,14 +123,15 @@ def push_config(args: argparse.Namespace, home: Path) -> LakeConfig | None:
 def push_runs(config: LakeConfig, home: Path, run_ids: list[str]) -> bool:
     """Push these finished runs of the home to the lake, saying so in one line on stderr;
     False (and why, in one line) when the push failed: the runs stay in the home."""
+    from traces.home import RedactionConfigError, home_redactor
     from traces.store import StoreError, TraceStore, lake
 
     lake.choose(None)  # the runs come from the home's store
     try:
         with TraceStore.for_home(home) as store:
             store.ingest_home(home)
-            report = store.push(config, run_ids)
-    except StoreError as exc:
+            report = store.push(config, run_ids, redactor=home_redactor(home))
+    except (StoreError, RedactionConfigError) as exc:
         print(f"workbench: not pushed (the runs stay in {home}): {exc}", file=sys.stderr)
         return False
     print(push_summary(report, config.label), file=sys.stderr)

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from traces.home import db_path, traces_dir
+from traces.home import RedactionConfigError, db_path, home_redactor, traces_dir
 
 if TYPE_CHECKING:
     from traces.store.lake import LakeConfig
@@ -58,8 +58,9 @@ class ServerPusher:
         try:
             with TraceStore.open(db_path(self._home), wait_s=30.0) as store:
                 store.ingest_home(self._home)
-                report = store.push(self._config, since=self._since)
-        except StoreError as exc:
+                redactor = home_redactor(self._home)
+                report = store.push(self._config, since=self._since, redactor=redactor)
+        except (StoreError, RedactionConfigError) as exc:
             if str(exc) != self._said:  # said once, not every few seconds
                 print(f"workbench: not pushed yet (runs stay in {self._home}): {exc}",
                       file=sys.stderr, flush=True)  # fmt: skip

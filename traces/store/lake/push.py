@@ -16,11 +16,13 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from traces.redact import Redactor
 from traces.store.db import duckdb
 from traces.store.lake.config import LakeConfig, LakeError
 from traces.store.lake.connect import attach, scrubbed
+from traces.store.lake.push_redacted import insert_redacted
 from traces.store.lake.schema import LAKE, ensure_tables, lake_tables, local_tables
 from traces.store.progress import Progress
 
@@ -63,21 +65,21 @@ WHERE NOT EXISTS (
     SELECT 1 FROM {LAKE}.run_rows r WHERE r.run_id = c.run_id AND r.events >= c.events)
 ORDER BY c.started_at, c.run_id
 """
+# What each table sends (its rows aliased `t`): the same rows whether or not they are
+# redacted on the way (`push_redacted`).
+_EVENTS_WHERE = """t.run_id IN (SELECT unnest($run_ids)) AND t.problem IS NULL
+  AND t.seq > coalesce((SELECT top FROM push_lake_has h WHERE h.run_id = t.run_id), -1)"""
+_RUN_ROWS_WHERE = "t.run_id IN (SELECT unnest($run_ids))"
+_ANNOTATIONS_WHERE = f"""t.problem IS NULL AND t.run_id IN (SELECT run_id FROM push_chosen)
+  AND t.id NOT IN (SELECT id FROM {LAKE}.annotation_rows
+                   WHERE run_id IN (SELECT run_id FROM push_chosen))"""
 _EVENTS = f"""
 INSERT INTO {LAKE}.event_rows
-SELECT * REPLACE (0 AS batch) FROM main.event_rows e
-WHERE run_id IN (SELECT unnest($run_ids)) AND problem IS NULL
-  AND seq > coalesce((SELECT top FROM push_lake_has h WHERE h.run_id = e.run_id), -1)
+SELECT * REPLACE (0 AS batch) FROM main.event_rows t WHERE {_EVENTS_WHERE}
 """
-_RUN_ROWS = f"""
-INSERT INTO {LAKE}.run_rows SELECT *, now() FROM main.runs WHERE run_id IN (SELECT unnest($run_ids))
-"""
+_RUN_ROWS = f"INSERT INTO {LAKE}.run_rows SELECT *, now() FROM main.runs t WHERE {_RUN_ROWS_WHERE}"
 _ANNOTATIONS = f"""
-INSERT INTO {LAKE}.annotation_rows
-SELECT * FROM main.annotation_rows a
-WHERE problem IS NULL AND run_id IN (SELECT run_id FROM push_chosen)
-  AND id NOT IN (SELECT id FROM {LAKE}.annotation_rows
-                 WHERE run_id IN (SELECT run_id FROM push_chosen))
+INSERT INTO {LAKE}.annotation_rows SELECT * FROM main.annotation_rows t WHERE {_ANNOTATIONS_WHERE}
 """
 # Suite runs with a sample among the chosen runs (all of them on `push --all`).
 _SUITES = f"""
@@ -98,12 +100,14 @@ def push(
     since: datetime | None = None,
     progress: Progress | None = None,
     batch_events: int = BATCH_EVENTS,
+    redactor: Redactor | None = None,
 ) -> PushReport:
     """Push the finished runs of the store `cur` reads (`run_ids`, else all; `since`: those
-    started since then) to the lake, about `batch_events` events a commit."""
+    started since then) to the lake, about `batch_events` events a commit, their texts
+    redacted with `redactor`'s patterns (the home's: `traces.home.home_redactor`)."""
     attach(cur, config, read_only=False)
     try:
-        return _push(cur, config, run_ids, since, progress, batch_events)
+        return _push(cur, config, run_ids, since, progress, batch_events, redactor)
     finally:
         cur.execute(f"DETACH {LAKE}")
 
@@ -115,8 +119,13 @@ def _push(
     since: datetime | None,
     progress: Progress | None,
     batch_events: int,
+    redactor: Redactor | None,
 ) -> PushReport:
     report = PushReport()
+    # Traces are redacted as they are written; only patterns the home has (some added since,
+    # maybe) need the rows rewritten on their way out. Without any, the rows go as they are,
+    # set-based SQL from the store to the lake: the fast path, and the usual one.
+    send = _sent if redactor is None or not redactor.patterns else _redacting(redactor)
     every = run_ids is None
     retrying(cur, config, lambda: ensure_tables(cur))
     params = {"all": every, "run_ids": list(run_ids or []), "since": since}
@@ -131,9 +140,9 @@ def _push(
         ids = [run_id for run_id, _ in batch]
 
         def commit(ids: list[str] = ids) -> int:
-            row = cur.execute(_EVENTS, {"run_ids": ids}).fetchone()
-            cur.execute(_RUN_ROWS, {"run_ids": ids})
-            return int(row[0]) if row else 0
+            events = send(cur, "event_rows", {"run_ids": ids})
+            send(cur, "runs", {"run_ids": ids})
+            return events
 
         report.events += retrying(cur, config, commit)
         report.runs += len(batch)
@@ -142,11 +151,33 @@ def _push(
             progress(f"pushed {report.runs} of {len(todo)} runs", sent / total)
     local = local_tables(cur)
     if "annotation_rows" in local:
-        report.annotations = retrying(cur, config, lambda: _count(cur.execute(_ANNOTATIONS)))
+        report.annotations = retrying(cur, config, lambda: send(cur, "annotation_rows", {}))
     if "regress_runs" in local and "regress_runs" in lake_tables(cur):
         report.suite_runs = retrying(cur, config, lambda: _push_suites(cur, every))
     cur.execute("DROP TABLE IF EXISTS push_chosen; DROP TABLE IF EXISTS push_lake_has")
     return report
+
+
+# Each table sent: the statement that sends its rows as they are, and what picks them.
+_SENDS = {
+    "event_rows": (_EVENTS, "event_rows", _EVENTS_WHERE),
+    "runs": (_RUN_ROWS, "run_rows", _RUN_ROWS_WHERE),
+    "annotation_rows": (_ANNOTATIONS, "annotation_rows", _ANNOTATIONS_WHERE),
+}
+Send = Callable[[duckdb.DuckDBPyConnection, str, dict[str, Any]], int]
+
+
+def _sent(cur: duckdb.DuckDBPyConnection, table: str, params: dict[str, Any]) -> int:
+    """Send the rows of `table` as they are; how many."""
+    return _count(cur.execute(_SENDS[table][0], params))
+
+
+def _redacting(redactor: Redactor) -> Send:
+    def send(cur: duckdb.DuckDBPyConnection, table: str, params: dict[str, Any]) -> int:
+        _, target, where = _SENDS[table]
+        return insert_redacted(cur, redactor, table, target, where, params)
+
+    return send
 
 
 def _push_suites(cur: duckdb.DuckDBPyConnection, every: bool) -> int:
