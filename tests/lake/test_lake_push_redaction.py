@@ -16,6 +16,7 @@ from tests.lake.test_lake_reads import cli, ok
 from tests.support.demo import demo_run
 from traces.home import REDACT_FILE
 from traces.store import TraceStore
+from traces.store.lake import push_redacted
 from traces.store.lake.config import from_url
 
 pytestmark = pytest.mark.lake
@@ -34,8 +35,10 @@ def _bundled_lines(home: Path, run: str, out: Path) -> list[str]:
 
 
 def test_push_redacts_with_the_home_patterns_as_a_bundle_does(
-    demo_home: Path, lake_url: str, tmp_path: Path
+    demo_home: Path, lake_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Pages of a few rows, so the runs' rows span many (a page is one read and one insert).
+    monkeypatch.setattr(push_redacted, "PAGE_ROWS", 7)
     run = demo_run(demo_home, "completed")
     ok(demo_home, "note", run, "--text", f"{SECRET} answers well", "--label", SECRET)
     assert SECRET in (demo_home / "traces" / f"{run}.jsonl").read_text()
