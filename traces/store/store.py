@@ -550,9 +550,8 @@ class TraceStore:
         *,
         redactor: Redactor | None,
     ) -> PushReport:
-        """Append this store's finished runs the lake lacks (`traces.store.lake.push`), their
-        texts redacted with `redactor`: the home's (`traces.home.home_redactor`), as a
-        bundle is, so what leaves the home is redacted the same way by either road."""
+        """Append this store's finished runs the lake lacks (`traces.store.lake.push`),
+        redacted with `redactor`, the home's (`traces.home.home_redactor`), as a bundle is."""
         from traces.store.lake.push import BATCH_EVENTS, push
 
         batch = batch_events or BATCH_EVENTS
