@@ -169,11 +169,12 @@ class JsonlWriter:
             if head is None:
                 head = self._chunk_head(run_id, turn, attempt)
             # As pydantic writes the event (tests/contract/test_writer_equivalence.py).
-            text = (
+            envelope = (
                 f'{head[0]}{seq},"ts":"{ts_text(ts)}"{head[1]}{index},"elapsed_ms":'
-                f"{to_json(elapsed_ms).decode()}{_DATA_KEY}{to_json(data).decode()}}}"
+                f"{to_json(elapsed_ms).decode()}"
             )
-            data_at = text.find(_DATA_KEY)
+            data_at = len(envelope)  # where `write` finds `_DATA_KEY` in the same line
+            text = f"{envelope}{_DATA_KEY}{to_json(data).decode()}}}"
             if (
                 self._stream.passes(text, data_at)
                 and self._envelope_clean(run_id)
