@@ -183,7 +183,7 @@ def bounded_lines(handle: BinaryIO, too_long: Callable[[int, int], object]) -> I
                 break
         if pieces:
             yield b"".join(pieces)  # within the limit, or a cut-off last line
-        elif length > LINE_MAX and piece.endswith(b"\n"):
+        elif piece.endswith(b"\n"):  # no pieces kept: it went over the limit
             too_long(number, length - 1)
             yield b"\n"
         else:
